@@ -1,0 +1,836 @@
+/*
+ * partition.c - a partition: its run of segments, the append path with
+ * its roll decision and size ceiling, sealing, and detaching segments for
+ * deletion (time rule, size rule, manual).
+ *
+ * The append path takes the partition lock once per call, reads the clock
+ * once, decides the roll before each record, and writes runs of records
+ * with one pwrite each. It never unlinks a file: detached segments go to
+ * the store's unlink queue. Hooks (seal events) run after the lock is
+ * dropped.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <bsd/stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "tlog_int.h"
+
+#define MAX_PENDING_IDX 128
+
+struct tlog_partition *
+tlog_part_alloc(struct tlog_topic *t, const char *name)
+{
+	struct tlog_partition *p;
+
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->name = strdup(name);
+	if (p->name == NULL) {
+		free(p);
+		return NULL;
+	}
+	p->refs = 1;
+	p->store = t->store;
+	p->ino = tlog_new_ino(t->store);
+	p->topic = t;
+	tlog_topic_ref(t);
+	pthread_mutex_init(&p->lock, NULL);
+	tlog_config_init(&p->cfg);
+	TAILQ_INIT(&p->segs);
+	p->last_ts = -1;
+	p->heap_idx = SIZE_MAX;
+	p->due = -1;
+	return p;
+}
+
+void
+tlog_part_ref(struct tlog_partition *p)
+{
+	__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+}
+
+void
+tlog_partition_put(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+
+	if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	/* Segments hold a reference, so the list is empty here unless the
+	 * store is being torn down, which releases them first. */
+	while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+		TAILQ_REMOVE(&p->segs, seg, link);
+		tlog_seg_close_files(seg);
+		free(seg);
+	}
+	pthread_mutex_destroy(&p->lock);
+	tlog_topic_put(p->topic);
+	free(p->name);
+	free(p);
+}
+
+uint64_t
+tlog_partition_ino(const struct tlog_partition *p)
+{
+	return p->ino;
+}
+
+struct tlog_config *
+tlog_partition_config(struct tlog_partition *p)
+{
+	return &p->cfg;
+}
+
+struct tlog_topic *
+tlog_partition_topic(struct tlog_partition *p)
+{
+	return p->topic;
+}
+
+void
+tlog_partition_name(struct tlog_partition *p, char *buf, size_t len)
+{
+	pthread_rwlock_rdlock(&p->store->tree_lock);
+	strlcpy(buf, p->name, len);
+	pthread_rwlock_unlock(&p->store->tree_lock);
+}
+
+int64_t
+tlog_partition_conf(struct tlog_partition *p, enum tlog_key k)
+{
+	int64_t v;
+
+	if ((v = tlog_cfg_load(&p->cfg, k)) != TLOG_UNSET)
+		return v;
+	if ((v = tlog_cfg_load(&p->topic->cfg, k)) != TLOG_UNSET)
+		return v;
+	if ((v = tlog_cfg_load(&p->store->cfg, k)) != TLOG_UNSET)
+		return v;
+	return tlog_key_default(k);
+}
+
+static struct tlog_segment *
+active_of(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = TAILQ_LAST(&p->segs, tlog_seglist);
+
+	return (seg != NULL && !seg->sealed) ? seg : NULL;
+}
+
+/* ---- events: collected under the lock, emitted after ---- */
+
+struct evbuf {
+	struct tlog_event *ev;
+	size_t n, cap;
+};
+
+static void
+evbuf_add_seal(struct evbuf *b, struct tlog_segment *seg,
+    enum tlog_trigger why, int64_t now)
+{
+	struct tlog_event *e;
+
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4;
+		void *nv = reallocarray(b->ev, cap, sizeof(*b->ev));
+		if (nv == NULL)
+			return;		/* the event is lost, not the data */
+		b->ev = nv;
+		b->cap = cap;
+	}
+	e = &b->ev[b->n++];
+	memset(e, 0, sizeof(*e));
+	e->kind = TLOG_EV_SEAL;
+	e->ts = now;
+	e->segment_ino = seg->ino;
+	e->base = seg->base;
+	e->records = seg->records;
+	e->bytes = seg->bytes;
+	e->first_ts = seg->first_ts;
+	e->max_ts = seg->max_ts;
+	e->trigger = why;
+}
+
+static void
+evbuf_emit(struct tlog_partition *p, struct evbuf *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->n; i++)
+		tlog_emit_seal(p, &b->ev[i]);
+	free(b->ev);
+	b->ev = NULL;
+	b->n = b->cap = 0;
+}
+
+/* Fills in the names and calls the store's event hook; no lock held. */
+void
+tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev)
+{
+	char topic[TLOG_NAME_MAX + 1], part[TLOG_NAME_MAX + 1];
+	struct tlog_store *s = p->store;
+
+	if (s->opts.event == NULL)
+		return;
+	pthread_rwlock_rdlock(&s->tree_lock);
+	strlcpy(topic, p->topic->name, sizeof(topic));
+	strlcpy(part, p->name, sizeof(part));
+	pthread_rwlock_unlock(&s->tree_lock);
+	ev->topic = topic;
+	ev->partition = part;
+	ev->partition_ino = p->ino;
+	s->opts.event(s->opts.event_arg, ev);
+}
+
+/* ---- sealing and detaching (partition lock held) ---- */
+
+static int
+seal_active(struct tlog_partition *p, enum tlog_trigger why,
+    struct evbuf *eb, int64_t now)
+{
+	struct tlog_segment *seg = active_of(p);
+	int r;
+
+	if (seg == NULL || seg->records == 0)
+		return 0;
+	r = tlog_seg_seal(seg, why);
+	if (eb != NULL)
+		evbuf_add_seal(eb, seg, why, now);
+	return r;
+}
+
+int
+tlog_part_seal_locked(struct tlog_partition *p, enum tlog_trigger why,
+    struct tlog_event *ev)
+{
+	struct tlog_segment *seg = active_of(p);
+
+	if (seg == NULL || seg->records == 0)
+		return 0;
+	tlog_seg_seal(seg, why);
+	if (ev != NULL) {
+		memset(ev, 0, sizeof(*ev));
+		ev->kind = TLOG_EV_SEAL;
+		ev->ts = tlog_now(p->store);
+		ev->segment_ino = seg->ino;
+		ev->base = seg->base;
+		ev->records = seg->records;
+		ev->bytes = seg->bytes;
+		ev->first_ts = seg->first_ts;
+		ev->max_ts = seg->max_ts;
+		ev->trigger = why;
+	}
+	return 1;
+}
+
+void
+tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
+    enum tlog_rule rule)
+{
+	struct tlog_store *s = p->store;
+
+	TAILQ_REMOVE(&p->segs, seg, link);
+	p->nsegs--;
+	p->bytes -= seg->bytes;
+	seg->dead = 1;
+	seg->rule = rule;
+	tlog_seg_close_files(seg);
+	p->pending_unlinks++;
+	/* The partition's reference moves to the queue. */
+	pthread_mutex_lock(&s->unlink_lock);
+	TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
+	s->nunlink++;
+	pthread_cond_broadcast(&s->unlink_cond);
+	pthread_mutex_unlock(&s->unlink_lock);
+}
+
+/* ---- the append path ---- */
+
+struct limits {
+	int64_t seg_bytes;	/* size trigger, with the ceiling's eighth */
+	int64_t seg_ms;
+	int64_t jitter;
+	int64_t ret_bytes;
+	int64_t rec_max;
+	bool prealloc;
+};
+
+static void
+get_limits(struct tlog_partition *p, struct limits *l)
+{
+	int64_t sb = tlog_partition_conf(p, TLOG_SEGMENT_BYTES);
+
+	l->seg_bytes = sb;
+	l->seg_ms = tlog_partition_conf(p, TLOG_SEGMENT_MS);
+	l->jitter = tlog_partition_conf(p, TLOG_SEGMENT_JITTER_MS);
+	if (l->jitter > l->seg_ms)
+		l->jitter = l->seg_ms;
+	l->ret_bytes = tlog_partition_conf(p, TLOG_RETENTION_BYTES);
+	if (l->ret_bytes >= 0 && l->ret_bytes / 8 < l->seg_bytes)
+		l->seg_bytes = l->ret_bytes / 8 > 0 ? l->ret_bytes / 8 : 1;
+	l->rec_max = tlog_partition_conf(p, TLOG_RECORD_MAX_BYTES);
+	if (l->rec_max > sb)
+		l->rec_max = sb;
+	l->prealloc = tlog_partition_conf(p, TLOG_SEGMENT_PREALLOCATE) == 1;
+}
+
+/* The span after which a segment seals on time: segment.ms less its
+ * jitter, never below 1 ms. */
+static int64_t
+seg_span(const struct tlog_segment *seg, int64_t seg_ms)
+{
+	int64_t j = seg->jitter < seg_ms ? seg->jitter : seg_ms;
+
+	return seg_ms - j > 0 ? seg_ms - j : 1;
+}
+
+/* Records appended in memory but not yet written with one pwrite. */
+struct run {
+	size_t start;		/* offset in the caller's buffer */
+	size_t len;
+	uint64_t nrec;
+	struct tlog_idx_entry idx[MAX_PENDING_IDX];
+	size_t nidx;
+};
+
+static uint64_t
+run_records(const struct tlog_segment *seg, const struct run *r)
+{
+	return seg->records + r->nrec;
+}
+
+static enum tlog_trigger
+roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
+    const struct run *run, size_t rlen, int64_t ts, const struct limits *l)
+{
+	uint64_t recs = run_records(seg, run);
+	uint64_t bytes = seg->bytes + run->len;
+	int64_t first = seg->records ? seg->first_ts : ts;
+	struct tlog_store *s = p->store;
+
+	if (recs == 0)
+		return TLOG_TRIG_NONE;
+	if (bytes + rlen > (uint64_t)l->seg_bytes)
+		return TLOG_TRIG_SIZE;
+	if (ts - first >= seg_span(seg, l->seg_ms))
+		return TLOG_TRIG_TIME;
+	if (recs + 1 > s->cap_records || bytes + rlen > s->cap_bytes)
+		return TLOG_TRIG_CAPACITY;
+	return TLOG_TRIG_NONE;
+}
+
+static int
+pwrite_all(int fd, const char *buf, size_t len, off_t off)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		n = pwrite(fd, buf, len, off);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENOSPC;
+		buf += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* Writes the run: data first, then its index entries, then commits. */
+static int
+run_flush(struct tlog_partition *p, struct run *run, const char *buf,
+    int64_t ts)
+{
+	struct tlog_segment *seg = active_of(p);
+	int r;
+
+	if (run->len == 0 && run->nrec == 0)
+		return 0;
+	if ((r = tlog_seg_open_files(seg, false)) != 0)
+		goto fail;
+	r = pwrite_all(seg->fd, buf + run->start, run->len,
+	    (off_t)seg->bytes);
+	if (r != 0) {
+		/* No partial record may stay. */
+		if (ftruncate(seg->fd, (off_t)seg->bytes) == -1)
+			tlog_log_err(p->store, "cannot cut a failed append: %s",
+			    strerror(errno));
+		goto fail;
+	}
+	if (run->nidx && tlog_seg_write_entries(seg, run->idx, run->nidx))
+		tlog_log_err(p->store, "cannot write index entries; "
+		    "recovery will rebuild them");
+	if (seg->records == 0)
+		seg->first_ts = ts;
+	seg->records += run->nrec;
+	__atomic_store_n(&seg->bytes, seg->bytes + run->len, __ATOMIC_RELEASE);
+	seg->max_ts = ts;
+	p->bytes += run->len;
+	p->next_offset += run->nrec;
+	p->last_ts = ts;
+	r = 0;
+fail:
+	run->start += run->len;
+	run->len = 0;
+	run->nrec = 0;
+	run->nidx = 0;
+	return r;
+}
+
+static void
+draw_jitter(struct tlog_segment *seg, const struct limits *l)
+{
+	uint64_t j;
+
+	if (l->jitter <= 0)
+		return;
+	j = ((uint64_t)arc4random() << 32) | arc4random();
+	seg->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
+}
+
+static int
+new_segment(struct tlog_partition *p, const struct limits *l)
+{
+	struct tlog_segment *seg;
+	int r;
+
+	seg = tlog_seg_new(p, p->next_offset);
+	if (seg == NULL)
+		return -ENOMEM;
+	if ((r = tlog_seg_open_files(seg, true)) != 0) {
+		tlog_segment_put(seg);
+		return r;
+	}
+	draw_jitter(seg, l);
+	if (l->prealloc) {
+		if (fallocate(seg->fd, FALLOC_FL_KEEP_SIZE, 0,
+		    (off_t)l->seg_bytes) == 0)
+			seg->prealloc = (uint64_t)l->seg_bytes;
+		else
+			tlog_log_err(p->store, "cannot preallocate %" PRId64
+			    " bytes: %s", l->seg_bytes, strerror(errno));
+	}
+	TAILQ_INSERT_TAIL(&p->segs, seg, link);
+	p->nsegs++;
+	return 0;
+}
+
+/*
+ * Length of the record starting at buf: through the next newline, or
+ * rec_max bytes, or (tail_is_record) the rest. 0 if the rest must be held.
+ */
+static size_t
+record_len(const char *buf, size_t len, int64_t rec_max, bool tail_is_record)
+{
+	size_t lim = len < (uint64_t)rec_max ? len : (size_t)rec_max;
+	const char *nl = memchr(buf, '\n', lim);
+
+	if (nl != NULL)
+		return (size_t)(nl - buf) + 1;
+	if (lim == (size_t)rec_max || tail_is_record)
+		return lim;
+	return 0;
+}
+
+static int64_t
+stamp(struct tlog_partition *p)
+{
+	int64_t ts = tlog_now(p->store);
+
+	return ts < p->last_ts ? p->last_ts : ts;
+}
+
+/*
+ * Before the record: the size ceiling. Detaches oldest segments until the
+ * record fits; when only the active segment is left it seals and goes.
+ */
+static int
+make_room(struct tlog_partition *p, struct run *run, const char *buf,
+    size_t rlen, const struct limits *l, int64_t ts, struct evbuf *eb)
+{
+	struct tlog_segment *old;
+	int r;
+
+	while (p->bytes + run->len + rlen > (uint64_t)l->ret_bytes) {
+		if ((r = run_flush(p, run, buf, ts)) != 0)
+			return r;
+		old = TAILQ_FIRST(&p->segs);
+		if (old == NULL)
+			break;
+		if (!old->sealed) {
+			if (old->records == 0)
+				break;
+			seal_active(p, TLOG_TRIG_RETENTION, eb, ts);
+		}
+		tlog_part_detach(p, old, TLOG_RULE_SIZE);
+	}
+	return 0;
+}
+
+ssize_t
+tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
+    bool tail_is_record)
+{
+	struct tlog_segment *seg;
+	struct evbuf eb = { 0 };
+	struct limits l;
+	struct run run;
+	enum tlog_trigger trig;
+	uint64_t rel, at;
+	size_t pos = 0, rlen;
+	int64_t ts;
+	int r = 0;
+
+	memset(&run, 0, sizeof(run));
+	get_limits(p, &l);
+	pthread_mutex_lock(&p->lock);
+	if (p->dead) {
+		r = -ENOENT;
+		goto out;
+	}
+	ts = stamp(p);
+	while (pos < len) {
+		rlen = record_len(buf + pos, len - pos, l.rec_max,
+		    tail_is_record);
+		if (rlen == 0)
+			break;
+		if (l.ret_bytes >= 0 && rlen > (uint64_t)l.ret_bytes) {
+			r = -EFBIG;
+			break;
+		}
+		if ((seg = active_of(p)) != NULL &&
+		    (trig = roll_check(p, seg, &run, rlen, ts, &l))) {
+			if ((r = run_flush(p, &run, buf, ts)) != 0)
+				break;
+			seal_active(p, trig, &eb, ts);
+		}
+		if (l.ret_bytes >= 0 &&
+		    (r = make_room(p, &run, buf, rlen, &l, ts, &eb)) != 0)
+			break;
+		if ((seg = active_of(p)) == NULL) {
+			if ((r = run_flush(p, &run, buf, ts)) != 0 ||
+			    (r = new_segment(p, &l)) != 0)
+				break;
+			seg = active_of(p);
+		}
+		if (run.nidx + 2 > MAX_PENDING_IDX &&
+		    (r = run_flush(p, &run, buf, ts)) != 0)
+			break;
+		rel = run_records(seg, &run);
+		at = seg->bytes + run.len;
+		if (rel == 0 || seg->nidx == 0 ||
+		    at - (run.nidx ? run.idx[run.nidx - 1].pos :
+		    seg->last_idx_pos) >= TLOG_IDX_INTERVAL)
+			run.idx[run.nidx++] = (struct tlog_idx_entry){
+				(uint32_t)rel, (uint32_t)at, ts };
+		run.len += rlen;
+		run.nrec++;
+		/* A record without newline is always followed by an entry,
+		 * so counting newlines from an entry stays exact. */
+		if (buf[pos + rlen - 1] != '\n')
+			run.idx[run.nidx++] = (struct tlog_idx_entry){
+				(uint32_t)(rel + 1), (uint32_t)(at + rlen), ts };
+		pos += rlen;
+	}
+	if (r == 0)
+		r = run_flush(p, &run, buf, ts);
+	else
+		run_flush(p, &run, buf, ts);
+	pos = run.start;
+out:
+	pthread_mutex_unlock(&p->lock);
+	evbuf_emit(p, &eb);
+	return r != 0 ? r : (ssize_t)pos;
+}
+
+int
+tlog_part_fsync(struct tlog_partition *p, bool datasync)
+{
+	struct tlog_segment *seg;
+	int r = 0, dfd;
+
+	pthread_mutex_lock(&p->lock);
+	seg = active_of(p);
+	if (seg != NULL && seg->fd != -1) {
+		if ((datasync ? fdatasync(seg->fd) : fsync(seg->fd)) == -1)
+			r = -errno;
+		if (r == 0 && seg->ifd != -1 && fdatasync(seg->ifd) == -1)
+			r = -errno;
+	}
+	pthread_mutex_unlock(&p->lock);
+	/* New segment files need their directory entries durable too. */
+	if (r == 0) {
+		dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0);
+		if (dfd >= 0) {
+			if (fsync(dfd) == -1)
+				r = -errno;
+			close(dfd);
+		}
+	}
+	return r;
+}
+
+/* ---- sealing and deletion entry points ---- */
+
+int
+tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
+{
+	struct evbuf eb = { 0 };
+
+	pthread_mutex_lock(&p->lock);
+	seal_active(p, why, &eb, tlog_now(p->store));
+	pthread_mutex_unlock(&p->lock);
+	evbuf_emit(p, &eb);
+	return 0;
+}
+
+int64_t
+tlog_partition_idle_due(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+	int64_t due = -1;
+
+	pthread_mutex_lock(&p->lock);
+	seg = active_of(p);
+	if (seg != NULL && seg->records > 0)
+		due = seg->first_ts + seg_span(seg,
+		    tlog_partition_conf(p, TLOG_SEGMENT_MS));
+	pthread_mutex_unlock(&p->lock);
+	return due;
+}
+
+int
+tlog_partition_seal_idle(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+	struct evbuf eb = { 0 };
+	int64_t now = tlog_now(p->store);
+	int sealed = 0;
+
+	pthread_mutex_lock(&p->lock);
+	seg = active_of(p);
+	if (seg != NULL && seg->records > 0 && now - seg->first_ts >=
+	    seg_span(seg, tlog_partition_conf(p, TLOG_SEGMENT_MS))) {
+		seal_active(p, TLOG_TRIG_IDLE, &eb, now);
+		sealed = 1;
+	}
+	pthread_mutex_unlock(&p->lock);
+	evbuf_emit(p, &eb);
+	return sealed;
+}
+
+/* Keeps the end offset of a partition whose last segment went, so that
+ * offsets are never reused after a restart. Called with no lock held. */
+static void
+save_end_offset(struct tlog_partition *p)
+{
+	char buf[32];
+	uint64_t end;
+	bool empty;
+	int n, dfd;
+
+	pthread_mutex_lock(&p->lock);
+	empty = TAILQ_EMPTY(&p->segs);
+	end = p->next_offset;
+	pthread_mutex_unlock(&p->lock);
+	if (!empty)
+		return;
+	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
+	dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return;
+	if (tlog_write_atomic(dfd, ".next", buf, (size_t)n) != 0)
+		tlog_log_err(p->store, "cannot save the end offset of an "
+		    "emptied partition");
+	close(dfd);
+}
+
+int
+tlog_partition_delete(struct tlog_partition *p, uint64_t base)
+{
+	struct tlog_segment *seg;
+	struct evbuf eb = { 0 };
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&p->lock);
+	TAILQ_FOREACH(seg, &p->segs, link)
+		if (seg->base == base)
+			break;
+	if (seg != NULL) {
+		if (!seg->sealed)
+			seal_active(p, TLOG_TRIG_MANUAL, &eb,
+			    tlog_now(p->store));
+		tlog_part_detach(p, seg, TLOG_RULE_MANUAL);
+		r = 0;
+	}
+	pthread_mutex_unlock(&p->lock);
+	evbuf_emit(p, &eb);
+	if (r == 0)
+		save_end_offset(p);
+	return r;
+}
+
+int64_t
+tlog_partition_expire_due(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS), due = -1;
+
+	if (rms < 0)
+		return -1;
+	pthread_mutex_lock(&p->lock);
+	seg = TAILQ_FIRST(&p->segs);
+	if (seg != NULL && seg->records > 0)
+		due = seg->max_ts + rms + 1;
+	pthread_mutex_unlock(&p->lock);
+	return due;
+}
+
+int
+tlog_partition_expire(struct tlog_partition *p, int max)
+{
+	struct tlog_segment *seg;
+	struct evbuf eb = { 0 };
+	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	int64_t now = tlog_now(p->store);
+	int n = 0;
+
+	if (rms < 0)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
+		if (seg->records == 0 || now - seg->max_ts <= rms)
+			break;
+		if (!seg->sealed)
+			seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
+		tlog_part_detach(p, seg, TLOG_RULE_TIME);
+		n++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	evbuf_emit(p, &eb);
+	if (n > 0)
+		save_end_offset(p);
+	return n;
+}
+
+void
+tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
+{
+	struct tlog_segment *first, *last;
+	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+
+	pthread_mutex_lock(&p->lock);
+	first = TAILQ_FIRST(&p->segs);
+	last = TAILQ_LAST(&p->segs, tlog_seglist);
+	st->end_offset = p->next_offset;
+	st->start_offset = first ? first->base : p->next_offset;
+	st->bytes = p->bytes;
+	st->segments = p->nsegs;
+	st->oldest_ts = first && first->records ? first->first_ts : -1;
+	st->newest_ts = last && last->records ? last->max_ts : -1;
+	st->next_expiry = (rms < 0 || !first || !first->records) ? -1 :
+	    first->max_ts + rms;
+	pthread_mutex_unlock(&p->lock);
+}
+
+int
+tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
+    size_t *n)
+{
+	struct tlog_segment *seg;
+	struct tlog_seginfo *a;
+	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	size_t i = 0;
+
+	pthread_mutex_lock(&p->lock);
+	a = reallocarray(NULL, p->nsegs ? p->nsegs : 1, sizeof(*a));
+	if (a == NULL) {
+		pthread_mutex_unlock(&p->lock);
+		return -ENOMEM;
+	}
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		a[i].ino = seg->ino;
+		a[i].base = seg->base;
+		a[i].records = seg->records;
+		a[i].bytes = seg->bytes;
+		a[i].first_ts = seg->records ? seg->first_ts : -1;
+		a[i].max_ts = seg->records ? seg->max_ts : -1;
+		a[i].sealed = seg->sealed;
+		a[i].sealed_by = seg->sealed_by;
+		a[i].expires_at = (rms < 0 || !seg->records) ? -1 :
+		    seg->max_ts + rms;
+		i++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	*out = a;
+	*n = i;
+	return 0;
+}
+
+static struct tlog_segment *
+seg_find(struct tlog_partition *p, bool (*match)(struct tlog_segment *,
+    uint64_t), uint64_t key)
+{
+	struct tlog_segment *seg;
+
+	pthread_mutex_lock(&p->lock);
+	TAILQ_FOREACH(seg, &p->segs, link)
+		if (match(seg, key))
+			break;
+	if (seg != NULL)
+		tlog_seg_ref(seg);
+	pthread_mutex_unlock(&p->lock);
+	return seg;
+}
+
+static bool
+match_base(struct tlog_segment *seg, uint64_t key)
+{
+	return seg->base == key;
+}
+
+static bool
+match_ino(struct tlog_segment *seg, uint64_t key)
+{
+	return seg->ino == key;
+}
+
+static bool
+match_active(struct tlog_segment *seg, uint64_t key)
+{
+	(void)key;
+	return !seg->sealed;
+}
+
+struct tlog_segment *
+tlog_segment_get(struct tlog_partition *p, uint64_t base)
+{
+	return seg_find(p, match_base, base);
+}
+
+struct tlog_segment *
+tlog_segment_get_ino(struct tlog_partition *p, uint64_t ino)
+{
+	return seg_find(p, match_ino, ino);
+}
+
+struct tlog_segment *
+tlog_segment_get_active(struct tlog_partition *p)
+{
+	return seg_find(p, match_active, 0);
+}

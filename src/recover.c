@@ -1,0 +1,575 @@
+/*
+ * recover.c - loading a partition's segments at open, and repairing what a
+ * crash or corruption left behind.
+ *
+ * A sealed segment whose footer is intact and agrees with the data file's
+ * size is taken as it is: only the index's header and footer are read.
+ * An active segment whose last index entry ends exactly at the data's end
+ * (written at clean close, and on every record without newline) needs no
+ * scan either. Everything else is rebuilt from the data, never the other
+ * way round: index entries past the data are cut, data past the last entry
+ * is scanned, a missing or corrupt index is rebuilt, and the bytes of a
+ * line that was being written when the daemon died (no newline, no entry)
+ * are cut. One bad segment is logged and never stops the store opening.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "tlog_int.h"
+
+struct found {
+	uint64_t base;
+	bool log, idx;
+};
+
+struct entries {
+	struct tlog_idx_entry *e;
+	size_t n, cap;
+};
+
+static int
+entries_push(struct entries *v, uint64_t rel, uint64_t pos, int64_t ts)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		void *ne = reallocarray(v->e, cap, sizeof(*v->e));
+		if (ne == NULL)
+			return -ENOMEM;
+		v->e = ne;
+		v->cap = cap;
+	}
+	v->e[v->n++] = (struct tlog_idx_entry){ (uint32_t)rel, (uint32_t)pos,
+		ts };
+	return 0;
+}
+
+static int64_t
+mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 +
+	    st->st_mtim.tv_nsec / 1000000;
+}
+
+static bool
+parse_base(const char *name, const char *ext, uint64_t *base)
+{
+	size_t i;
+	uint64_t v = 0;
+
+	if (strlen(name) != 20 + strlen(ext) || strcmp(name + 20, ext) != 0)
+		return false;
+	for (i = 0; i < 20; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+		if (v > (UINT64_MAX - (uint64_t)(name[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	*base = v;
+	return true;
+}
+
+static int
+found_cmp(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+
+	return x->base < y->base ? -1 : x->base > y->base;
+}
+
+/*
+ * Scans data from pos (record rel) to the end, adding an index entry every
+ * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
+ * *end; bytes after the last newline count as a record only if keep_tail.
+ */
+static int
+scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
+    int64_t ts, struct entries *v, uint64_t *records, uint64_t *end)
+{
+	char buf[65536];
+	uint64_t at = pos, rstart = pos, last_entry;
+	ssize_t n, i;
+	int r;
+
+	last_entry = v->n ? v->e[v->n - 1].pos : 0;
+	*end = pos;
+	while (at < size) {
+		n = pread(fd, buf, sizeof(buf), (off_t)at);
+		if (n <= 0)
+			return n == 0 ? 0 : -errno;
+		for (i = 0; i < n; i++) {
+			if (buf[i] != '\n')
+				continue;
+			if (v->n == 0 || rel == 0 ||
+			    rstart - last_entry >= TLOG_IDX_INTERVAL) {
+				if ((v->n == 0 || v->e[v->n - 1].rel != rel) &&
+				    (r = entries_push(v, rel, rstart, ts)) != 0)
+					return r;
+				last_entry = rstart;
+			}
+			rel++;
+			rstart = at + (uint64_t)i + 1;
+		}
+		at += (uint64_t)n;
+	}
+	if (keep_tail && rstart < size) {
+		if ((v->n == 0 || rel == 0) &&
+		    (r = entries_push(v, rel, rstart, ts)) != 0)
+			return r;
+		rel++;
+		rstart = size;
+	}
+	*records = rel;
+	*end = rstart;
+	return 0;
+}
+
+/* Writes a complete new index atomically (temporary file and rename). */
+static int
+write_index(struct tlog_partition *p, struct tlog_segment *seg,
+    const struct entries *v, bool sealed)
+{
+	unsigned char *buf;
+	struct tlog_footer f;
+	char name[32];
+	size_t len, i;
+	int dfd, r;
+
+	len = TLOG_IDX_HDR + v->n * TLOG_IDX_ENT + (sealed ? TLOG_IDX_FOOT : 0);
+	if ((buf = malloc(len)) == NULL)
+		return -ENOMEM;
+	tlog_idx_encode_header(buf, seg->base);
+	for (i = 0; i < v->n; i++)
+		tlog_idx_encode_entry(buf + TLOG_IDX_HDR + i * TLOG_IDX_ENT,
+		    &v->e[i]);
+	if (sealed) {
+		f.records = seg->records;
+		f.bytes = seg->bytes;
+		f.first_ts = seg->first_ts;
+		f.max_ts = seg->max_ts;
+		f.sealed_by = seg->sealed_by;
+		tlog_idx_encode_footer(buf + len - TLOG_IDX_FOOT, &f);
+	}
+	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+	dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0) {
+		free(buf);
+		return dfd;
+	}
+	r = tlog_write_atomic(dfd, name, buf, len);
+	close(dfd);
+	free(buf);
+	if (r == 0) {
+		seg->nidx = v->n;
+		if (v->n) {
+			seg->last_idx_rel = v->e[v->n - 1].rel;
+			seg->last_idx_pos = v->e[v->n - 1].pos;
+		}
+	}
+	return r;
+}
+
+/* Reads and validates the index: header, entries, footer. */
+static int
+read_index(struct tlog_partition *p, uint64_t base, struct entries *v,
+    struct tlog_footer *foot, bool *has_footer, bool *torn)
+{
+	unsigned char *buf = NULL;
+	struct tlog_idx_entry e;
+	struct stat st;
+	char name[32];
+	size_t i, n, body;
+	uint64_t hbase;
+	int fd, r = 0;
+
+	*has_footer = false;
+	*torn = false;
+	tlog_seg_name(base, ".idx", name, sizeof(name));
+	if ((fd = tlog_part_openat(p, name, O_RDONLY, 0)) < 0)
+		return fd;
+	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR) {
+		r = -EINVAL;
+		goto out;
+	}
+	if ((buf = malloc((size_t)st.st_size)) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
+	    tlog_idx_decode_header(buf, &hbase) != 0 || hbase != base) {
+		r = -EINVAL;
+		goto out;
+	}
+	body = (size_t)st.st_size - TLOG_IDX_HDR;
+	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
+	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
+	    foot) == 0) {
+		*has_footer = true;
+		body -= TLOG_IDX_FOOT;
+	}
+	n = body / TLOG_IDX_ENT;
+	if (body % TLOG_IDX_ENT)
+		*torn = true;
+	for (i = 0; i < n; i++) {
+		if (tlog_idx_decode_entry(buf + TLOG_IDX_HDR +
+		    i * TLOG_IDX_ENT, &e) != 0 || (v->n > 0 &&
+		    (e.rel < v->e[v->n - 1].rel ||
+		    e.pos < v->e[v->n - 1].pos ||
+		    e.ts < v->e[v->n - 1].ts))) {
+			*torn = true;
+			*has_footer = false;
+			break;
+		}
+		if ((r = entries_push(v, e.rel, e.pos, e.ts)) != 0)
+			goto out;
+	}
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+/*
+ * The clean path: reads only the index's header and footer, and takes the
+ * segment as sealed if the footer agrees with the data's size.
+ */
+static bool
+quick_sealed(struct tlog_partition *p, uint64_t base, uint64_t size,
+    struct tlog_footer *foot, uint64_t *nidx)
+{
+	unsigned char hdr[TLOG_IDX_HDR], ft[TLOG_IDX_FOOT];
+	struct stat st;
+	char name[32];
+	uint64_t hbase, body;
+	bool ok = false;
+	int fd;
+
+	tlog_seg_name(base, ".idx", name, sizeof(name));
+	if ((fd = tlog_part_openat(p, name, O_RDONLY, 0)) < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && st.st_size >= TLOG_IDX_HDR +
+	    TLOG_IDX_FOOT &&
+	    pread(fd, hdr, sizeof(hdr), 0) == sizeof(hdr) &&
+	    pread(fd, ft, sizeof(ft), st.st_size - TLOG_IDX_FOOT) ==
+	    sizeof(ft) &&
+	    tlog_idx_decode_header(hdr, &hbase) == 0 && hbase == base &&
+	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size) {
+		body = (uint64_t)st.st_size - TLOG_IDX_HDR - TLOG_IDX_FOOT;
+		ok = body % TLOG_IDX_ENT == 0;
+		*nidx = body / TLOG_IDX_ENT;
+	}
+	close(fd);
+	return ok;
+}
+
+/*
+ * Loads one segment; returns it (not yet linked) or NULL if it holds
+ * nothing worth keeping.
+ */
+static struct tlog_segment *
+load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
+    bool last, const char *where)
+{
+	struct tlog_store *s = p->store;
+	struct tlog_segment *seg;
+	struct tlog_footer foot;
+	struct entries v = { 0 };
+	struct stat st;
+	uint64_t size, pos = 0, rel = 0, records, end;
+	bool footer = false, torn = false, rebuild = false, keep_tail;
+	size_t n0;
+	char name[32];
+	int64_t mt;
+	int fd, r;
+
+	tlog_seg_name(base, ".log", name, sizeof(name));
+	if ((fd = tlog_part_openat(p, name, O_RDWR, 0)) < 0) {
+		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
+		    strerror(-fd));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return NULL;
+	}
+	size = (uint64_t)st.st_size;
+	mt = mtime_ms(&st);
+	if ((seg = tlog_seg_new(p, base)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	if (has_idx && quick_sealed(p, base, size, &foot, &seg->nidx)) {
+		footer = true;
+		v.n = seg->nidx;	/* entries not needed */
+	} else if (has_idx && (r = read_index(p, base, &v, &foot, &footer,
+	    &torn)) != 0) {
+		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
+		    "index; rebuilding it from the data", where, base);
+		v.n = 0;
+		rebuild = true;
+	} else if (!has_idx) {
+		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
+		    "rebuilding it from the data", where, base);
+		rebuild = true;
+	}
+
+	/* The clean path: an intact footer that agrees with the data. */
+	if (footer && foot.bytes == size) {
+		seg->records = foot.records;
+		seg->bytes = foot.bytes;
+		seg->first_ts = foot.first_ts;
+		seg->max_ts = foot.max_ts;
+		seg->sealed = 1;
+		seg->sealed_by = (unsigned char)foot.sealed_by;
+		seg->nidx = v.n;
+		if ((uint64_t)st.st_blocks * 512 > ((size + 4095) & ~4095ULL) +
+		    4096) {
+			seg->trim_pending = 1;
+			seg->fd = fd;
+			tlog_seg_trim(seg);
+			seg->fd = -1;
+		}
+		goto done;
+	}
+	if (footer && foot.bytes < size) {
+		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
+		    "seal; cut", where, name, size - foot.bytes);
+		if (ftruncate(fd, (off_t)foot.bytes) == 0)
+			size = foot.bytes;
+	} else if (footer) {
+		tlog_log(s, LOG_WARNING, "%s/%s: data shorter than its seal "
+		    "(%" PRIu64 " of %" PRIu64 " bytes); keeping its whole "
+		    "records", where, name, size, foot.bytes);
+		seg->sealed_by = (unsigned char)foot.sealed_by;
+		rebuild = true;
+		v.n = 0;
+	}
+	if (torn && !rebuild)
+		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
+		    "corrupt tail cut", where, base);
+	n0 = v.n;
+	/* Entries that point past the data are cut. */
+	while (v.n > 0 && v.e[v.n - 1].pos > size)
+		v.n--, torn = true;
+	if (v.n > 0) {
+		pos = v.e[v.n - 1].pos;
+		rel = v.e[v.n - 1].rel;
+		seg->first_ts = v.e[0].rel == 0 ? v.e[0].ts : mt;
+		seg->max_ts = v.e[v.n - 1].ts;
+	} else {
+		seg->first_ts = mt;
+		seg->max_ts = mt;
+	}
+	/* The tail after the last newline is a record only where no write
+	 * can have been in flight: a sealed segment's, or an index-less
+	 * segment behind a newer one. */
+	keep_tail = !last && !(footer && foot.bytes > size);
+	if ((r = scan_data(fd, pos, rel, size, keep_tail, mt, &v, &records,
+	    &end)) != 0) {
+		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
+		    where, name, strerror(-r));
+		goto fail;
+	}
+	if (end < size) {
+		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
+		    "unfinished line cut", where, name, size - end);
+		if (ftruncate(fd, (off_t)end) == -1)
+			tlog_log(s, LOG_ERR, "%s/%s: cannot cut: %s", where,
+			    name, strerror(errno));
+	}
+	if (end > pos && mt > seg->max_ts)
+		seg->max_ts = mt;
+	if (seg->first_ts > seg->max_ts)
+		seg->first_ts = seg->max_ts;
+	seg->records = records;
+	seg->bytes = end;
+	if (records > 0 && (v.n == 0 || v.e[v.n - 1].rel != records))
+		entries_push(&v, records, end, seg->max_ts);
+	if (records == 0 && !last) {
+		free(v.e);
+		close(fd);
+		tlog_segment_put(seg);
+		tlog_part_unlinkat(p, name);
+		tlog_seg_name(base, ".idx", name, sizeof(name));
+		tlog_part_unlinkat(p, name);
+		return NULL;
+	}
+	if (!last || footer) {
+		seg->sealed = 1;
+		if (!footer)
+			seg->sealed_by = TLOG_TRIG_RECOVERY;
+		if (!rebuild)
+			tlog_log(s, LOG_WARNING, "%s/%s: unsealed behind a newer "
+			    "segment; sealed", where, name);
+	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {
+		seg->prealloc = (uint64_t)st.st_blocks * 512;
+	}
+	if (!rebuild && !torn && v.n == n0 && footer == (bool)seg->sealed) {
+		seg->nidx = v.n;
+		if (v.n) {
+			seg->last_idx_rel = v.e[v.n - 1].rel;
+			seg->last_idx_pos = v.e[v.n - 1].pos;
+		}
+	} else if ((r = write_index(p, seg, &v, seg->sealed)) != 0)
+		tlog_log(s, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
+		    where, base, strerror(-r));
+	if (seg->sealed && (uint64_t)st.st_blocks * 512 >
+	    ((end + 4095) & ~4095ULL) + 4096) {
+		seg->trim_pending = 1;
+		seg->fd = fd;
+		tlog_seg_trim(seg);
+		seg->fd = -1;
+	}
+done:
+	free(v.e);
+	close(fd);
+	return seg;
+fail:
+	free(v.e);
+	close(fd);
+	tlog_segment_put(seg);
+	return NULL;
+}
+
+static void
+read_next_offset(struct tlog_partition *p)
+{
+	char buf[32];
+	ssize_t n;
+	uint64_t v;
+	int fd;
+
+	if ((fd = tlog_part_openat(p, ".next", O_RDONLY, 0)) < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "%" SCNu64, &v) == 1 && v > p->next_offset)
+		p->next_offset = v;
+}
+
+int
+tlog_part_recover(struct tlog_partition *p)
+{
+	struct tlog_store *s = p->store;
+	struct tlog_segment *seg, *prev = NULL;
+	struct found *f = NULL;
+	struct dirent *de;
+	char where[2 * TLOG_NAME_MAX + 2];
+	size_t n = 0, cap = 0, i, j;
+	uint64_t base;
+	bool islog;
+	DIR *d;
+	int fd;
+
+	tlog_part_path(p, where, sizeof(where));
+	if ((fd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return fd;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) != NULL) {
+		const char *nm = de->d_name;
+		size_t len = strlen(nm);
+
+		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 ||
+		    strcmp(nm, ".config") == 0 || strcmp(nm, ".next") == 0)
+			continue;
+		if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
+			tlog_log(s, LOG_WARNING, "%s/%s: stray temporary file "
+			    "removed", where, nm);
+			unlinkat(dirfd(d), nm, 0);
+			continue;
+		}
+		if (parse_base(nm, ".log", &base))
+			islog = true;
+		else if (parse_base(nm, ".idx", &base))
+			islog = false;
+		else {
+			tlog_log(s, LOG_WARNING, "%s/%s: stray file ignored",
+			    where, nm);
+			continue;
+		}
+		for (j = 0; j < n && f[j].base != base; j++)
+			;
+		if (j == n) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				void *nf = reallocarray(f, cap, sizeof(*f));
+				if (nf == NULL)
+					break;
+				f = nf;
+			}
+			f[n++] = (struct found){ base, false, false };
+		}
+		if (islog)
+			f[j].log = true;
+		else
+			f[j].idx = true;
+	}
+	closedir(d);
+	if (n > 1)
+		qsort(f, n, sizeof(*f), found_cmp);
+	for (i = 0; i < n; i++) {
+		char name[32];
+
+		if (!f[i].log) {
+			tlog_seg_name(f[i].base, ".idx", name, sizeof(name));
+			tlog_log(s, LOG_WARNING, "%s/%s: index without data "
+			    "removed", where, name);
+			tlog_part_unlinkat(p, name);
+			continue;
+		}
+		/* The newest segment with data is the active candidate. */
+		for (j = i + 1; j < n && !f[j].log; j++)
+			;
+		seg = load_segment(p, f[i].base, f[i].idx, j == n, where);
+		if (seg == NULL)
+			continue;
+		if (prev != NULL && seg->base < prev->base + prev->records)
+			tlog_log(s, LOG_WARNING, "%s: segments %020" PRIu64
+			    " and %020" PRIu64 " overlap", where, prev->base,
+			    seg->base);
+		TAILQ_INSERT_TAIL(&p->segs, seg, link);
+		p->nsegs++;
+		p->bytes += seg->bytes;
+		if (seg->max_ts > p->last_ts)
+			p->last_ts = seg->max_ts;
+		if (seg->base + seg->records > p->next_offset)
+			p->next_offset = seg->base + seg->records;
+		prev = seg;
+	}
+	free(f);
+	read_next_offset(p);
+	return 0;
+}
+
+void
+tlog_part_close(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+
+	pthread_mutex_lock(&p->lock);
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (seg->trim_pending)
+			tlog_seg_trim(seg);
+		if (!seg->sealed && seg->fd != -1)
+			tlog_seg_write_boundary(seg);
+		tlog_seg_close_files(seg);
+	}
+	pthread_mutex_unlock(&p->lock);
+}

@@ -1,0 +1,445 @@
+/*
+ * segment.c - one segment: a data file holding records exactly as written
+ * and its sparse index (see index.c). Opening, index appends, sealing with
+ * a footer, trimming preallocated space, and reads and look-ups.
+ *
+ * A segment's counters (records, bytes, timestamps) change only under its
+ * partition's lock; bytes is also read atomically by readers, which never
+ * see past the last whole record.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "tlog_int.h"
+
+struct tlog_segment *
+tlog_seg_new(struct tlog_partition *p, uint64_t base)
+{
+	struct tlog_segment *seg;
+
+	seg = calloc(1, sizeof(*seg));
+	if (seg == NULL)
+		return NULL;
+	seg->refs = 1;
+	seg->ino = tlog_new_ino(p->store);
+	seg->base = base;
+	seg->first_ts = -1;
+	seg->max_ts = -1;
+	seg->fd = -1;
+	seg->ifd = -1;
+	seg->part = p;
+	tlog_part_ref(p);
+	return seg;
+}
+
+void
+tlog_seg_ref(struct tlog_segment *seg)
+{
+	__atomic_add_fetch(&seg->refs, 1, __ATOMIC_RELAXED);
+}
+
+void
+tlog_segment_put(struct tlog_segment *seg)
+{
+	if (seg == NULL || __atomic_sub_fetch(&seg->refs, 1,
+	    __ATOMIC_ACQ_REL) != 0)
+		return;
+	tlog_seg_close_files(seg);
+	tlog_partition_put(seg->part);
+	free(seg);
+}
+
+void
+tlog_seg_close_files(struct tlog_segment *seg)
+{
+	if (seg->fd != -1)
+		close(seg->fd);
+	if (seg->ifd != -1)
+		close(seg->ifd);
+	seg->fd = seg->ifd = -1;
+}
+
+/*
+ * Opens (or creates, for a new active segment) the data and index files.
+ * A new index starts with its header.
+ */
+int
+tlog_seg_open_files(struct tlog_segment *seg, bool create)
+{
+	unsigned char hdr[TLOG_IDX_HDR];
+	char name[32];
+	int flags = O_RDWR | (create ? O_CREAT | O_TRUNC : 0);
+	int r;
+
+	if (seg->fd != -1 && seg->ifd != -1)
+		return 0;
+	tlog_seg_close_files(seg);
+	tlog_seg_name(seg->base, ".log", name, sizeof(name));
+	seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
+	if (seg->fd < 0) {
+		r = seg->fd;
+		seg->fd = -1;
+		return r;
+	}
+	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+	seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
+	if (seg->ifd < 0) {
+		r = seg->ifd;
+		seg->ifd = -1;
+		goto fail;
+	}
+	if (create) {
+		tlog_idx_encode_header(hdr, seg->base);
+		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
+			r = errno ? -errno : -EIO;
+			goto fail;
+		}
+		seg->nidx = 0;
+	}
+	return 0;
+fail:
+	tlog_seg_close_files(seg);
+	if (create) {
+		tlog_seg_name(seg->base, ".log", name, sizeof(name));
+		tlog_part_unlinkat(seg->part, name);
+		tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+		tlog_part_unlinkat(seg->part, name);
+	}
+	return r;
+}
+
+int
+tlog_seg_write_entries(struct tlog_segment *seg,
+    const struct tlog_idx_entry *e, size_t n)
+{
+	unsigned char buf[64 * TLOG_IDX_ENT];
+	size_t i, k;
+	ssize_t w;
+
+	while (n > 0) {
+		k = n < 64 ? n : 64;
+		for (i = 0; i < k; i++)
+			tlog_idx_encode_entry(buf + i * TLOG_IDX_ENT, &e[i]);
+		w = pwrite(seg->ifd, buf, k * TLOG_IDX_ENT,
+		    (off_t)(TLOG_IDX_HDR + seg->nidx * TLOG_IDX_ENT));
+		if (w != (ssize_t)(k * TLOG_IDX_ENT)) {
+			/* Cut a torn entry so the next one lands aligned. */
+			if (ftruncate(seg->ifd, (off_t)(TLOG_IDX_HDR +
+			    seg->nidx * TLOG_IDX_ENT)) == -1)
+				return -EIO;
+			return w == -1 ? -errno : -ENOSPC;
+		}
+		seg->nidx += k;
+		seg->last_idx_rel = e[k - 1].rel;
+		seg->last_idx_pos = e[k - 1].pos;
+		e += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/*
+ * Records where the segment ends (rel = records, pos = bytes), so a mount
+ * knows the end of the data without reading it.
+ */
+int
+tlog_seg_write_boundary(struct tlog_segment *seg)
+{
+	struct tlog_idx_entry e;
+
+	if (seg->records == 0 || (seg->nidx > 0 &&
+	    seg->last_idx_rel == seg->records &&
+	    seg->last_idx_pos == seg->bytes))
+		return 0;
+	if (seg->ifd == -1)
+		return 0;
+	e.rel = (uint32_t)seg->records;
+	e.pos = (uint32_t)seg->bytes;
+	e.ts = seg->max_ts;
+	return tlog_seg_write_entries(seg, &e, 1);
+}
+
+/* Gives back space reserved beyond the data; retried later on failure. */
+int
+tlog_seg_trim(struct tlog_segment *seg)
+{
+	int fd = seg->fd, r = 0;
+	char name[32];
+
+	if (!seg->trim_pending)
+		return 0;
+	if (fd == -1) {
+		tlog_seg_name(seg->base, ".log", name, sizeof(name));
+		fd = tlog_part_openat(seg->part, name, O_WRONLY, 0);
+		if (fd < 0)
+			return fd;
+	}
+	if (ftruncate(fd, (off_t)seg->bytes) == -1) {
+		r = -errno;
+		tlog_log_err(seg->part->store,
+		    "segment %020llu: cannot trim preallocated space: %s",
+		    (unsigned long long)seg->base, strerror(errno));
+	} else
+		seg->trim_pending = 0;
+	if (fd != seg->fd)
+		close(fd);
+	return r;
+}
+
+/*
+ * Seals: index tail, footer, trim. A failure to write the footer is
+ * logged and leaves the segment to recovery; it never fails an append.
+ */
+int
+tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
+{
+	unsigned char buf[TLOG_IDX_FOOT];
+	struct tlog_footer f;
+	int r = 0;
+
+	if (seg->sealed)
+		return 0;
+	if (tlog_seg_open_files(seg, false) == 0) {
+		tlog_seg_write_boundary(seg);
+		f.records = seg->records;
+		f.bytes = seg->bytes;
+		f.first_ts = seg->first_ts;
+		f.max_ts = seg->max_ts;
+		f.sealed_by = why;
+		tlog_idx_encode_footer(buf, &f);
+		if (pwrite(seg->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
+		    seg->nidx * TLOG_IDX_ENT)) != sizeof(buf)) {
+			r = -EIO;
+			tlog_log_err(seg->part->store,
+			    "segment %020llu: cannot write seal footer; "
+			    "recovery will rebuild it",
+			    (unsigned long long)seg->base);
+		}
+	}
+	seg->sealed = 1;
+	seg->sealed_by = why;
+	if (seg->prealloc) {
+		seg->trim_pending = 1;
+		seg->prealloc = 0;
+	}
+	tlog_seg_trim(seg);
+	tlog_seg_close_files(seg);
+	return r;
+}
+
+void
+tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
+{
+	struct tlog_partition *p = seg->part;
+	int64_t rms;
+
+	pthread_mutex_lock(&p->lock);
+	info->ino = seg->ino;
+	info->base = seg->base;
+	info->records = seg->records;
+	info->bytes = seg->bytes;
+	info->first_ts = seg->first_ts;
+	info->max_ts = seg->max_ts;
+	info->sealed = seg->sealed;
+	info->sealed_by = seg->sealed_by;
+	pthread_mutex_unlock(&p->lock);
+	rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	info->expires_at = (rms < 0 || info->max_ts < 0) ? -1 :
+	    info->max_ts + rms;
+}
+
+bool
+tlog_segment_dead(struct tlog_segment *seg)
+{
+	bool dead;
+
+	pthread_mutex_lock(&seg->part->lock);
+	dead = seg->dead;
+	pthread_mutex_unlock(&seg->part->lock);
+	return dead;
+}
+
+int
+tlog_segment_open(struct tlog_segment *seg)
+{
+	char name[32];
+
+	tlog_seg_name(seg->base, ".log", name, sizeof(name));
+	return tlog_part_openat(seg->part, name, O_RDONLY, 0);
+}
+
+ssize_t
+tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
+    off_t pos)
+{
+	uint64_t end = __atomic_load_n(&seg->bytes, __ATOMIC_ACQUIRE);
+	size_t done = 0;
+	ssize_t n;
+
+	if (pos < 0)
+		return -EINVAL;
+	if ((uint64_t)pos >= end)
+		return 0;
+	if (len > end - (uint64_t)pos)
+		len = (size_t)(end - (uint64_t)pos);
+	while (done < len) {
+		n = pread(fd, (char *)buf + done, len - done,
+		    pos + (off_t)done);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return done ? (ssize_t)done : -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Reads the index entries of seg into a malloc'd array. */
+static int
+seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
+    size_t *n)
+{
+	struct tlog_idx_entry *e;
+	unsigned char *buf;
+	char name[32];
+	size_t cnt, i, got = 0;
+	ssize_t r;
+	int fd;
+
+	pthread_mutex_lock(&seg->part->lock);
+	cnt = seg->nidx;
+	pthread_mutex_unlock(&seg->part->lock);
+	*out = NULL;
+	*n = 0;
+	if (cnt == 0)
+		return 0;
+	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+	fd = tlog_part_openat(seg->part, name, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	buf = reallocarray(NULL, cnt, TLOG_IDX_ENT);
+	e = reallocarray(NULL, cnt, sizeof(*e));
+	if (buf == NULL || e == NULL) {
+		free(buf);
+		free(e);
+		close(fd);
+		return -ENOMEM;
+	}
+	r = pread(fd, buf, cnt * TLOG_IDX_ENT, TLOG_IDX_HDR);
+	close(fd);
+	if (r > 0) {
+		for (i = 0; i < (size_t)r / TLOG_IDX_ENT; i++) {
+			if (tlog_idx_decode_entry(buf + i * TLOG_IDX_ENT,
+			    &e[got]) != 0)
+				break;
+			got++;
+		}
+	}
+	free(buf);
+	*out = e;
+	*n = got;
+	return 0;
+}
+
+/*
+ * Between two index entries every record ends with a newline, except that
+ * the record just before an entry may end without one (records without a
+ * newline are always followed by an entry). So counting newlines from the
+ * nearest entry finds any offset.
+ */
+int
+tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
+    uint64_t *pos)
+{
+	struct tlog_idx_entry *e;
+	uint64_t rel, at, cur, end, records;
+	char buf[65536];
+	size_t n, lo, hi, i;
+	ssize_t r;
+	int fd, ret = 0;
+
+	pthread_mutex_lock(&seg->part->lock);
+	records = seg->records;
+	end = seg->bytes;
+	pthread_mutex_unlock(&seg->part->lock);
+	if (offset < seg->base || offset >= seg->base + records)
+		return offset == seg->base + records ? (*pos = end, 0) :
+		    -ENOENT;
+	rel = offset - seg->base;
+	if ((ret = seg_load_index(seg, &e, &n)) != 0)
+		return ret;
+	/* Last entry with e.rel <= rel. */
+	lo = 0;
+	hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (e[mid].rel <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	cur = lo ? e[lo - 1].rel : 0;
+	at = lo ? e[lo - 1].pos : 0;
+	free(e);
+	if (cur == rel) {
+		*pos = at;
+		return 0;
+	}
+	if ((fd = tlog_segment_open(seg)) < 0)
+		return fd;
+	while (cur < rel && at < end) {
+		r = tlog_segment_read(seg, fd, buf, sizeof(buf), (off_t)at);
+		if (r <= 0) {
+			ret = r < 0 ? (int)r : -EIO;
+			break;
+		}
+		for (i = 0; i < (size_t)r && cur < rel; i++)
+			if (buf[i] == '\n')
+				cur++;
+		at += i;
+	}
+	close(fd);
+	if (ret == 0 && cur != rel)
+		ret = -EIO;
+	if (ret == 0)
+		*pos = at;
+	return ret;
+}
+
+int
+tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
+    uint64_t *offset, uint64_t *pos)
+{
+	struct tlog_idx_entry *e;
+	size_t n, j;
+	int64_t max_ts;
+	int ret;
+
+	pthread_mutex_lock(&seg->part->lock);
+	max_ts = seg->max_ts;
+	pthread_mutex_unlock(&seg->part->lock);
+	if (max_ts < t)
+		return -ENOENT;
+	if ((ret = seg_load_index(seg, &e, &n)) != 0)
+		return ret;
+	/* First entry with ts >= t; the answer lies after the one before. */
+	for (j = 0; j < n && e[j].ts < t; j++)
+		;
+	if (j > 0)
+		j--;
+	*offset = seg->base + (n ? e[j].rel : 0);
+	*pos = n ? e[j].pos : 0;
+	free(e);
+	return 0;
+}

@@ -1,0 +1,904 @@
+/*
+ * store.c - the store: its on-disk layout and lock, the registry of topics
+ * and partitions (red-black trees by name), paths, and the unlink queue.
+ *
+ * STORE/.tlogfs/format   "tlogfs <version>"
+ * STORE/.tlogfs/lock     pid of the holder, flock()ed while open
+ * STORE/.tlogfs/config   store-wide config overrides (key=value)
+ * STORE/.tlogfs/clean    present only between a clean close and the next open
+ * STORE/TOPIC/.config, STORE/TOPIC/PART/.config, STORE/TOPIC/PART/.next
+ */
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "tlog_int.h"
+
+static int
+topic_cmp(struct tlog_topic *a, struct tlog_topic *b)
+{
+	return strcmp(a->name, b->name);
+}
+
+static int
+part_cmp(struct tlog_partition *a, struct tlog_partition *b)
+{
+	return strcmp(a->name, b->name);
+}
+
+RB_GENERATE_STATIC(tlog_topic_tree, tlog_topic, entry, topic_cmp)
+RB_GENERATE_STATIC(tlog_part_tree, tlog_partition, entry, part_cmp)
+
+/* ---- paths ---- */
+
+int
+tlog_part_path(struct tlog_partition *p, char *buf, size_t len)
+{
+	if ((size_t)snprintf(buf, len, "%s/%s", p->topic->name, p->name) >=
+	    len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, char *buf, size_t len)
+{
+	int n;
+
+	(void)s;
+	if (p != NULL)
+		n = snprintf(buf, len, "%s/%s/.config", p->topic->name,
+		    p->name);
+	else if (t != NULL)
+		n = snprintf(buf, len, "%s/.config", t->name);
+	else
+		n = snprintf(buf, len, ".tlogfs/config");
+	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int
+tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
+    mode_t mode)
+{
+	char path[2 * TLOG_NAME_MAX + 64];
+	int fd;
+
+	pthread_rwlock_rdlock(&p->store->tree_lock);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s/%s", p->topic->name,
+	    p->name, file) >= sizeof(path)) {
+		pthread_rwlock_unlock(&p->store->tree_lock);
+		return -ENAMETOOLONG;
+	}
+	fd = openat(p->store->dirfd, path, flags | O_CLOEXEC, mode);
+	if (fd == -1)
+		fd = -errno;
+	pthread_rwlock_unlock(&p->store->tree_lock);
+	return fd;
+}
+
+int
+tlog_part_unlinkat(struct tlog_partition *p, const char *file)
+{
+	char path[2 * TLOG_NAME_MAX + 64];
+	int r = 0;
+
+	pthread_rwlock_rdlock(&p->store->tree_lock);
+	snprintf(path, sizeof(path), "%s/%s/%s", p->topic->name, p->name,
+	    file);
+	if (unlinkat(p->store->dirfd, path, 0) == -1)
+		r = -errno;
+	pthread_rwlock_unlock(&p->store->tree_lock);
+	return r;
+}
+
+/* ---- topics ---- */
+
+void
+tlog_topic_ref(struct tlog_topic *t)
+{
+	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+}
+
+void
+tlog_topic_put(struct tlog_topic *t)
+{
+	if (t == NULL || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	free(t->name);
+	free(t);
+}
+
+static struct tlog_topic *
+topic_alloc(struct tlog_store *s, const char *name)
+{
+	struct tlog_topic *t;
+
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	if ((t->name = strdup(name)) == NULL) {
+		free(t);
+		return NULL;
+	}
+	t->refs = 1;
+	t->store = s;
+	t->ino = tlog_new_ino(s);
+	tlog_config_init(&t->cfg);
+	RB_INIT(&t->parts);
+	return t;
+}
+
+static struct tlog_topic *
+topic_find(struct tlog_store *s, const char *name)
+{
+	struct tlog_topic key;
+
+	key.name = (char *)name;
+	return RB_FIND(tlog_topic_tree, &s->topics, &key);
+}
+
+static struct tlog_partition *
+part_find(struct tlog_topic *t, const char *name)
+{
+	struct tlog_partition key;
+
+	key.name = (char *)name;
+	return RB_FIND(tlog_part_tree, &t->parts, &key);
+}
+
+uint64_t
+tlog_topic_ino(const struct tlog_topic *t)
+{
+	return t->ino;
+}
+
+struct tlog_config *
+tlog_topic_config(struct tlog_topic *t)
+{
+	return &t->cfg;
+}
+
+void
+tlog_topic_name(struct tlog_topic *t, char *buf, size_t len)
+{
+	pthread_rwlock_rdlock(&t->store->tree_lock);
+	strlcpy(buf, t->name, len);
+	pthread_rwlock_unlock(&t->store->tree_lock);
+}
+
+struct tlog_topic *
+tlog_topic_get(struct tlog_store *s, const char *name)
+{
+	struct tlog_topic *t;
+
+	pthread_rwlock_rdlock(&s->tree_lock);
+	if ((t = topic_find(s, name)) != NULL)
+		tlog_topic_ref(t);
+	pthread_rwlock_unlock(&s->tree_lock);
+	return t;
+}
+
+int
+tlog_topic_create(struct tlog_store *s, const char *name,
+    struct tlog_topic **out)
+{
+	struct tlog_topic *t;
+	int r;
+
+	if ((r = tlog_name_check(name)) != 0)
+		return r;
+	if ((t = topic_alloc(s, name)) == NULL)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&s->tree_lock);
+	if (topic_find(s, name) != NULL) {
+		r = -EEXIST;
+	} else if (mkdirat(s->dirfd, name, 0755) == -1 && errno != EEXIST) {
+		r = -errno;
+	} else {
+		RB_INSERT(tlog_topic_tree, &s->topics, t);
+		if (out != NULL) {
+			tlog_topic_ref(t);
+			*out = t;
+		}
+		t = NULL;
+		r = 0;
+	}
+	pthread_rwlock_unlock(&s->tree_lock);
+	tlog_topic_put(t);
+	return r;
+}
+
+/* Removes a directory's own dot-files (config, end offset), then it. */
+static int
+remove_dir(struct tlog_store *s, const char *path)
+{
+	static const char *dotfiles[] = { ".config", ".next" };
+	char f[2 * TLOG_NAME_MAX + 16];
+	size_t i;
+
+	for (i = 0; i < sizeof(dotfiles) / sizeof(dotfiles[0]); i++) {
+		snprintf(f, sizeof(f), "%s/%s", path, dotfiles[i]);
+		unlinkat(s->dirfd, f, 0);
+	}
+	if (unlinkat(s->dirfd, path, AT_REMOVEDIR) == -1)
+		return errno == EEXIST ? -ENOTEMPTY : -errno;
+	return 0;
+}
+
+int
+tlog_topic_remove(struct tlog_store *s, const char *name)
+{
+	struct tlog_topic *t;
+	int r;
+
+	pthread_rwlock_wrlock(&s->tree_lock);
+	if ((t = topic_find(s, name)) == NULL)
+		r = -ENOENT;
+	else if (!RB_EMPTY(&t->parts))
+		r = -ENOTEMPTY;
+	else if ((r = remove_dir(s, name)) == 0) {
+		RB_REMOVE(tlog_topic_tree, &s->topics, t);
+		t->dead = true;
+	} else
+		t = NULL;
+	pthread_rwlock_unlock(&s->tree_lock);
+	if (r == 0)
+		tlog_topic_put(t);
+	return r;
+}
+
+int
+tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
+{
+	struct tlog_topic *t, *victim;
+	char *nname;
+	int r = 0;
+
+	if ((r = tlog_name_check(to)) != 0)
+		return r;
+	if ((nname = strdup(to)) == NULL)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&s->tree_lock);
+	if ((t = topic_find(s, from)) == NULL) {
+		r = -ENOENT;
+		goto out;
+	}
+	if (strcmp(from, to) == 0)
+		goto out;
+	victim = topic_find(s, to);
+	if (victim != NULL && !RB_EMPTY(&victim->parts)) {
+		r = -ENOTEMPTY;
+		goto out;
+	}
+	if (victim != NULL) {
+		char f[TLOG_NAME_MAX + 16];
+		snprintf(f, sizeof(f), "%s/.config", to);
+		unlinkat(s->dirfd, f, 0);
+	}
+	if (renameat(s->dirfd, from, s->dirfd, to) == -1) {
+		r = -errno;
+		goto out;
+	}
+	if (victim != NULL) {
+		RB_REMOVE(tlog_topic_tree, &s->topics, victim);
+		victim->dead = true;
+		tlog_topic_put(victim);
+	}
+	RB_REMOVE(tlog_topic_tree, &s->topics, t);
+	free(t->name);
+	t->name = nname;
+	nname = NULL;
+	RB_INSERT(tlog_topic_tree, &s->topics, t);
+out:
+	pthread_rwlock_unlock(&s->tree_lock);
+	free(nname);
+	return r;
+}
+
+/* ---- partitions ---- */
+
+struct tlog_partition *
+tlog_partition_get(struct tlog_topic *t, const char *name)
+{
+	struct tlog_partition *p;
+
+	pthread_rwlock_rdlock(&t->store->tree_lock);
+	if ((p = part_find(t, name)) != NULL)
+		tlog_part_ref(p);
+	pthread_rwlock_unlock(&t->store->tree_lock);
+	return p;
+}
+
+int
+tlog_partition_create(struct tlog_topic *t, const char *name,
+    struct tlog_partition **out)
+{
+	struct tlog_store *s = t->store;
+	struct tlog_partition *p;
+	char path[2 * TLOG_NAME_MAX + 2];
+	int r;
+
+	if ((r = tlog_name_check(name)) != 0)
+		return r;
+	if ((p = tlog_part_alloc(t, name)) == NULL)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&s->tree_lock);
+	snprintf(path, sizeof(path), "%s/%s", t->name, name);
+	if (t->dead) {
+		r = -ENOENT;
+	} else if (part_find(t, name) != NULL) {
+		r = -EEXIST;
+	} else if (mkdirat(s->dirfd, path, 0755) == -1 && errno != EEXIST) {
+		r = -errno;
+	} else {
+		RB_INSERT(tlog_part_tree, &t->parts, p);
+		if (out != NULL) {
+			tlog_part_ref(p);
+			*out = p;
+		}
+		p = NULL;
+		r = 0;
+	}
+	pthread_rwlock_unlock(&s->tree_lock);
+	tlog_partition_put(p);
+	return r;
+}
+
+int
+tlog_partition_remove(struct tlog_topic *t, const char *name)
+{
+	struct tlog_store *s = t->store;
+	struct tlog_partition *p;
+	char path[2 * TLOG_NAME_MAX + 2];
+	int r;
+
+	/* Files of deleted segments may still wait for their unlink. */
+	if (tlog_store_unlink_queued(s) > 0)
+		tlog_store_unlink_pending(s, 0);
+	pthread_rwlock_wrlock(&s->tree_lock);
+	if ((p = part_find(t, name)) == NULL) {
+		r = -ENOENT;
+		goto out;
+	}
+	pthread_mutex_lock(&p->lock);
+	r = p->nsegs > 0 ? -ENOTEMPTY : 0;
+	if (r == 0) {
+		snprintf(path, sizeof(path), "%s/%s", t->name, name);
+		if ((r = remove_dir(s, path)) == 0)
+			p->dead = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (r == 0)
+		RB_REMOVE(tlog_part_tree, &t->parts, p);
+out:
+	pthread_rwlock_unlock(&s->tree_lock);
+	if (r == 0)
+		tlog_partition_put(p);
+	return r;
+}
+
+int
+tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
+{
+	struct tlog_store *s = t->store;
+	struct tlog_partition *p, *victim;
+	char a[2 * TLOG_NAME_MAX + 2], b[2 * TLOG_NAME_MAX + 2];
+	char *nname;
+	int r = 0;
+
+	if ((r = tlog_name_check(to)) != 0)
+		return r;
+	if ((nname = strdup(to)) == NULL)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&s->tree_lock);
+	if ((p = part_find(t, from)) == NULL) {
+		r = -ENOENT;
+		goto out;
+	}
+	if (strcmp(from, to) == 0)
+		goto out;
+	victim = part_find(t, to);
+	snprintf(a, sizeof(a), "%s/%s", t->name, from);
+	snprintf(b, sizeof(b), "%s/%s", t->name, to);
+	if (victim != NULL) {
+		pthread_mutex_lock(&victim->lock);
+		r = victim->nsegs > 0 ? -ENOTEMPTY : 0;
+		if (r == 0)
+			r = remove_dir(s, b);
+		if (r == 0)
+			victim->dead = true;
+		pthread_mutex_unlock(&victim->lock);
+		if (r != 0)
+			goto out;
+		RB_REMOVE(tlog_part_tree, &t->parts, victim);
+		tlog_partition_put(victim);
+	}
+	if (renameat(s->dirfd, a, s->dirfd, b) == -1) {
+		r = -errno;
+		goto out;
+	}
+	RB_REMOVE(tlog_part_tree, &t->parts, p);
+	free(p->name);
+	p->name = nname;
+	nname = NULL;
+	RB_INSERT(tlog_part_tree, &t->parts, p);
+out:
+	pthread_rwlock_unlock(&s->tree_lock);
+	free(nname);
+	return r;
+}
+
+/* ---- listings ---- */
+
+static int
+dirent_push(struct tlog_dirent **a, size_t *n, size_t *cap, const char *name,
+    uint64_t ino)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		void *na = reallocarray(*a, nc, sizeof(**a));
+		if (na == NULL)
+			return -ENOMEM;
+		*a = na;
+		*cap = nc;
+	}
+	strlcpy((*a)[*n].name, name, sizeof((*a)[*n].name));
+	(*a)[*n].ino = ino;
+	(*n)++;
+	return 0;
+}
+
+int
+tlog_topic_list(struct tlog_store *s, struct tlog_dirent **out, size_t *n)
+{
+	struct tlog_topic *t;
+	size_t cap = 0;
+	int r = 0;
+
+	*out = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&s->tree_lock);
+	RB_FOREACH(t, tlog_topic_tree, &s->topics)
+		if ((r = dirent_push(out, n, &cap, t->name, t->ino)) != 0)
+			break;
+	pthread_rwlock_unlock(&s->tree_lock);
+	return r;
+}
+
+int
+tlog_partition_list(struct tlog_topic *t, struct tlog_dirent **out,
+    size_t *n)
+{
+	struct tlog_partition *p;
+	size_t cap = 0;
+	int r = 0;
+
+	*out = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&t->store->tree_lock);
+	RB_FOREACH(p, tlog_part_tree, &t->parts)
+		if ((r = dirent_push(out, n, &cap, p->name, p->ino)) != 0)
+			break;
+	pthread_rwlock_unlock(&t->store->tree_lock);
+	return r;
+}
+
+/* ---- the unlink queue ---- */
+
+size_t
+tlog_store_unlink_queued(struct tlog_store *s)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->unlink_lock);
+	n = s->nunlink;
+	pthread_mutex_unlock(&s->unlink_lock);
+	return n;
+}
+
+static int
+unlink_one(struct tlog_segment *seg)
+{
+	char name[32];
+	int r;
+
+	tlog_seg_name(seg->base, ".log", name, sizeof(name));
+	r = tlog_part_unlinkat(seg->part, name);
+	if (r != 0 && r != -ENOENT)
+		return r;
+	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+	r = tlog_part_unlinkat(seg->part, name);
+	return (r != 0 && r != -ENOENT) ? r : 0;
+}
+
+int
+tlog_store_unlink_pending(struct tlog_store *s, int max)
+{
+	struct tlog_segment *seg;
+	struct tlog_partition *p;
+	struct tlog_event ev;
+	size_t budget;
+	int done = 0, r;
+
+	pthread_mutex_lock(&s->unlink_lock);
+	budget = max > 0 ? (size_t)max : s->nunlink;
+	pthread_mutex_unlock(&s->unlink_lock);
+	while (budget-- > 0) {
+		pthread_mutex_lock(&s->unlink_lock);
+		if ((seg = TAILQ_FIRST(&s->unlinkq)) != NULL) {
+			TAILQ_REMOVE(&s->unlinkq, seg, link);
+			s->nunlink--;
+		}
+		pthread_mutex_unlock(&s->unlink_lock);
+		if (seg == NULL)
+			break;
+		p = seg->part;
+		if ((r = unlink_one(seg)) != 0) {
+			tlog_log_err(s, "cannot delete segment %020" PRIu64
+			    ": %s; will retry", seg->base, strerror(-r));
+			pthread_mutex_lock(&s->unlink_lock);
+			TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
+			s->nunlink++;
+			pthread_mutex_unlock(&s->unlink_lock);
+			continue;
+		}
+		pthread_mutex_lock(&p->lock);
+		p->pending_unlinks--;
+		pthread_mutex_unlock(&p->lock);
+		/* Recorded only after the unlink succeeded. */
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = TLOG_EV_DELETE;
+		ev.ts = tlog_now(s);
+		ev.segment_ino = seg->ino;
+		ev.base = seg->base;
+		ev.records = seg->records;
+		ev.bytes = seg->bytes;
+		ev.first_ts = seg->first_ts;
+		ev.max_ts = seg->max_ts;
+		ev.trigger = seg->sealed_by;
+		ev.rule = seg->rule;
+		tlog_emit_seal(p, &ev);
+		tlog_segment_put(seg);
+		done++;
+	}
+	return done;
+}
+
+size_t
+tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms)
+{
+	struct timespec ts;
+	size_t n;
+
+	pthread_mutex_lock(&s->unlink_lock);
+	if (s->nunlink == 0 && !s->wakeup) {
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&s->unlink_cond, &s->unlink_lock);
+		} else {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += timeout_ms / 1000;
+			ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&s->unlink_cond,
+			    &s->unlink_lock, &ts);
+		}
+	}
+	s->wakeup = false;
+	n = s->nunlink;
+	pthread_mutex_unlock(&s->unlink_lock);
+	return n;
+}
+
+void
+tlog_store_wakeup(struct tlog_store *s)
+{
+	pthread_mutex_lock(&s->unlink_lock);
+	s->wakeup = true;
+	pthread_cond_broadcast(&s->unlink_cond);
+	pthread_mutex_unlock(&s->unlink_lock);
+}
+
+/* ---- open and close ---- */
+
+struct tlog_config *
+tlog_store_config(struct tlog_store *s)
+{
+	return &s->cfg;
+}
+
+bool
+tlog_store_was_clean(const struct tlog_store *s)
+{
+	return s->was_clean;
+}
+
+void
+tlog_store_update_pid(struct tlog_store *s)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (ftruncate(s->lockfd, 0) == 0 &&
+	    pwrite(s->lockfd, buf, (size_t)n, 0) != n)
+		tlog_log(s, LOG_WARNING, "cannot record pid in lock file");
+}
+
+static int
+store_lock(struct tlog_store *s, char *err, size_t errlen)
+{
+	char buf[32] = "";
+	ssize_t n;
+
+	s->lockfd = openat(s->dirfd, ".tlogfs/lock", O_RDWR | O_CREAT |
+	    O_CLOEXEC, 0644);
+	if (s->lockfd == -1) {
+		snprintf(err, errlen, "%s/.tlogfs/lock: %s", s->path,
+		    strerror(errno));
+		return -errno;
+	}
+	if (flock(s->lockfd, LOCK_EX | LOCK_NB) == -1) {
+		int e = errno;
+		n = pread(s->lockfd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		if (e == EWOULDBLOCK)
+			snprintf(err, errlen, "store %s is in use by pid %s",
+			    s->path, *buf ? buf : "(unknown)");
+		else
+			snprintf(err, errlen, "cannot lock store %s: %s",
+			    s->path, strerror(e));
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	tlog_store_update_pid(s);
+	return 0;
+}
+
+static int
+store_layout(struct tlog_store *s, char *err, size_t errlen)
+{
+	char buf[64];
+	ssize_t n;
+	int fd, v;
+
+	if (mkdirat(s->dirfd, ".tlogfs", 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "%s/.tlogfs: %s", s->path,
+		    strerror(errno));
+		return -errno;
+	}
+	fd = openat(s->dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
+	if (fd == -1 && errno == ENOENT) {
+		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
+		    TLOG_FORMAT_VERSION);
+		if ((v = tlog_write_atomic(s->dirfd, ".tlogfs/format", buf,
+		    (size_t)n)) != 0) {
+			snprintf(err, errlen, "%s: cannot write format: %s",
+			    s->path, strerror(-v));
+			return v;
+		}
+		return 0;
+	}
+	if (fd == -1) {
+		snprintf(err, errlen, "%s/.tlogfs/format: %s", s->path,
+		    strerror(errno));
+		return -errno;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (sscanf(buf, "tlogfs %d", &v) != 1 || v != TLOG_FORMAT_VERSION) {
+		snprintf(err, errlen, "%s: unsupported store format \"%.20s\"",
+		    s->path, buf);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static bool
+is_visible_name(const char *name)
+{
+	return tlog_name_check(name) == 0;
+}
+
+/* Loads every topic and partition directory and recovers partitions. */
+static int
+store_load(struct tlog_store *s)
+{
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	struct dirent *de, *pe;
+	DIR *d, *pd;
+	char path[2 * TLOG_NAME_MAX + 16];
+	int fd;
+
+	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (!is_visible_name(de->d_name)) {
+			tlog_log(s, LOG_WARNING, "ignoring %s/%s: not a valid "
+			    "topic name", s->path, de->d_name);
+			continue;
+		}
+		fd = openat(s->dirfd, de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC);
+		if (fd == -1)
+			continue;	/* a stray file */
+		if ((t = topic_alloc(s, de->d_name)) == NULL ||
+		    (pd = fdopendir(fd)) == NULL) {
+			close(fd);
+			tlog_topic_put(t);
+			closedir(d);
+			return -ENOMEM;
+		}
+		snprintf(path, sizeof(path), "%s/.config", de->d_name);
+		tlog_config_load(s, s->dirfd, path, &t->cfg);
+		RB_INSERT(tlog_topic_tree, &s->topics, t);
+		while ((pe = readdir(pd)) != NULL) {
+			if (pe->d_name[0] == '.')
+				continue;
+			if (!is_visible_name(pe->d_name) ||
+			    pe->d_type == DT_REG) {
+				tlog_log(s, LOG_WARNING, "ignoring stray %s/%s",
+				    de->d_name, pe->d_name);
+				continue;
+			}
+			if ((p = tlog_part_alloc(t, pe->d_name)) == NULL)
+				break;
+			snprintf(path, sizeof(path), "%s/%s/.config",
+			    de->d_name, pe->d_name);
+			tlog_config_load(s, s->dirfd, path, &p->cfg);
+			RB_INSERT(tlog_part_tree, &t->parts, p);
+			tlog_part_recover(p);
+		}
+		closedir(pd);
+	}
+	closedir(d);
+	return 0;
+}
+
+static void
+store_free(struct tlog_store *s)
+{
+	struct tlog_topic *t, *tn;
+	struct tlog_partition *p, *pn;
+	struct tlog_segment *seg;
+
+	if (s == NULL)
+		return;
+	/* Detached segments not yet unlinked are simply released; their
+	 * files are found again (and kept) at the next open. */
+	while ((seg = TAILQ_FIRST(&s->unlinkq)) != NULL) {
+		TAILQ_REMOVE(&s->unlinkq, seg, link);
+		tlog_segment_put(seg);
+	}
+	RB_FOREACH_SAFE(t, tlog_topic_tree, &s->topics, tn) {
+		RB_FOREACH_SAFE(p, tlog_part_tree, &t->parts, pn) {
+			RB_REMOVE(tlog_part_tree, &t->parts, p);
+			while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+				TAILQ_REMOVE(&p->segs, seg, link);
+				tlog_segment_put(seg);
+			}
+			tlog_partition_put(p);
+		}
+		RB_REMOVE(tlog_topic_tree, &s->topics, t);
+		tlog_topic_put(t);
+	}
+	if (s->lockfd != -1)
+		close(s->lockfd);
+	if (s->dirfd != -1)
+		close(s->dirfd);
+	pthread_rwlock_destroy(&s->tree_lock);
+	pthread_mutex_destroy(&s->conf_lock);
+	pthread_mutex_destroy(&s->unlink_lock);
+	pthread_cond_destroy(&s->unlink_cond);
+	pthread_mutex_destroy(&s->log_lock);
+	free(s->path);
+	free(s);
+}
+
+int
+tlog_store_open(const char *path, const struct tlog_store_opts *opts,
+    struct tlog_store **out, char *err, size_t errlen)
+{
+	struct tlog_store *s;
+	int r;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
+	if (opts != NULL)
+		s->opts = *opts;
+	s->dirfd = s->lockfd = -1;
+	s->next_ino = TLOG_ROOT_INO + 1;
+	s->cap_records = s->opts.cap_records ? s->opts.cap_records :
+	    TLOG_CAP_RECORDS;
+	s->cap_bytes = s->opts.cap_bytes ? s->opts.cap_bytes :
+	    TLOG_CAP_BYTES;
+	pthread_rwlock_init(&s->tree_lock, NULL);
+	pthread_mutex_init(&s->conf_lock, NULL);
+	pthread_mutex_init(&s->unlink_lock, NULL);
+	pthread_cond_init(&s->unlink_cond, NULL);
+	pthread_mutex_init(&s->log_lock, NULL);
+	TAILQ_INIT(&s->unlinkq);
+	RB_INIT(&s->topics);
+	tlog_config_init(&s->cfg);
+	if ((s->path = strdup(path)) == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd == -1) {
+		r = -errno;
+		snprintf(err, errlen, "store %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((r = store_layout(s, err, errlen)) != 0 ||
+	    (r = store_lock(s, err, errlen)) != 0)
+		goto fail;
+	s->was_clean = faccessat(s->dirfd, ".tlogfs/clean", F_OK, 0) == 0;
+	if (s->was_clean && unlinkat(s->dirfd, ".tlogfs/clean", 0) == -1) {
+		r = -errno;
+		snprintf(err, errlen, "store %s is not writable: %s", path,
+		    strerror(errno));
+		goto fail;
+	}
+	if (!s->was_clean && faccessat(s->dirfd, ".", W_OK, 0) == -1) {
+		r = -errno;
+		snprintf(err, errlen, "store %s is not writable: %s", path,
+		    strerror(errno));
+		goto fail;
+	}
+	tlog_config_load(s, s->dirfd, ".tlogfs/config", &s->cfg);
+	if ((r = store_load(s)) != 0) {
+		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	store_free(s);
+	return r;
+}
+
+void
+tlog_store_close(struct tlog_store *s)
+{
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	int fd;
+
+	if (s == NULL)
+		return;
+	tlog_store_unlink_pending(s, 0);
+	pthread_rwlock_rdlock(&s->tree_lock);
+	RB_FOREACH(t, tlog_topic_tree, &s->topics)
+		RB_FOREACH(p, tlog_part_tree, &t->parts)
+			tlog_part_close(p);
+	pthread_rwlock_unlock(&s->tree_lock);
+	fd = openat(s->dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0644);
+	if (fd != -1) {
+		fsync(fd);
+		close(fd);
+	}
+	store_free(s);
+}

@@ -1,0 +1,348 @@
+/*
+ * tlog.h - the tlogfs engine: a store of topics and partitions, each
+ * partition an append-only log kept as a run of segment files.
+ *
+ * This is the whole public contract of libtlog. It knows nothing of FUSE:
+ * mount/ translates kernel requests into these calls and holds no policy.
+ *
+ * Conventions:
+ *  - Functions returning int return 0 (or a count) on success and a
+ *    negative errno on failure. Nothing is half-applied on failure.
+ *  - Objects are reference counted. A function named *_get returns a new
+ *    reference that the caller drops with the matching *_put. Objects that
+ *    are removed from the store stay valid (but "dead") while referenced.
+ *  - Times are milliseconds since the epoch, read from the store's clock,
+ *    which tests replace (struct tlog_store_opts.clock).
+ *  - Thread safety: every function may be called from any thread.
+ */
+#ifndef TLOG_H
+#define TLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TLOG_NAME_MAX 249	/* longest topic or partition name */
+#define TLOG_UNSET INT64_MIN	/* a config level that does not set a key */
+
+struct tlog_store;
+struct tlog_topic;
+struct tlog_partition;
+struct tlog_segment;
+struct tlog_writer;
+
+/* ---- configuration keys (DESIGN 5) ---- */
+
+enum tlog_key {
+	TLOG_RETENTION_MS,
+	TLOG_RETENTION_BYTES,
+	TLOG_SEGMENT_BYTES,
+	TLOG_SEGMENT_MS,
+	TLOG_SEGMENT_JITTER_MS,
+	TLOG_SEGMENT_PREALLOCATE,
+	TLOG_RECORD_MAX_BYTES,
+	TLOG_NKEYS
+};
+
+/* One level's overrides: TLOG_UNSET where the level sets nothing. */
+struct tlog_config {
+	int64_t v[TLOG_NKEYS];
+};
+
+/* "retention.ms" -> TLOG_RETENTION_MS; -1 if unknown. */
+int tlog_key_lookup(const char *name);
+const char *tlog_key_name(enum tlog_key k);
+int64_t tlog_key_default(enum tlog_key k);
+
+/*
+ * Parses a value for key k: a plain integer in the key's unit, or a number
+ * with a unit suffix (ms s m h d w; K M G KiB MiB GiB). Leading and trailing
+ * whitespace (and one trailing newline, as `echo` adds) is accepted. On a
+ * bad value returns -EINVAL and writes a message naming the key, the value
+ * and the accepted range into err.
+ */
+int tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
+    char *err, size_t errlen);
+
+void tlog_config_init(struct tlog_config *c);	/* all unset */
+/* Reads a key=value file; missing file = all unset. Bad lines are logged
+ * through the store (may be NULL) and skipped. */
+int tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
+    struct tlog_config *c);
+/* Writes the set keys atomically (temporary file, fsync, rename). */
+int tlog_config_save(int dirfd, const char *path, const struct tlog_config *c);
+
+/* ---- roll triggers and deletion rules ---- */
+
+enum tlog_trigger {
+	TLOG_TRIG_NONE = 0,
+	TLOG_TRIG_SIZE,		/* S.bytes + len(R) > segment.bytes */
+	TLOG_TRIG_TIME,		/* R.ts - S.first_ts >= segment.ms - jitter */
+	TLOG_TRIG_IDLE,		/* wall clock, no append (reaper) */
+	TLOG_TRIG_MANUAL,	/* user.seal or rm */
+	TLOG_TRIG_CAPACITY,	/* index or offset width would overflow */
+	TLOG_TRIG_RETENTION,	/* sealed so that retention can delete it */
+	TLOG_TRIG_RECOVERY,	/* found unsealed behind a newer segment */
+	TLOG_NTRIGGERS
+};
+const char *tlog_trigger_name(enum tlog_trigger t);
+
+enum tlog_rule {
+	TLOG_RULE_TIME,
+	TLOG_RULE_SIZE,
+	TLOG_RULE_MANUAL,
+	TLOG_NRULES
+};
+const char *tlog_rule_name(enum tlog_rule r);
+
+/* ---- store ---- */
+
+enum tlog_event_kind { TLOG_EV_SEAL, TLOG_EV_DELETE };
+
+/* What a hook learns of a seal or a deletion. Strings are valid for the
+ * duration of the call only. */
+struct tlog_event {
+	enum tlog_event_kind kind;
+	int64_t ts;			/* when it happened */
+	const char *topic;
+	const char *partition;
+	uint64_t partition_ino;
+	uint64_t segment_ino;
+	uint64_t base;			/* the segment's base offset */
+	uint64_t records;
+	uint64_t bytes;
+	int64_t first_ts;
+	int64_t max_ts;
+	enum tlog_trigger trigger;	/* TLOG_EV_SEAL */
+	enum tlog_rule rule;		/* TLOG_EV_DELETE */
+};
+
+struct tlog_store_opts {
+	/* Wall clock in ms; NULL for CLOCK_REALTIME. */
+	int64_t (*clock)(void *arg);
+	void *clock_arg;
+	/* Log sink (syslog priorities); NULL for stderr. */
+	void (*log)(void *arg, int prio, const char *msg);
+	void *log_arg;
+	/*
+	 * Called after a seal and after each deletion's unlink succeeded,
+	 * with no engine lock held. May be NULL.
+	 */
+	void (*event)(void *arg, const struct tlog_event *ev);
+	void *event_arg;
+	/* Segment capacity (records, bytes); 0 for the index format's
+	 * limits. Tests lower them to exercise the capacity trigger. */
+	uint64_t cap_records;
+	uint64_t cap_bytes;
+};
+
+/*
+ * Opens STORE at path, creating its layout if the directory is empty.
+ * Takes an exclusive lock: a second open fails with -EBUSY and a message
+ * naming the holder's pid in err. Recovers every partition (DESIGN 8).
+ */
+int tlog_store_open(const char *path, const struct tlog_store_opts *opts,
+    struct tlog_store **out, char *err, size_t errlen);
+/* Flushes nothing of writers (close them first); writes each active
+ * segment's index tail and the clean-shutdown mark; unlocks; frees. */
+void tlog_store_close(struct tlog_store *s);
+/* After fork (daemonizing), records the new holder's pid in the lock. */
+void tlog_store_update_pid(struct tlog_store *s);
+bool tlog_store_was_clean(const struct tlog_store *s);
+int64_t tlog_now(struct tlog_store *s);
+void tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+struct tlog_config *tlog_store_config(struct tlog_store *s);
+
+/* Inode numbers: unique per object for the store's lifetime, never reused.
+ * The store root is 1. */
+#define TLOG_ROOT_INO 1
+
+/* ---- names ---- */
+
+/* 0, -EINVAL (bad characters, leading '.', empty) or -ENAMETOOLONG. */
+int tlog_name_check(const char *name);
+
+/* ---- directory listings ---- */
+
+struct tlog_dirent {
+	char name[TLOG_NAME_MAX + 1];
+	uint64_t ino;
+};
+/* Fills a malloc'd array (caller frees) sorted by name. */
+int tlog_topic_list(struct tlog_store *s, struct tlog_dirent **out, size_t *n);
+int tlog_partition_list(struct tlog_topic *t, struct tlog_dirent **out,
+    size_t *n);
+
+/* ---- topics ---- */
+
+int tlog_topic_create(struct tlog_store *s, const char *name,
+    struct tlog_topic **out /* may be NULL; else a reference */);
+struct tlog_topic *tlog_topic_get(struct tlog_store *s, const char *name);
+void tlog_topic_put(struct tlog_topic *t);
+/* -ENOENT, -ENOTEMPTY unless it has no partitions. */
+int tlog_topic_remove(struct tlog_store *s, const char *name);
+/* Atomic. An existing empty target is replaced; a non-empty one gives
+ * -ENOTEMPTY. */
+int tlog_topic_rename(struct tlog_store *s, const char *from, const char *to);
+uint64_t tlog_topic_ino(const struct tlog_topic *t);
+/* Copies the current name (it may be renamed at any time). */
+void tlog_topic_name(struct tlog_topic *t, char *buf, size_t len);
+struct tlog_config *tlog_topic_config(struct tlog_topic *t);
+
+/* ---- partitions ---- */
+
+int tlog_partition_create(struct tlog_topic *t, const char *name,
+    struct tlog_partition **out /* may be NULL */);
+struct tlog_partition *tlog_partition_get(struct tlog_topic *t,
+    const char *name);
+void tlog_partition_put(struct tlog_partition *p);
+/* -ENOTEMPTY unless it holds no segment. */
+int tlog_partition_remove(struct tlog_topic *t, const char *name);
+int tlog_partition_rename(struct tlog_topic *t, const char *from,
+    const char *to);
+uint64_t tlog_partition_ino(const struct tlog_partition *p);
+void tlog_partition_name(struct tlog_partition *p, char *buf, size_t len);
+struct tlog_config *tlog_partition_config(struct tlog_partition *p);
+/* The partition's topic (borrowed; valid while p is referenced). */
+struct tlog_topic *tlog_partition_topic(struct tlog_partition *p);
+
+/* Effective value of a key for p: partition, topic, store, built-in. */
+int64_t tlog_partition_conf(struct tlog_partition *p, enum tlog_key k);
+
+struct tlog_part_stats {
+	uint64_t start_offset;	/* base of the oldest segment (end if none) */
+	uint64_t end_offset;	/* offset the next record gets */
+	uint64_t bytes;
+	uint64_t segments;
+	int64_t oldest_ts;	/* oldest segment's first_ts; -1 if empty */
+	int64_t newest_ts;	/* newest record's ts; -1 if empty */
+	int64_t next_expiry;	/* oldest segment's max_ts + retention.ms;
+				   -1 if empty or retention.ms = -1 */
+};
+void tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st);
+
+/* ---- configuration through levels (store, topic or partition) ---- */
+
+/*
+ * A level is exactly one of: the store (t = p = NULL), a topic (t), or a
+ * partition (p). Set parses, validates, persists atomically, then applies;
+ * on any failure nothing changes. Get returns the level's effective value
+ * (its own, else inherited). Unset drops the level's override (-ENODATA if
+ * it had none). Unknown keys: -ENOTSUP.
+ */
+int tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key, const char *value, size_t len,
+    char *err, size_t errlen);
+int tlog_conf_get(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key, int64_t *out);
+int tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key);
+
+/* ---- segments ---- */
+
+struct tlog_seginfo {
+	uint64_t ino;
+	uint64_t base;
+	uint64_t records;
+	uint64_t bytes;
+	int64_t first_ts;	/* -1 while empty */
+	int64_t max_ts;		/* -1 while empty */
+	bool sealed;
+	enum tlog_trigger sealed_by;
+	int64_t expires_at;	/* max_ts + retention.ms; -1 if never/empty */
+};
+
+/* A snapshot of the live segments, oldest first (the last one may be the
+ * active segment). Caller frees. */
+int tlog_partition_segments(struct tlog_partition *p,
+    struct tlog_seginfo **out, size_t *n);
+/* Live segment by base offset / the active segment; NULL if none. */
+struct tlog_segment *tlog_segment_get(struct tlog_partition *p, uint64_t base);
+struct tlog_segment *tlog_segment_get_active(struct tlog_partition *p);
+struct tlog_segment *tlog_segment_get_ino(struct tlog_partition *p,
+    uint64_t ino);
+void tlog_segment_put(struct tlog_segment *seg);
+void tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info);
+/* True once the segment has been deleted (detached from its partition). */
+bool tlog_segment_dead(struct tlog_segment *seg);
+/* Opens the segment's data file read-only: a new descriptor that keeps
+ * reading the data even after the segment is deleted. */
+int tlog_segment_open(struct tlog_segment *seg);
+/* Reads up to len bytes at pos, never past the last whole record. */
+ssize_t tlog_segment_read(struct tlog_segment *seg, int fd, void *buf,
+    size_t len, off_t pos);
+
+/* Position of the record with this offset within the segment; -ENOENT
+ * if the offset is outside it. */
+int tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
+    uint64_t *pos);
+/* Offset and position of the first record that can have ts >= t
+ * (conservative: from the nearest index entry at or before). */
+int tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
+    uint64_t *offset, uint64_t *pos);
+
+/* ---- appending ---- */
+
+/*
+ * One writer per open file. It frames lines and holds the bytes after the
+ * last newline until that same writer completes them, flushes, or they
+ * reach record.max.bytes. Returns len or a negative errno (-ENOSPC,
+ * -EFBIG, -EIO). On failure no partial record stays on disk.
+ */
+struct tlog_writer *tlog_writer_open(struct tlog_partition *p);
+ssize_t tlog_writer_write(struct tlog_writer *w, const void *buf, size_t len);
+/* Appends the held bytes, if any, as a record without newline. */
+int tlog_writer_flush(struct tlog_writer *w);
+/* Flush, then make data and index durable. */
+int tlog_writer_fsync(struct tlog_writer *w, bool datasync);
+/* Flush and free; returns the flush's result. */
+int tlog_writer_close(struct tlog_writer *w);
+size_t tlog_writer_held(struct tlog_writer *w);
+
+/* Seals the active segment now (user.seal). 0 if there is none. */
+int tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why);
+/* Idle trigger: seals the active segment if now - first_ts >= segment.ms
+ * (less its jitter). Returns 1 if it sealed, 0 if not due. */
+int tlog_partition_seal_idle(struct tlog_partition *p);
+/* Earliest wall-clock time at which the idle trigger can fire; -1 if
+ * there is no non-empty active segment. */
+int64_t tlog_partition_idle_due(struct tlog_partition *p);
+
+/* ---- deletion ---- */
+
+/*
+ * Manual deletion (rm): detaches the segment with this base (sealing it
+ * first if active) and queues its files for unlinking. -ENOENT if gone.
+ */
+int tlog_partition_delete(struct tlog_partition *p, uint64_t base);
+/*
+ * Time rule: detaches, oldest first, at most max segments whose
+ * now - max_ts > retention.ms, stopping at the first young one; an
+ * expired active segment is sealed first. Returns the count detached.
+ */
+int tlog_partition_expire(struct tlog_partition *p, int max);
+/* Earliest time the time rule can delete something; -1 if never. */
+int64_t tlog_partition_expire_due(struct tlog_partition *p);
+
+/*
+ * Detached segments wait in the store's unlink queue. This unlinks up to
+ * max of them (max <= 0: all) with no engine lock held, emits their
+ * deletion events, and returns how many it unlinked.
+ */
+int tlog_store_unlink_pending(struct tlog_store *s, int max);
+/* Blocks until the queue is non-empty or timeout_ms passes (-1 forever)
+ * or tlog_store_wakeup is called. Returns the queue length. */
+size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
+void tlog_store_wakeup(struct tlog_store *s);
+size_t tlog_store_unlink_queued(struct tlog_store *s);
+
+/* ---- small utilities shared by the engine and its users ---- */
+
+uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
+/* Writes buf to dirfd/path atomically: temporary file, fsync, rename. */
+int tlog_write_atomic(int dirfd, const char *path, const void *buf,
+    size_t len);
+
+#endif /* TLOG_H */

@@ -1,0 +1,214 @@
+/*
+ * tlog_int.h - the engine's internal structures, shared by the src/ files and the
+ * unit tests. Not part of the public API (see tlog.h).
+ *
+ * Locking, outermost first:
+ *   store->tree_lock (rwlock): the topic tree and every topic's partition
+ *     tree, names, and the dead flags of topics and partitions.
+ *   store->conf_lock (mutex): serializes config writers; readers load the
+ *     values atomically without it.
+ *   part->lock (mutex): the partition's segment list and counters.
+ *   store->unlink_lock (mutex): the unlink queue.
+ * A partition lock is never held while taking tree_lock, and no engine
+ * lock is held while a hook runs or a file is unlinked.
+ */
+#ifndef TLOG_INT_H
+#define TLOG_INT_H
+
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+
+#include "tlog.h"
+
+/* ---- on-disk index format (doc/format.md) ---- */
+
+#define TLOG_IDX_MAGIC "TLOGIDX1"	/* 8 bytes, header */
+#define TLOG_SEAL_MAGIC "TLOGSEAL"	/* 8 bytes, footer */
+#define TLOG_IDX_VERSION 1
+#define TLOG_IDX_HDR 24		/* magic, version u32, flags u32, base u64 */
+#define TLOG_IDX_ENT 24		/* rel u32, pos u32, ts i64, rsv u32, crc u32 */
+#define TLOG_IDX_FOOT 48	/* magic, records, bytes, first_ts, max_ts,
+				   sealed_by u32, crc u32 */
+#define TLOG_IDX_INTERVAL 4096	/* bytes of data between index entries */
+#define TLOG_CAP_RECORDS 0xfffffffeULL
+#define TLOG_CAP_BYTES 0xffffffffULL
+#define TLOG_FORMAT_VERSION 1
+
+struct tlog_idx_entry {
+	uint32_t rel;		/* offset - base */
+	uint32_t pos;		/* byte position in the data file */
+	int64_t ts;
+};
+
+struct tlog_footer {
+	uint64_t records;
+	uint64_t bytes;
+	int64_t first_ts;
+	int64_t max_ts;
+	uint32_t sealed_by;
+};
+
+void tlog_idx_encode_header(unsigned char *b, uint64_t base);
+int tlog_idx_decode_header(const unsigned char *b, uint64_t *base);
+void tlog_idx_encode_entry(unsigned char *b, const struct tlog_idx_entry *e);
+int tlog_idx_decode_entry(const unsigned char *b, struct tlog_idx_entry *e);
+void tlog_idx_encode_footer(unsigned char *b, const struct tlog_footer *f);
+int tlog_idx_decode_footer(const unsigned char *b, struct tlog_footer *f);
+
+/* ---- objects ---- */
+
+struct tlog_segment {
+	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
+	int refs;
+	uint64_t ino;
+	uint64_t base;
+	uint64_t records;	/* committed */
+	uint64_t bytes;		/* committed; read atomically by readers */
+	int64_t first_ts;
+	int64_t max_ts;
+	int64_t jitter;		/* taken off segment.ms, drawn at creation */
+	uint64_t nidx;		/* index entries in the file */
+	uint64_t last_idx_pos;	/* data position of the last index entry */
+	uint64_t last_idx_rel;
+	int fd;			/* data, O_RDWR; -1 until needed */
+	int ifd;		/* index; -1 until needed */
+	uint64_t prealloc;	/* bytes reserved beyond the data, 0 if none */
+	unsigned sealed : 1;
+	unsigned dead : 1;	/* detached from its partition */
+	unsigned trim_pending : 1;
+	unsigned char sealed_by;
+	unsigned char rule;	/* why it was detached */
+	struct tlog_partition *part;	/* referenced while queued */
+};
+TAILQ_HEAD(tlog_seglist, tlog_segment);
+
+struct tlog_partition {
+	RB_ENTRY(tlog_partition) entry;
+	int refs;
+	uint64_t ino;
+	char *name;			/* under tree_lock */
+	struct tlog_topic *topic;	/* referenced */
+	struct tlog_store *store;
+	pthread_mutex_t lock;
+	struct tlog_config cfg;
+	struct tlog_seglist segs;	/* oldest first */
+	uint64_t nsegs;
+	uint64_t bytes;
+	uint64_t next_offset;
+	int64_t last_ts;		/* newest timestamp handed out */
+	uint64_t pending_unlinks;	/* queued files not yet unlinked */
+	bool dead;
+	/* reaper bookkeeping (reaper.c) */
+	size_t heap_idx;
+	int64_t due;
+};
+RB_HEAD(tlog_part_tree, tlog_partition);
+
+struct tlog_topic {
+	RB_ENTRY(tlog_topic) entry;
+	int refs;
+	uint64_t ino;
+	char *name;			/* under tree_lock */
+	struct tlog_store *store;
+	struct tlog_config cfg;
+	struct tlog_part_tree parts;
+	bool dead;
+};
+RB_HEAD(tlog_topic_tree, tlog_topic);
+
+struct tlog_store {
+	char *path;
+	int dirfd;
+	int lockfd;
+	struct tlog_store_opts opts;
+	uint64_t cap_records;
+	uint64_t cap_bytes;
+	bool was_clean;
+	uint64_t next_ino;		/* atomic */
+	pthread_rwlock_t tree_lock;
+	struct tlog_topic_tree topics;
+	pthread_mutex_t conf_lock;
+	struct tlog_config cfg;
+	pthread_mutex_t unlink_lock;
+	pthread_cond_t unlink_cond;
+	struct tlog_seglist unlinkq;
+	size_t nunlink;
+	bool wakeup;
+	/* rate limit for repeated errors */
+	pthread_mutex_t log_lock;
+	int64_t last_err_ts;
+	unsigned suppressed;
+};
+
+/* ---- internal helpers ---- */
+
+uint64_t tlog_new_ino(struct tlog_store *s);
+void tlog_vlog(struct tlog_store *s, int prio, const char *fmt, va_list ap);
+/* An error that may repeat: at most one line per 30 s. */
+void tlog_log_err(struct tlog_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static inline int64_t
+tlog_cfg_load(const struct tlog_config *c, enum tlog_key k)
+{
+	return __atomic_load_n(&c->v[k], __ATOMIC_RELAXED);
+}
+
+static inline void
+tlog_cfg_store(struct tlog_config *c, enum tlog_key k, int64_t v)
+{
+	__atomic_store_n(&c->v[k], v, __ATOMIC_RELAXED);
+}
+
+/* Path of a level's config file relative to the store dir; the caller
+ * holds tree_lock (read) so names are stable. */
+int tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, char *buf, size_t len);
+/* Relative path "topic/partition" of p; caller holds tree_lock. */
+int tlog_part_path(struct tlog_partition *p, char *buf, size_t len);
+/* Opens dir/file of p (O_CLOEXEC added). Takes tree_lock (read). */
+int tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
+    mode_t mode);
+int tlog_part_unlinkat(struct tlog_partition *p, const char *file);
+
+/* Segment file names: 20-digit base + ".log" / ".idx". */
+void tlog_seg_name(uint64_t base, const char *ext, char *buf, size_t len);
+
+/* segment.c */
+struct tlog_segment *tlog_seg_new(struct tlog_partition *p, uint64_t base);
+void tlog_seg_ref(struct tlog_segment *seg);
+int tlog_seg_open_files(struct tlog_segment *seg, bool create);
+void tlog_seg_close_files(struct tlog_segment *seg);
+int tlog_seg_write_entries(struct tlog_segment *seg,
+    const struct tlog_idx_entry *e, size_t n);
+int tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why);
+int tlog_seg_trim(struct tlog_segment *seg);
+int tlog_seg_write_boundary(struct tlog_segment *seg);
+
+/* partition.c */
+struct tlog_partition *tlog_part_alloc(struct tlog_topic *t, const char *name);
+void tlog_part_ref(struct tlog_partition *p);
+/* Caller holds p->lock. */
+void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
+    enum tlog_rule rule);
+int tlog_part_seal_locked(struct tlog_partition *p, enum tlog_trigger why,
+    struct tlog_event *ev);
+void tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev);
+/* Appends the whole records in buf (see writer.c); returns bytes consumed
+ * or a negative errno. */
+ssize_t tlog_part_append(struct tlog_partition *p, const char *buf,
+    size_t len, bool tail_is_record);
+int tlog_part_fsync(struct tlog_partition *p, bool datasync);
+
+/* recover.c */
+int tlog_part_recover(struct tlog_partition *p);
+/* Writes index tails of every active segment (clean shutdown). */
+void tlog_part_close(struct tlog_partition *p);
+
+/* store.c */
+void tlog_topic_ref(struct tlog_topic *t);
+
+#endif /* TLOG_INT_H */

@@ -1,0 +1,199 @@
+/*
+ * util.c - small pieces every engine file uses: CRC-32C, atomic file
+ * replacement, name rules, logging with a rate limit, the clock, inode
+ * numbers, and the names of triggers and rules.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tlog_int.h"
+
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void
+crc_init(void)
+{
+	uint32_t c;
+	int i, k;
+
+	for (i = 0; i < 256; i++) {
+		c = (uint32_t)i;
+		for (k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0x82f63b78U : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+uint32_t
+tlog_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	pthread_once(&crc_once, crc_init);
+	crc = ~crc;
+	while (len--)
+		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+int
+tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
+{
+	char tmp[PATH_MAX];
+	const char *p = buf;
+	size_t off = 0;
+	ssize_t n;
+	int fd, r = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644);
+	if (fd == -1)
+		return -errno;
+	while (off < len) {
+		n = write(fd, p + off, len - off);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (r == 0 && fsync(fd) == -1)
+		r = -errno;
+	if (close(fd) == -1 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dirfd, tmp, dirfd, path) == -1)
+		r = -errno;
+	if (r != 0)
+		unlinkat(dirfd, tmp, 0);
+	return r;
+}
+
+int
+tlog_name_check(const char *name)
+{
+	size_t n = 0;
+	const char *c;
+
+	if (name == NULL || *name == '\0' || *name == '.')
+		return -EINVAL;
+	for (c = name; *c; c++, n++) {
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' ||
+		    *c == '-'))
+			return -EINVAL;
+	}
+	if (n > TLOG_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+void
+tlog_seg_name(uint64_t base, const char *ext, char *buf, size_t len)
+{
+	snprintf(buf, len, "%020" PRIu64 "%s", base, ext);
+}
+
+uint64_t
+tlog_new_ino(struct tlog_store *s)
+{
+	return __atomic_fetch_add(&s->next_ino, 1, __ATOMIC_RELAXED);
+}
+
+int64_t
+tlog_now(struct tlog_store *s)
+{
+	struct timespec ts;
+
+	if (s != NULL && s->opts.clock != NULL)
+		return s->opts.clock(s->opts.clock_arg);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+tlog_vlog(struct tlog_store *s, int prio, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (s != NULL && s->opts.log != NULL)
+		s->opts.log(s->opts.log_arg, prio, msg);
+	else
+		fprintf(stderr, "tlogfs: %s\n", msg);
+}
+
+void
+tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tlog_vlog(s, prio, fmt, ap);
+	va_end(ap);
+}
+
+void
+tlog_log_err(struct tlog_store *s, const char *fmt, ...)
+{
+	int64_t now = tlog_now(s);
+	unsigned dropped = 0;
+	bool say = false;
+	char msg[900];
+	va_list ap;
+
+	pthread_mutex_lock(&s->log_lock);
+	if (s->last_err_ts == 0 || now - s->last_err_ts >= 30000) {
+		say = true;
+		dropped = s->suppressed;
+		s->suppressed = 0;
+		s->last_err_ts = now;
+	} else
+		s->suppressed++;
+	pthread_mutex_unlock(&s->log_lock);
+	if (!say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (dropped)
+		tlog_log(s, LOG_ERR, "%s (%u similar errors suppressed)", msg,
+		    dropped);
+	else
+		tlog_log(s, LOG_ERR, "%s", msg);
+}
+
+const char *
+tlog_trigger_name(enum tlog_trigger t)
+{
+	static const char *names[TLOG_NTRIGGERS] = {
+		"none", "size", "time", "idle", "manual", "capacity",
+		"retention", "recovery"
+	};
+
+	return (unsigned)t < TLOG_NTRIGGERS ? names[t] : "unknown";
+}
+
+const char *
+tlog_rule_name(enum tlog_rule r)
+{
+	static const char *names[TLOG_NRULES] = { "time", "size", "manual" };
+
+	return (unsigned)r < TLOG_NRULES ? names[r] : "unknown";
+}

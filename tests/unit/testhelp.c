@@ -1,0 +1,208 @@
+/*
+ * testhelp.c - fixtures for the unit tests (see testhelp.h).
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+
+int64_t th_clock = 1700000000000LL;
+char th_logbuf[65536];
+
+static int64_t
+th_now(void *arg)
+{
+	(void)arg;
+	return th_clock;
+}
+
+static void
+th_log(void *arg, int prio, const char *msg)
+{
+	size_t used = strlen(th_logbuf), n = strlen(msg);
+
+	(void)arg;
+	(void)prio;
+	if (used + n + 2 > sizeof(th_logbuf)) {
+		th_logbuf[0] = '\0';
+		used = 0;
+	}
+	if (n + 2 > sizeof(th_logbuf))
+		return;
+	memcpy(th_logbuf + used, msg, n);
+	th_logbuf[used + n] = '\n';
+	th_logbuf[used + n + 1] = '\0';
+	if (getenv("TH_VERBOSE"))
+		fprintf(stderr, "log: %s\n", msg);
+}
+
+char *
+th_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	char *p;
+
+	if (base == NULL || *base == '\0')
+		base = "/tmp";
+	if (asprintf(&p, "%s/tlogtest.XXXXXX", base) < 0)
+		abort();
+	if (mkdtemp(p) == NULL)
+		ck_abort_msg("mkdtemp: %s", strerror(errno));
+	return p;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void
+th_rmrf(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+struct tlog_store *
+th_open_opts(const char *dir, struct tlog_store_opts *o)
+{
+	struct tlog_store *s = NULL;
+	char err[512];
+	int r;
+
+	if (o->clock == NULL)
+		o->clock = th_now;
+	if (o->log == NULL)
+		o->log = th_log;
+	r = tlog_store_open(dir, o, &s, err, sizeof(err));
+	ck_assert_msg(r == 0, "tlog_store_open(%s): %s", dir, err);
+	return s;
+}
+
+struct tlog_store *
+th_open(const char *dir)
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	return th_open_opts(dir, &o);
+}
+
+struct tlog_partition *
+th_part(struct tlog_store *s, const char *topic, const char *part)
+{
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	int r;
+
+	t = tlog_topic_get(s, topic);
+	if (t == NULL) {
+		r = tlog_topic_create(s, topic, &t);
+		ck_assert_msg(r == 0, "topic_create %s: %d", topic, r);
+	}
+	p = tlog_partition_get(t, part);
+	if (p == NULL) {
+		r = tlog_partition_create(t, part, &p);
+		ck_assert_msg(r == 0, "partition_create %s: %d", part, r);
+	}
+	tlog_topic_put(t);
+	return p;
+}
+
+void
+th_set(struct tlog_store *s, struct tlog_partition *p, const char *key,
+    const char *val)
+{
+	char err[256] = "";
+	int r;
+
+	r = tlog_conf_set(s, NULL, p, key, val, strlen(val), err, sizeof(err));
+	ck_assert_msg(r == 0, "conf_set %s=%s: %d %s", key, val, r, err);
+}
+
+char *
+th_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, k;
+
+	if (f == NULL)
+		return NULL;
+	for (;;) {
+		if (n + 65536 + 1 > cap) {
+			cap = (n + 65536 + 1) * 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+		k = fread(buf + n, 1, 65536, f);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	fclose(f);
+	if (buf == NULL)
+		buf = calloc(1, 1);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+char *
+th_partition_data(struct tlog_partition *p, size_t *len)
+{
+	struct tlog_seginfo *si;
+	size_t n, i, total = 0;
+	char *out;
+
+	ck_assert_int_eq(tlog_partition_segments(p, &si, &n), 0);
+	for (i = 0; i < n; i++)
+		total += si[i].bytes;
+	out = malloc(total + 1);
+	ck_assert_ptr_nonnull(out);
+	total = 0;
+	for (i = 0; i < n; i++) {
+		struct tlog_segment *seg = tlog_segment_get(p, si[i].base);
+		ssize_t r;
+		int fd;
+
+		ck_assert_ptr_nonnull(seg);
+		fd = tlog_segment_open(seg);
+		ck_assert_int_ge(fd, 0);
+		r = tlog_segment_read(seg, fd, out + total, si[i].bytes, 0);
+		ck_assert_int_eq(r, (ssize_t)si[i].bytes);
+		total += (size_t)r;
+		close(fd);
+		tlog_segment_put(seg);
+	}
+	free(si);
+	out[total] = '\0';
+	if (len)
+		*len = total;
+	return out;
+}
+
+int
+th_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

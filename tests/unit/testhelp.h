@@ -1,0 +1,38 @@
+/*
+ * testhelp.h - shared fixtures for the Check unit tests: temporary stores,
+ * an injected clock, and small file helpers.
+ */
+#ifndef TESTHELP_H
+#define TESTHELP_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "tlog.h"
+
+/* The fake clock every test store reads: tests move it by hand. */
+extern int64_t th_clock;
+
+/* A new empty directory under $TMPDIR (or /tmp); caller frees. */
+char *th_tmpdir(void);
+/* rm -rf */
+void th_rmrf(const char *dir);
+/* Opens (creating) a store at dir on th_clock; fails the test on error.
+ * Log lines are collected in th_logbuf (last 64 KiB) instead of stderr. */
+struct tlog_store *th_open(const char *dir);
+struct tlog_store *th_open_opts(const char *dir, struct tlog_store_opts *o);
+extern char th_logbuf[65536];
+/* Creates topic/partition and returns a reference to the partition. */
+struct tlog_partition *th_part(struct tlog_store *s, const char *topic,
+    const char *part);
+/* Sets a config key at partition level; fails the test on error. */
+void th_set(struct tlog_store *s, struct tlog_partition *p, const char *key,
+    const char *val);
+/* Reads a whole file into a malloc'd buffer (NUL added); *len its size. */
+char *th_slurp(const char *path, size_t *len);
+/* Concatenation of every live segment of p, oldest first. */
+char *th_partition_data(struct tlog_partition *p, size_t *len);
+/* Runs a suite and returns the process exit status. */
+int th_run(Suite *s);
+
+#endif
