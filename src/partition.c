@@ -13,7 +13,6 @@
 
 #include <sys/stat.h>
 
-#include <bsd/stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -103,6 +103,72 @@ tlog_part_unlinkat(struct tlog_partition *p, const char *file)
 	return r;
 }
 
+static int
+level_path(struct tlog_topic *t, struct tlog_partition *p, char *buf,
+    size_t len)
+{
+	int n;
+
+	if (p != NULL)
+		n = snprintf(buf, len, "%s/%s", p->topic->name, p->name);
+	else if (t != NULL)
+		n = snprintf(buf, len, "%s", t->name);
+	else
+		n = snprintf(buf, len, ".");
+	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int
+tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, struct stat *st)
+{
+	char path[2 * TLOG_NAME_MAX + 2];
+	int r;
+
+	pthread_rwlock_rdlock(&s->tree_lock);
+	if ((r = level_path(t, p, path, sizeof(path))) == 0 &&
+	    fstatat(s->dirfd, path, st, 0) == -1)
+		r = -errno;
+	pthread_rwlock_unlock(&s->tree_lock);
+	return r;
+}
+
+int
+tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, mode_t mode)
+{
+	char path[2 * TLOG_NAME_MAX + 2];
+	int r;
+
+	pthread_rwlock_rdlock(&s->tree_lock);
+	if ((r = level_path(t, p, path, sizeof(path))) == 0 &&
+	    fchmodat(s->dirfd, path, mode & 07777, 0) == -1)
+		r = -errno;
+	pthread_rwlock_unlock(&s->tree_lock);
+	return r;
+}
+
+int
+tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, uid_t uid, gid_t gid)
+{
+	char path[2 * TLOG_NAME_MAX + 2];
+	int r;
+
+	pthread_rwlock_rdlock(&s->tree_lock);
+	if ((r = level_path(t, p, path, sizeof(path))) == 0 &&
+	    fchownat(s->dirfd, path, uid, gid, 0) == -1)
+		r = -errno;
+	pthread_rwlock_unlock(&s->tree_lock);
+	return r;
+}
+
+int
+tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
+{
+	return fstatvfs(s->dirfd, sv) == -1 ? -errno : 0;
+}
+
 /* ---- topics ---- */
 
 void

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #define TLOG_NAME_MAX 249	/* longest topic or partition name */
 #define TLOG_UNSET INT64_MIN	/* a config level that does not set a key */
@@ -239,6 +241,19 @@ int tlog_conf_get(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key, int64_t *out);
 int tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key);
+
+/*
+ * The backing directory of a level (store root, topic or partition): its
+ * owner and mode are the level's, so chmod and chown persist.
+ */
+int tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, struct stat *st);
+int tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, mode_t mode);
+int tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, uid_t uid, gid_t gid);
+/* statvfs of the backing store. */
+int tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv);
 
 /* ---- segments ---- */
 
