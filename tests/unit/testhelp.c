@@ -195,6 +195,16 @@ th_partition_data(struct tlog_partition *p, size_t *len)
 	return out;
 }
 
+void
+th_case(Suite *s, const char *name, const TTest *t)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
 int
 th_run(Suite *s)
 {

@@ -32,6 +32,9 @@ void th_set(struct tlog_store *s, struct tlog_partition *p, const char *key,
 char *th_slurp(const char *path, size_t *len);
 /* Concatenation of every live segment of p, oldest first. */
 char *th_partition_data(struct tlog_partition *p, size_t *len);
+/* Adds one test in a case of its own, so TAP names it. */
+void th_case(Suite *s, const char *name, const TTest *t);
+#define TH_CASE(s, t) th_case((s), #t, (t))
 /* Runs a suite and returns the process exit status. */
 int th_run(Suite *s);
 

@@ -1,0 +1,664 @@
+/*
+ * config.c - configuration keys (DESIGN 5): the key table, the value
+ * parser, the per-level key=value files, and set/get/unset on a level
+ * (store, topic or partition) with inheritance.
+ *
+ * Value syntax, deliberately strict so that what is accepted is obvious:
+ *
+ *  - An optional run of blanks (space, tab) on either side, and one
+ *    trailing newline as the very last byte (what `echo` and some
+ *    setfattr invocations add). Nothing else: no CR, no second newline,
+ *    no NUL anywhere in the (s, len) buffer.
+ *  - Then either exactly "-1" (only for the keys where -1 means "none" or
+ *    "forever": retention.ms, retention.bytes), or decimal digits
+ *    (leading zeros allowed, never octal; no sign, no '+', no fraction,
+ *    no exponent, no digit separators) followed directly, with no blank
+ *    in between, by an optional unit:
+ *      time keys (*.ms):          ms s m h d w
+ *      byte keys (*.bytes):       K M G KiB MiB GiB (all powers of 1024)
+ *      segment.preallocate:       none
+ *    Units are case-sensitive: "1k", "30S", "1KB", "1B", "1Ki" and units
+ *    on the wrong kind of key are refused.
+ *  - The product must fit in an int64_t (every multiplication is
+ *    checked) and lie in the key's range. Time keys stop at
+ *    TLOG_TIME_MAX (10^15 ms, about 31,700 years) so that the engine's
+ *    "timestamp + retention.ms + segment.ms" sums cannot overflow.
+ *
+ * Cross-key limits (segment.jitter.ms <= segment.ms, record.max.bytes <=
+ * segment.bytes) are checked by tlog_conf_set against the effective values
+ * at the level being set. They are not re-checked when the other key
+ * changes or at another level, so users of the values clamp them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "tlog_int.h"
+
+#define TLOG_TIME_MAX	1000000000000000LL	/* 10^15 ms */
+#define TLOG_SEG_MIN	1024LL			/* the segment floor */
+#define TLOG_SEG_MAX	2147483648LL		/* 2 GiB */
+#define VALUE_SHOW	40	/* bytes of a bad value quoted in messages */
+#define QUOTED_MAX	(VALUE_SHOW * 4 + 4)	/* its quoted form */
+#define MSG_MAX		512	/* room for any message about a value */
+
+enum unit_kind { UNIT_TIME, UNIT_SIZE, UNIT_NONE };
+
+struct unit {
+	const char *name;
+	int64_t mult;
+};
+
+static const struct unit time_units[] = {
+	{ "ms", 1 },
+	{ "s", 1000 },
+	{ "m", 60 * 1000 },
+	{ "h", 3600 * 1000 },
+	{ "d", 86400 * 1000 },
+	{ "w", 7 * 86400 * 1000 },
+	{ NULL, 0 }
+};
+
+static const struct unit size_units[] = {
+	{ "K", 1LL << 10 },
+	{ "M", 1LL << 20 },
+	{ "G", 1LL << 30 },
+	{ "KiB", 1LL << 10 },
+	{ "MiB", 1LL << 20 },
+	{ "GiB", 1LL << 30 },
+	{ NULL, 0 }
+};
+
+struct keyinfo {
+	const char *name;
+	enum unit_kind unit;
+	int64_t def;
+	int64_t min;
+	int64_t max;
+	const char *minus_one;	/* meaning of -1, NULL if refused */
+	int upper_key;		/* key bounding it from above, -1 if none */
+};
+
+static const struct keyinfo keys[TLOG_NKEYS] = {
+	[TLOG_RETENTION_MS] = { "retention.ms", UNIT_TIME,
+	    7 * 86400 * 1000LL, 1000, TLOG_TIME_MAX, "forever", -1 },
+	[TLOG_RETENTION_BYTES] = { "retention.bytes", UNIT_SIZE,
+	    -1, TLOG_SEG_MIN, INT64_MAX, "none", -1 },
+	[TLOG_SEGMENT_BYTES] = { "segment.bytes", UNIT_SIZE,
+	    1LL << 30, TLOG_SEG_MIN, TLOG_SEG_MAX, NULL, -1 },
+	[TLOG_SEGMENT_MS] = { "segment.ms", UNIT_TIME,
+	    7 * 86400 * 1000LL, 1000, TLOG_TIME_MAX, NULL, -1 },
+	[TLOG_SEGMENT_JITTER_MS] = { "segment.jitter.ms", UNIT_TIME,
+	    0, 0, TLOG_TIME_MAX, NULL, TLOG_SEGMENT_MS },
+	[TLOG_SEGMENT_PREALLOCATE] = { "segment.preallocate", UNIT_NONE,
+	    0, 0, 1, NULL, -1 },
+	[TLOG_RECORD_MAX_BYTES] = { "record.max.bytes", UNIT_SIZE,
+	    1LL << 20, 1, TLOG_SEG_MAX, NULL, TLOG_SEGMENT_BYTES },
+};
+
+static bool
+valid_key(int k)
+{
+	return k >= 0 && k < TLOG_NKEYS;
+}
+
+int
+tlog_key_lookup(const char *name)
+{
+	int k;
+
+	if (name == NULL)
+		return -1;
+	for (k = 0; k < TLOG_NKEYS; k++)
+		if (strcmp(keys[k].name, name) == 0)
+			return k;
+	return -1;
+}
+
+const char *
+tlog_key_name(enum tlog_key k)
+{
+	if (!valid_key((int)k))
+		return NULL;
+	return keys[k].name;
+}
+
+int64_t
+tlog_key_default(enum tlog_key k)
+{
+	if (!valid_key((int)k))
+		return TLOG_UNSET;
+	return keys[k].def;
+}
+
+/* ---- value parsing ---- */
+
+static bool
+is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * Quotes at most VALUE_SHOW bytes of a value for a message: printable
+ * ASCII as is, '"' and '\\' escaped, anything else as \n, \t or \xNN.
+ */
+static void
+quote_value(const char *s, size_t len, char *buf, size_t blen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+	unsigned char c;
+
+	if (blen == 0)
+		return;
+	for (i = 0; i < len && i < VALUE_SHOW; i++) {
+		char esc[5];
+		size_t n;
+
+		c = (unsigned char)s[i];
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			n = 2;
+		} else if (c == '\n') {
+			memcpy(esc, "\\n", 2);
+			n = 2;
+		} else if (c == '\t') {
+			memcpy(esc, "\\t", 2);
+			n = 2;
+		} else if (c < 0x20 || c >= 0x7f) {
+			esc[0] = '\\';
+			esc[1] = 'x';
+			esc[2] = hex[c >> 4];
+			esc[3] = hex[c & 0xf];
+			n = 4;
+		} else {
+			esc[0] = (char)c;
+			n = 1;
+		}
+		if (o + n + 1 > blen)
+			break;
+		memcpy(buf + o, esc, n);
+		o += n;
+	}
+	buf[o] = '\0';
+	if (i < len && o + 4 <= blen)
+		memcpy(buf + o, "...", 4);
+}
+
+/*
+ * The accepted range of key k as text. lim >= 0 is the effective value
+ * of the key bounding k from above at some level; -1 names that key
+ * instead.
+ */
+static void
+range_text(enum tlog_key k, int64_t lim, char *buf, size_t blen)
+{
+	const struct keyinfo *ki = &keys[k];
+	const char *word, *units;
+	char m1[32] = "", hi[96];
+
+	if (ki->unit == UNIT_NONE) {
+		snprintf(buf, blen, "%" PRId64 " or %" PRId64, ki->min,
+		    ki->max);
+		return;
+	}
+	if (ki->unit == UNIT_TIME) {
+		word = "ms";
+		units = "ms, s, m, h, d, w";
+	} else {
+		word = "bytes";
+		units = "K, M, G, KiB, MiB, GiB";
+	}
+	if (ki->minus_one != NULL)
+		snprintf(m1, sizeof(m1), "-1 (%s) or ", ki->minus_one);
+	if (ki->upper_key >= 0 && lim >= 0)
+		snprintf(hi, sizeof(hi), "%" PRId64 " %s (the effective %s)",
+		    lim, word, keys[ki->upper_key].name);
+	else if (ki->upper_key >= 0)
+		snprintf(hi, sizeof(hi), "%s, in %s", keys[ki->upper_key].name,
+		    word);
+	else
+		snprintf(hi, sizeof(hi), "%" PRId64 " %s", ki->max, word);
+	if (ki->max == INT64_MAX)
+		snprintf(buf, blen, "%s>= %" PRId64 " %s (or with unit %s)",
+		    m1, ki->min, word, units);
+	else
+		snprintf(buf, blen, "%s%" PRId64 " .. %s (or with unit %s)",
+		    m1, ki->min, hi, units);
+}
+
+static void
+bad_value(enum tlog_key k, const char *s, size_t len, int64_t lim,
+    char *err, size_t errlen)
+{
+	char q[QUOTED_MAX], range[192];
+
+	if (err == NULL || errlen == 0)
+		return;
+	quote_value(s, len, q, sizeof(q));
+	range_text(k, lim, range, sizeof(range));
+	snprintf(err, errlen, "%s: bad value \"%s\": accepted %s",
+	    keys[k].name, q, range);
+}
+
+/* Parses s[0..len) as described at the top of this file, without the
+ * range check. Returns false on any syntax error or overflow. */
+static bool
+parse_syntax(enum tlog_key k, const char *s, size_t len, int64_t *out)
+{
+	const struct unit *u = NULL;
+	size_t i = 0, end = len, ulen;
+	int64_t v = 0, mult = 1;
+
+	if (len == 0 || memchr(s, '\0', len) != NULL)
+		return false;
+	if (s[end - 1] == '\n')
+		end--;
+	while (i < end && is_blank(s[i]))
+		i++;
+	while (end > i && is_blank(s[end - 1]))
+		end--;
+	if (i == end)
+		return false;
+
+	if (end - i == 2 && s[i] == '-' && s[i + 1] == '1') {
+		if (keys[k].minus_one == NULL)
+			return false;
+		*out = -1;
+		return true;
+	}
+
+	if (s[i] < '0' || s[i] > '9')
+		return false;
+	for (; i < end && s[i] >= '0' && s[i] <= '9'; i++) {
+		int d = s[i] - '0';
+
+		if (v > (INT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+
+	ulen = end - i;
+	if (ulen > 0) {
+		if (keys[k].unit == UNIT_TIME)
+			u = time_units;
+		else if (keys[k].unit == UNIT_SIZE)
+			u = size_units;
+		else
+			return false;
+		for (; u->name != NULL; u++)
+			if (strlen(u->name) == ulen &&
+			    memcmp(u->name, s + i, ulen) == 0)
+				break;
+		if (u->name == NULL)
+			return false;
+		mult = u->mult;
+	}
+	if (v > INT64_MAX / mult)
+		return false;
+	*out = v * mult;
+	return true;
+}
+
+int
+tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
+    char *err, size_t errlen)
+{
+	int64_t v;
+
+	if (!valid_key((int)k)) {
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "unknown key %d", (int)k);
+		return -EINVAL;
+	}
+	if (s == NULL)
+		len = 0;
+	if (!parse_syntax(k, s, len, &v) ||
+	    (v != -1 && (v < keys[k].min || v > keys[k].max))) {
+		bad_value(k, s, len, -1, err, errlen);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---- key=value files ---- */
+
+void
+tlog_config_init(struct tlog_config *c)
+{
+	int k;
+
+	for (k = 0; k < TLOG_NKEYS; k++)
+		c->v[k] = TLOG_UNSET;
+}
+
+int
+tlog_config_save(int dirfd, const char *path, const struct tlog_config *c)
+{
+	char buf[TLOG_NKEYS * 64];
+	size_t n = 0;
+	int64_t v;
+	int k;
+
+	for (k = 0; k < TLOG_NKEYS; k++) {
+		v = tlog_cfg_load(c, k);
+		if (v == TLOG_UNSET)
+			continue;
+		/* cannot truncate: 19 bytes of key, 20 of digits */
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+		    "%s=%" PRId64 "\n", keys[k].name, v);
+	}
+	return tlog_write_atomic(dirfd, path, buf, n);
+}
+
+static int
+read_all(int fd, char **out, size_t *outlen)
+{
+	char *buf = NULL, *nb;
+	size_t cap = 0, n = 0;
+	ssize_t r;
+
+	for (;;) {
+		if (n == cap) {
+			cap = cap == 0 ? 1024 : cap * 2;
+			if ((nb = realloc(buf, cap)) == NULL) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			r = -errno;
+			free(buf);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*outlen = n;
+	return 0;
+}
+
+/* One line of a config file (without its newline) into c; logs and
+ * ignores a bad one. */
+static void
+load_line(struct tlog_store *s, const char *path, unsigned lineno,
+    const char *l, size_t len, struct tlog_config *c)
+{
+	char name[32], q[QUOTED_MAX], err[MSG_MAX];
+	const char *eq;
+	size_t i = 0, kend;
+	int64_t v;
+	int k;
+
+	while (i < len && is_blank(l[i]))
+		i++;
+	if (i == len || l[i] == '#')
+		return;
+	eq = memchr(l + i, '=', len - i);
+	if (eq == NULL) {
+		quote_value(l + i, len - i, q, sizeof(q));
+		if (s != NULL)
+			tlog_log(s, LOG_WARNING, "%s: line %u: \"%s\": "
+			    "not key=value, ignored", path, lineno, q);
+		return;
+	}
+	kend = (size_t)(eq - l);
+	while (kend > i && is_blank(l[kend - 1]))
+		kend--;
+	k = -1;
+	if (kend - i < sizeof(name) && memchr(l + i, '\0', kend - i) == NULL) {
+		memcpy(name, l + i, kend - i);
+		name[kend - i] = '\0';
+		k = tlog_key_lookup(name);
+	}
+	if (k < 0) {
+		quote_value(l + i, kend - i, q, sizeof(q));
+		if (s != NULL)
+			tlog_log(s, LOG_WARNING, "%s: line %u: unknown key "
+			    "\"%s\", ignored", path, lineno, q);
+		return;
+	}
+	if (tlog_parse_value(k, eq + 1, len - (size_t)(eq + 1 - l), &v, err,
+	    sizeof(err)) != 0) {
+		if (s != NULL)
+			tlog_log(s, LOG_WARNING, "%s: line %u: %s; ignored",
+			    path, lineno, err);
+		return;
+	}
+	c->v[k] = v;
+}
+
+int
+tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
+    struct tlog_config *c)
+{
+	struct tlog_config nc;
+	const char *l, *nl, *end;
+	char *buf = NULL;
+	size_t len = 0;
+	unsigned lineno = 0;
+	int fd, r;
+
+	tlog_config_init(c);
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return errno == ENOENT ? 0 : -errno;
+	r = read_all(fd, &buf, &len);
+	close(fd);
+	if (r != 0)
+		return r;
+
+	tlog_config_init(&nc);
+	end = buf + len;
+	for (l = buf; l < end; l = nl + 1) {
+		nl = memchr(l, '\n', (size_t)(end - l));
+		if (nl == NULL)
+			nl = end;
+		load_line(s, path, ++lineno, l, (size_t)(nl - l), &nc);
+	}
+	free(buf);
+	*c = nc;
+	return 0;
+}
+
+/* ---- set, get, unset on a level ---- */
+
+/*
+ * The configs a level inherits from, nearest first: the partition, its
+ * topic, the store. Returns how many.
+ */
+static int
+level_chain(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, struct tlog_config *chain[3])
+{
+	int n = 0;
+
+	if (p != NULL) {
+		chain[n++] = &p->cfg;
+		t = p->topic;
+	}
+	if (t != NULL)
+		chain[n++] = &t->cfg;
+	chain[n++] = &s->cfg;
+	return n;
+}
+
+static int64_t
+chain_value(struct tlog_config *const chain[], int n, enum tlog_key k)
+{
+	int64_t v;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		v = tlog_cfg_load(chain[i], k);
+		if (v != TLOG_UNSET)
+			return v;
+	}
+	return keys[k].def;
+}
+
+static bool
+level_dead(struct tlog_topic *t, struct tlog_partition *p)
+{
+	if (p != NULL)
+		return p->dead;
+	return t != NULL && t->dead;
+}
+
+/* Copies a message into the caller's buffer, if there is one. */
+static void
+set_err(char *err, size_t errlen, const char *msg)
+{
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "%s", msg);
+}
+
+/*
+ * Writes the level's config with key k set to v (TLOG_UNSET: dropped),
+ * then, only if that worked, applies it. Caller holds tree_lock (read,
+ * so the level's path cannot change under the write) and conf_lock.
+ */
+static int
+level_commit(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, struct tlog_config *live, enum tlog_key k,
+    int64_t v, char *err, size_t errlen)
+{
+	struct tlog_config copy;
+	char path[PATH_MAX], msg[PATH_MAX + 128];
+	int i, r;
+
+	for (i = 0; i < TLOG_NKEYS; i++)
+		copy.v[i] = tlog_cfg_load(live, i);
+	copy.v[k] = v;
+	r = tlog_level_conf_path(s, t, p, path, sizeof(path));
+	if (r != 0) {
+		snprintf(msg, sizeof(msg), "%s: no config path for this "
+		    "level: %s", keys[k].name, strerror(-r));
+		goto fail;
+	}
+	r = tlog_config_save(s->dirfd, path, &copy);
+	if (r != 0) {
+		snprintf(msg, sizeof(msg), "%s: cannot save %s: %s",
+		    keys[k].name, path, strerror(-r));
+		goto fail;
+	}
+	tlog_cfg_store(live, k, v);
+	/* reaper reschedule hook goes here */
+	return 0;
+fail:
+	set_err(err, errlen, msg);
+	tlog_log(s, LOG_ERR, "%s", msg);
+	return r;
+}
+
+int
+tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key, const char *value, size_t len,
+    char *err, size_t errlen)
+{
+	struct tlog_config *chain[3];
+	char msg[MSG_MAX], q[QUOTED_MAX];
+	int64_t v, lim;
+	int k, n, r;
+
+	set_err(err, errlen, "");
+	k = tlog_key_lookup(key);
+	if (k < 0) {
+		quote_value(key, key == NULL ? 0 : strlen(key), q, sizeof(q));
+		snprintf(msg, sizeof(msg), "\"%s\": unknown key", q);
+		set_err(err, errlen, msg);
+		return -ENOTSUP;
+	}
+	r = tlog_parse_value(k, value, len, &v, msg, sizeof(msg));
+	if (r != 0) {
+		set_err(err, errlen, msg);
+		tlog_log(s, LOG_WARNING, "%s", msg);
+		return r;
+	}
+
+	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_mutex_lock(&s->conf_lock);
+	if (level_dead(t, p)) {
+		set_err(err, errlen, "no such topic or partition");
+		r = -ENOENT;
+		goto out;
+	}
+	n = level_chain(s, t, p, chain);
+	if (keys[k].upper_key >= 0) {
+		/* the bound as effective at this very level */
+		lim = chain_value(chain, n, keys[k].upper_key);
+		if (v > lim) {
+			bad_value(k, value, len, lim, msg, sizeof(msg));
+			set_err(err, errlen, msg);
+			tlog_log(s, LOG_WARNING, "%s", msg);
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	r = level_commit(s, t, p, chain[0], k, v, err, errlen);
+out:
+	pthread_mutex_unlock(&s->conf_lock);
+	pthread_rwlock_unlock(&s->tree_lock);
+	return r;
+}
+
+int
+tlog_conf_get(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key, int64_t *out)
+{
+	struct tlog_config *chain[3];
+	int k, n;
+
+	k = tlog_key_lookup(key);
+	if (k < 0)
+		return -ENOTSUP;
+	n = level_chain(s, t, p, chain);
+	*out = chain_value(chain, n, k);
+	return 0;
+}
+
+int
+tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key)
+{
+	struct tlog_config *chain[3];
+	int k, r;
+
+	k = tlog_key_lookup(key);
+	if (k < 0)
+		return -ENOTSUP;
+	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_mutex_lock(&s->conf_lock);
+	if (level_dead(t, p))
+		r = -ENOENT;
+	else {
+		level_chain(s, t, p, chain);
+		if (tlog_cfg_load(chain[0], k) == TLOG_UNSET)
+			r = -ENODATA;
+		else
+			r = level_commit(s, t, p, chain[0], k, TLOG_UNSET,
+			    NULL, 0);
+	}
+	pthread_mutex_unlock(&s->conf_lock);
+	pthread_rwlock_unlock(&s->tree_lock);
+	return r;
+}

@@ -1,0 +1,122 @@
+/*
+ * test_index.c - the index file's encoding, and look-ups by offset and by
+ * time through the sparse index.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+#include "tlog_int.h"
+
+START_TEST(entry_round_trip)
+{
+	unsigned char b[TLOG_IDX_ENT];
+	struct tlog_idx_entry e = { 7, 4096, 1700000000123LL }, d;
+
+	tlog_idx_encode_entry(b, &e);
+	ck_assert_int_eq(tlog_idx_decode_entry(b, &d), 0);
+	ck_assert_uint_eq(d.rel, 7);
+	ck_assert_uint_eq(d.pos, 4096);
+	ck_assert_int_eq(d.ts, 1700000000123LL);
+	b[3] ^= 0x40;
+	ck_assert_int_eq(tlog_idx_decode_entry(b, &d), -1);
+}
+END_TEST
+
+START_TEST(footer_round_trip)
+{
+	unsigned char b[TLOG_IDX_FOOT];
+	struct tlog_footer f = { 10, 999, 5, 6, TLOG_TRIG_TIME }, d;
+	size_t i;
+
+	tlog_idx_encode_footer(b, &f);
+	ck_assert_int_eq(tlog_idx_decode_footer(b, &d), 0);
+	ck_assert_uint_eq(d.records, 10);
+	ck_assert_uint_eq(d.bytes, 999);
+	ck_assert_int_eq(d.first_ts, 5);
+	ck_assert_int_eq(d.max_ts, 6);
+	ck_assert_uint_eq(d.sealed_by, TLOG_TRIG_TIME);
+	/* Any flipped byte is caught. */
+	for (i = 0; i < sizeof(b); i++) {
+		b[i] ^= 1;
+		ck_assert_int_eq(tlog_idx_decode_footer(b, &d), -1);
+		b[i] ^= 1;
+	}
+}
+END_TEST
+
+START_TEST(header_round_trip)
+{
+	unsigned char b[TLOG_IDX_HDR];
+	uint64_t base = 0;
+
+	tlog_idx_encode_header(b, 412876);
+	ck_assert_int_eq(tlog_idx_decode_header(b, &base), 0);
+	ck_assert_uint_eq(base, 412876);
+	memcpy(b, "XXXXXXXX", 8);
+	ck_assert_int_eq(tlog_idx_decode_header(b, &base), -1);
+}
+END_TEST
+
+START_TEST(find_offset_and_time)
+{
+	char *dir = th_tmpdir(), line[128];
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_writer *w = tlog_writer_open(p);
+	struct tlog_segment *seg;
+	uint64_t pos, off, expect = 0;
+	int64_t t0 = th_clock;
+	int i, n;
+
+	/* 2000 lines of varying length over 2000 ms: many index entries. */
+	for (i = 0; i < 2000; i++) {
+		n = snprintf(line, sizeof(line), "%d %.*s\n", i, i % 50,
+		    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+		ck_assert_int_eq(tlog_writer_write(w, line, (size_t)n), n);
+		th_clock++;
+	}
+	seg = tlog_segment_get_active(p);
+	ck_assert_ptr_nonnull(seg);
+	th_clock = t0;
+	for (i = 0; i < 2000; i++) {
+		n = snprintf(line, sizeof(line), "%d %.*s\n", i, i % 50,
+		    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+		ck_assert_int_eq(tlog_segment_find_offset(seg, (uint64_t)i,
+		    &pos), 0);
+		ck_assert_uint_eq(pos, expect);
+		expect += (uint64_t)n;
+	}
+	ck_assert_int_eq(tlog_segment_find_offset(seg, 2001, &pos), -ENOENT);
+	/* By time: a conservative start at or before the first match. */
+	ck_assert_int_eq(tlog_segment_find_time(seg, t0 + 1500, &off, &pos),
+	    0);
+	ck_assert_uint_le(off, 1500);
+	ck_assert_uint_ge(off, 1300);
+	ck_assert_int_eq(tlog_segment_find_time(seg, t0 + 99999, &off, &pos),
+	    -ENOENT);
+	tlog_segment_put(seg);
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("index");
+
+	TH_CASE(s, entry_round_trip);
+	TH_CASE(s, footer_round_trip);
+	TH_CASE(s, header_round_trip);
+	TH_CASE(s, find_offset_and_time);
+	return th_run(s);
+}

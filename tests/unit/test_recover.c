@@ -1,0 +1,469 @@
+/*
+ * test_recover.c - opening a store after a crash or corruption: every
+ * whole record is kept, the store opens, and appends go on (Kafka's
+ * recovery cases, and the clean path that reads no record data).
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+
+static char *dir;
+/* Log text the clean second open may print (a notice, not a repair). */
+static const char *allowed_notice;
+
+/* What the crashed writer wrote: 300 lines, segments of about 2 KiB. */
+static char expect[65536];
+static size_t nexpect;
+
+static void
+make_expect(void)
+{
+	size_t i;
+	int n;
+
+	nexpect = 0;
+	for (i = 0; i < 300; i++) {
+		n = snprintf(expect + nexpect, sizeof(expect) - nexpect,
+		    "record %04zu %.*s\n", i, (int)(i % 40),
+		    "........................................");
+		nexpect += (size_t)n;
+	}
+}
+
+/* Writes the expected lines in a child that then dies without closing. */
+static void
+crash_after_writes(void)
+{
+	pid_t pid;
+	int st;
+
+	make_expect();
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct tlog_store *s = th_open(dir);
+		struct tlog_partition *p = th_part(s, "t", "0");
+		struct tlog_writer *w;
+
+		th_set(s, p, "segment.bytes", "2K");
+		w = tlog_writer_open(p);
+		if (tlog_writer_write(w, expect, nexpect) != (ssize_t)nexpect)
+			_exit(1);
+		_exit(0);	/* no close: a crash */
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void
+setup(void)
+{
+	th_clock = 1700000000000LL;
+	th_logbuf[0] = '\0';
+	dir = th_tmpdir();
+}
+
+static void
+teardown(void)
+{
+	th_rmrf(dir);
+	free(dir);
+}
+
+static char *
+seg_path(uint64_t base, const char *ext)
+{
+	char *p;
+
+	ck_assert_int_ge(asprintf(&p, "%s/t/0/%020llu%s", dir,
+	    (unsigned long long)base, ext), 0);
+	return p;
+}
+
+static struct tlog_seginfo *
+segs(struct tlog_partition *p, size_t *n)
+{
+	struct tlog_seginfo *si;
+
+	ck_assert_int_eq(tlog_partition_segments(p, &si, n), 0);
+	return si;
+}
+
+static void
+append_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+static void
+truncate_by(const char *path, off_t by)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(truncate(path, st.st_size - by), 0);
+}
+
+/*
+ * Reopens and checks: the data starts with `prefix`, segment names chain,
+ * every record is whole, and an append afterwards lands and reads back.
+ */
+static void
+reopen_and_check(const char *prefix, size_t plen, bool exact)
+{
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	struct tlog_part_stats st;
+	size_t n, len, i;
+	char *d;
+
+	d = th_partition_data(p, &len);
+	ck_assert_uint_ge(len, plen);
+	ck_assert_msg(memcmp(d, prefix, plen) == 0, "records lost");
+	if (exact)
+		ck_assert_uint_eq(len, plen);
+	free(d);
+	si = segs(p, &n);
+	ck_assert_uint_gt(n, 0);
+	for (i = 0; i + 1 < n; i++)
+		ck_assert(si[i].sealed);
+	free(si);
+	tlog_partition_stats(p, &st);
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, "after recovery\n", 15), 15);
+	tlog_writer_close(w);
+	d = th_partition_data(p, &len);
+	ck_assert_uint_ge(len, 15);
+	ck_assert_str_eq(d + len - 15, "after recovery\n");
+	free(d);
+	{
+		struct tlog_part_stats st2;
+		tlog_partition_stats(p, &st2);
+		ck_assert_uint_eq(st2.end_offset, st.end_offset + 1);
+	}
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	/* And once more, cleanly: nothing left to repair. */
+	th_logbuf[0] = '\0';
+	s = th_open(dir);
+	ck_assert_msg(th_logbuf[0] == '\0' || (allowed_notice != NULL &&
+	    strstr(th_logbuf, allowed_notice) != NULL &&
+	    strchr(th_logbuf, '\n') == th_logbuf + strlen(th_logbuf) - 1),
+	    "second open repaired: %s", th_logbuf);
+	tlog_store_close(s);
+}
+
+static uint64_t
+active_base(void)
+{
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_seginfo *si;
+	uint64_t b;
+	size_t n;
+
+	si = segs(p, &n);
+	b = si[n - 1].base;
+	ck_assert_uint_ge(n, 4);
+	free(si);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	return b;
+}
+
+START_TEST(crash_keeps_every_record)
+{
+	setup();
+	crash_after_writes();
+	ck_assert(!strstr(th_logbuf, "error"));
+	reopen_and_check(expect, nexpect, true);
+	teardown();
+}
+END_TEST
+
+START_TEST(data_beyond_the_index)
+{
+	const char more[] = "written after the last index entry\nand more\n";
+	char *lp;
+
+	setup();
+	crash_after_writes();
+	/* Whole lines past the index (their entries never written). */
+	lp = seg_path(active_base(), ".log");
+	append_file(lp, more, strlen(more));
+	memcpy(expect + nexpect, more, strlen(more));
+	nexpect += strlen(more);
+	reopen_and_check(expect, nexpect, true);
+	free(lp);
+	teardown();
+}
+END_TEST
+
+START_TEST(random_bytes_after_data_and_index)
+{
+	unsigned char junk[777];
+	char *lp, *ip;
+	uint64_t b;
+	size_t i;
+
+	setup();
+	crash_after_writes();
+	b = active_base();
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(i * 131 + 7);
+	lp = seg_path(b, ".log");
+	ip = seg_path(b, ".idx");
+	/* No newline in the data junk: an unfinished line, cut. */
+	for (i = 0; i < sizeof(junk); i++)
+		if (junk[i] == '\n')
+			junk[i] = 'x';
+	append_file(lp, junk, sizeof(junk));
+	append_file(ip, junk, sizeof(junk));
+	reopen_and_check(expect, nexpect, true);
+	free(lp);
+	free(ip);
+	teardown();
+}
+END_TEST
+
+START_TEST(index_truncated_mid_entry)
+{
+	char *ip0, *ipa;
+
+	setup();
+	crash_after_writes();
+	ip0 = seg_path(0, ".idx");		/* sealed: footer torn */
+	ipa = seg_path(active_base(), ".idx");	/* active: entry torn */
+	truncate_by(ip0, 10);
+	truncate_by(ipa, 10);
+	reopen_and_check(expect, nexpect, true);
+	free(ip0);
+	free(ipa);
+	teardown();
+}
+END_TEST
+
+START_TEST(missing_index)
+{
+	char *ip0, *ipa;
+	uint64_t b;
+
+	setup();
+	crash_after_writes();
+	b = active_base();
+	ip0 = seg_path(0, ".idx");
+	ipa = seg_path(b, ".idx");
+	ck_assert_int_eq(unlink(ip0), 0);
+	ck_assert_int_eq(unlink(ipa), 0);
+	th_logbuf[0] = '\0';
+	reopen_and_check(expect, nexpect, true);
+	ck_assert_int_eq(access(ip0, F_OK), 0);		/* rebuilt */
+	free(ip0);
+	free(ipa);
+	teardown();
+}
+END_TEST
+
+START_TEST(truncated_segment_data)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si;
+	size_t n, len, cut;
+	char *lp, *d;
+
+	setup();
+	crash_after_writes();
+	lp = seg_path(0, ".log");
+	{
+		struct tlog_store *s0 = th_open(dir);
+		tlog_store_close(s0);
+	}
+	truncate_by(lp, 5);	/* cuts the last record of segment 0 */
+	s = th_open(dir);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "shorter than its seal"));
+	p = th_part(s, "t", "0");
+	si = segs(p, &n);
+	d = th_partition_data(p, &len);
+	/* Segment 0 lost exactly its torn last record; the rest is there. */
+	cut = (size_t)si[0].bytes;
+	ck_assert(memcmp(d, expect, cut) == 0);
+	ck_assert_int_eq(expect[cut - 1], '\n');
+	ck_assert_uint_eq(si[1].base, si[0].base + si[0].records + 1);
+	{
+		const char *rest = expect + cut;
+		rest = strchr(rest, '\n') + 1;	/* the torn record */
+		ck_assert(memcmp(d + cut, rest, len - cut) == 0);
+		ck_assert_uint_eq(len - cut, nexpect - (size_t)(rest - expect));
+	}
+	free(d);
+	free(si);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(lp);
+	teardown();
+}
+END_TEST
+
+START_TEST(flipped_footer_rebuilt)
+{
+	char *ip0;
+	int fd;
+	unsigned char c;
+	struct stat st;
+
+	setup();
+	crash_after_writes();
+	ip0 = seg_path(0, ".idx");
+	ck_assert_int_eq(stat(ip0, &st), 0);
+	fd = open(ip0, O_RDWR);
+	ck_assert_int_eq(pread(fd, &c, 1, st.st_size - 20), 1);
+	c ^= 0xff;
+	ck_assert_int_eq(pwrite(fd, &c, 1, st.st_size - 20), 1);
+	close(fd);
+	reopen_and_check(expect, nexpect, true);
+	free(ip0);
+	teardown();
+}
+END_TEST
+
+START_TEST(clean_open_reads_no_record_data)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si, *si2;
+	size_t n, n2, i;
+	struct stat st;
+	char *lp, *junk;
+	int fd;
+
+	setup();
+	crash_after_writes();
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	si = segs(p, &n);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	/* Replace every byte of segment 0 with non-newlines: a mount that
+	 * scanned data would count different records. */
+	lp = seg_path(0, ".log");
+	ck_assert_int_eq(stat(lp, &st), 0);
+	junk = malloc((size_t)st.st_size);
+	memset(junk, 'z', (size_t)st.st_size);
+	fd = open(lp, O_WRONLY);
+	ck_assert_int_eq(write(fd, junk, (size_t)st.st_size), st.st_size);
+	close(fd);
+	free(junk);
+	th_logbuf[0] = '\0';
+	s = th_open(dir);
+	ck_assert(tlog_store_was_clean(s));
+	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
+	p = th_part(s, "t", "0");
+	si2 = segs(p, &n2);
+	ck_assert_uint_eq(n, n2);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(si[i].records, si2[i].records);
+		ck_assert_uint_eq(si[i].bytes, si2[i].bytes);
+		ck_assert_int_eq(si[i].max_ts, si2[i].max_ts);
+	}
+	free(si);
+	free(si2);
+	free(lp);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	teardown();
+}
+END_TEST
+
+START_TEST(stray_and_orphan_files)
+{
+	char *p1, *p2, *p3;
+	FILE *f;
+
+	setup();
+	crash_after_writes();
+	ck_assert_int_ge(asprintf(&p1, "%s/t/0/00000000000000000000.idx.tmp",
+	    dir), 0);
+	p2 = seg_path(99999, ".idx");		/* index without data */
+	ck_assert_int_ge(asprintf(&p3, "%s/t/0/README", dir), 0);
+	f = fopen(p1, "w");
+	fputs("partial", f);
+	fclose(f);
+	f = fopen(p2, "w");
+	fputs("orphan", f);
+	fclose(f);
+	f = fopen(p3, "w");
+	fputs("someone's notes", f);
+	fclose(f);
+	th_logbuf[0] = '\0';
+	allowed_notice = "README: stray file ignored";
+	reopen_and_check(expect, nexpect, true);
+	allowed_notice = NULL;
+	ck_assert_int_ne(access(p1, F_OK), 0);
+	ck_assert_int_ne(access(p2, F_OK), 0);
+	ck_assert_int_eq(access(p3, F_OK), 0);	/* not ours: left alone */
+	free(p1);
+	free(p2);
+	free(p3);
+	teardown();
+}
+END_TEST
+
+START_TEST(timestamps_stay_monotone_after_crash)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_part_stats st, st2;
+
+	setup();
+	crash_after_writes();
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	tlog_partition_stats(p, &st);
+	th_clock = st.newest_ts - 100000;	/* the clock went back */
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, "z\n", 2), 2);
+	tlog_writer_close(w);
+	tlog_partition_stats(p, &st2);
+	ck_assert_int_ge(st2.newest_ts, st.newest_ts);
+	ck_assert_uint_eq(st2.end_offset, st.end_offset + 1);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	teardown();
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("recover");
+
+	TH_CASE(s, crash_keeps_every_record);
+	TH_CASE(s, data_beyond_the_index);
+	TH_CASE(s, random_bytes_after_data_and_index);
+	TH_CASE(s, index_truncated_mid_entry);
+	TH_CASE(s, missing_index);
+	TH_CASE(s, truncated_segment_data);
+	TH_CASE(s, flipped_footer_rebuilt);
+	TH_CASE(s, clean_open_reads_no_record_data);
+	TH_CASE(s, stray_and_orphan_files);
+	TH_CASE(s, timestamps_stay_monotone_after_crash);
+	return th_run(s);
+}

@@ -1,0 +1,670 @@
+/*
+ * test_roll.c - the roll decision (size, time, idle, manual, capacity),
+ * preallocation, the monotone clock, jitter, the size ceiling and the
+ * time rule, all on the injected clock.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+
+static char *dir;
+static struct tlog_store *S;
+static struct tlog_partition *P;
+
+static void
+setup_opts(struct tlog_store_opts *o)
+{
+	th_clock = 1700000000000LL;
+	dir = th_tmpdir();
+	S = th_open_opts(dir, o);
+	P = th_part(S, "t", "0");
+}
+
+static void
+setup(void)
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	setup_opts(&o);
+}
+
+static void
+teardown(void)
+{
+	tlog_partition_put(P);
+	tlog_store_close(S);
+	th_rmrf(dir);
+	free(dir);
+}
+
+static void
+put(struct tlog_writer *w, const char *s)
+{
+	ck_assert_int_eq(tlog_writer_write(w, s, strlen(s)),
+	    (ssize_t)strlen(s));
+}
+
+/* A line of exactly n bytes, newline included. */
+static void
+put_n(struct tlog_writer *w, size_t n)
+{
+	char *b = malloc(n);
+
+	memset(b, 'r', n - 1);
+	b[n - 1] = '\n';
+	ck_assert_int_eq(tlog_writer_write(w, b, n), (ssize_t)n);
+	free(b);
+}
+
+static struct tlog_seginfo *
+segs(struct tlog_partition *p, size_t *n)
+{
+	struct tlog_seginfo *si;
+
+	ck_assert_int_eq(tlog_partition_segments(p, &si, n), 0);
+	return si;
+}
+
+/* Segment names chain: each base is the previous base plus its records. */
+static void
+check_chain(const struct tlog_seginfo *si, size_t n)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		ck_assert_uint_eq(si[i].base, si[i - 1].base +
+		    si[i - 1].records);
+}
+
+START_TEST(sparse_arrivals_time_roll)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	int64_t t0;
+	size_t n;
+
+	setup();
+	th_set(S, P, "segment.ms", "1s");
+	w = tlog_writer_open(P);
+	t0 = th_clock;
+	put(w, "a\n");
+	th_clock = t0 + 400;
+	put(w, "b\n");
+	th_clock = t0 + 999;
+	put(w, "c\n");
+	th_clock = t0 + 1000;		/* exactly segment.ms after a */
+	put(w, "d\n");
+	th_clock = t0 + 60000;		/* a long silence */
+	put(w, "e\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(si[0].records, 3);
+	ck_assert(si[0].sealed);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_TIME);
+	ck_assert_int_eq(si[0].first_ts, t0);
+	ck_assert_int_eq(si[0].max_ts, t0 + 999);
+	ck_assert_uint_eq(si[1].base, 3);
+	ck_assert_uint_eq(si[1].records, 1);
+	ck_assert_int_eq(si[1].sealed_by, TLOG_TRIG_TIME);
+	ck_assert_uint_eq(si[2].base, 4);
+	ck_assert(!si[2].sealed);
+	check_chain(si, n);
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(crossing_record_lands_in_new_segment)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	size_t n, len;
+	char *data;
+	int i;
+
+	setup();
+	th_set(S, P, "segment.bytes", "1K");
+	w = tlog_writer_open(P);
+	for (i = 0; i < 10; i++)
+		put_n(w, 100);
+	put_n(w, 24);		/* 1024: exactly full, no roll */
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(si[0].bytes, 1024);
+	free(si);
+	put_n(w, 1);		/* one byte over: rolls first */
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(si[0].bytes, 1024);
+	ck_assert_uint_eq(si[0].records, 11);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_SIZE);
+	ck_assert_uint_eq(si[1].bytes, 1);
+	ck_assert_uint_eq(si[1].base, 11);
+	free(si);
+	data = th_partition_data(P, &len);
+	ck_assert_uint_eq(len, 1025);
+	free(data);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+/* Deterministic lines of varied length. */
+static char *
+make_lines(size_t count, size_t *len)
+{
+	char *b = malloc(count * 300), *q = b;
+	unsigned x = 12345;
+	size_t i, k, l;
+
+	for (i = 0; i < count; i++) {
+		x = x * 1103515245 + 12345;
+		l = 1 + (x >> 16) % 250;
+		for (k = 0; k + 1 < l; k++)
+			*q++ = (char)('a' + (i + k) % 26);
+		*q++ = '\n';
+	}
+	*len = (size_t)(q - b);
+	return b;
+}
+
+START_TEST(same_boundaries_one_write_or_many)
+{
+	struct tlog_seginfo *a, *b;
+	struct tlog_writer *w;
+	struct tlog_partition *q;
+	size_t na, nb, len, off, k, i;
+	char *lines = make_lines(600, &len), *da, *db;
+
+	setup();
+	q = th_part(S, "t", "1");
+	th_set(S, P, "segment.bytes", "2K");
+	th_set(S, q, "segment.bytes", "2K");
+	w = tlog_writer_open(P);
+	ck_assert_int_eq(tlog_writer_write(w, lines, len), (ssize_t)len);
+	tlog_writer_close(w);
+	w = tlog_writer_open(q);
+	for (off = 0, k = 1; off < len; off += k, k = k % 13 + 1) {
+		size_t m = off + k > len ? len - off : k;
+		ck_assert_int_eq(tlog_writer_write(w, lines + off, m),
+		    (ssize_t)m);
+	}
+	tlog_writer_close(w);
+	a = segs(P, &na);
+	b = segs(q, &nb);
+	ck_assert_uint_gt(na, 20);
+	ck_assert_uint_eq(na, nb);
+	for (i = 0; i < na; i++) {
+		ck_assert_uint_eq(a[i].base, b[i].base);
+		ck_assert_uint_eq(a[i].records, b[i].records);
+		ck_assert_uint_eq(a[i].bytes, b[i].bytes);
+		ck_assert_uint_le(a[i].bytes, 2048);
+	}
+	check_chain(a, na);
+	da = th_partition_data(P, &na);
+	db = th_partition_data(q, &nb);
+	ck_assert_uint_eq(na, len);
+	ck_assert_uint_eq(nb, len);
+	ck_assert(memcmp(da, lines, len) == 0);
+	ck_assert(memcmp(db, lines, len) == 0);
+	free(a);
+	free(b);
+	free(da);
+	free(db);
+	free(lines);
+	tlog_partition_put(q);
+	teardown();
+}
+END_TEST
+
+START_TEST(setting_changed_mid_stream)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	size_t n;
+	int i;
+
+	setup();
+	th_set(S, P, "segment.bytes", "4K");
+	w = tlog_writer_open(P);
+	for (i = 0; i < 20; i++)
+		put_n(w, 100);
+	/* Smaller than what the segment holds: the next record rolls. */
+	th_set(S, P, "segment.bytes", "1K");
+	put_n(w, 100);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(si[0].records, 20);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_SIZE);
+	free(si);
+	/* A time setting at the topic level applies at the next record. */
+	{
+		char err[256];
+		ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(P),
+		    NULL, "segment.ms", "2s", 2, err, sizeof(err)), 0);
+	}
+	th_clock += 2000;
+	put_n(w, 10);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(si[1].sealed_by, TLOG_TRIG_TIME);
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+static struct stat
+seg_stat(uint64_t base)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/t/0/%020llu.log", dir,
+	    (unsigned long long)base);
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st;
+}
+
+START_TEST(preallocation_trimmed_at_seal)
+{
+	struct tlog_writer *w;
+	struct stat st;
+	size_t len;
+	char *data;
+	int i;
+
+	setup();
+	th_set(S, P, "segment.bytes", "1M");
+	th_set(S, P, "segment.preallocate", "1");
+	w = tlog_writer_open(P);
+	for (i = 0; i < 10; i++)
+		put(w, "preallocated line\n");
+	st = seg_stat(0);
+	ck_assert_int_eq(st.st_size, 180);
+	ck_assert_int_ge((long long)st.st_blocks * 512, 1 << 20);
+	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+	st = seg_stat(0);
+	ck_assert_int_eq(st.st_size, 180);
+	ck_assert_int_le((long long)st.st_blocks * 512, 8192);
+	data = th_partition_data(P, &len);
+	ck_assert_uint_eq(len, 180);
+	ck_assert(strncmp(data, "preallocated line\npreallocated", 30) == 0);
+	free(data);
+	/* A roll trims too, and the new segment is reserved again. */
+	put(w, "next\n");
+	th_set(S, P, "segment.bytes", "1K");
+	for (i = 0; i < 300; i++)
+		put(w, "fill\n");
+	st = seg_stat(10);
+	ck_assert_int_le((long long)st.st_blocks * 512, 8192);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(record_longer_than_segment_gets_its_own)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	size_t n;
+
+	setup();
+	/* retention.bytes 4K rolls at 512 bytes. */
+	th_set(S, P, "retention.bytes", "4K");
+	w = tlog_writer_open(P);
+	put_n(w, 10);
+	put_n(w, 1000);
+	put_n(w, 10);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(si[0].bytes, 10);
+	ck_assert_uint_eq(si[1].bytes, 1000);
+	ck_assert_uint_eq(si[1].records, 1);
+	ck_assert_uint_eq(si[2].bytes, 10);
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(capacity_trigger)
+{
+	struct tlog_store_opts o;
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	size_t n;
+	int i;
+
+	memset(&o, 0, sizeof(o));
+	o.cap_records = 5;
+	setup_opts(&o);
+	w = tlog_writer_open(P);
+	for (i = 0; i < 12; i++)
+		put(w, "cap\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(si[0].records, 5);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_CAPACITY);
+	ck_assert_uint_eq(si[1].records, 5);
+	ck_assert_uint_eq(si[2].records, 2);
+	check_chain(si, n);
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(manual_seal)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	size_t n;
+
+	setup();
+	ck_assert_int_eq(tlog_partition_seal(P, TLOG_TRIG_MANUAL), 0);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 0);
+	free(si);
+	w = tlog_writer_open(P);
+	put(w, "one\n");
+	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+	put(w, "two\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_MANUAL);
+	ck_assert(!si[1].sealed);
+	ck_assert_uint_eq(si[1].base, 1);
+	free(si);
+	tlog_writer_close(w);
+	/* The trigger survives a reopen (it is in the footer). */
+	tlog_partition_put(P);
+	tlog_store_close(S);
+	S = th_open(dir);
+	P = th_part(S, "t", "0");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(si[0].sealed);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_MANUAL);
+	free(si);
+	teardown();
+}
+END_TEST
+
+START_TEST(clock_going_backwards)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	struct tlog_part_stats st;
+	int64_t t0;
+	size_t n;
+
+	setup();
+	th_set(S, P, "segment.ms", "1s");
+	w = tlog_writer_open(P);
+	t0 = th_clock;
+	put(w, "a\n");
+	th_clock = t0 - 3600000;	/* an hour back */
+	put(w, "b\n");
+	tlog_partition_stats(P, &st);
+	ck_assert_int_eq(st.newest_ts, t0);	/* clamped, not earlier */
+	th_clock = t0 + 500;		/* forward, but within the span */
+	put(w, "c\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(si[0].max_ts, t0 + 500);
+	free(si);
+	th_clock = t0 + 1000;		/* forward past the span: rolls */
+	put(w, "d\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_TIME);
+	ck_assert_uint_eq(si[0].records, 3);
+	ck_assert_int_le(si[0].max_ts, si[1].first_ts);
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(idle_seal)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	int64_t t0;
+	size_t n;
+
+	setup();
+	th_set(S, P, "segment.ms", "1s");
+	ck_assert_int_eq(tlog_partition_idle_due(P), -1);
+	w = tlog_writer_open(P);
+	t0 = th_clock;
+	put(w, "a\n");
+	ck_assert_int_eq(tlog_partition_idle_due(P), t0 + 1000);
+	th_clock = t0 + 999;
+	ck_assert_int_eq(tlog_partition_seal_idle(P), 0);
+	th_clock = t0 + 1000;
+	ck_assert_int_eq(tlog_partition_seal_idle(P), 1);
+	ck_assert_int_eq(tlog_partition_idle_due(P), -1);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_IDLE);
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(jitter_within_bounds)
+{
+	struct tlog_writer *w;
+	int64_t span, lo = INT64_MAX, hi = 0;
+	int i;
+
+	setup();
+	th_set(S, P, "segment.ms", "10s");
+	th_set(S, P, "segment.jitter.ms", "4s");
+	w = tlog_writer_open(P);
+	for (i = 0; i < 300; i++) {
+		put(w, "j\n");
+		span = tlog_partition_idle_due(P) - th_clock;
+		ck_assert_int_ge(span, 6000);
+		ck_assert_int_le(span, 10000);
+		lo = span < lo ? span : lo;
+		hi = span > hi ? span : hi;
+		tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+		th_clock += 1;
+	}
+	/* Drawn per segment: 300 draws spread over the range. */
+	ck_assert_int_lt(lo, 7000);
+	ck_assert_int_gt(hi, 9000);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+static int n_seal, n_delete, n_size_rule;
+
+static void
+count_events(void *arg, const struct tlog_event *ev)
+{
+	(void)arg;
+	if (ev->kind == TLOG_EV_SEAL)
+		n_seal++;
+	else {
+		n_delete++;
+		if (ev->rule == TLOG_RULE_SIZE)
+			n_size_rule++;
+		ck_assert_str_eq(ev->topic, "t");
+		ck_assert_str_eq(ev->partition, "0");
+	}
+}
+
+START_TEST(size_ceiling_never_exceeded)
+{
+	struct tlog_store_opts o;
+	struct tlog_part_stats st;
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	char big[5000];
+	size_t n, i;
+	uint64_t most = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.event = count_events;
+	n_seal = n_delete = n_size_rule = 0;
+	setup_opts(&o);
+	th_set(S, P, "retention.bytes", "4K");
+	w = tlog_writer_open(P);
+	for (i = 0; i < 2000; i++) {
+		put_n(w, 1 + i % 97);
+		tlog_partition_stats(P, &st);
+		ck_assert_uint_le(st.bytes, 4096);
+		if (st.bytes > most)
+			most = st.bytes;
+		if (i > 500)	/* once full: between 7/8 of the cap and it */
+			ck_assert_uint_ge(st.bytes, 4096 - 512 - 512);
+	}
+	ck_assert_uint_gt(most, 4096 - 97);
+	si = segs(P, &n);
+	for (i = 0; i < n; i++)
+		ck_assert_uint_le(si[i].bytes, 512);
+	free(si);
+	/* Detached in the append path, unlinked elsewhere. */
+	ck_assert_uint_gt(tlog_store_unlink_queued(S), 0);
+	ck_assert_int_eq(n_delete, 0);
+	tlog_store_unlink_pending(S, 0);
+	ck_assert_uint_eq(tlog_store_unlink_queued(S), 0);
+	ck_assert_int_gt(n_delete, 0);
+	ck_assert_int_eq(n_delete, n_size_rule);
+	ck_assert_int_gt(n_seal, n_delete);
+	{
+		char path[512];
+		snprintf(path, sizeof(path), "%s/t/0/%020d.log", dir, 0);
+		ck_assert_int_ne(access(path, F_OK), 0);
+	}
+	/* A record larger than the ceiling is refused, and nothing moves. */
+	tlog_partition_stats(P, &st);
+	memset(big, 'b', sizeof(big));
+	big[sizeof(big) - 1] = '\n';
+	ck_assert_int_eq(tlog_writer_write(w, big, sizeof(big)), -EFBIG);
+	{
+		struct tlog_part_stats st2;
+		tlog_partition_stats(P, &st2);
+		ck_assert_uint_eq(st2.bytes, st.bytes);
+		ck_assert_uint_eq(st2.end_offset, st.end_offset);
+	}
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(time_rule_boundaries)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	int64_t t0;
+	size_t n;
+
+	setup();
+	th_set(S, P, "retention.ms", "10s");
+	th_set(S, P, "segment.ms", "1s");
+	w = tlog_writer_open(P);
+	t0 = th_clock;
+	put(w, "old\n");		/* segment 0: max_ts t0 */
+	th_clock = t0 + 5000;
+	put(w, "young\n");		/* segment 1: max_ts t0+5000 */
+	th_clock = t0 + 9000;
+	put(w, "newer\n");		/* segment 2, active */
+	ck_assert_int_eq(tlog_partition_expire_due(P), t0 + 10001);
+	th_clock = t0 + 10000;		/* exactly retention.ms: kept */
+	ck_assert_int_eq(tlog_partition_expire(P, 64), 0);
+	th_clock = t0 + 10001;		/* one ms past: goes */
+	ck_assert_int_eq(tlog_partition_expire(P, 64), 1);
+	/* The walk stops at the first young segment. */
+	th_clock = t0 + 15000;
+	ck_assert_int_eq(tlog_partition_expire(P, 64), 0);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(si[0].base, 1);
+	free(si);
+	/* An active segment past the window is sealed, then deleted. */
+	th_clock = t0 + 19001;
+	ck_assert_int_eq(tlog_partition_expire(P, 64), 2);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 0);
+	free(si);
+	tlog_store_unlink_pending(S, 0);
+	/* The end offset survives the partition emptying and a reopen. */
+	tlog_writer_close(w);
+	tlog_partition_put(P);
+	tlog_store_close(S);
+	S = th_open(dir);
+	P = th_part(S, "t", "0");
+	w = tlog_writer_open(P);
+	put(w, "after\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(si[0].base, 3);
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+START_TEST(manual_delete)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	size_t n;
+
+	setup();
+	w = tlog_writer_open(P);
+	put(w, "a\n");
+	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+	put(w, "b\n");
+	ck_assert_int_eq(tlog_partition_delete(P, 0), 0);
+	ck_assert_int_eq(tlog_partition_delete(P, 0), -ENOENT);
+	/* rm of current: the active segment seals and goes. */
+	ck_assert_int_eq(tlog_partition_delete(P, 1), 0);
+	put(w, "c\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(si[0].base, 2);	/* a gap is legal */
+	free(si);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("roll");
+
+	TH_CASE(s, sparse_arrivals_time_roll);
+	TH_CASE(s, crossing_record_lands_in_new_segment);
+	TH_CASE(s, same_boundaries_one_write_or_many);
+	TH_CASE(s, setting_changed_mid_stream);
+	TH_CASE(s, preallocation_trimmed_at_seal);
+	TH_CASE(s, record_longer_than_segment_gets_its_own);
+	TH_CASE(s, capacity_trigger);
+	TH_CASE(s, manual_seal);
+	TH_CASE(s, clock_going_backwards);
+	TH_CASE(s, idle_seal);
+	TH_CASE(s, jitter_within_bounds);
+	TH_CASE(s, size_ceiling_never_exceeded);
+	TH_CASE(s, time_rule_boundaries);
+	TH_CASE(s, manual_delete);
+	return th_run(s);
+}

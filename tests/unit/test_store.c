@@ -1,0 +1,246 @@
+/*
+ * test_store.c - the store's layout and lock, the clean-shutdown mark, and
+ * the registry of topics and partitions with its name rules.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+
+static char *
+path_in(const char *dir, const char *rel)
+{
+	char *p;
+
+	ck_assert_int_ge(asprintf(&p, "%s/%s", dir, rel), 0);
+	return p;
+}
+
+static bool
+exists(const char *dir, const char *rel)
+{
+	char *p = path_in(dir, rel);
+	bool r = access(p, F_OK) == 0;
+
+	free(p);
+	return r;
+}
+
+START_TEST(layout_and_format)
+{
+	char *dir = th_tmpdir(), *p;
+	struct tlog_store *s = th_open(dir);
+	size_t n;
+
+	ck_assert(exists(dir, ".tlogfs/format"));
+	ck_assert(exists(dir, ".tlogfs/lock"));
+	ck_assert(!tlog_store_was_clean(s));
+	tlog_store_close(s);
+	ck_assert(exists(dir, ".tlogfs/clean"));
+	s = th_open(dir);
+	ck_assert(tlog_store_was_clean(s));
+	/* The mark is gone while the store is open: a crash now is seen. */
+	ck_assert(!exists(dir, ".tlogfs/clean"));
+	tlog_store_close(s);
+	/* An unknown format version is refused with a message. */
+	p = path_in(dir, ".tlogfs/format");
+	FILE *f = fopen(p, "w");
+	fputs("tlogfs 99\n", f);
+	fclose(f);
+	{
+		struct tlog_store *s2 = NULL;
+		char err[256] = "";
+		ck_assert_int_ne(tlog_store_open(dir, NULL, &s2, err,
+		    sizeof(err)), 0);
+		ck_assert_ptr_null(s2);
+		ck_assert_ptr_nonnull(strstr(err, "format"));
+	}
+	free(th_slurp(p, &n));
+	free(p);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(second_open_fails_naming_pid)
+{
+	char *dir = th_tmpdir(), err[256] = "", pid[32];
+	struct tlog_store *s = th_open(dir), *s2 = NULL;
+	pid_t child;
+	int st;
+
+	/* flock is per open file: a second open in this process and one in
+	 * another process both fail. */
+	ck_assert_int_eq(tlog_store_open(dir, NULL, &s2, err, sizeof(err)),
+	    -EBUSY);
+	snprintf(pid, sizeof(pid), "pid %ld", (long)getpid());
+	ck_assert_msg(strstr(err, pid) != NULL, "message: %s", err);
+	child = fork();
+	if (child == 0) {
+		struct tlog_store *s3 = NULL;
+		_exit(tlog_store_open(dir, NULL, &s3, err, sizeof(err)) ==
+		    -EBUSY ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tlog_store_close(s);
+	s = th_open(dir);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(missing_store_fails)
+{
+	struct tlog_store *s = NULL;
+	char err[256] = "";
+
+	ck_assert_int_eq(tlog_store_open("/nonexistent/tlog/store", NULL, &s,
+	    err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/tlog/store"));
+}
+END_TEST
+
+START_TEST(names)
+{
+	char longname[300];
+
+	ck_assert_int_eq(tlog_name_check("orders"), 0);
+	ck_assert_int_eq(tlog_name_check("a.b_c-D9"), 0);
+	ck_assert_int_eq(tlog_name_check(""), -EINVAL);
+	ck_assert_int_eq(tlog_name_check(".hidden"), -EINVAL);
+	ck_assert_int_eq(tlog_name_check("a/b"), -EINVAL);
+	ck_assert_int_eq(tlog_name_check("sp ace"), -EINVAL);
+	ck_assert_int_eq(tlog_name_check("caf\xc3\xa9"), -EINVAL);
+	memset(longname, 'x', sizeof(longname));
+	longname[249] = '\0';
+	ck_assert_int_eq(tlog_name_check(longname), 0);
+	longname[249] = 'x';
+	longname[250] = '\0';
+	ck_assert_int_eq(tlog_name_check(longname), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(topics_and_partitions)
+{
+	char *dir = th_tmpdir();
+	struct tlog_store *s = th_open(dir);
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	struct tlog_dirent *d;
+	struct tlog_writer *w;
+	size_t n;
+
+	ck_assert_int_eq(tlog_topic_create(s, "orders", &t), 0);
+	ck_assert_int_eq(tlog_topic_create(s, "orders", NULL), -EEXIST);
+	ck_assert_int_eq(tlog_topic_create(s, "bad/name", NULL), -EINVAL);
+	ck_assert_int_eq(tlog_topic_create(s, "audit", NULL), 0);
+	ck_assert_int_eq(tlog_topic_list(s, &d, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(d[0].name, "audit");
+	ck_assert_str_eq(d[1].name, "orders");
+	ck_assert_uint_ne(d[0].ino, d[1].ino);
+	free(d);
+	ck_assert_int_eq(tlog_partition_create(t, "0", &p), 0);
+	ck_assert_int_eq(tlog_partition_create(t, "1", NULL), 0);
+	ck_assert_int_eq(tlog_partition_create(t, "0", NULL), -EEXIST);
+	ck_assert(exists(dir, "orders/0"));
+	/* A topic with partitions is not empty. */
+	ck_assert_int_eq(tlog_topic_remove(s, "orders"), -ENOTEMPTY);
+	/* A partition with a segment is not empty. */
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, "x\n", 2), 2);
+	tlog_writer_close(w);
+	ck_assert_int_eq(tlog_partition_remove(t, "0"), -ENOTEMPTY);
+	ck_assert_int_eq(tlog_partition_remove(t, "1"), 0);
+	ck_assert(!exists(dir, "orders/1"));
+	ck_assert_int_eq(tlog_partition_remove(t, "1"), -ENOENT);
+	/* Rename keeps the data and the appends going. */
+	ck_assert_int_eq(tlog_topic_rename(s, "orders", "sales"), 0);
+	ck_assert(exists(dir, "sales/0/00000000000000000000.log"));
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, "y\n", 2), 2);
+	tlog_writer_close(w);
+	ck_assert_int_eq(tlog_partition_rename(t, "0", "zero"), 0);
+	ck_assert(exists(dir, "sales/zero/00000000000000000000.log"));
+	{
+		size_t len;
+		char *data = th_partition_data(p, &len);
+		ck_assert_str_eq(data, "x\ny\n");
+		free(data);
+	}
+	/* Renaming over a non-empty topic is refused, over an empty one
+	 * replaces it. */
+	ck_assert_int_eq(tlog_topic_rename(s, "audit", "sales"), -ENOTEMPTY);
+	ck_assert_int_eq(tlog_topic_rename(s, "sales", "audit"), 0);
+	ck_assert_ptr_null(tlog_topic_get(s, "sales"));
+	tlog_partition_put(p);
+	tlog_topic_put(t);
+	tlog_store_close(s);
+	/* Everything is found again after reopening. */
+	s = th_open(dir);
+	t = tlog_topic_get(s, "audit");
+	ck_assert_ptr_nonnull(t);
+	p = tlog_partition_get(t, "zero");
+	ck_assert_ptr_nonnull(p);
+	{
+		size_t len;
+		char *data = th_partition_data(p, &len);
+		ck_assert_str_eq(data, "x\ny\n");
+		free(data);
+	}
+	tlog_partition_put(p);
+	tlog_topic_put(t);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(level_stat_chmod)
+{
+	char *dir = th_tmpdir();
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "p");
+	struct stat st;
+
+	ck_assert_int_eq(tlog_level_chmod(s, NULL, p, 0750), 0);
+	ck_assert_int_eq(tlog_level_stat(s, NULL, p, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0750);
+	ck_assert_int_eq(tlog_level_chown(s, tlog_partition_topic(p), NULL,
+	    1234, 5678), 0);
+	ck_assert_int_eq(tlog_level_stat(s, tlog_partition_topic(p), NULL,
+	    &st), 0);
+	ck_assert_uint_eq(st.st_uid, 1234);
+	ck_assert_uint_eq(st.st_gid, 5678);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("store");
+
+	TH_CASE(s, layout_and_format);
+	TH_CASE(s, second_open_fails_naming_pid);
+	TH_CASE(s, missing_store_fails);
+	TH_CASE(s, names);
+	TH_CASE(s, topics_and_partitions);
+	TH_CASE(s, level_stat_chmod);
+	return th_run(s);
+}
