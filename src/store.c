@@ -37,6 +37,10 @@ part_cmp(struct tlog_partition *a, struct tlog_partition *b)
 	return strcmp(a->name, b->name);
 }
 
+/* libbsd leaves __unused undefined (Linux uses it as a member name). */
+#ifndef __unused
+#define __unused __attribute__((__unused__))
+#endif
 RB_GENERATE_STATIC(tlog_topic_tree, tlog_topic, entry, topic_cmp)
 RB_GENERATE_STATIC(tlog_part_tree, tlog_partition, entry, part_cmp)
 
@@ -787,7 +791,7 @@ store_load(struct tlog_store *s)
 	struct tlog_partition *p;
 	struct dirent *de, *pe;
 	DIR *d, *pd;
-	char path[2 * TLOG_NAME_MAX + 16];
+	char path[2 * 256 + 16];
 	int fd;
 
 	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -15,6 +15,7 @@
 #ifndef TLOG_INT_H
 #define TLOG_INT_H
 
+#include <sys/cdefs.h>
 #include <sys/queue.h>
 #include <sys/tree.h>
 
