@@ -41,6 +41,8 @@ hold(struct tlog_writer *w, const char *buf, size_t len)
 	size_t cap;
 	char *nb;
 
+	if (len == 0)
+		return 0;
 	if (w->nheld + len > w->cap) {
 		cap = w->nheld + len;
 		cap = cap < 256 ? 256 : cap + cap / 2;
