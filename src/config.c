@@ -562,7 +562,6 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 		goto fail;
 	}
 	tlog_cfg_store(live, k, v);
-	/* reaper reschedule hook goes here */
 	return 0;
 fail:
 	set_err(err, errlen, msg);
@@ -618,6 +617,8 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 out:
 	pthread_mutex_unlock(&s->conf_lock);
 	pthread_rwlock_unlock(&s->tree_lock);
+	if (r == 0)
+		tlog_conf_changed(s, t, p);
 	return r;
 }
 
@@ -660,5 +661,7 @@ tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
 	}
 	pthread_mutex_unlock(&s->conf_lock);
 	pthread_rwlock_unlock(&s->tree_lock);
+	if (r == 0)
+		tlog_conf_changed(s, t, p);
 	return r;
 }

@@ -180,7 +180,9 @@ tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev)
 	char topic[TLOG_NAME_MAX + 1], part[TLOG_NAME_MAX + 1];
 	struct tlog_store *s = p->store;
 
-	if (s->opts.event == NULL)
+	if (ev->kind == TLOG_EV_SEAL)
+		TLOG_METRIC_ADD(s, rolls[ev->trigger], 1);
+	if (s->opts.event == NULL && (s->events == NULL || p == s->events))
 		return;
 	pthread_rwlock_rdlock(&s->tree_lock);
 	strlcpy(topic, p->topic->name, sizeof(topic));
@@ -189,7 +191,9 @@ tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev)
 	ev->topic = topic;
 	ev->partition = part;
 	ev->partition_ino = p->ino;
-	s->opts.event(s->opts.event_arg, ev);
+	tlog_events_record(s, p, ev);
+	if (s->opts.event != NULL)
+		s->opts.event(s->opts.event_arg, ev);
 }
 
 /* ---- sealing and detaching (partition lock held) ---- */
@@ -240,7 +244,7 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 	struct tlog_store *s = p->store;
 
 	TAILQ_REMOVE(&p->segs, seg, link);
-	p->nsegs--;
+	__atomic_sub_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
 	p->bytes -= seg->bytes;
 	seg->dead = 1;
 	seg->rule = rule;
@@ -382,6 +386,10 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	p->bytes += run->len;
 	p->next_offset += run->nrec;
 	p->last_ts = ts;
+	if (p != p->store->events) {	/* users' data only */
+		TLOG_METRIC_ADD(p->store, records, run->nrec);
+		TLOG_METRIC_ADD(p->store, bytes, run->len);
+	}
 	r = 0;
 fail:
 	run->start += run->len;
@@ -402,9 +410,26 @@ draw_jitter(struct tlog_segment *seg, const struct limits *l)
 	seg->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
 }
 
-static int
-new_segment(struct tlog_partition *p, const struct limits *l)
+/*
+ * A new segment can bring the partition's due time forward: its idle seal,
+ * and, for a partition that had nothing, its time rule.
+ */
+static void
+sched_new_segment(struct tlog_partition *p, struct tlog_segment *seg,
+    const struct limits *l, int64_t ts, bool was_empty)
 {
+	int64_t due = ts + seg_span(seg, l->seg_ms);
+	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+
+	if (was_empty && rms >= 0 && ts + rms + 1 < due)
+		due = ts + rms + 1;
+	tlog_sched_earlier(p, due);
+}
+
+static int
+new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
+{
+	bool was_empty = TAILQ_EMPTY(&p->segs);
 	struct tlog_segment *seg;
 	int r;
 
@@ -425,7 +450,8 @@ new_segment(struct tlog_partition *p, const struct limits *l)
 			    " bytes: %s", l->seg_bytes, strerror(errno));
 	}
 	TAILQ_INSERT_TAIL(&p->segs, seg, link);
-	p->nsegs++;
+	__atomic_add_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
+	sched_new_segment(p, seg, l, ts, was_empty);
 	return 0;
 }
 
@@ -498,7 +524,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	memset(&run, 0, sizeof(run));
 	get_limits(p, &l);
 	pthread_mutex_lock(&p->lock);
-	if (p->dead) {
+	if (__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
 		r = -ENOENT;
 		goto out;
 	}
@@ -523,7 +549,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 			break;
 		if ((seg = active_of(p)) == NULL) {
 			if ((r = run_flush(p, &run, buf, ts)) != 0 ||
-			    (r = new_segment(p, &l)) != 0)
+			    (r = new_segment(p, &l, ts)) != 0)
 				break;
 			seg = active_of(p);
 		}
@@ -553,6 +579,8 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	pos = run.start;
 out:
 	pthread_mutex_unlock(&p->lock);
+	if (pos > 0 && p != p->store->events)
+		TLOG_METRIC_ADD(p->store, appends, 1);
 	evbuf_emit(p, &eb);
 	return r != 0 ? r : (ssize_t)pos;
 }
@@ -701,7 +729,7 @@ tlog_partition_expire_due(struct tlog_partition *p)
 }
 
 int
-tlog_partition_expire(struct tlog_partition *p, int max)
+tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 {
 	struct tlog_segment *seg;
 	struct evbuf eb = { 0 };
@@ -717,6 +745,8 @@ tlog_partition_expire(struct tlog_partition *p, int max)
 			break;
 		if (!seg->sealed)
 			seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
+		if (bytes != NULL)
+			*bytes += seg->bytes;
 		tlog_part_detach(p, seg, TLOG_RULE_TIME);
 		n++;
 	}

@@ -37,12 +37,8 @@ part_cmp(struct tlog_partition *a, struct tlog_partition *b)
 	return strcmp(a->name, b->name);
 }
 
-/* libbsd leaves __unused undefined (Linux uses it as a member name). */
-#ifndef __unused
-#define __unused __attribute__((__unused__))
-#endif
-RB_GENERATE_STATIC(tlog_topic_tree, tlog_topic, entry, topic_cmp)
-RB_GENERATE_STATIC(tlog_part_tree, tlog_partition, entry, part_cmp)
+RB_GENERATE(tlog_topic_tree, tlog_topic, entry, topic_cmp)
+RB_GENERATE(tlog_part_tree, tlog_partition, entry, part_cmp)
 
 /* ---- paths ---- */
 
@@ -441,20 +437,23 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 		r = -ENOENT;
 		goto out;
 	}
-	pthread_mutex_lock(&p->lock);
-	r = p->nsegs > 0 ? -ENOTEMPTY : 0;
+	/* No partition lock here (the append path takes the tree lock
+	 * under it): an append racing with this either made a segment
+	 * first (ENOTEMPTY) or finds the directory gone (ENOENT). */
+	r = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0 ? -ENOTEMPTY : 0;
 	if (r == 0) {
 		snprintf(path, sizeof(path), "%s/%s", t->name, name);
 		if ((r = remove_dir(s, path)) == 0)
-			p->dead = true;
+			__atomic_store_n(&p->dead, true, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&p->lock);
 	if (r == 0)
 		RB_REMOVE(tlog_part_tree, &t->parts, p);
 out:
 	pthread_rwlock_unlock(&s->tree_lock);
-	if (r == 0)
+	if (r == 0) {
+		tlog_unsched(p);
 		tlog_partition_put(p);
+	}
 	return r;
 }
 
@@ -482,16 +481,15 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	snprintf(a, sizeof(a), "%s/%s", t->name, from);
 	snprintf(b, sizeof(b), "%s/%s", t->name, to);
 	if (victim != NULL) {
-		pthread_mutex_lock(&victim->lock);
-		r = victim->nsegs > 0 ? -ENOTEMPTY : 0;
+		r = __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0 ?
+		    -ENOTEMPTY : 0;
 		if (r == 0)
 			r = remove_dir(s, b);
-		if (r == 0)
-			victim->dead = true;
-		pthread_mutex_unlock(&victim->lock);
 		if (r != 0)
 			goto out;
+		__atomic_store_n(&victim->dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, victim);
+		/* Empty, so never scheduled; the tree's reference goes. */
 		tlog_partition_put(victim);
 	}
 	if (renameat(s->dirfd, a, s->dirfd, b) == -1) {
@@ -638,6 +636,8 @@ tlog_store_unlink_pending(struct tlog_store *s, int max)
 		ev.max_ts = seg->max_ts;
 		ev.trigger = seg->sealed_by;
 		ev.rule = seg->rule;
+		TLOG_METRIC_ADD(s, deletions[seg->rule], 1);
+		TLOG_METRIC_ADD(s, deleted_bytes, seg->bytes);
 		tlog_emit_seal(p, &ev);
 		tlog_segment_put(seg);
 		done++;
@@ -854,6 +854,7 @@ store_free(struct tlog_store *s)
 
 	if (s == NULL)
 		return;
+	tlog_reaper_fini(s);
 	/* Detached segments not yet unlinked are simply released; their
 	 * files are found again (and kept) at the next open. */
 	while ((seg = TAILQ_FIRST(&s->unlinkq)) != NULL) {
@@ -872,6 +873,16 @@ store_free(struct tlog_store *s)
 		RB_REMOVE(tlog_topic_tree, &s->topics, t);
 		tlog_topic_put(t);
 	}
+	if ((p = s->events) != NULL) {
+		while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+			TAILQ_REMOVE(&p->segs, seg, link);
+			tlog_segment_put(seg);
+		}
+		tlog_partition_put(p);
+		s->events = NULL;
+	}
+	tlog_topic_put(s->itopic);
+	s->itopic = NULL;
 	if (s->lockfd != -1)
 		close(s->lockfd);
 	if (s->dirfd != -1)
@@ -908,6 +919,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	pthread_mutex_init(&s->unlink_lock, NULL);
 	pthread_cond_init(&s->unlink_cond, NULL);
 	pthread_mutex_init(&s->log_lock, NULL);
+	tlog_reaper_init(s);
 	TAILQ_INIT(&s->unlinkq);
 	RB_INIT(&s->topics);
 	tlog_config_init(&s->cfg);
@@ -938,10 +950,13 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		goto fail;
 	}
 	tlog_config_load(s, s->dirfd, ".tlogfs/config", &s->cfg);
-	if ((r = store_load(s)) != 0) {
+	if ((r = store_load(s)) != 0 || (r = tlog_events_open(s)) != 0) {
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
 		goto fail;
 	}
+	/* Everything that can expire or seal is scheduled; whatever came
+	 * due while the store was closed is due now. */
+	tlog_conf_changed(s, NULL, NULL);
 	*out = s;
 	return 0;
 fail:
@@ -959,11 +974,14 @@ tlog_store_close(struct tlog_store *s)
 	if (s == NULL)
 		return;
 	tlog_store_unlink_pending(s, 0);
+	tlog_reaper_stop(s);
 	pthread_rwlock_rdlock(&s->tree_lock);
 	RB_FOREACH(t, tlog_topic_tree, &s->topics)
 		RB_FOREACH(p, tlog_part_tree, &t->parts)
 			tlog_part_close(p);
 	pthread_rwlock_unlock(&s->tree_lock);
+	if (s->events != NULL)
+		tlog_part_close(s->events);
 	fd = openat(s->dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0644);
 	if (fd != -1) {

@@ -337,7 +337,8 @@ int tlog_partition_delete(struct tlog_partition *p, uint64_t base);
  * now - max_ts > retention.ms, stopping at the first young one; an
  * expired active segment is sealed first. Returns the count detached.
  */
-int tlog_partition_expire(struct tlog_partition *p, int max);
+int tlog_partition_expire(struct tlog_partition *p, int max,
+    uint64_t *bytes /* may be NULL: their bytes */);
 /* Earliest time the time rule can delete something; -1 if never. */
 int64_t tlog_partition_expire_due(struct tlog_partition *p);
 
@@ -352,6 +353,37 @@ int tlog_store_unlink_pending(struct tlog_store *s, int max);
 size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
 void tlog_store_wakeup(struct tlog_store *s);
 size_t tlog_store_unlink_queued(struct tlog_store *s);
+
+/* ---- the reaper (reaper.c) ---- */
+
+struct tlog_reap_stats {
+	uint64_t visited;	/* due partitions this wake-up touched */
+	uint64_t sealed;	/* idle seals */
+	uint64_t expired;	/* segments detached by the time rule */
+	uint64_t bytes;		/* their bytes */
+};
+
+/*
+ * One wake-up at the store clock's now: pops only the partitions whose due
+ * time has come, gives each one bounded step (an idle seal, then at most
+ * 64 expired segments under one hold of its lock), and reschedules them.
+ * Returns the next due time, -1 if nothing is scheduled.
+ */
+int64_t tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st);
+/* The earliest due time (-1 if none) and how many partitions wait. */
+int64_t tlog_reaper_next_due(struct tlog_store *s);
+size_t tlog_reaper_scheduled(struct tlog_store *s);
+/* A thread that sleeps until the earliest due time and runs cycles,
+ * logging one line per wake-up that expired something. */
+int tlog_reaper_start(struct tlog_store *s);
+void tlog_reaper_stop(struct tlog_store *s);
+
+/* ---- observability (events.c) ---- */
+
+/* The internal partition .tlogfs/events (borrowed; lives with s). */
+struct tlog_partition *tlog_store_events(struct tlog_store *s);
+/* Prometheus text exposition of the store's counters; caller frees. */
+int tlog_metrics_format(struct tlog_store *s, char **out, size_t *len);
 
 /* ---- small utilities shared by the engine and its users ---- */
 

@@ -119,6 +119,27 @@ struct tlog_topic {
 	bool dead;
 };
 RB_HEAD(tlog_topic_tree, tlog_topic);
+RB_PROTOTYPE(tlog_topic_tree, tlog_topic, entry, topic_cmp)
+RB_PROTOTYPE(tlog_part_tree, tlog_partition, entry, part_cmp)
+
+/* Counters behind .tlogfs/metrics; updated with atomic adds. */
+struct tlog_metrics {
+	uint64_t appends;		/* append calls that stored records */
+	uint64_t records;
+	uint64_t bytes;
+	uint64_t rolls[TLOG_NTRIGGERS];
+	uint64_t deletions[TLOG_NRULES];
+	uint64_t deleted_bytes;
+	uint64_t reaper_wakeups;
+	uint64_t reaper_due;		/* partitions visited, all wake-ups */
+	uint64_t reaper_last_due;
+	uint64_t reaper_ns;		/* time spent in reaper cycles */
+	uint64_t reaper_last_ns;
+	uint64_t errors;
+};
+
+#define TLOG_METRIC_ADD(s, field, n) \
+	__atomic_add_fetch(&(s)->metrics.field, (n), __ATOMIC_RELAXED)
 
 struct tlog_store {
 	char *path;
@@ -138,6 +159,18 @@ struct tlog_store {
 	struct tlog_seglist unlinkq;
 	size_t nunlink;
 	bool wakeup;
+	/* the reaper: a min-heap of partitions by due time (reaper.c) */
+	pthread_mutex_t reap_lock;
+	pthread_cond_t reap_cond;
+	struct tlog_partition **heap;
+	size_t nheap, heapcap;
+	pthread_t reaper;
+	bool reaper_running;
+	bool reaper_stop;
+	/* the internal events partition, .tlogfs/events (events.c) */
+	struct tlog_topic *itopic;
+	struct tlog_partition *events;
+	struct tlog_metrics metrics;
 	/* rate limit for repeated errors */
 	pthread_mutex_t log_lock;
 	int64_t last_err_ts;
@@ -211,5 +244,25 @@ void tlog_part_close(struct tlog_partition *p);
 
 /* store.c */
 void tlog_topic_ref(struct tlog_topic *t);
+
+/* reaper.c: lock order part->lock -> reap_lock; never the reverse. */
+void tlog_reaper_init(struct tlog_store *s);
+void tlog_reaper_fini(struct tlog_store *s);
+/* Brings p's due time forward to `due` if that is earlier (or p is not
+ * scheduled). Safe with p->lock held. */
+void tlog_sched_earlier(struct tlog_partition *p, int64_t due);
+/* Recomputes p's due time exactly (takes p->lock). */
+void tlog_resched(struct tlog_partition *p);
+void tlog_unsched(struct tlog_partition *p);
+/* Due time of p: the earlier of its idle seal and its time rule. */
+int64_t tlog_part_due(struct tlog_partition *p);
+/* After a config change at a level: reschedules what it governs. */
+void tlog_conf_changed(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p);
+
+/* events.c */
+int tlog_events_open(struct tlog_store *s);
+void tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
+    const struct tlog_event *ev);
 
 #endif /* TLOG_INT_H */

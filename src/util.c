@@ -158,6 +158,7 @@ tlog_log_err(struct tlog_store *s, const char *fmt, ...)
 	char msg[900];
 	va_list ap;
 
+	TLOG_METRIC_ADD(s, errors, 1);
 	pthread_mutex_lock(&s->log_lock);
 	if (s->last_err_ts == 0 || now - s->last_err_ts >= 30000) {
 		say = true;

@@ -588,19 +588,19 @@ START_TEST(time_rule_boundaries)
 	put(w, "newer\n");		/* segment 2, active */
 	ck_assert_int_eq(tlog_partition_expire_due(P), t0 + 10001);
 	th_clock = t0 + 10000;		/* exactly retention.ms: kept */
-	ck_assert_int_eq(tlog_partition_expire(P, 64), 0);
+	ck_assert_int_eq(tlog_partition_expire(P, 64, NULL), 0);
 	th_clock = t0 + 10001;		/* one ms past: goes */
-	ck_assert_int_eq(tlog_partition_expire(P, 64), 1);
+	ck_assert_int_eq(tlog_partition_expire(P, 64, NULL), 1);
 	/* The walk stops at the first young segment. */
 	th_clock = t0 + 15000;
-	ck_assert_int_eq(tlog_partition_expire(P, 64), 0);
+	ck_assert_int_eq(tlog_partition_expire(P, 64, NULL), 0);
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(si[0].base, 1);
 	free(si);
 	/* An active segment past the window is sealed, then deleted. */
 	th_clock = t0 + 19001;
-	ck_assert_int_eq(tlog_partition_expire(P, 64), 2);
+	ck_assert_int_eq(tlog_partition_expire(P, 64, NULL), 2);
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 0);
 	free(si);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# quickstart.sh - the README's two set-up commands, for a fresh Debian 12
+# machine, as root (or with sudo available):
+#
+#   contrib/quickstart.sh demo   install, build, mount a demo store
+#   contrib/quickstart.sh test   install, build with warnings as errors,
+#                                run the whole test suite (make check)
+#
+# Environment: DEMO_STORE, DEMO_MNT (demo), JOBS (parallel make),
+# CONFIGURE_FLAGS (extra flags for ./configure).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+# Build and test dependencies, by Debian package name.
+PACKAGES=(build-essential autoconf automake libtool pkg-config
+	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps)
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_deps() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		    grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "quickstart: installing ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends "${missing[@]}" </dev/null
+}
+
+build() {
+	./bootstrap >/dev/null
+	# shellcheck disable=SC2086
+	./configure --enable-werror ${CONFIGURE_FLAGS:-} >/dev/null
+	make -j"${JOBS:-$(nproc)}" >/dev/null
+}
+
+cmd_test() {
+	install_deps
+	build
+	make -j"${JOBS:-$(nproc)}" check VERBOSE=1
+}
+
+cmd_demo() {
+	local store=${DEMO_STORE:-/var/tmp/tlogfs-demo/store}
+	local mnt=${DEMO_MNT:-/var/tmp/tlogfs-demo/mnt}
+	install_deps
+	build
+	mkdir -p "$store" "$mnt"
+	if mountpoint -q "$mnt"; then
+		fusermount3 -u "$mnt"
+	fi
+	as_root ./mount/tlogfs "$store" "$mnt"
+	mkdir -p "$mnt/demo/0"
+	echo "hello from tlogfs, $(date -u +%FT%TZ)" >>"$mnt/demo/0/current"
+	echo "\$ ls -l $mnt/demo/0"
+	ls -l "$mnt/demo/0"
+	echo "\$ cat $mnt/demo/0/current"
+	cat "$mnt/demo/0/current"
+	echo
+	echo "tlogfs is mounted at $mnt (store: $store)."
+	echo "Append with: echo line >> $mnt/demo/0/current"
+	echo "Unmount with: fusermount3 -u $mnt"
+}
+
+case "${1:-}" in
+test) cmd_test ;;
+demo) cmd_demo ;;
+*)
+	echo "usage: $0 demo|test" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,390 @@
+/*
+ * test_reaper.c - the reaper's schedule on the injected clock: wake-ups
+ * that touch only due partitions (counted, not timed), bounded steps,
+ * rescheduling on config changes, idle partitions emptying, catch-up after
+ * downtime, the events partition and the metrics text.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testhelp.h"
+#include "tlog_int.h"
+
+static char *dir;
+static struct tlog_store *S;
+
+static void
+setup(void)
+{
+	th_clock = 1700000000000LL;
+	dir = th_tmpdir();
+	S = th_open(dir);
+}
+
+static void
+teardown(void)
+{
+	tlog_store_close(S);
+	th_rmrf(dir);
+	free(dir);
+}
+
+static void
+put(struct tlog_partition *p, const char *s)
+{
+	struct tlog_writer *w = tlog_writer_open(p);
+
+	ck_assert_int_eq(tlog_writer_write(w, s, strlen(s)),
+	    (ssize_t)strlen(s));
+	tlog_writer_close(w);
+}
+
+static size_t
+nsegs(struct tlog_partition *p)
+{
+	struct tlog_part_stats st;
+
+	tlog_partition_stats(p, &st);
+	return st.segments;
+}
+
+START_TEST(wakeup_visits_only_due_partitions)
+{
+	struct tlog_partition *real[10], *idle;
+	struct tlog_topic *t;
+	struct tlog_reap_stats st;
+	char name[32];
+	int64_t t0 = th_clock;
+	int i;
+
+	setup();
+	t = tlog_topic_get(S, "t");
+	if (t == NULL)
+		ck_assert_int_eq(tlog_topic_create(S, "t", &t), 0);
+	/* 99,990 partitions scheduled far in the future (in memory only:
+	 * what is measured is the heap, not the file system). */
+	for (i = 0; i < 99990; i++) {
+		snprintf(name, sizeof(name), "idle%d", i);
+		idle = tlog_part_alloc(t, name);
+		ck_assert_ptr_nonnull(idle);
+		tlog_sched_earlier(idle, t0 + 86400000LL + i);
+		tlog_partition_put(idle);
+	}
+	/* 10 real ones whose data expires after one second. */
+	for (i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		real[i] = th_part(S, "t", name);
+		th_set(S, real[i], "retention.ms", "1s");
+		put(real[i], "expiring\n");
+	}
+	ck_assert_uint_eq(tlog_reaper_scheduled(S), 100000);
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 1001);
+	th_clock = t0 + 1000;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.visited, 0);
+	th_clock = t0 + 1001;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.visited, 10);
+	ck_assert_uint_eq(st.expired, 10);
+	ck_assert_uint_eq(st.bytes, 90);
+	for (i = 0; i < 10; i++) {
+		ck_assert_uint_eq(nsegs(real[i]), 0);
+		tlog_partition_put(real[i]);
+	}
+	/* Emptied partitions leave the heap; the idle ones stay, with the
+	 * events partition (it recorded the seals). */
+	ck_assert_uint_eq(tlog_reaper_scheduled(S), 99991);
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.visited, 0);
+	tlog_topic_put(t);
+	teardown();
+}
+END_TEST
+
+START_TEST(idle_partition_empties_on_schedule)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+	int64_t t0 = th_clock;
+
+	setup();
+	p = th_part(S, "t", "0");
+	th_set(S, p, "segment.ms", "1s");
+	th_set(S, p, "retention.ms", "3s");
+	put(p, "last words\n");
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 1000);
+	th_clock = t0 + 1000;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.sealed, 1);
+	ck_assert_uint_eq(st.expired, 0);
+	/* Deletion is due retention.ms after the newest record. */
+	ck_assert_int_eq(tlog_part_due(p), t0 + 3001);
+	th_clock = t0 + 3000;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(nsegs(p), 1);
+	th_clock = t0 + 3001;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.expired, 1);
+	ck_assert_uint_eq(nsegs(p), 0);
+	ck_assert_int_eq(tlog_part_due(p), -1);
+	ck_assert_int_eq(p->heap_idx, SIZE_MAX);
+	tlog_partition_put(p);
+	teardown();
+}
+END_TEST
+
+START_TEST(config_change_reschedules)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+	char err[256];
+	int64_t t0 = th_clock;
+
+	setup();
+	p = th_part(S, "t", "0");
+	put(p, "kept a week\n");
+	/* Defaults: sealed after 7 days idle. */
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 7 * 86400000LL);
+	/* A topic-level retention brings it forward at once. */
+	ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(p), NULL,
+	    "retention.ms", "2s", 2, err, sizeof(err)), 0);
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 2001);
+	/* The store level is overridden by the topic: no change. */
+	ck_assert_int_eq(tlog_conf_set(S, NULL, NULL, "retention.ms", "1h",
+	    2, err, sizeof(err)), 0);
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 2001);
+	/* Removing the topic's override falls back to the store's 1h. */
+	ck_assert_int_eq(tlog_conf_unset(S, tlog_partition_topic(p), NULL,
+	    "retention.ms"), 0);
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 3600001);
+	/* Forever: only the idle seal is left. */
+	th_set(S, p, "retention.ms", "-1");
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 7 * 86400000LL);
+	th_clock = t0 + 7 * 86400000LL;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.sealed, 1);
+	ck_assert_int_eq(tlog_part_due(p), -1);
+	ck_assert_int_eq(p->heap_idx, SIZE_MAX);
+	tlog_partition_put(p);
+	teardown();
+}
+END_TEST
+
+START_TEST(bounded_steps)
+{
+	struct tlog_partition *p, *q;
+	struct tlog_reap_stats st;
+	int64_t t0 = th_clock;
+	int i, cycles = 0;
+	uint64_t total = 0;
+
+	setup();
+	p = th_part(S, "t", "big");
+	q = th_part(S, "t", "small");
+	th_set(S, p, "retention.ms", "1s");
+	th_set(S, q, "retention.ms", "1s");
+	for (i = 0; i < 200; i++) {
+		put(p, "one segment each\n");
+		tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	}
+	put(q, "also due\n");
+	th_clock = t0 + 5000;
+	tlog_reaper_cycle(S, &st);
+	/* One step holds one partition for at most 64 segments; the other
+	 * due partition is served in the same wake-up. */
+	ck_assert_uint_eq(st.visited, 2);
+	ck_assert_uint_eq(st.expired, 65);
+	ck_assert_uint_eq(nsegs(q), 0);
+	total = st.expired - 1;
+	while (nsegs(p) > 0) {
+		ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
+		tlog_reaper_cycle(S, &st);
+		ck_assert_uint_le(st.expired, 64);
+		total += st.expired;
+		ck_assert_int_lt(++cycles, 10);
+	}
+	ck_assert_uint_eq(total, 200);
+	ck_assert_int_eq(cycles, 3);
+	tlog_partition_put(p);
+	tlog_partition_put(q);
+	teardown();
+}
+END_TEST
+
+START_TEST(catch_up_after_downtime)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+	int64_t t0 = th_clock;
+	int i;
+
+	setup();
+	p = th_part(S, "t", "0");
+	th_set(S, p, "retention.ms", "1h");
+	for (i = 0; i < 5; i++) {
+		put(p, "before the outage\n");
+		tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	}
+	tlog_partition_put(p);
+	tlog_store_close(S);
+	th_clock = t0 + 86400000LL;	/* down for a day */
+	S = th_open(dir);
+	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.expired, 5);
+	p = th_part(S, "t", "0");
+	ck_assert_uint_eq(nsegs(p), 0);
+	tlog_partition_put(p);
+	teardown();
+}
+END_TEST
+
+static size_t
+count_substr(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	while ((hay = strstr(hay, needle)) != NULL) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+START_TEST(events_record_seals_and_deletions)
+{
+	struct tlog_partition *p, *ev;
+	struct tlog_reap_stats st;
+	int64_t t0 = th_clock;
+	size_t len;
+	char *d;
+
+	setup();
+	p = th_part(S, "orders", "0");
+	th_set(S, p, "retention.ms", "1s");
+	put(p, "a\n");
+	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	put(p, "b\n");
+	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	put(p, "c\n");
+	th_clock = t0 + 1001;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.expired, 3);
+	ev = tlog_store_events(S);
+	/* No deletion is recorded before its unlink. */
+	d = th_partition_data(ev, &len);
+	ck_assert_uint_eq(count_substr(d, "\"event\":\"delete\""), 0);
+	free(d);
+	ck_assert_int_eq(tlog_store_unlink_pending(S, 0), 3);
+	d = th_partition_data(ev, &len);
+	ck_assert_uint_eq(count_substr(d, "\"event\":\"seal\""), 3);
+	ck_assert_uint_eq(count_substr(d, "\"event\":\"delete\""), 3);
+	ck_assert_uint_eq(count_substr(d, "\"rule\":\"time\""), 3);
+	ck_assert_uint_eq(count_substr(d, "\"trigger\":\"manual\""), 2);
+	ck_assert_uint_eq(count_substr(d, "\"trigger\":\"retention\""), 1);
+	ck_assert_ptr_nonnull(strstr(d, "\"topic\":\"orders\",\"partition\""
+	    ":\"0\",\"segment\":\"00000000000000000001\""));
+	ck_assert_uint_eq(count_substr(d, "}\n"), 6);
+	free(d);
+	/* The events partition is hidden from the topic listing. */
+	{
+		struct tlog_dirent *de;
+		size_t n;
+		ck_assert_int_eq(tlog_topic_list(S, &de, &n), 0);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_str_eq(de[0].name, "orders");
+		free(de);
+	}
+	tlog_partition_put(p);
+	teardown();
+}
+END_TEST
+
+/* A small parser for the Prometheus text format: every line is a comment
+ * (# HELP / # TYPE) or `name{labels} value`. Returns the sample count. */
+static int
+parse_prometheus(const char *text)
+{
+	const char *l = text, *e, *c;
+	int samples = 0;
+
+	while (*l) {
+		e = strchr(l, '\n');
+		ck_assert_ptr_nonnull(e);
+		if (*l == '#') {
+			ck_assert(strncmp(l, "# HELP tlogfs_", 14) == 0 ||
+			    strncmp(l, "# TYPE tlogfs_", 14) == 0);
+		} else {
+			for (c = l; c < e && (isalnum((unsigned char)*c) ||
+			    *c == '_'); c++)
+				;
+			ck_assert(c > l);
+			if (*c == '{') {
+				c = memchr(c, '}', (size_t)(e - c));
+				ck_assert_ptr_nonnull(c);
+				c++;
+			}
+			ck_assert_int_eq(*c, ' ');
+			{
+				char *end;
+				strtod(c + 1, &end);
+				ck_assert(end == e);
+			}
+			samples++;
+		}
+		l = e + 1;
+	}
+	return samples;
+}
+
+START_TEST(metrics_text)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+	char *m;
+	size_t len;
+
+	setup();
+	p = th_part(S, "t", "0");
+	th_set(S, p, "retention.ms", "1s");
+	put(p, "x\ny\n");
+	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	th_clock += 1001;
+	tlog_reaper_cycle(S, &st);
+	tlog_store_unlink_pending(S, 0);
+	ck_assert_int_eq(tlog_metrics_format(S, &m, &len), 0);
+	ck_assert_uint_eq(strlen(m), len);
+	ck_assert_int_gt(parse_prometheus(m), 15);
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_records_total 2\n"));
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_bytes_total 4\n"));
+	ck_assert_ptr_nonnull(strstr(m,
+	    "tlogfs_rolls_total{trigger=\"manual\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(m,
+	    "tlogfs_deletions_total{rule=\"time\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_deleted_bytes_total 4\n"));
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_reaper_wakeups_total 1\n"));
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_partitions 1\n"));
+	free(m);
+	tlog_partition_put(p);
+	teardown();
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("reaper");
+
+	TH_CASE(s, wakeup_visits_only_due_partitions);
+	TH_CASE(s, idle_partition_empties_on_schedule);
+	TH_CASE(s, config_change_reschedules);
+	TH_CASE(s, bounded_steps);
+	TH_CASE(s, catch_up_after_downtime);
+	TH_CASE(s, events_record_seals_and_deletions);
+	TH_CASE(s, metrics_text);
+	return th_run(s);
+}
