@@ -1,0 +1,333 @@
+/*
+ * main.c - the tlogfs daemon: options, the store, the FUSE session,
+ * signals, daemonizing, logging and the threads.
+ *
+ *   tlogfs STORE MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]
+ *
+ * The order is libfuse's passthrough_ll's, with the store opened before
+ * anything is mounted, so that a busy, missing or unwritable store (or a
+ * missing mountpoint) fails in the foreground with one line and a
+ * non-zero status: parse options, open the store, fuse_session_new,
+ * signal handlers, fuse_session_mount, fuse_daemonize, record the new pid
+ * in the store's lock, start the threads, run the loop, then tear down in
+ * reverse. A stop (SIGTERM, SIGINT, SIGHUP, fusermount3 -u) flushes every
+ * open writer and closes the store, which writes the clean mark.
+ *
+ * Logging: stderr in the foreground, syslog (daemon facility) once
+ * daemonized. A healthy idle mount logs nothing.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+#define MAX_IDLE_THREADS 10
+
+struct tl_opts {
+	char *store;
+	bool have_mountpoint;
+};
+
+static bool use_syslog;
+static int log_max = LOG_INFO;
+
+/* The engine's log sink. */
+static void
+tl_log(void *arg, int prio, const char *msg)
+{
+	(void)arg;
+	if (prio > log_max)
+		return;
+	if (use_syslog)
+		syslog(prio, "%s", msg);
+	else
+		fprintf(stderr, "tlogfs: %s\n", msg);
+}
+
+/* libfuse's log sink: the same places. */
+static void
+tl_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	size_t len;
+
+	if ((int)level > log_max)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	len = strlen(msg);
+	if (use_syslog) {
+		while (len > 0 && msg[len - 1] == '\n')
+			msg[--len] = '\0';
+		syslog((int)level, "%s", msg);
+	} else
+		fputs(msg, stderr);
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: tlogfs STORE MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
+	    "\n"
+	    "Mounts the tlogfs store in the directory STORE on MOUNTPOINT.\n"
+	    "default_permissions is always on; -o allow_other shares the\n"
+	    "mount with other users. See tlogfs(8).\n"
+	    "\n");
+}
+
+/*
+ * Options that only mean something to mount(8) and fstab; mount.fuse3
+ * passes some of them on.
+ */
+static bool
+fstab_only(const char *opt)
+{
+	static const char *const names[] = {
+		"defaults", "auto", "noauto", "nofail", "_netdev", "user",
+		"users", "nouser", "owner", "group", "nonempty", NULL
+	};
+	int i;
+
+	if (strncmp(opt, "x-", 2) == 0 || strncmp(opt, "comment=", 8) == 0)
+		return true;
+	for (i = 0; names[i] != NULL; i++)
+		if (strcmp(opt, names[i]) == 0)
+			return true;
+	return false;
+}
+
+static int
+tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct tl_opts *o = data;
+	struct stat st;
+
+	(void)outargs;
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (o->store == NULL) {
+			if ((o->store = strdup(arg)) == NULL)
+				return -1;
+			return 0;
+		}
+		if (o->have_mountpoint) {
+			fprintf(stderr, "tlogfs: unexpected argument '%s' "
+			    "(see --help)\n", arg);
+			return -1;
+		}
+		o->have_mountpoint = true;
+		if (stat(arg, &st) == -1) {
+			fprintf(stderr, "tlogfs: mountpoint %s: %s\n", arg,
+			    strerror(errno));
+			return -1;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "tlogfs: mountpoint %s: %s\n", arg,
+			    strerror(ENOTDIR));
+			return -1;
+		}
+		return 1;	/* fuse_parse_cmdline takes it */
+	case FUSE_OPT_KEY_OPT:
+		return fstab_only(arg) ? 0 : 1;
+	default:
+		return 1;
+	}
+}
+
+static const struct fuse_opt tl_opt_spec[] = {
+	FUSE_OPT_END
+};
+
+/* -o fsname=STORE (escaped), subtype=tlogfs, default_permissions. */
+static int
+add_fixed_opts(struct fuse_args *args, const char *store)
+{
+	char *fsname = NULL, *opts = NULL;
+	int r = -1;
+
+	if (asprintf(&fsname, "fsname=%s", store) == -1)
+		return -1;
+	if (fuse_opt_add_opt_escaped(&opts, fsname) == 0 &&
+	    fuse_opt_add_opt(&opts, "subtype=tlogfs") == 0 &&
+	    fuse_opt_add_opt(&opts, "default_permissions") == 0 &&
+	    fuse_opt_insert_arg(args, 1, "-o") == 0 &&
+	    fuse_opt_insert_arg(args, 2, opts) == 0)
+		r = 0;
+	free(fsname);
+	free(opts);
+	return r;
+}
+
+static int
+run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
+{
+	struct fuse_loop_config *cfg;
+	int r;
+
+	if (opts->singlethread)
+		return fuse_session_loop(se);
+	if ((cfg = fuse_loop_cfg_create()) == NULL)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)opts->clone_fd);
+	/* libfuse 3.14.0 warns about an unset idle-thread count. */
+	fuse_loop_cfg_set_idle_threads(cfg,
+	    opts->max_idle_threads == UINT_MAX ? MAX_IDLE_THREADS :
+	    opts->max_idle_threads);
+	fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
+	r = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return r;
+}
+
+static void
+stop_unlinker(struct tl_fs *fs)
+{
+	if (!fs->unlinker_started)
+		return;
+	pthread_mutex_lock(&fs->nlock);
+	fs->stop = true;
+	pthread_mutex_unlock(&fs->nlock);
+	tlog_store_wakeup(fs->store);
+	pthread_join(fs->unlinker, NULL);
+	fs->unlinker_started = false;
+}
+
+static void
+free_notes(struct tl_fs *fs)
+{
+	struct tl_note *note;
+
+	while ((note = STAILQ_FIRST(&fs->notes)) != NULL) {
+		STAILQ_REMOVE_HEAD(&fs->notes, link);
+		free(note);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts opts;
+	struct tlog_store_opts so;
+	struct tl_opts o = { NULL, false };
+	struct fuse_session *se;
+	static struct tl_fs fs;
+	char err[512] = "", *store = NULL;
+	int r, ret = 1;
+
+	memset(&opts, 0, sizeof(opts));
+	fuse_set_log_func(tl_fuse_log);
+	if (fuse_opt_parse(&args, &o, tl_opt_spec, tl_opt_proc) == -1)
+		goto out_args;
+	if (fuse_parse_cmdline(&args, &opts) != 0)
+		goto out_args;
+	if (opts.show_help) {
+		usage(stdout);
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		ret = 0;
+		goto out_args;
+	}
+	if (opts.show_version) {
+		printf("tlogfs version %s\n", PACKAGE_VERSION);
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out_args;
+	}
+	if (o.store == NULL || opts.mountpoint == NULL) {
+		fprintf(stderr, "tlogfs: usage: tlogfs STORE MOUNTPOINT "
+		    "[-f] [-d] [-o opt[,opt...]] (see --help)\n");
+		ret = 2;
+		goto out_args;
+	}
+	if (opts.debug)
+		log_max = LOG_DEBUG;
+	if ((store = realpath(o.store, NULL)) == NULL) {
+		fprintf(stderr, "tlogfs: store %s: %s\n", o.store,
+		    strerror(errno));
+		goto out_args;
+	}
+	if (add_fixed_opts(&args, store) != 0) {
+		fprintf(stderr, "tlogfs: %s\n", strerror(ENOMEM));
+		goto out_args;
+	}
+
+	fs.debug = opts.debug != 0;
+	pthread_mutex_init(&fs.hlock, NULL);
+	pthread_mutex_init(&fs.nlock, NULL);
+	LIST_INIT(&fs.handles);
+	STAILQ_INIT(&fs.notes);
+	if (tl_inodes_init(&fs) != 0) {
+		fprintf(stderr, "tlogfs: %s\n", strerror(ENOMEM));
+		goto out_args;
+	}
+	memset(&so, 0, sizeof(so));
+	so.log = tl_log;
+	so.event = tl_event;
+	so.event_arg = &fs;
+	r = tlog_store_open(store, &so, &fs.store, err, sizeof(err));
+	if (r != 0) {
+		fprintf(stderr, "tlogfs: %s\n", *err ? err : strerror(-r));
+		goto out_inodes;
+	}
+
+	se = fuse_session_new(&args, &tl_ops, sizeof(tl_ops), &fs);
+	if (se == NULL)
+		goto out_store;
+	fs.se = se;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, opts.mountpoint) != 0)
+		goto out_signals;
+	if (fuse_daemonize(opts.foreground) != 0)
+		goto out_unmount;
+	if (!opts.foreground) {
+		openlog("tlogfs", LOG_PID, LOG_DAEMON);
+		use_syslog = true;
+	}
+	tlog_store_update_pid(fs.store);
+
+	/* Threads start only now, in the daemon. */
+	if ((r = pthread_create(&fs.unlinker, NULL, tl_unlinker, &fs)) != 0) {
+		tlog_log(fs.store, LOG_ERR, "cannot start the unlinker: %s",
+		    strerror(r));
+		goto out_unmount;
+	}
+	fs.unlinker_started = true;
+	ret = run_loop(se, &opts) == 0 ? 0 : 1;
+	stop_unlinker(&fs);
+
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_store:
+	/* Writers first, so held partial records reach the store. */
+	tl_close_handles(&fs);
+	tl_inodes_free(&fs);
+	tlog_store_close(fs.store);
+	free_notes(&fs);
+	goto out_args;
+out_inodes:
+	tl_inodes_free(&fs);
+out_args:
+	free(store);
+	free(o.store);
+	free(opts.mountpoint);
+	fuse_opt_free_args(&args);
+	if (use_syslog)
+		closelog();
+	return ret;
+}

@@ -1,0 +1,117 @@
+/*
+ * mount.h - state shared by the files of the tlogfs daemon: the inode
+ * table (inode.c), the FUSE operations (ops.c) and the daemon (main.c).
+ *
+ * The kernel's node ids are the engine's inode numbers: the root is
+ * TLOG_ROOT_INO, every topic, partition and segment has its own, never
+ * reused while the store is open. The one exception is a partition's
+ * `current` while it has no active segment: its node id is the
+ * partition's with TL_EMPTY_BIT set.
+ */
+#ifndef TLOGFS_MOUNT_H
+#define TLOGFS_MOUNT_H
+
+#define FUSE_USE_VERSION 314
+
+#include <sys/queue.h>
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tlog.h"
+
+#define TL_EMPTY_BIT (1ULL << 63)
+
+enum tl_kind {
+	TL_ROOT,
+	TL_TOPIC,
+	TL_PART,
+	TL_SEG,		/* a segment, sealed or active */
+	TL_EMPTY	/* `current` of a partition with no active segment */
+};
+
+/*
+ * One inode the kernel knows. A node holds an engine reference to its
+ * object while nlookup > 0; segment and empty-current nodes also pin
+ * their partition's node (parent), which supplies the partition.
+ */
+struct tl_node {
+	struct tl_node *next;		/* hash chain */
+	uint64_t ino;
+	enum tl_kind kind;
+	uint64_t nlookup;		/* kernel lookups not yet forgotten */
+	unsigned nchild;		/* nodes whose parent this is */
+	struct tl_node *parent;		/* TL_SEG, TL_EMPTY: the partition */
+	struct tlog_topic *topic;	/* TL_TOPIC */
+	struct tlog_partition *part;	/* TL_PART; borrowed for the others */
+	struct tlog_segment *seg;	/* TL_SEG */
+	int64_t cur_ms;			/* last `current` lookup, monotonic */
+};
+
+/* An open file. Every handle is on the daemon's list, so that a stop
+ * flushes writers even when the kernel never sends their release. */
+struct tl_handle {
+	LIST_ENTRY(tl_handle) link;
+	struct tlog_writer *w;		/* NULL for a read-only handle */
+	struct tlog_segment *seg;	/* what reads read; NULL: nothing */
+	int fd;				/* seg's data file, -1 if none */
+};
+
+/* A kernel notification waiting for the unlinker thread. */
+struct tl_note {
+	STAILQ_ENTRY(tl_note) link;
+	uint64_t parent;
+	uint64_t child;
+	char name[32];
+};
+
+struct tl_fs {
+	struct tlog_store *store;
+	struct fuse_session *se;
+	bool debug;
+
+	pthread_mutex_t lock;		/* the inode table */
+	struct tl_node **buckets;
+	size_t nbuckets;
+	size_t nnodes;
+	struct tl_node root;
+
+	pthread_mutex_t hlock;		/* open handles */
+	LIST_HEAD(, tl_handle) handles;
+
+	pthread_mutex_t nlock;		/* notifications, stop flag */
+	STAILQ_HEAD(, tl_note) notes;
+	bool stop;
+	pthread_t unlinker;
+	bool unlinker_started;
+};
+
+/* inode.c */
+int tl_inodes_init(struct tl_fs *fs);
+void tl_inodes_free(struct tl_fs *fs);
+/* The node of a known ino, or NULL. */
+struct tl_node *tl_node_find(struct tl_fs *fs, uint64_t ino);
+/*
+ * Finds or inserts the node for ino and counts one kernel lookup. The
+ * engine reference passed in (topic, part or seg, by kind) is consumed:
+ * kept by a new node, dropped if the node existed. parent is the
+ * partition node for TL_SEG and TL_EMPTY, else NULL.
+ */
+struct tl_node *tl_node_lookup(struct tl_fs *fs, uint64_t ino,
+    enum tl_kind kind, struct tl_node *parent, struct tlog_topic *t,
+    struct tlog_partition *p, struct tlog_segment *seg);
+void tl_node_forget(struct tl_fs *fs, uint64_t ino, uint64_t nlookup);
+int64_t tl_mono_ms(void);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops tl_ops;
+/* The store's event hook: queues kernel notifications. */
+void tl_event(void *arg, const struct tlog_event *ev);
+/* Unlinker thread: unlinks detached segments, sends notifications. */
+void *tl_unlinker(void *arg);
+/* Flushes and closes every open handle (at stop). */
+void tl_close_handles(struct tl_fs *fs);
+
+#endif /* TLOGFS_MOUNT_H */

@@ -1,0 +1,1344 @@
+/*
+ * ops.c - the FUSE low-level operations of tlogfs: they translate kernel
+ * requests into engine calls (tlog.h) and hold no policy.
+ *
+ * The view (DESIGN 1): the root lists topics, a topic its partitions, a
+ * partition its sealed segments as "<base, 20 digits>.log" and exactly
+ * one `current`. `current` resolves to the active segment's own inode
+ * (entry and attr timeout 0, so a roll shows at once); the active
+ * segment is not reachable under its numeric name, so a glob of the
+ * directory prints every record once. A partition with no active segment has an empty
+ * `current` of its own (ino = partition ino | TL_EMPTY_BIT).
+ *
+ * Files: sealed segments are read-only and keep their page cache;
+ * `current` and every write handle use direct I/O, so sizes are fresh and
+ * no page is stale. Writes append to the partition through one engine
+ * writer per open file, whatever the offset, and whichever segment the
+ * file was opened on: a long-lived writer survives rolls.
+ *
+ * Limits: no atime/mtime changes (EPERM), no locks, no mmap of `current`
+ * (direct I/O), no .tlogfs/ directory yet.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+#define DIR_TIMEOUT 1.0		/* names change only through the mount */
+#define SEALED_TIMEOUT 60.0	/* never change; deletions are notified */
+/* A write open of a segment that was `current` this recently is an open
+ * of `current` that lost a race with its roll: it appends. */
+#define CURRENT_GRACE_MS 1000
+
+static struct tl_fs *
+fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct tl_node *
+node_of(fuse_req_t req, fuse_ino_t ino)
+{
+	return tl_node_find(fs_of(req), ino);
+}
+
+/* ---- attributes ---- */
+
+static void
+ms_to_ts(int64_t ms, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ms / 1000);
+	ts->tv_nsec = (long)(ms % 1000) * 1000000L;
+}
+
+/* Attributes of a directory level: its backing directory's. */
+static int
+dir_attr(struct tl_fs *fs, enum tl_kind kind, uint64_t ino,
+    struct tlog_topic *t, struct tlog_partition *p, struct stat *st)
+{
+	int r;
+
+	if (kind == TL_TOPIC)
+		r = tlog_level_stat(fs->store, t, NULL, st);
+	else if (kind == TL_PART)
+		r = tlog_level_stat(fs->store, NULL, p, st);
+	else
+		r = tlog_level_stat(fs->store, NULL, NULL, st);
+	if (r != 0)
+		return r;
+	st->st_ino = ino;
+	return 0;
+}
+
+/*
+ * Attributes of a segment (seg != NULL) or an empty `current`: owner and
+ * group of the partition directory; `current` gets its r and w bits, a
+ * sealed segment its r bits; mtime is the newest record's time.
+ */
+static int
+file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
+    struct tlog_segment *seg, struct stat *st, bool *sealed)
+{
+	struct tlog_seginfo info;
+	struct stat dst;
+	int r;
+
+	if ((r = tlog_level_stat(fs->store, NULL, p, &dst)) != 0)
+		return r;
+	memset(st, 0, sizeof(*st));
+	memset(&info, 0, sizeof(info));
+	info.max_ts = -1;
+	if (seg != NULL)
+		tlog_segment_info(seg, &info);
+	st->st_ino = ino;
+	st->st_mode = S_IFREG | (dst.st_mode & (info.sealed ? 0444 : 0666));
+	st->st_nlink = (seg != NULL && tlog_segment_dead(seg)) ? 0 : 1;
+	st->st_uid = dst.st_uid;
+	st->st_gid = dst.st_gid;
+	st->st_size = (off_t)info.bytes;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((info.bytes + 511) / 512);
+	if (info.max_ts >= 0)
+		ms_to_ts(info.max_ts, &st->st_mtim);
+	else
+		st->st_mtim = dst.st_mtim;
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+	*sealed = info.sealed;
+	return 0;
+}
+
+/* Attributes and cache timeout of a known node. */
+static int
+node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
+    double *timeout)
+{
+	bool sealed = false;
+	int r;
+
+	switch (n->kind) {
+	case TL_SEG:
+	case TL_EMPTY:
+		r = file_attr(fs, n->ino, n->part, n->seg, st, &sealed);
+		*timeout = sealed ? SEALED_TIMEOUT : 0.0;
+		return r;
+	default:
+		*timeout = DIR_TIMEOUT;
+		return dir_attr(fs, n->kind, n->ino, n->topic, n->part, st);
+	}
+}
+
+/* Replies with an entry for a freshly looked-up node, counting the
+ * lookup; on failure the count is given back. */
+static void
+reply_node(fuse_req_t req, struct tl_node *n)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	double timeout;
+	int r;
+
+	if (n == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	if ((r = node_attr(fs, n, &e.attr, &timeout)) != 0) {
+		tl_node_forget(fs, n->ino, 1);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	e.ino = n->ino;
+	e.attr_timeout = timeout;
+	e.entry_timeout = timeout;
+	if (fuse_reply_entry(req, &e) != 0)
+		tl_node_forget(fs, n->ino, 1);
+}
+
+/* "00000000000000000042.log" -> 42; -1 for any other name. */
+static int
+parse_segname(const char *name, uint64_t *base)
+{
+	uint64_t v = 0;
+	int i;
+
+	if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
+		return -1;
+	for (i = 0; i < 20; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t)(name[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	*base = v;
+	return 0;
+}
+
+static uint64_t
+seg_ino(struct tlog_segment *seg)
+{
+	struct tlog_seginfo info;
+
+	tlog_segment_info(seg, &info);
+	return info.ino;
+}
+
+static bool
+seg_sealed(struct tlog_segment *seg)
+{
+	struct tlog_seginfo info;
+
+	tlog_segment_info(seg, &info);
+	return info.sealed;
+}
+
+/* The node of `current`: the active segment, else the empty one. */
+static struct tl_node *
+lookup_current(struct tl_fs *fs, struct tl_node *pn)
+{
+	struct tlog_segment *seg = tlog_segment_get_active(pn->part);
+	struct tl_node *n;
+
+	if (seg == NULL)
+		return tl_node_lookup(fs, pn->ino | TL_EMPTY_BIT, TL_EMPTY, pn,
+		    NULL, NULL, NULL);
+	n = tl_node_lookup(fs, seg_ino(seg), TL_SEG, pn, NULL,
+	    NULL, seg);
+	if (n != NULL)
+		__atomic_store_n(&n->cur_ms, tl_mono_ms(), __ATOMIC_RELAXED);
+	return n;
+}
+
+static void
+tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *pn = node_of(req, parent);
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	struct tlog_segment *seg;
+	uint64_t base;
+
+	if (pn == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	switch (pn->kind) {
+	case TL_ROOT:
+		if ((t = tlog_topic_get(fs->store, name)) == NULL)
+			break;
+		reply_node(req, tl_node_lookup(fs, tlog_topic_ino(t),
+		    TL_TOPIC, NULL, t, NULL, NULL));
+		return;
+	case TL_TOPIC:
+		if ((p = tlog_partition_get(pn->topic, name)) == NULL)
+			break;
+		reply_node(req, tl_node_lookup(fs, tlog_partition_ino(p),
+		    TL_PART, NULL, NULL, p, NULL));
+		return;
+	case TL_PART:
+		if (strcmp(name, "current") == 0) {
+			reply_node(req, lookup_current(fs, pn));
+			return;
+		}
+		if (parse_segname(name, &base) != 0 ||
+		    (seg = tlog_segment_get(pn->part, base)) == NULL)
+			break;
+		/* The active segment is only `current`. */
+		if (!seg_sealed(seg)) {
+			tlog_segment_put(seg);
+			break;
+		}
+		reply_node(req, tl_node_lookup(fs, seg_ino(seg),
+		    TL_SEG, pn, NULL, NULL, seg));
+		return;
+	default:
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	fuse_reply_err(req, ENOENT);
+}
+
+static void
+tl_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	tl_node_forget(fs_of(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+tl_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		tl_node_forget(fs_of(req), f[i].ino, f[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+tl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tl_node *n = node_of(req, ino);
+	struct stat st;
+	double timeout;
+	int r;
+
+	(void)fi;
+	if (n == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if ((r = node_attr(fs_of(req), n, &st, &timeout)) != 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, timeout);
+}
+
+/*
+ * Directories take chmod and chown (persisted on the backing directory).
+ * Segments take nothing: their mode and owner follow the partition, and
+ * their size and times follow the records.
+ */
+static void
+tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+    struct fuse_file_info *fi)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *n = node_of(req, ino);
+	const int ignored = FUSE_SET_ATTR_CTIME |
+	    FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID;
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	int r = 0;
+
+	(void)fi;
+	if (n == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (n->kind == TL_SEG || n->kind == TL_EMPTY) {
+		if (to_set & ~ignored) {
+			fuse_reply_err(req, EPERM);
+			return;
+		}
+		tl_getattr(req, ino, NULL);
+		return;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+	    FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	t = n->kind == TL_TOPIC ? n->topic : NULL;
+	p = n->kind == TL_PART ? n->part : NULL;
+	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+		r = tlog_level_chown(fs->store, t, p,
+		    (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+		    (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1);
+	if (r == 0 && (to_set & FUSE_SET_ATTR_MODE))
+		r = tlog_level_chmod(fs->store, t, p, attr->st_mode & 07777);
+	if (r != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	tl_getattr(req, ino, NULL);
+}
+
+/* ---- directories: topics and partitions ---- */
+
+/* A new directory takes the mode asked for and its creator as owner,
+ * like any file system (when the daemon may give it away). */
+static void
+adopt_dir(struct tl_fs *fs, fuse_req_t req, struct tlog_topic *t,
+    struct tlog_partition *p, mode_t mode)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int r;
+
+	if ((mode & 07777) != 0755 &&
+	    (r = tlog_level_chmod(fs->store, t, p, mode & 07777)) != 0)
+		tlog_log(fs->store, LOG_WARNING, "cannot set mode %o on a new "
+		    "directory: %s", (unsigned)(mode & 07777), strerror(-r));
+	if (geteuid() == 0 && (ctx->uid != 0 || ctx->gid != 0) &&
+	    (r = tlog_level_chown(fs->store, t, p, ctx->uid, ctx->gid)) != 0)
+		tlog_log(fs->store, LOG_WARNING, "cannot give a new directory "
+		    "to %u:%u: %s", (unsigned)ctx->uid, (unsigned)ctx->gid,
+		    strerror(-r));
+}
+
+static void
+tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *pn = node_of(req, parent);
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	int r;
+
+	if (pn == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	switch (pn->kind) {
+	case TL_ROOT:
+		if ((r = tlog_topic_create(fs->store, name, &t)) != 0)
+			break;
+		adopt_dir(fs, req, t, NULL, mode);
+		reply_node(req, tl_node_lookup(fs, tlog_topic_ino(t),
+		    TL_TOPIC, NULL, t, NULL, NULL));
+		return;
+	case TL_TOPIC:
+		if ((r = tlog_partition_create(pn->topic, name, &p)) != 0)
+			break;
+		adopt_dir(fs, req, NULL, p, mode);
+		reply_node(req, tl_node_lookup(fs, tlog_partition_ino(p),
+		    TL_PART, NULL, NULL, p, NULL));
+		return;
+	case TL_PART:
+		r = -EPERM;	/* nothing nests below a partition */
+		break;
+	default:
+		r = -ENOTDIR;
+		break;
+	}
+	fuse_reply_err(req, -r);
+}
+
+static void
+tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *pn = node_of(req, parent);
+	int r;
+
+	if (pn == NULL)
+		r = -ENOENT;
+	else if (pn->kind == TL_ROOT)
+		r = tlog_topic_remove(fs->store, name);
+	else if (pn->kind == TL_TOPIC)
+		r = tlog_partition_remove(pn->topic, name);
+	else
+		r = -ENOTDIR;
+	fuse_reply_err(req, -r);
+}
+
+/* Topics rename within the root, partitions within their topic. */
+static void
+tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+    fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *pn = node_of(req, parent);
+	struct tl_node *npn = node_of(req, newparent);
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	int r;
+
+	if (flags & ~RENAME_NOREPLACE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (pn == NULL || npn == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (pn->kind == TL_ROOT && npn->kind == TL_ROOT) {
+		if ((flags & RENAME_NOREPLACE) &&
+		    (t = tlog_topic_get(fs->store, newname)) != NULL) {
+			tlog_topic_put(t);
+			r = -EEXIST;
+		} else
+			r = tlog_topic_rename(fs->store, name, newname);
+	} else if (pn->kind == TL_TOPIC && npn->kind == TL_TOPIC &&
+	    pn->topic == npn->topic) {
+		if ((flags & RENAME_NOREPLACE) &&
+		    (p = tlog_partition_get(pn->topic, newname)) != NULL) {
+			tlog_partition_put(p);
+			r = -EEXIST;
+		} else
+			r = tlog_partition_rename(pn->topic, name, newname);
+	} else
+		r = -EPERM;
+	fuse_reply_err(req, -r);
+}
+
+/* Nothing but the engine creates files. */
+static void
+tl_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+    dev_t rdev)
+{
+	(void)parent; (void)name; (void)mode; (void)rdev;
+	fuse_reply_err(req, EPERM);
+}
+
+static void
+tl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+    struct fuse_file_info *fi)
+{
+	(void)parent; (void)name; (void)mode; (void)fi;
+	fuse_reply_err(req, EPERM);
+}
+
+static void
+tl_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name)
+{
+	(void)link; (void)parent; (void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+static void
+tl_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname)
+{
+	(void)ino; (void)newparent; (void)newname;
+	fuse_reply_err(req, EPERM);
+}
+
+/* rm of a sealed segment or of `current`: a manual deletion. */
+static void
+tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tl_node *pn = node_of(req, parent);
+	struct tlog_segment *seg = NULL;
+	struct tlog_seginfo info;
+	uint64_t base;
+	int r;
+
+	if (pn == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (pn->kind != TL_PART) {
+		fuse_reply_err(req, pn->kind == TL_SEG || pn->kind == TL_EMPTY ?
+		    ENOTDIR : EPERM);
+		return;
+	}
+	if (strcmp(name, "current") == 0)
+		seg = tlog_segment_get_active(pn->part);
+	else if (parse_segname(name, &base) == 0 &&
+	    (seg = tlog_segment_get(pn->part, base)) != NULL &&
+	    !seg_sealed(seg)) {
+		tlog_segment_put(seg);	/* the active one is only `current` */
+		seg = NULL;
+	}
+	if (seg == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	tlog_segment_info(seg, &info);
+	tlog_segment_put(seg);
+	r = tlog_partition_delete(pn->part, info.base);
+	fuse_reply_err(req, -r);
+}
+
+/* ---- directory listings ---- */
+
+struct tl_dent {
+	char name[TLOG_NAME_MAX + 1];
+	uint64_t ino;
+	mode_t type;
+};
+
+struct tl_dir {
+	struct tl_dent *e;
+	size_t n;
+	bool fresh;	/* built and not read yet */
+};
+
+static int
+dir_push(struct tl_dir *d, size_t *cap, const char *name, uint64_t ino,
+    mode_t type)
+{
+	struct tl_dent *ne;
+
+	if (d->n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		if ((ne = reallocarray(d->e, *cap, sizeof(*ne))) == NULL)
+			return -ENOMEM;
+		d->e = ne;
+	}
+	strlcpy(d->e[d->n].name, name, sizeof(d->e[d->n].name));
+	d->e[d->n].ino = ino;
+	d->e[d->n].type = type;
+	d->n++;
+	return 0;
+}
+
+static int
+dir_parts(struct tl_dir *d, size_t *cap, struct tl_node *n)
+{
+	struct tlog_seginfo *si;
+	uint64_t cur = n->ino | TL_EMPTY_BIT;
+	char name[32];
+	size_t i, ns;
+	int r;
+
+	if ((r = tlog_partition_segments(n->part, &si, &ns)) != 0)
+		return r;
+	for (i = 0; i < ns && r == 0; i++) {
+		if (!si[i].sealed) {
+			cur = si[i].ino;
+			continue;
+		}
+		snprintf(name, sizeof(name), "%020" PRIu64 ".log", si[i].base);
+		r = dir_push(d, cap, name, si[i].ino, S_IFREG);
+	}
+	free(si);
+	return r != 0 ? r : dir_push(d, cap, "current", cur, S_IFREG);
+}
+
+static int
+dir_build(struct tl_fs *fs, struct tl_node *n, struct tl_dir *d)
+{
+	struct tlog_dirent *de = NULL;
+	size_t cap = 0, nde = 0, i;
+	uint64_t up = TLOG_ROOT_INO;
+	int r;
+
+	free(d->e);
+	d->e = NULL;
+	d->n = 0;
+	if (n->kind == TL_PART)
+		up = tlog_topic_ino(tlog_partition_topic(n->part));
+	if ((r = dir_push(d, &cap, ".", n->ino, S_IFDIR)) != 0 ||
+	    (r = dir_push(d, &cap, "..", up, S_IFDIR)) != 0)
+		return r;
+	switch (n->kind) {
+	case TL_ROOT:
+		r = tlog_topic_list(fs->store, &de, &nde);
+		break;
+	case TL_TOPIC:
+		r = tlog_partition_list(n->topic, &de, &nde);
+		break;
+	case TL_PART:
+		return dir_parts(d, &cap, n);
+	default:
+		return -ENOTDIR;
+	}
+	for (i = 0; i < nde && r == 0; i++)
+		r = dir_push(d, &cap, de[i].name, de[i].ino, S_IFDIR);
+	free(de);
+	return r;
+}
+
+static void
+tl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tl_node *n = node_of(req, ino);
+	struct tl_dir *d;
+	int r;
+
+	if (n == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if ((r = dir_build(fs_of(req), n, d)) != 0) {
+		free(d->e);
+		free(d);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	d->fresh = true;
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) != 0) {
+		free(d->e);
+		free(d);
+	}
+}
+
+static void
+tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi)
+{
+	struct tl_dir *d = (struct tl_dir *)(uintptr_t)fi->fh;
+	struct tl_node *n = node_of(req, ino);
+	struct stat st;
+	size_t pos = 0, len, i;
+	char *buf;
+	int r;
+
+	/* A rewind sees the directory as it is now. */
+	if (off == 0 && !d->fresh && n != NULL &&
+	    (r = dir_build(fs_of(req), n, d)) != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	d->fresh = false;
+	if ((buf = malloc(size)) == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(&st, 0, sizeof(st));
+	for (i = off < 0 ? 0 : (size_t)off; i < d->n; i++) {
+		st.st_ino = d->e[i].ino;
+		st.st_mode = d->e[i].type;
+		len = fuse_add_direntry(req, buf + pos, size - pos,
+		    d->e[i].name, &st, (off_t)(i + 1));
+		if (len > size - pos)
+			break;
+		pos += len;
+	}
+	fuse_reply_buf(req, buf, pos);
+	free(buf);
+}
+
+static void
+tl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tl_dir *d = (struct tl_dir *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	free(d->e);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void
+tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi)
+{
+	(void)ino; (void)datasync; (void)fi;
+	fuse_reply_err(req, 0);
+}
+
+/* ---- files: segments and `current` ---- */
+
+static void
+handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
+{
+	int r;
+
+	if (unlist) {
+		pthread_mutex_lock(&fs->hlock);
+		LIST_REMOVE(h, link);
+		pthread_mutex_unlock(&fs->hlock);
+	}
+	if (h->w != NULL && (r = tlog_writer_close(h->w)) != 0)
+		tlog_log(fs->store, LOG_ERR, "a held partial record is lost "
+		    "at close: %s", strerror(-r));
+	if (h->fd >= 0)
+		close(h->fd);
+	free(h);
+}
+
+void
+tl_close_handles(struct tl_fs *fs)
+{
+	struct tl_handle *h;
+
+	pthread_mutex_lock(&fs->hlock);
+	while ((h = LIST_FIRST(&fs->handles)) != NULL) {
+		LIST_REMOVE(h, link);
+		pthread_mutex_unlock(&fs->hlock);
+		handle_free(fs, h, false);
+		pthread_mutex_lock(&fs->hlock);
+	}
+	pthread_mutex_unlock(&fs->hlock);
+}
+
+/*
+ * Write opens must append (O_APPEND, no O_TRUNC) and name `current`:
+ * the active segment, the empty `current`, or a segment that was
+ * `current` a moment ago and sealed between the lookup and the open.
+ */
+static int
+open_check_write(struct tl_node *n, int flags)
+{
+	int64_t age;
+
+	if ((flags & O_TRUNC) || !(flags & O_APPEND))
+		return -EPERM;
+	if (n->kind == TL_SEG && seg_sealed(n->seg)) {
+		age = tl_mono_ms() - __atomic_load_n(&n->cur_ms,
+		    __ATOMIC_RELAXED);
+		if (n->cur_ms == 0 || age > CURRENT_GRACE_MS)
+			return -EPERM;
+	}
+	return 0;
+}
+
+static void
+tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *n = node_of(req, ino);
+	int acc = fi->flags & O_ACCMODE;
+	struct tl_handle *h;
+	bool sealed;
+	int r;
+
+	if (n == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (n->kind != TL_SEG && n->kind != TL_EMPTY) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (acc != O_RDONLY && (r = open_check_write(n, fi->flags)) != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if ((h = calloc(1, sizeof(*h))) == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->fd = -1;
+	sealed = n->kind == TL_SEG && seg_sealed(n->seg);
+	if (acc != O_RDONLY && (h->w = tlog_writer_open(n->part)) == NULL) {
+		free(h);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (acc != O_WRONLY && n->kind == TL_SEG) {
+		if ((h->fd = tlog_segment_open(n->seg)) < 0) {
+			r = h->fd;
+			h->fd = -1;
+			handle_free(fs, h, false);
+			fuse_reply_err(req, -r);
+			return;
+		}
+		h->seg = n->seg;
+	}
+	/* Sealed data never changes: keep its pages. Anything that can
+	 * grow, and every writer, goes straight to the daemon, one request
+	 * at a time per write(2) (no async direct I/O, see tl_init). */
+	if (acc == O_RDONLY && sealed)
+		fi->keep_cache = 1;
+	else
+		fi->direct_io = 1;
+	fi->fh = (uintptr_t)h;
+	pthread_mutex_lock(&fs->hlock);
+	LIST_INSERT_HEAD(&fs->handles, h, link);
+	pthread_mutex_unlock(&fs->hlock);
+	if (fuse_reply_open(req, fi) != 0)
+		handle_free(fs, h, true);
+}
+
+static void
+tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi)
+{
+	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
+	ssize_t n;
+	char *buf;
+
+	(void)ino;
+	if (h->fd < 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if ((buf = malloc(size ? size : 1)) == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = tlog_segment_read(h->seg, h->fd, buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void
+tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+    off_t off, struct fuse_file_info *fi)
+{
+	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
+	ssize_t n;
+
+	(void)ino; (void)off;	/* every write appends */
+	if (h->w == NULL) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	n = tlog_writer_write(h->w, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* close(2): held bytes of an unfinished line become a record. */
+static void
+tl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	fuse_reply_err(req, h->w != NULL ? -tlog_writer_flush(h->w) : 0);
+}
+
+static void
+tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi)
+{
+	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	fuse_reply_err(req, h->w != NULL ?
+	    -tlog_writer_fsync(h->w, datasync != 0) : 0);
+}
+
+static void
+tl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	handle_free(fs_of(req), (struct tl_handle *)(uintptr_t)fi->fh, true);
+	fuse_reply_err(req, 0);
+}
+
+static void
+tl_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+	int r;
+
+	(void)ino;
+	if ((r = tlog_store_statvfs(fs_of(req)->store, &sv)) != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (sv.f_namemax > TLOG_NAME_MAX)
+		sv.f_namemax = TLOG_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- extended attributes (DESIGN 5) ---- */
+
+static const char *const part_stats[] = {
+	"start_offset", "end_offset", "bytes", "segments", "oldest_ts",
+	"newest_ts", "next_expiry", NULL
+};
+static const char *const seg_stats[] = {
+	"base_offset", "records", "first_ts", "max_ts", "sealed",
+	"sealed_by", "expires_at", NULL
+};
+
+static int
+name_index(const char *const *names, const char *name)
+{
+	int i;
+
+	for (i = 0; names[i] != NULL; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* Config levels: the store (root), a topic, a partition. */
+static bool
+is_level(const struct tl_node *n)
+{
+	return n->kind == TL_ROOT || n->kind == TL_TOPIC || n->kind == TL_PART;
+}
+
+static struct tlog_topic *
+level_topic(const struct tl_node *n)
+{
+	return n->kind == TL_TOPIC ? n->topic : NULL;
+}
+
+static struct tlog_partition *
+level_part(const struct tl_node *n)
+{
+	return n->kind == TL_PART ? n->part : NULL;
+}
+
+/* Whether the level itself sets key k (rather than inheriting it). */
+static bool
+level_sets(struct tl_fs *fs, const struct tl_node *n, int k)
+{
+	struct tlog_config *c;
+
+	if (n->kind == TL_TOPIC)
+		c = tlog_topic_config(n->topic);
+	else if (n->kind == TL_PART)
+		c = tlog_partition_config(n->part);
+	else
+		c = tlog_store_config(fs->store);
+	return __atomic_load_n(&c->v[k], __ATOMIC_RELAXED) != TLOG_UNSET;
+}
+
+/* A statistic as text: -ENOTSUP if no such statistic, -ENODATA if this
+ * node has none of that kind. */
+static int
+stat_value(struct tl_node *n, const char *stat, char *buf, size_t len)
+{
+	struct tlog_part_stats ps;
+	struct tlog_seginfo si;
+	int i;
+
+	if ((i = name_index(part_stats, stat)) >= 0) {
+		if (n->kind != TL_PART)
+			return -ENODATA;
+		tlog_partition_stats(n->part, &ps);
+		int64_t v[] = { (int64_t)ps.start_offset,
+		    (int64_t)ps.end_offset, (int64_t)ps.bytes,
+		    (int64_t)ps.segments, ps.oldest_ts, ps.newest_ts,
+		    ps.next_expiry };
+		snprintf(buf, len, "%" PRId64, v[i]);
+		return 0;
+	}
+	if ((i = name_index(seg_stats, stat)) < 0)
+		return -ENOTSUP;
+	if (n->kind == TL_SEG)
+		tlog_segment_info(n->seg, &si);
+	else if (n->kind == TL_EMPTY) {
+		tlog_partition_stats(n->part, &ps);
+		memset(&si, 0, sizeof(si));
+		si.base = ps.end_offset;
+		si.first_ts = si.max_ts = si.expires_at = -1;
+		si.sealed_by = TLOG_TRIG_NONE;
+	} else
+		return -ENODATA;
+	if (i == 5) {
+		snprintf(buf, len, "%s", tlog_trigger_name(si.sealed_by));
+		return 0;
+	}
+	int64_t v[] = { (int64_t)si.base, (int64_t)si.records, si.first_ts,
+	    si.max_ts, si.sealed ? 1 : 0, 0, si.expires_at };
+	snprintf(buf, len, "%" PRId64, v[i]);
+	return 0;
+}
+
+static void
+reply_xattr_value(fuse_req_t req, const char *val, size_t len, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
+}
+
+static void
+tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct tl_fs *fs;
+	struct tl_node *n;
+	const char *key;
+	char val[64];
+	int64_t v;
+	int r;
+
+	/* Asked before every write: answer from memory, at once. */
+	if (strcmp(name, "security.capability") == 0) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (strncmp(name, "user.", 5) != 0) {
+		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	fs = fs_of(req);
+	key = name + 5;
+	if ((n = node_of(req, ino)) == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (strncmp(key, "tlog.", 5) == 0)
+		r = stat_value(n, key + 5, val, sizeof(val));
+	else if (strcmp(key, "seal") == 0)
+		r = -ENODATA;	/* a command, not a value */
+	else if (tlog_key_lookup(key) < 0)
+		r = -ENOTSUP;
+	else {
+		/* Files show their partition's effective value. */
+		if (is_level(n))
+			r = tlog_conf_get(fs->store, level_topic(n),
+			    level_part(n), key, &v);
+		else
+			r = tlog_conf_get(fs->store, NULL, n->part, key, &v);
+		if (r == 0)
+			snprintf(val, sizeof(val), "%" PRId64, v);
+	}
+	if (r != 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_xattr_value(req, val, strlen(val), size);
+}
+
+/* "1", as setfattr sends it, or with the newline of `echo`. */
+static bool
+is_one(const char *value, size_t size)
+{
+	return (size == 1 && value[0] == '1') ||
+	    (size == 2 && value[0] == '1' && value[1] == '\n');
+}
+
+static int
+do_seal(struct tl_node *n, const char *value, size_t size)
+{
+	if (!is_one(value, size))
+		return -EINVAL;
+	switch (n->kind) {
+	case TL_PART:
+	case TL_EMPTY:
+		return tlog_partition_seal(n->part, TLOG_TRIG_MANUAL);
+	case TL_SEG:
+		/* Sealed already (a sealed segment, or `current` that has
+		 * just rolled): nothing to do. */
+		if (seg_sealed(n->seg))
+			return 0;
+		return tlog_partition_seal(n->part, TLOG_TRIG_MANUAL);
+	default:
+		return -EPERM;	/* sealing is per partition */
+	}
+}
+
+static void
+tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+    const char *value, size_t size, int flags)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *n;
+	const char *key;
+	char err[256];
+	int k, r;
+
+	if (strncmp(name, "user.", 5) != 0) {
+		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	key = name + 5;
+	if ((n = node_of(req, ino)) == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (strncmp(key, "tlog.", 5) == 0)
+		r = -EPERM;		/* statistics are read-only */
+	else if (strcmp(key, "seal") == 0)
+		r = do_seal(n, value, size);
+	else if ((k = tlog_key_lookup(key)) < 0)
+		r = -ENOTSUP;
+	else if (!is_level(n))
+		r = -EPERM;		/* set it on the directory */
+	else if ((flags & XATTR_CREATE) && level_sets(fs, n, k))
+		r = -EEXIST;
+	else if ((flags & XATTR_REPLACE) && !level_sets(fs, n, k))
+		r = -ENODATA;
+	else
+		r = tlog_conf_set(fs->store, level_topic(n), level_part(n),
+		    key, value, size, err, sizeof(err));
+	fuse_reply_err(req, -r);
+}
+
+static void
+tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *n;
+	const char *key;
+	int r;
+
+	if (strncmp(name, "user.", 5) != 0) {
+		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	key = name + 5;
+	if ((n = node_of(req, ino)) == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (strncmp(key, "tlog.", 5) == 0)
+		r = -EPERM;
+	else if (strcmp(key, "seal") == 0)
+		r = -ENODATA;
+	else if (tlog_key_lookup(key) < 0)
+		r = -ENOTSUP;
+	else if (!is_level(n))
+		r = -EPERM;
+	else
+		r = tlog_conf_unset(fs->store, level_topic(n), level_part(n),
+		    key);
+	fuse_reply_err(req, -r);
+}
+
+static void
+list_add(char *buf, size_t *len, size_t cap, const char *prefix,
+    const char *name)
+{
+	size_t l = strlen(prefix) + strlen(name) + 1;
+
+	if (*len + l <= cap)
+		snprintf(buf + *len, l, "%s%s", prefix, name);
+	*len += l;
+}
+
+/* A level lists the keys it sets itself (so `getfattr -d` shows its
+ * overrides); partitions and files also list their statistics. */
+static void
+tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_node *n = node_of(req, ino);
+	const char *const *stats = NULL;
+	char buf[1024];
+	size_t len = 0;
+	int k;
+
+	if (n == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (is_level(n))
+		for (k = 0; k < TLOG_NKEYS; k++)
+			if (level_sets(fs, n, k))
+				list_add(buf, &len, sizeof(buf), "user.",
+				    tlog_key_name(k));
+	if (n->kind == TL_PART)
+		stats = part_stats;
+	else if (n->kind == TL_SEG || n->kind == TL_EMPTY)
+		stats = seg_stats;
+	for (k = 0; stats != NULL && stats[k] != NULL; k++)
+		list_add(buf, &len, sizeof(buf), "user.tlog.", stats[k]);
+	reply_xattr_value(req, buf, len, size);
+}
+
+/* ---- session ---- */
+
+static void
+tl_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/*
+	 * Writes of one handle must reach the engine in order: no async
+	 * direct I/O (the parts of one large write could run at once), no
+	 * writeback cache (it breaks O_APPEND and the daemon-side roll),
+	 * no splice.
+	 */
+	conn->want &= ~(FUSE_CAP_ASYNC_DIO | FUSE_CAP_WRITEBACK_CACHE |
+	    FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+	    FUSE_CAP_SPLICE_MOVE);
+	/* O_TRUNC reaches open(), which refuses it. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	conn->max_write = 1U << 20;
+}
+
+/* ---- the unlinker thread and kernel notifications ---- */
+
+void
+tl_event(void *arg, const struct tlog_event *ev)
+{
+	struct tl_fs *fs = arg;
+	struct tl_note *note;
+
+	/* Seals need no notice: `current` is never cached, and a sealed
+	 * segment's name was never looked up successfully before. */
+	if (ev->kind != TLOG_EV_DELETE)
+		return;
+	if ((note = calloc(1, sizeof(*note))) == NULL)
+		return;		/* the kernel's entry times out by itself */
+	note->parent = ev->partition_ino;
+	note->child = ev->segment_ino;
+	snprintf(note->name, sizeof(note->name), "%020" PRIu64 ".log",
+	    ev->base);
+	pthread_mutex_lock(&fs->nlock);
+	STAILQ_INSERT_TAIL(&fs->notes, note, link);
+	pthread_mutex_unlock(&fs->nlock);
+	/* Wakes the unlinker if another thread deleted. */
+	tlog_store_wakeup(fs->store);
+}
+
+/* Sends the queued notifications; holds no lock while sending. */
+static void
+send_notes(struct tl_fs *fs)
+{
+	struct tl_note *note;
+	int r;
+
+	for (;;) {
+		pthread_mutex_lock(&fs->nlock);
+		if ((note = STAILQ_FIRST(&fs->notes)) != NULL)
+			STAILQ_REMOVE_HEAD(&fs->notes, link);
+		pthread_mutex_unlock(&fs->nlock);
+		if (note == NULL)
+			return;
+		r = fuse_lowlevel_notify_delete(fs->se, note->parent,
+		    note->child, note->name, strlen(note->name));
+		if (r == -ENOSYS)
+			r = fuse_lowlevel_notify_inval_entry(fs->se,
+			    note->parent, note->name, strlen(note->name));
+		/* ENOENT: the kernel had no such entry cached. */
+		if (r != 0 && r != -ENOENT && fs->debug)
+			tlog_log(fs->store, LOG_DEBUG, "notify %s: %s",
+			    note->name, strerror(-r));
+		free(note);
+	}
+}
+
+void *
+tl_unlinker(void *arg)
+{
+	struct tl_fs *fs = arg;
+	bool stop;
+
+	for (;;) {
+		pthread_mutex_lock(&fs->nlock);
+		stop = fs->stop;
+		pthread_mutex_unlock(&fs->nlock);
+		if (stop)
+			break;
+		tlog_store_unlink_wait(fs->store, -1);
+		tlog_store_unlink_pending(fs->store, 64);
+		send_notes(fs);
+	}
+	return NULL;
+}
+
+const struct fuse_lowlevel_ops tl_ops = {
+	.init		= tl_init,
+	.lookup		= tl_lookup,
+	.forget		= tl_forget,
+	.forget_multi	= tl_forget_multi,
+	.getattr	= tl_getattr,
+	.setattr	= tl_setattr,
+	.mknod		= tl_mknod,
+	.mkdir		= tl_mkdir,
+	.unlink		= tl_unlink,
+	.rmdir		= tl_rmdir,
+	.symlink	= tl_symlink,
+	.rename		= tl_rename,
+	.link		= tl_link,
+	.open		= tl_open,
+	.read		= tl_read,
+	.write		= tl_write,
+	.flush		= tl_flush,
+	.release	= tl_release,
+	.fsync		= tl_fsync,
+	.opendir	= tl_opendir,
+	.readdir	= tl_readdir,
+	.releasedir	= tl_releasedir,
+	.fsyncdir	= tl_fsyncdir,
+	.statfs		= tl_statfs,
+	.setxattr	= tl_setxattr,
+	.getxattr	= tl_getxattr,
+	.listxattr	= tl_listxattr,
+	.removexattr	= tl_removexattr,
+	.create		= tl_create,
+};
