@@ -237,3 +237,19 @@ tl_node_forget(struct tl_fs *fs, uint64_t ino, uint64_t nlookup)
 	for (i = 0; i < ndead; i++)
 		node_release(dead[i]);
 }
+
+size_t
+tl_node_children(struct tl_fs *fs, struct tl_node *pn, uint64_t *inos,
+    size_t max)
+{
+	struct tl_node *n;
+	size_t i, k = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->nbuckets && k < max; i++)
+		for (n = fs->buckets[i]; n != NULL && k < max; n = n->next)
+			if (n->parent == pn)
+				inos[k++] = n->ino;
+	pthread_mutex_unlock(&fs->lock);
+	return k;
+}

@@ -59,7 +59,7 @@ struct tl_handle {
 	int fd;				/* seg's data file, -1 if none */
 };
 
-/* A kernel notification waiting for the unlinker thread. */
+/* A kernel notification waiting for the unlinker thread: an entry gone. */
 struct tl_note {
 	STAILQ_ENTRY(tl_note) link;
 	uint64_t parent;
@@ -103,6 +103,9 @@ struct tl_node *tl_node_lookup(struct tl_fs *fs, uint64_t ino,
     enum tl_kind kind, struct tl_node *parent, struct tlog_topic *t,
     struct tlog_partition *p, struct tlog_segment *seg);
 void tl_node_forget(struct tl_fs *fs, uint64_t ino, uint64_t nlookup);
+/* Up to max inos of the nodes whose parent is pn; returns the count. */
+size_t tl_node_children(struct tl_fs *fs, struct tl_node *pn, uint64_t *inos,
+    size_t max);
 int64_t tl_mono_ms(void);
 
 /* ops.c */

@@ -229,6 +229,7 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	struct tlog_segment *seg;
+	struct tl_node *n;
 	uint64_t base;
 
 	if (pn == NULL) {
@@ -261,8 +262,12 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			tlog_segment_put(seg);
 			break;
 		}
-		reply_node(req, tl_node_lookup(fs, seg_ino(seg),
-		    TL_SEG, pn, NULL, NULL, seg));
+		n = tl_node_lookup(fs, seg_ino(seg), TL_SEG, pn, NULL, NULL,
+		    seg);
+		/* Looked up by its own name: no longer `current`. */
+		if (n != NULL)
+			__atomic_store_n(&n->cur_ms, 0, __ATOMIC_RELAXED);
+		reply_node(req, n);
 		return;
 	default:
 		fuse_reply_err(req, ENOTDIR);
@@ -305,6 +310,41 @@ tl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 	else
 		fuse_reply_attr(req, &st, timeout);
+}
+
+static void
+queue_note(struct tl_fs *fs, uint64_t parent, uint64_t child,
+    const char *name)
+{
+	struct tl_note *note;
+
+	if ((note = calloc(1, sizeof(*note))) == NULL)
+		return;		/* the kernel's cache times out by itself */
+	note->parent = parent;
+	note->child = child;
+	strlcpy(note->name, name, sizeof(note->name));
+	pthread_mutex_lock(&fs->nlock);
+	STAILQ_INSERT_TAIL(&fs->notes, note, link);
+	pthread_mutex_unlock(&fs->nlock);
+	/* The unlinker thread sends it: never from a request handler. */
+	tlog_store_wakeup(fs->store);
+}
+
+/*
+ * Drops the kernel's cached attributes of a partition's files, at once,
+ * so that the next stat sees the new mode or owner. Safe inside a
+ * request: attribute-only invalidation (offset -1) takes no inode or
+ * page lock, unlike entry notifications, which are queued instead.
+ */
+static void
+inval_children(struct tl_fs *fs, struct tl_node *pn)
+{
+	uint64_t inos[256];
+	size_t i, k;
+
+	k = tl_node_children(fs, pn, inos, sizeof(inos) / sizeof(inos[0]));
+	for (i = 0; i < k; i++)
+		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], -1, 0);
 }
 
 /*
@@ -358,6 +398,10 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		fuse_reply_err(req, -r);
 		return;
 	}
+	/* Files take their mode and owner from the partition: the kernel's
+	 * cached attributes of its sealed segments are stale now. */
+	if (p != NULL)
+		inval_children(fs, n);
 	tl_getattr(req, ino, NULL);
 }
 
@@ -760,20 +804,20 @@ tl_close_handles(struct tl_fs *fs)
 
 /*
  * Write opens must append (O_APPEND, no O_TRUNC) and name `current`:
- * the active segment, the empty `current`, or a segment that was
- * `current` a moment ago and sealed between the lookup and the open.
+ * the active segment, the empty `current`, or a segment that was looked
+ * up as `current` a moment ago (and not by its own name since) and
+ * sealed between that lookup and this open.
  */
 static int
 open_check_write(struct tl_node *n, int flags)
 {
-	int64_t age;
+	int64_t cur;
 
 	if ((flags & O_TRUNC) || !(flags & O_APPEND))
 		return -EPERM;
 	if (n->kind == TL_SEG && seg_sealed(n->seg)) {
-		age = tl_mono_ms() - __atomic_load_n(&n->cur_ms,
-		    __ATOMIC_RELAXED);
-		if (n->cur_ms == 0 || age > CURRENT_GRACE_MS)
+		cur = __atomic_load_n(&n->cur_ms, __ATOMIC_RELAXED);
+		if (cur == 0 || tl_mono_ms() - cur > CURRENT_GRACE_MS)
 			return -EPERM;
 	}
 	return 0;
@@ -1246,23 +1290,14 @@ void
 tl_event(void *arg, const struct tlog_event *ev)
 {
 	struct tl_fs *fs = arg;
-	struct tl_note *note;
+	char name[32];
 
 	/* Seals need no notice: `current` is never cached, and a sealed
 	 * segment's name was never looked up successfully before. */
 	if (ev->kind != TLOG_EV_DELETE)
 		return;
-	if ((note = calloc(1, sizeof(*note))) == NULL)
-		return;		/* the kernel's entry times out by itself */
-	note->parent = ev->partition_ino;
-	note->child = ev->segment_ino;
-	snprintf(note->name, sizeof(note->name), "%020" PRIu64 ".log",
-	    ev->base);
-	pthread_mutex_lock(&fs->nlock);
-	STAILQ_INSERT_TAIL(&fs->notes, note, link);
-	pthread_mutex_unlock(&fs->nlock);
-	/* Wakes the unlinker if another thread deleted. */
-	tlog_store_wakeup(fs->store);
+	snprintf(name, sizeof(name), "%020" PRIu64 ".log", ev->base);
+	queue_note(fs, ev->partition_ino, ev->segment_ino, name);
 }
 
 /* Sends the queued notifications; holds no lock while sending. */

@@ -1,0 +1,154 @@
+# lib.sh - sourced by the integration tests: TAP output, a fresh store and
+# mountpoint in a temporary directory, mounting, unmounting, and cleanup.
+#
+# A test script does:
+#   . "${srcdir:-.}/tests/integration/lib.sh"
+#   tl_mount                     # mounts $STORE on $MNT, daemon in $DPID
+#   tl_is "name" "want" "$(cmd)"
+#   tl_umount                    # fusermount3 -u, waits for the daemon
+#   tl_stderr_clean "name" [ALLOWED_ERE]
+#   tl_done                      # prints the plan, exits
+#
+# Tests run from the build directory (make check); helpers are found
+# there, scripts and this file in $srcdir.
+
+set -u
+
+TL_BUILD=$(pwd)
+TLOGFS=$TL_BUILD/mount/tlogfs
+PROBE=$TL_BUILD/tests/integration/helpers/errno_probe
+LINEWRITER=$TL_BUILD/tests/integration/helpers/linewriter
+
+if [ ! -c /dev/fuse ]; then
+	echo "1..0 # SKIP no /dev/fuse"
+	exit 77
+fi
+
+TL_N=0
+TL_FAILED=0
+DPID=
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlogfs-it.XXXXXX")
+STORE=$TMP/store
+MNT=$TMP/mnt
+ERR=$TMP/daemon.err
+mkdir -p "$STORE" "$MNT"
+: >"$ERR"
+
+tl_ok() {
+	TL_N=$((TL_N + 1))
+	echo "ok $TL_N - $1"
+}
+
+tl_not_ok() {
+	TL_N=$((TL_N + 1))
+	TL_FAILED=1
+	echo "not ok $TL_N - $1"
+	shift
+	for l in "$@"; do echo "# $l"; done
+}
+
+# tl_check NAME CMD...: ok if CMD succeeds.
+tl_check() {
+	local name=$1
+	shift
+	if "$@"; then tl_ok "$name"; else tl_not_ok "$name" "failed: $*"; fi
+}
+
+# tl_is NAME WANT GOT
+tl_is() {
+	if [ "$2" = "$3" ]; then
+		tl_ok "$1"
+	else
+		tl_not_ok "$1" "want: $(printf %s "$2" | head -c 400)" \
+		    "got:  $(printf %s "$3" | head -c 400)"
+	fi
+}
+
+tl_diag() { echo "# $*"; }
+
+# tl_wait_for TIMEOUT_S CMD...: polls CMD every 50 ms until it succeeds.
+tl_wait_for() {
+	local limit=$(($1 * 20)) i=0
+	shift
+	while ! "$@"; do
+		i=$((i + 1))
+		[ $i -ge $limit ] && return 1
+		sleep 0.05
+	done
+	return 0
+}
+
+tl_is_mounted() {
+	awk -v m="$1" '$2 == m && $3 == "fuse.tlogfs" { f = 1 } END { exit !f }' \
+	    /proc/self/mounts
+}
+
+tl_daemon_alive() { [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; }
+
+# tl_mount [OPTIONS...]: starts the daemon in the foreground, in the
+# background of this shell, and polls until the mount is up.
+tl_mount() {
+	"$TLOGFS" "$STORE" "$MNT" -f "$@" 2>>"$ERR" &
+	DPID=$!
+	if ! tl_wait_for 10 _tl_up; then
+		echo "# mount did not come up; daemon stderr:"
+		sed 's/^/#   /' "$ERR"
+		tl_not_ok "mount $STORE on $MNT"
+		exit 1
+	fi
+}
+
+_tl_up() {
+	tl_is_mounted "$MNT" && return 0
+	tl_daemon_alive || return 0	# died: stop polling, checked above
+	return 1
+}
+
+# tl_umount: unmounts and waits for the daemon; returns its status.
+tl_umount() {
+	local st=0
+	fusermount3 -u "$MNT" || return 1
+	if [ -n "$DPID" ]; then
+		wait "$DPID" || st=$?
+		DPID=
+	fi
+	return $st
+}
+
+# tl_stderr_clean NAME [ALLOWED_ERE]: ok if the daemon printed nothing
+# but lines matching ALLOWED_ERE.
+tl_stderr_clean() {
+	local bad
+	if [ $# -ge 2 ]; then
+		bad=$(grep -Ev -- "$2" "$ERR" || true)
+	else
+		bad=$(cat "$ERR")
+	fi
+	if [ -z "$bad" ]; then
+		tl_ok "$1"
+	else
+		tl_not_ok "$1" "unexpected daemon output:" "$bad"
+	fi
+}
+
+tl_cleanup() {
+	if [ -n "$DPID" ] && tl_daemon_alive; then
+		fusermount3 -u "$MNT" 2>/dev/null || kill "$DPID" 2>/dev/null
+		wait "$DPID" 2>/dev/null
+	fi
+	if tl_is_mounted "$MNT"; then
+		fusermount3 -u -z "$MNT" 2>/dev/null
+	fi
+	# Never remove through a live mount.
+	if ! tl_is_mounted "$MNT" && ! grep -q " $TMP" /proc/self/mounts; then
+		rm -rf "$TMP"
+	fi
+}
+
+trap tl_cleanup EXIT
+
+# tl_done: the plan (at the end, as TAP allows) and the exit status.
+tl_done() {
+	echo "1..$TL_N"
+	exit $TL_FAILED
+}
