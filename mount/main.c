@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,7 @@ main(int argc, char *argv[])
 	}
 	if (opts.show_version) {
 		printf("tlogfs version %s\n", PACKAGE_VERSION);
+		fflush(stdout);
 		fuse_lowlevel_version();
 		ret = 0;
 		goto out_args;
@@ -304,7 +306,9 @@ main(int argc, char *argv[])
 		goto out_unmount;
 	}
 	fs.unlinker_started = true;
-	ret = run_loop(se, &opts) == 0 ? 0 : 1;
+	/* A stop by signal is a clean stop: the loop returns the signal. */
+	r = run_loop(se, &opts);
+	ret = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP) ? 0 : 1;
 	stop_unlinker(&fs);
 
 out_unmount:

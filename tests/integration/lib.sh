@@ -131,14 +131,44 @@ tl_stderr_clean() {
 	fi
 }
 
-tl_cleanup() {
+# tl_lines FILE: checks linewriter output. Prints "torn=N order=N" then
+# "wID COUNT FIRST LAST" per writer: a torn line breaks the format, an
+# order error is a number that is not the writer's previous one plus 1.
+tl_lines() {
+	awk '
+	{
+		if (NF != 4 || length($4) != $3 + 0 ||
+		    $4 !~ ("^" sprintf("%c", 97 + $2 % 26) "+$")) {
+			torn++
+			next
+		}
+		w = $1
+		if (w in nx && $2 != nx[w]) order++
+		if (!(w in first)) first[w] = $2
+		nx[w] = $2 + 1
+		cnt[w]++
+	}
+	END {
+		printf "torn=%d order=%d\n", torn, order
+		for (w in cnt) printf "%s %d %d %d\n", w, cnt[w], first[w], nx[w] - 1
+	}' "$1" | { read -r head; echo "$head"; sort; }
+}
+
+# tl_cleanup_mount: stops the daemon and unmounts, whatever state they
+# are in; tl_cleanup also removes the temporary directory.
+tl_cleanup_mount() {
 	if [ -n "$DPID" ] && tl_daemon_alive; then
 		fusermount3 -u "$MNT" 2>/dev/null || kill "$DPID" 2>/dev/null
 		wait "$DPID" 2>/dev/null
 	fi
+	DPID=
 	if tl_is_mounted "$MNT"; then
 		fusermount3 -u -z "$MNT" 2>/dev/null
 	fi
+}
+
+tl_cleanup() {
+	tl_cleanup_mount
 	# Never remove through a live mount.
 	if ! tl_is_mounted "$MNT" && ! grep -q " $TMP" /proc/self/mounts; then
 		rm -rf "$TMP"

@@ -75,8 +75,8 @@ tl_is "end_offset, bytes, segments" "2 5 1" \
     "$(gx user.tlog.end_offset "$P") $(gx user.tlog.bytes "$P") $(gx user.tlog.segments "$P")"
 tl_is "current: records, sealed, sealed_by" "2 0 none" \
     "$(gx user.tlog.records "$P/current") $(gx user.tlog.sealed "$P/current") $(gx user.tlog.sealed_by "$P/current")"
-tl_is "expires_at = max_ts + retention.ms" \
-    "$(($(gx user.tlog.max_ts "$P/current") + 259200000))" \
+tl_is "expires_at = max_ts + retention.ms + 1 (first expired ms)" \
+    "$(($(gx user.tlog.max_ts "$P/current") + 259200000 + 1))" \
     "$(gx user.tlog.expires_at "$P/current")"
 tl_is "setting a statistic: EPERM" EPERM "$(p setxattr "$P" user.tlog.bytes 1)"
 tl_is "setting a segment statistic: EPERM" EPERM \

@@ -2,10 +2,11 @@
  * linewriter - appends numbered, self-checking lines to a file through one
  * O_APPEND descriptor, for the integration tests.
  *
- *   linewriter PATH ID COUNT [-p] [-d USEC] [-a ACKFILE]
+ *   linewriter PATH ID COUNT [-p] [-d USEC] [-s BASE] [-a ACKFILE]
  *
  * Line n of writer ID is "wID n LEN PAYLOAD\n", PAYLOAD being LEN copies
- * of one letter, so a torn or interleaved line shows. -p writes each line
+ * of letter 'a' + n % 26 (LEN is BASE plus 1 to 100), so a torn or
+ * interleaved line shows. -p writes each line
  * in 2 or 3 pieces with separate write(2) calls; -d sleeps between lines;
  * -a records, after each line whose last write(2) returned, its number in
  * ACKFILE (what a crash must not lose). COUNT 0 writes until a write
@@ -50,18 +51,23 @@ fail(const char *what)
 int
 main(int argc, char *argv[])
 {
-	char line[256], ack[32];
-	unsigned long id, count, n, usec = 0;
+	char *line, ack[32];
+	unsigned long id, count, n, usec = 0, base = 0;
 	size_t len, cut1, cut2;
 	int fd, afd = -1, pieces = 0, c, plen;
 
-	while ((c = getopt(argc, argv, "pd:a:")) != -1) {
+	while ((c = getopt(argc, argv, "pd:s:a:")) != -1) {
 		switch (c) {
 		case 'p':
 			pieces = 1;
 			break;
 		case 'd':
 			usec = strtoul(optarg, NULL, 10);
+			break;
+		case 's':
+			base = strtoul(optarg, NULL, 10);
+			if (base > 1 << 20)
+				return 2;
 			break;
 		case 'a':
 			afd = open(optarg, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -74,16 +80,18 @@ main(int argc, char *argv[])
 	}
 	if (argc - optind != 3) {
 		fprintf(stderr, "usage: linewriter PATH ID COUNT [-p] "
-		    "[-d USEC] [-a ACKFILE]\n");
+		    "[-d USEC] [-s BASE] [-a ACKFILE]\n");
 		return 2;
 	}
+	if ((line = malloc(base + 256)) == NULL)
+		fail("malloc");
 	id = strtoul(argv[optind + 1], NULL, 10);
 	count = strtoul(argv[optind + 2], NULL, 10);
 	if ((fd = open(argv[optind], O_WRONLY | O_APPEND)) == -1)
 		fail("open");
 	for (n = 0; count == 0 || n < count; n++) {
-		plen = (int)((n * 7 + id * 13) % 100 + 1);
-		len = (size_t)snprintf(line, sizeof(line), "w%lu %lu %d ",
+		plen = (int)(base + (n * 7 + id * 13) % 100 + 1);
+		len = (size_t)snprintf(line, 64, "w%lu %lu %d ",
 		    id, n, plen);
 		memset(line + len, 'a' + (int)(n % 26), (size_t)plen);
 		len += (size_t)plen;

@@ -1,0 +1,94 @@
+#!/bin/sh
+# daemon.sh - the tlogfs daemon itself: usage, one-line failures with a
+# non-zero status, a quiet idle mount, a clean stop on SIGTERM that
+# flushes held partial records, daemonizing, and mount(8) / fstab.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+tl_is "--version" "tlogfs version" "$("$TLOGFS" --version 2>&1 | head -1 | cut -d' ' -f1-2)"
+tl_check "--help prints the usage" sh -c "'$TLOGFS' --help | grep -q '^usage: tlogfs STORE MOUNTPOINT'"
+
+# fails CMD...: non-zero status and exactly one line on stderr.
+fails() {
+	local st=0
+	"$@" >/dev/null 2>"$TMP/fail.err" || st=$?
+	[ "$st" -ne 0 ] && [ "$(wc -l <"$TMP/fail.err")" -eq 1 ] && return 0
+	echo "# status $st, stderr:"; sed 's/^/#   /' "$TMP/fail.err"
+	return 1
+}
+tl_check "no arguments: one line, non-zero" fails "$TLOGFS"
+tl_check "a missing STORE: one line, non-zero" \
+    fails "$TLOGFS" "$TMP/nostore" "$MNT" -f
+tl_check "a missing MOUNTPOINT: one line, non-zero" \
+    fails "$TLOGFS" "$STORE" "$TMP/nomnt" -f
+mkdir "$TMP/ro"
+if mount -t tmpfs -o ro,size=1m tlogfs-ro "$TMP/ro" 2>/dev/null; then
+	tl_check "an unwritable STORE: one line, non-zero" \
+	    fails "$TLOGFS" "$TMP/ro" "$MNT" -f
+	umount "$TMP/ro"
+else
+	tl_ok "an unwritable STORE # SKIP cannot mount a read-only tmpfs"
+fi
+
+tl_mount
+mkdir "$TMP/mnt2"
+tl_check "a second daemon on the same store: one line, non-zero" \
+    fails "$TLOGFS" "$STORE" "$TMP/mnt2" -f
+tl_check "the line names the holder's pid" grep -q "pid $DPID" "$TMP/fail.err"
+mkdir -p "$MNT/d/0"
+ls -l "$MNT/d/0" >/dev/null
+
+# A held partial record, then SIGTERM: flushed, clean mark written.
+exec 3>>"$MNT/d/0/current"
+printf 'whole\npartial' >&3
+kill -TERM "$DPID"
+st=0
+wait "$DPID" || st=$?
+DPID=
+exec 3>&-
+tl_is "SIGTERM stops the daemon with status 0" 0 "$st"
+tl_check "the mount is gone" sh -c "! awk '\$2 == \"$MNT\"' /proc/self/mounts | grep -q ."
+tl_check "the clean mark is written" test -e "$STORE/.tlogfs/clean"
+tl_stderr_clean "an idle mount and a clean stop print nothing"
+
+# Daemonized: returns once mounted; the lock names the daemon.
+st=0
+"$TLOGFS" "$STORE" "$MNT" 2>>"$ERR" || st=$?
+tl_is "daemonized: exits 0 once mounted" 0 "$st"
+tl_check "daemonized: mounted" tl_is_mounted "$MNT"
+pid=$(cat "$STORE/.tlogfs/lock")
+tl_check "the store's lock names the daemon's pid" \
+    grep -q tlogfs "/proc/$pid/cmdline"
+tl_is "the held partial record was flushed at the stop" "whole
+partial" "$(cat "$MNT/d/0/current")"
+fusermount3 -u "$MNT"
+gone() { ! kill -0 "$pid" 2>/dev/null; }
+tl_check "fusermount3 -u stops the daemon" tl_wait_for 10 gone
+tl_check "the clean mark is written" test -e "$STORE/.tlogfs/clean"
+
+# mount(8) through mount.fuse3, as from fstab: generic options pass.
+if command -v mount.fuse3 >/dev/null; then
+	printf '%s#%s %s fuse defaults,nofail,x-systemd.automount,allow_other 0 0\n' \
+	    "$TLOGFS" "$STORE" "$MNT" >"$TMP/fstab"
+	tl_check "mount -T fstab (mount.fuse3, 'defaults')" mount -T "$TMP/fstab" "$MNT"
+	tl_check "mounted as fuse.tlogfs with allow_other" sh -c \
+	    "grep ' $MNT fuse.tlogfs ' /proc/self/mounts | grep -q allow_other"
+	echo fstab >>"$MNT/d/0/current"
+	pid=$(cat "$STORE/.tlogfs/lock")
+	tl_check "umount stops it" umount "$MNT"
+	tl_check "the daemon exits" tl_wait_for 10 gone
+	tl_check "mount -t fuse -o ro,noatime" \
+	    mount -t fuse -o ro,noatime "$TLOGFS#$STORE" "$MNT"
+	tl_is "a read-only mount refuses appends" EROFS \
+	    "$("$PROBE" write "$MNT/d/0/current" "x
+")"
+	# "partial" became a record without newline at the stop.
+	tl_is "and reads" "whole
+partialfstab" "$(cat "$MNT/d/0/current")"
+	pid=$(cat "$STORE/.tlogfs/lock")
+	umount "$MNT"
+	tl_check "the daemon exits" tl_wait_for 10 gone
+else
+	tl_ok "mount(8) # SKIP no mount.fuse3"
+fi
+tl_stderr_clean "nothing printed by daemonized mounts"
+tl_done

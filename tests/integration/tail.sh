@@ -1,0 +1,34 @@
+#!/bin/sh
+# tail.sh - `tail -F current` while segments seal about once a second
+# prints every line once: a read handle keeps reading its own segment to
+# the end, then tail notices `current` is a new file and follows it.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+N=${TAIL_LINES:-60}
+tl_mount
+D=$MNT/f/0
+mkdir -p "$D"
+setfattr -n user.segment.ms -v 1s "$D"
+: >"$TMP/want"
+"$LINEWRITER" "$TMP/want" 7 "$N"
+
+# tail polls a FUSE file system (coreutils treats it as remote) and
+# notices a replaced file after some unchanged polls (DESIGN notes in
+# tlogfs(8)): TAIL_OPTS sets its interval.
+tail ${TAIL_OPTS:--s 0.1} -n +1 -F "$D/current" >"$TMP/got" 2>"$TMP/tail.err" &
+TPID=$!
+tl_check "a writer appends $N lines over about $((N / 10)) s" \
+    "$LINEWRITER" -d 100000 "$D/current" 7 "$N"
+lines() { [ "$(wc -l <"$TMP/got")" -ge "$N" ]; }
+tl_wait_for 20 lines
+kill "$TPID"
+wait "$TPID" 2>/dev/null
+tl_check "the segments rolled at least 4 times" \
+    test "$(ls "$D" | grep -c '\.log$')" -ge 4
+tl_check "tail -F printed every line once, in order" \
+    cmp -s "$TMP/want" "$TMP/got"
+[ -s "$TMP/got" ] && diff "$TMP/want" "$TMP/got" | head -5 | sed 's/^/# /'
+sed 's/^/# tail: /' "$TMP/tail.err" | head -3
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed nothing"
+tl_done
