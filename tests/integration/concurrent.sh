@@ -29,6 +29,15 @@ tl_is "the partition counts every record" $((4 * N)) \
     "$(getfattr --absolute-names --only-values -n user.tlog.end_offset "$MNT/c/0")"
 tl_check "the writes rolled segments" \
     test "$(ls "$MNT/c/0" | grep -c '\.log$')" -ge 5
+
+# One write(2) of 5 MiB reaches the daemon as several 1 MiB requests:
+# they must land in order.
+mkdir "$MNT/c/big"
+seq -f 'line %09g' 1 350000 >"$TMP/big"
+tl_check "one 5 MiB write(2)" dd if="$TMP/big" of="$MNT/c/big/current" \
+    bs=8M count=1 iflag=fullblock oflag=append conv=notrunc status=none
+tl_check "a write larger than max_write lands in order" \
+    cmp -s "$TMP/big" "$MNT/c/big/current"
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
 tl_done
