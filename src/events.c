@@ -80,8 +80,12 @@ tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
 	    tlog_rule_name(ev->rule));
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	if (tlog_part_append(s->events, line, (size_t)n, true) < 0)
-		tlog_log_err(s, "cannot record an event in .tlogfs/events");
+	int r;
+
+	tlog_part_append(s->events, line, (size_t)n, true, &r);
+	if (r != 0)
+		tlog_log_err(s, "cannot record an event in .tlogfs/events: "
+		    "%s", strerror(-r));
 }
 
 /* ---- metrics ---- */

@@ -375,9 +375,15 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 			    strerror(errno));
 		goto fail;
 	}
-	if (run->nidx && tlog_seg_write_entries(seg, run->idx, run->nidx))
-		tlog_log_err(p->store, "cannot write index entries; "
-		    "recovery will rebuild them");
+	/* No record without its index entries: a record without newline is
+	 * found again only through the entry after it. */
+	if (run->nidx &&
+	    (r = tlog_seg_write_entries(seg, run->idx, run->nidx)) != 0) {
+		if (ftruncate(seg->fd, (off_t)seg->bytes) == -1)
+			tlog_log_err(p->store, "cannot cut a failed append: %s",
+			    strerror(errno));
+		goto fail;
+	}
 	if (seg->records == 0)
 		seg->first_ts = ts;
 	seg->records += run->nrec;
@@ -390,9 +396,10 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 		TLOG_METRIC_ADD(p->store, records, run->nrec);
 		TLOG_METRIC_ADD(p->store, bytes, run->len);
 	}
+	run->start += run->len;
 	r = 0;
 fail:
-	run->start += run->len;
+	/* On failure start stays put: it counts committed bytes only. */
 	run->len = 0;
 	run->nrec = 0;
 	run->nidx = 0;
@@ -507,9 +514,9 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 	return 0;
 }
 
-ssize_t
+size_t
 tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
-    bool tail_is_record)
+    bool tail_is_record, int *errp)
 {
 	struct tlog_segment *seg;
 	struct evbuf eb = { 0 };
@@ -558,7 +565,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 			break;
 		rel = run_records(seg, &run);
 		at = seg->bytes + run.len;
-		if (rel == 0 || seg->nidx == 0 ||
+		if (rel == 0 ||
 		    at - (run.nidx ? run.idx[run.nidx - 1].pos :
 		    seg->last_idx_pos) >= TLOG_IDX_INTERVAL)
 			run.idx[run.nidx++] = (struct tlog_idx_entry){
@@ -582,7 +589,8 @@ out:
 	if (pos > 0 && p != p->store->events)
 		TLOG_METRIC_ADD(p->store, appends, 1);
 	evbuf_emit(p, &eb);
-	return r != 0 ? r : (ssize_t)pos;
+	*errp = r;
+	return pos;
 }
 
 int
@@ -698,7 +706,12 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	TAILQ_FOREACH(seg, &p->segs, link)
 		if (seg->base == base)
 			break;
-	if (seg != NULL) {
+	if (seg != NULL && seg->records == 0) {
+		/* An empty active segment holds nothing to delete; it stays,
+		 * so its base is never queued for unlinking while a new
+		 * segment could take the same name. */
+		r = 0;
+	} else if (seg != NULL) {
 		if (!seg->sealed)
 			seal_active(p, TLOG_TRIG_MANUAL, &eb,
 			    tlog_now(p->store));
@@ -773,7 +786,7 @@ tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 	st->oldest_ts = first && first->records ? first->first_ts : -1;
 	st->newest_ts = last && last->records ? last->max_ts : -1;
 	st->next_expiry = (rms < 0 || !first || !first->records) ? -1 :
-	    first->max_ts + rms;
+	    first->max_ts + rms + 1;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -802,7 +815,7 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 		a[i].sealed = seg->sealed;
 		a[i].sealed_by = seg->sealed_by;
 		a[i].expires_at = (rms < 0 || !seg->records) ? -1 :
-		    seg->max_ts + rms;
+		    seg->max_ts + rms + 1;
 		i++;
 	}
 	pthread_mutex_unlock(&p->lock);

@@ -288,6 +288,7 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 	struct stat st;
 	uint64_t size, pos = 0, rel = 0, records, end;
 	bool footer = false, torn = false, rebuild = false, keep_tail;
+	int64_t hint;
 	size_t n0;
 	char name[32];
 	int64_t mt;
@@ -324,6 +325,12 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 		rebuild = true;
 	}
 
+	if (footer && foot.bytes < size) {
+		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
+		    "seal; cut", where, name, size - foot.bytes);
+		if (ftruncate(fd, (off_t)foot.bytes) == 0)
+			size = foot.bytes;
+	}
 	/* The clean path: an intact footer that agrees with the data. */
 	if (footer && foot.bytes == size) {
 		seg->records = foot.records;
@@ -342,18 +349,14 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 		}
 		goto done;
 	}
-	if (footer && foot.bytes < size) {
-		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
-		    "seal; cut", where, name, size - foot.bytes);
-		if (ftruncate(fd, (off_t)foot.bytes) == 0)
-			size = foot.bytes;
-	} else if (footer) {
+	if (footer) {
+		/* Shorter than its seal: the entries that still point into
+		 * the data stay, and the whole records after them. */
 		tlog_log(s, LOG_WARNING, "%s/%s: data shorter than its seal "
 		    "(%" PRIu64 " of %" PRIu64 " bytes); keeping its whole "
 		    "records", where, name, size, foot.bytes);
 		seg->sealed_by = (unsigned char)foot.sealed_by;
 		rebuild = true;
-		v.n = 0;
 	}
 	if (torn && !rebuild)
 		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
@@ -374,8 +377,13 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 	/* The tail after the last newline is a record only where no write
 	 * can have been in flight: a sealed segment's, or an index-less
 	 * segment behind a newer one. */
-	keep_tail = !last && !(footer && foot.bytes > size);
-	if ((r = scan_data(fd, pos, rel, size, keep_tail, mt, &v, &records,
+	keep_tail = !last && !footer;
+	/* Records found past the last entry: the footer's newest time if
+	 * there is one, else the data's mtime, never before the entries. */
+	hint = footer ? foot.max_ts : mt;
+	if (hint < seg->max_ts)
+		hint = seg->max_ts;
+	if ((r = scan_data(fd, pos, rel, size, keep_tail, hint, &v, &records,
 	    &end)) != 0) {
 		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
 		    where, name, strerror(-r));
@@ -388,8 +396,8 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 			tlog_log(s, LOG_ERR, "%s/%s: cannot cut: %s", where,
 			    name, strerror(errno));
 	}
-	if (end > pos && mt > seg->max_ts)
-		seg->max_ts = mt;
+	if (end > pos)
+		seg->max_ts = hint;
 	if (seg->first_ts > seg->max_ts)
 		seg->first_ts = seg->max_ts;
 	seg->records = records;
@@ -409,7 +417,7 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 		seg->sealed = 1;
 		if (!footer)
 			seg->sealed_by = TLOG_TRIG_RECOVERY;
-		if (!rebuild)
+		if (!footer && !rebuild)
 			tlog_log(s, LOG_WARNING, "%s/%s: unsealed behind a newer "
 			    "segment; sealed", where, name);
 	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {

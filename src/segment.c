@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -67,6 +68,23 @@ tlog_seg_close_files(struct tlog_segment *seg)
 	seg->fd = seg->ifd = -1;
 }
 
+static void
+set_aside(struct tlog_segment *seg, const char *name)
+{
+	char to[64];
+	int dfd;
+
+	snprintf(to, sizeof(to), "%s.orphan-%llu", name,
+	    (unsigned long long)tlog_now(seg->part->store));
+	dfd = tlog_part_openat(seg->part, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return;
+	if (renameat(dfd, name, dfd, to) == 0)
+		tlog_log(seg->part->store, LOG_ERR, "%s was in the way of a new "
+		    "segment: kept as %s", name, to);
+	close(dfd);
+}
+
 /*
  * Opens (or creates, for a new active segment) the data and index files.
  * A new index starts with its header.
@@ -76,7 +94,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 {
 	unsigned char hdr[TLOG_IDX_HDR];
 	char name[32];
-	int flags = O_RDWR | (create ? O_CREAT | O_TRUNC : 0);
+	int flags = O_RDWR | (create ? O_CREAT | O_EXCL : 0);
 	int r;
 
 	if (seg->fd != -1 && seg->ifd != -1)
@@ -84,6 +102,12 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	tlog_seg_close_files(seg);
 	tlog_seg_name(seg->base, ".log", name, sizeof(name));
 	seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
+	if (create && seg->fd == -EEXIST) {
+		/* Never write over a file we did not load (one recovery
+		 * could not read): set it aside for the operator. */
+		set_aside(seg, name);
+		seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
+	}
 	if (seg->fd < 0) {
 		r = seg->fd;
 		seg->fd = -1;
@@ -91,6 +115,10 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	}
 	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
 	seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
+	if (create && seg->ifd == -EEXIST) {
+		set_aside(seg, name);
+		seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
+	}
 	if (seg->ifd < 0) {
 		r = seg->ifd;
 		seg->ifd = -1;
@@ -121,8 +149,11 @@ tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n)
 {
 	unsigned char buf[64 * TLOG_IDX_ENT];
+	uint64_t nidx0 = seg->nidx, rel0 = seg->last_idx_rel;
+	uint64_t pos0 = seg->last_idx_pos;
 	size_t i, k;
 	ssize_t w;
+	int r;
 
 	while (n > 0) {
 		k = n < 64 ? n : 64;
@@ -131,11 +162,16 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 		w = pwrite(seg->ifd, buf, k * TLOG_IDX_ENT,
 		    (off_t)(TLOG_IDX_HDR + seg->nidx * TLOG_IDX_ENT));
 		if (w != (ssize_t)(k * TLOG_IDX_ENT)) {
-			/* Cut a torn entry so the next one lands aligned. */
+			r = w == -1 ? -errno : -ENOSPC;
+			/* All or nothing: cut what this call wrote, so the
+			 * index never names data the caller takes back. */
+			seg->nidx = nidx0;
+			seg->last_idx_rel = rel0;
+			seg->last_idx_pos = pos0;
 			if (ftruncate(seg->ifd, (off_t)(TLOG_IDX_HDR +
-			    seg->nidx * TLOG_IDX_ENT)) == -1)
+			    nidx0 * TLOG_IDX_ENT)) == -1)
 				return -EIO;
-			return w == -1 ? -errno : -ENOSPC;
+			return r;
 		}
 		seg->nidx += k;
 		seg->last_idx_rel = e[k - 1].rel;
@@ -253,7 +289,7 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	pthread_mutex_unlock(&p->lock);
 	rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
 	info->expires_at = (rms < 0 || info->max_ts < 0) ? -1 :
-	    info->max_ts + rms;
+	    info->max_ts + rms + 1;
 }
 
 bool

@@ -91,15 +91,15 @@ tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
 int
 tlog_part_unlinkat(struct tlog_partition *p, const char *file)
 {
-	char path[2 * TLOG_NAME_MAX + 64];
-	int r = 0;
+	int dfd, r = 0;
 
-	pthread_rwlock_rdlock(&p->store->tree_lock);
-	snprintf(path, sizeof(path), "%s/%s/%s", p->topic->name, p->name,
-	    file);
-	if (unlinkat(p->store->dirfd, path, 0) == -1)
+	/* The directory is found under the tree lock; the unlink itself
+	 * runs with no engine lock held. */
+	if ((dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return dfd;
+	if (unlinkat(dfd, file, 0) == -1)
 		r = -errno;
-	pthread_rwlock_unlock(&p->store->tree_lock);
+	close(dfd);
 	return r;
 }
 
@@ -285,14 +285,41 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 	return r;
 }
 
-/* Removes a directory's own dot-files (config, end offset), then it. */
+/*
+ * Removes an empty level directory: refuses (ENOTEMPTY) if it holds
+ * anything but its own dot-files, so a refusal loses no setting; then
+ * drops those (config, end offset) and the directory.
+ */
 static int
 remove_dir(struct tlog_store *s, const char *path)
 {
 	static const char *dotfiles[] = { ".config", ".next" };
 	char f[2 * TLOG_NAME_MAX + 16];
+	struct dirent *de;
 	size_t i;
+	DIR *d;
+	int fd, r = 0;
 
+	fd = openat(s->dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		r = -errno;
+		if (fd != -1)
+			close(fd);
+		return r;
+	}
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		for (i = 0; i < sizeof(dotfiles) / sizeof(dotfiles[0]); i++)
+			if (strcmp(de->d_name, dotfiles[i]) == 0)
+				break;
+		if (i == sizeof(dotfiles) / sizeof(dotfiles[0]))
+			r = -ENOTEMPTY;
+	}
+	closedir(d);
+	if (r != 0)
+		return r;
 	for (i = 0; i < sizeof(dotfiles) / sizeof(dotfiles[0]); i++) {
 		snprintf(f, sizeof(f), "%s/%s", path, dotfiles[i]);
 		unlinkat(s->dirfd, f, 0);
@@ -300,6 +327,18 @@ remove_dir(struct tlog_store *s, const char *path)
 	if (unlinkat(s->dirfd, path, AT_REMOVEDIR) == -1)
 		return errno == EEXIST ? -ENOTEMPTY : -errno;
 	return 0;
+}
+
+/* Makes an empty level directory ready to be renamed over: ENOTEMPTY if
+ * it holds more than its dot-files, which then go. */
+static int
+clear_dir(struct tlog_store *s, const char *path)
+{
+	int r = remove_dir(s, path);
+
+	if (r == 0 && mkdirat(s->dirfd, path, 0755) == -1)
+		r = -errno;
+	return r;
 }
 
 int
@@ -347,11 +386,9 @@ tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 		r = -ENOTEMPTY;
 		goto out;
 	}
-	if (victim != NULL) {
-		char f[TLOG_NAME_MAX + 16];
-		snprintf(f, sizeof(f), "%s/.config", to);
-		unlinkat(s->dirfd, f, 0);
-	}
+	if (victim != NULL && (r = clear_dir(s, to)) != 0)
+		goto out;
+	/* rename(2) replaces an empty directory atomically. */
 	if (renameat(s->dirfd, from, s->dirfd, to) == -1) {
 		r = -errno;
 		goto out;
@@ -484,17 +521,20 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 		r = __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0 ?
 		    -ENOTEMPTY : 0;
 		if (r == 0)
-			r = remove_dir(s, b);
+			r = clear_dir(s, b);
 		if (r != 0)
 			goto out;
-		__atomic_store_n(&victim->dead, true, __ATOMIC_RELEASE);
-		RB_REMOVE(tlog_part_tree, &t->parts, victim);
-		/* Empty, so never scheduled; the tree's reference goes. */
-		tlog_partition_put(victim);
 	}
+	/* rename(2) replaces an empty directory atomically. */
 	if (renameat(s->dirfd, a, s->dirfd, b) == -1) {
 		r = -errno;
 		goto out;
+	}
+	if (victim != NULL) {
+		__atomic_store_n(&victim->dead, true, __ATOMIC_RELEASE);
+		RB_REMOVE(tlog_part_tree, &t->parts, victim);
+		tlog_unsched(victim);
+		tlog_partition_put(victim);
 	}
 	RB_REMOVE(tlog_part_tree, &t->parts, p);
 	free(p->name);
@@ -579,15 +619,19 @@ static int
 unlink_one(struct tlog_segment *seg)
 {
 	char name[32];
-	int r;
+	int dfd, r = 0;
 
+	if ((dfd = tlog_part_openat(seg->part, ".", O_RDONLY | O_DIRECTORY,
+	    0)) < 0)
+		return dfd;
 	tlog_seg_name(seg->base, ".log", name, sizeof(name));
-	r = tlog_part_unlinkat(seg->part, name);
-	if (r != 0 && r != -ENOENT)
-		return r;
+	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+		r = -errno;
 	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
-	r = tlog_part_unlinkat(seg->part, name);
-	return (r != 0 && r != -ENOENT) ? r : 0;
+	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+		r = -errno;
+	close(dfd);
+	return r;
 }
 
 int

@@ -140,7 +140,7 @@ struct tlog_store_opts {
 };
 
 /*
- * Opens STORE at path, creating its layout if the directory is empty.
+ * Opens STORE at path, creating its layout (STORE/.tlogfs) if missing.
  * Takes an exclusive lock: a second open fails with -EBUSY and a message
  * naming the holder's pid in err. Recovers every partition (DESIGN 8).
  */
@@ -220,8 +220,10 @@ struct tlog_part_stats {
 	uint64_t segments;
 	int64_t oldest_ts;	/* oldest segment's first_ts; -1 if empty */
 	int64_t newest_ts;	/* newest record's ts; -1 if empty */
-	int64_t next_expiry;	/* oldest segment's max_ts + retention.ms;
-				   -1 if empty or retention.ms = -1 */
+	int64_t next_expiry;	/* when the oldest segment goes: its max_ts
+				   + retention.ms + 1 (deletion is strictly
+				   after the window); -1 if empty or
+				   retention.ms = -1 */
 };
 void tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st);
 
@@ -266,7 +268,8 @@ struct tlog_seginfo {
 	int64_t max_ts;		/* -1 while empty */
 	bool sealed;
 	enum tlog_trigger sealed_by;
-	int64_t expires_at;	/* max_ts + retention.ms; -1 if never/empty */
+	int64_t expires_at;	/* max_ts + retention.ms + 1: the first ms at
+				   which it goes; -1 if never/empty */
 };
 
 /* A snapshot of the live segments, oldest first (the last one may be the
@@ -303,8 +306,11 @@ int tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
 /*
  * One writer per open file. It frames lines and holds the bytes after the
  * last newline until that same writer completes them, flushes, or they
- * reach record.max.bytes. Returns len or a negative errno (-ENOSPC,
- * -EFBIG, -EIO). On failure no partial record stays on disk.
+ * reach record.max.bytes. Returns len; or, if an error (-ENOSPC, -EFBIG,
+ * -EIO) stops it after some whole records went in, the count of bytes
+ * they took, like a short write(2), so a retry of the rest duplicates
+ * nothing; or the negative errno if nothing went in. No partial record
+ * ever stays on disk.
  */
 struct tlog_writer *tlog_writer_open(struct tlog_partition *p);
 ssize_t tlog_writer_write(struct tlog_writer *w, const void *buf, size_t len);

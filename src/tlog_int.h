@@ -9,8 +9,11 @@
  *     values atomically without it.
  *   part->lock (mutex): the partition's segment list and counters.
  *   store->unlink_lock (mutex): the unlink queue.
- * A partition lock is never held while taking tree_lock, and no engine
- * lock is held while a hook runs or a file is unlinked.
+ * The append path takes tree_lock (read) under a partition lock, to open
+ * a new segment's files by path; so nothing holding tree_lock for writing
+ * ever takes a partition lock. No engine lock is held while a hook runs
+ * or a file is unlinked (the directory is opened under tree_lock, the
+ * unlink made after it is dropped).
  */
 #ifndef TLOG_INT_H
 #define TLOG_INT_H
@@ -231,10 +234,15 @@ void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 int tlog_part_seal_locked(struct tlog_partition *p, enum tlog_trigger why,
     struct tlog_event *ev);
 void tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev);
-/* Appends the whole records in buf (see writer.c); returns bytes consumed
- * or a negative errno. */
-ssize_t tlog_part_append(struct tlog_partition *p, const char *buf,
-    size_t len, bool tail_is_record);
+/*
+ * Appends the whole records at the front of buf (see writer.c) and
+ * returns how many bytes they took; bytes after the last newline stay
+ * unless tail_is_record. If it stops early on an error, *errp is the
+ * negative errno and the records before it are appended (a short write);
+ * otherwise *errp is 0.
+ */
+size_t tlog_part_append(struct tlog_partition *p, const char *buf,
+    size_t len, bool tail_is_record, int *errp);
 int tlog_part_fsync(struct tlog_partition *p, bool datasync);
 
 /* recover.c */

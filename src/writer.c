@@ -56,18 +56,24 @@ hold(struct tlog_writer *w, const char *buf, size_t len)
 	return 0;
 }
 
-/* Appends everything held as one or more records; 0 or -errno. */
+/*
+ * Appends everything held as one or more records; 0 or -errno. On an
+ * error, what was not appended stays held.
+ */
 static int
 flush_held(struct tlog_writer *w)
 {
-	ssize_t r;
+	size_t done;
+	int err;
 
 	if (w->nheld == 0)
 		return 0;
-	r = tlog_part_append(w->part, w->held, w->nheld, true);
-	if (r < 0)
-		return (int)r;
-	w->nheld = 0;
+	done = tlog_part_append(w->part, w->held, w->nheld, true, &err);
+	if (done < w->nheld)
+		memmove(w->held, w->held + done, w->nheld - done);
+	w->nheld -= done;
+	if (err != 0)
+		return err;
 	if (w->cap > 65536) {
 		free(w->held);
 		w->held = NULL;
@@ -76,13 +82,18 @@ flush_held(struct tlog_writer *w)
 	return 0;
 }
 
+/*
+ * Returns len, or, when an error stops it after some records were
+ * appended, the count of this write's bytes they took (a short write: the
+ * caller retries the rest), or a negative errno when nothing was taken.
+ */
 ssize_t
 tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 {
 	const char *buf = data, *nl;
 	int64_t max = tlog_partition_conf(w->part, TLOG_RECORD_MAX_BYTES);
 	int64_t sb = tlog_partition_conf(w->part, TLOG_SEGMENT_BYTES);
-	size_t room, take, keep;
+	size_t room, take = 0, keep, done;
 	ssize_t r;
 	int e;
 
@@ -110,17 +121,18 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 			r = e;
 			goto out;
 		}
-		buf += take;
-		len -= take;
 	}
-	r = tlog_part_append(w->part, buf, len, false);
-	if (r < 0)
-		goto out;
-	if ((e = hold(w, buf + r, len - (size_t)r)) != 0) {
-		r = e;
+	done = tlog_part_append(w->part, buf + take, len - take, false, &e);
+	if (e != 0) {
+		/* Nothing after the failed record is held or taken. */
+		r = take + done > 0 ? (ssize_t)(take + done) : e;
 		goto out;
 	}
-	r = (ssize_t)(len + (size_t)(buf - (const char *)data));
+	if ((e = hold(w, buf + take + done, len - take - done)) != 0) {
+		r = take + done > 0 ? (ssize_t)(take + done) : e;
+		goto out;
+	}
+	r = (ssize_t)len;
 out:
 	pthread_mutex_unlock(&w->lock);
 	return r;

@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +111,39 @@ START_TEST(find_offset_and_time)
 }
 END_TEST
 
+START_TEST(index_is_sparse)
+{
+	char *dir = th_tmpdir(), path[512];
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_writer *w = tlog_writer_open(p);
+	struct stat st;
+	size_t entries;
+	int i;
+
+	/* 10,000 lines of 41 bytes (410,000 bytes) in writes of 100 lines:
+	 * an entry about every 4 KiB, not one per record. */
+	for (i = 0; i < 100; i++) {
+		char buf[100 * 41];
+		int k;
+		for (k = 0; k < 100; k++)
+			snprintf(buf + k * 41, 42, "%040d\n", i * 100 + k);
+		ck_assert_int_eq(tlog_writer_write(w, buf, sizeof(buf)),
+		    (ssize_t)sizeof(buf));
+	}
+	tlog_writer_close(w);
+	snprintf(path, sizeof(path), "%s/t/0/%020d.idx", dir, 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	entries = ((size_t)st.st_size - TLOG_IDX_HDR) / TLOG_IDX_ENT;
+	ck_assert_uint_ge(entries, 410000 / 4096 - 1);
+	ck_assert_uint_le(entries, 410000 / 4096 + 3);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -118,5 +153,6 @@ main(void)
 	TH_CASE(s, footer_round_trip);
 	TH_CASE(s, header_round_trip);
 	TH_CASE(s, find_offset_and_time);
+	TH_CASE(s, index_is_sparse);
 	return th_run(s);
 }

@@ -450,6 +450,48 @@ START_TEST(timestamps_stay_monotone_after_crash)
 }
 END_TEST
 
+START_TEST(unreadable_file_is_never_overwritten)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_part_stats st;
+	char *lp, *keep, *d;
+	size_t n;
+
+	setup();
+	crash_after_writes();
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	tlog_partition_stats(p, &st);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	/* Something recovery cannot load sits where the next segment goes
+	 * (here a directory named like its data file, holding a file). */
+	lp = seg_path(st.end_offset, ".log");
+	ck_assert_int_eq(mkdir(lp, 0755), 0);
+	ck_assert_int_ge(asprintf(&keep, "%s/precious", lp), 0);
+	fclose(fopen(keep, "w"));
+	th_logbuf[0] = '\0';
+	s = th_open(dir);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "segment skipped"));
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, "new\n", 4), 4);
+	tlog_writer_close(w);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "kept as"));
+	d = th_partition_data(p, &n);
+	ck_assert_uint_eq(n, nexpect + 4);
+	ck_assert_str_eq(d + nexpect, "new\n");
+	free(d);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(lp);
+	free(keep);
+	teardown();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -465,5 +507,6 @@ main(void)
 	TH_CASE(s, clean_open_reads_no_record_data);
 	TH_CASE(s, stray_and_orphan_files);
 	TH_CASE(s, timestamps_stay_monotone_after_crash);
+	TH_CASE(s, unreadable_file_is_never_overwritten);
 	return th_run(s);
 }

@@ -231,6 +231,71 @@ START_TEST(level_stat_chmod)
 }
 END_TEST
 
+START_TEST(refused_rmdir_keeps_settings)
+{
+	char *dir = th_tmpdir(), *stray;
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "p");
+	struct tlog_topic *t = tlog_partition_topic(p);
+	int64_t v;
+	FILE *f;
+
+	th_set(s, p, "segment.bytes", "64K");
+	stray = path_in(dir, "t/p/notes.txt");
+	f = fopen(stray, "w");
+	fputs("not ours", f);
+	fclose(f);
+	ck_assert_int_eq(tlog_partition_remove(t, "p"), -ENOTEMPTY);
+	ck_assert(exists(dir, "t/p/.config"));
+	ck_assert_int_eq(tlog_conf_get(s, NULL, p, "segment.bytes", &v), 0);
+	ck_assert_int_eq(v, 65536);
+	unlink(stray);
+	free(stray);
+	ck_assert_int_eq(tlog_partition_remove(t, "p"), 0);
+	ck_assert(!exists(dir, "t/p"));
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(rename_over_empty_partition)
+{
+	char *dir = th_tmpdir();
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *a = th_part(s, "t", "a");
+	struct tlog_partition *b = th_part(s, "t", "b");
+	struct tlog_writer *w = tlog_writer_open(a);
+
+	th_set(s, b, "segment.bytes", "64K");
+	ck_assert_int_eq(tlog_writer_write(w, "x\n", 2), 2);
+	tlog_writer_close(w);
+	/* b is empty (only its settings): a's data takes its name. */
+	ck_assert_int_eq(tlog_partition_rename(tlog_partition_topic(a), "a",
+	    "b"), 0);
+	ck_assert(exists(dir, "t/b/00000000000000000000.log"));
+	ck_assert(!exists(dir, "t/a"));
+	/* And a partition with data is never replaced. */
+	w = tlog_writer_open(a);
+	tlog_writer_close(w);
+	{
+		struct tlog_partition *c = th_part(s, "t", "c");
+		w = tlog_writer_open(c);
+		ck_assert_int_eq(tlog_writer_write(w, "y\n", 2), 2);
+		tlog_writer_close(w);
+		ck_assert_int_eq(tlog_partition_rename(tlog_partition_topic(a),
+		    "c", "b"), -ENOTEMPTY);
+		tlog_partition_put(c);
+	}
+	tlog_partition_put(a);
+	tlog_partition_put(b);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -242,5 +307,7 @@ main(void)
 	TH_CASE(s, names);
 	TH_CASE(s, topics_and_partitions);
 	TH_CASE(s, level_stat_chmod);
+	TH_CASE(s, refused_rmdir_keeps_settings);
+	TH_CASE(s, rename_over_empty_partition);
 	return th_run(s);
 }

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,43 @@ START_TEST(record_max_bytes_cuts_records)
 }
 END_TEST
 
+START_TEST(error_after_records_is_a_short_write)
+{
+	struct tlog_writer *w;
+	struct tlog_part_stats st;
+	char buf[8 + 3000];
+	char *d;
+
+	setup();
+	th_set(S, P, "retention.bytes", "2K");
+	w = tlog_writer_open(P);
+	memcpy(buf, "ok1\nok2\n", 8);
+	memset(buf + 8, 'z', sizeof(buf) - 8);
+	buf[sizeof(buf) - 1] = '\n';
+	/* Two whole records go in; the write reports just their bytes, so a
+	 * retry of the rest cannot duplicate them. */
+	ck_assert_int_eq(tlog_writer_write(w, buf, sizeof(buf)), 8);
+	ck_assert_int_eq(tlog_writer_write(w, buf + 8, sizeof(buf) - 8),
+	    -EFBIG);
+	tlog_partition_stats(P, &st);
+	ck_assert_uint_eq(st.end_offset, 2);
+	d = contents();
+	ck_assert_str_eq(d, "ok1\nok2\n");
+	free(d);
+	/* A held prefix that cannot complete leaves no trace. */
+	put(w, "part");
+	ck_assert_int_eq(tlog_writer_write(w, buf + 8, sizeof(buf) - 8),
+	    -EFBIG);
+	ck_assert_uint_eq(tlog_writer_held(w), 4);
+	put(w, "ial\n");
+	d = contents();
+	ck_assert_str_eq(d, "ok1\nok2\npartial\n");
+	free(d);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
 struct wargs {
 	struct tlog_partition *p;
 	int id;
@@ -194,6 +232,7 @@ main(void)
 
 	TH_CASE(s, partial_lines_are_held);
 	TH_CASE(s, record_max_bytes_cuts_records);
+	TH_CASE(s, error_after_records_is_a_short_write);
 	TH_CASE(s, concurrent_writers_never_interleave);
 	return th_run(s);
 }
