@@ -282,6 +282,7 @@ main(int argc, char *argv[])
 		fprintf(stderr, "tlogfs: %s\n", *err ? err : strerror(-r));
 		goto out_inodes;
 	}
+	fs.events = tlog_store_events(fs.store);
 
 	se = fuse_session_new(&args, &tl_ops, sizeof(tl_ops), &fs);
 	if (se == NULL)
@@ -306,8 +307,15 @@ main(int argc, char *argv[])
 		goto out_unmount;
 	}
 	fs.unlinker_started = true;
+	if ((r = tlog_reaper_start(fs.store)) != 0) {
+		tlog_log(fs.store, LOG_ERR, "cannot start the reaper: %s",
+		    strerror(-r));
+		stop_unlinker(&fs);
+		goto out_unmount;
+	}
 	/* A stop by signal is a clean stop: the loop returns the signal. */
 	r = run_loop(se, &opts);
+	tlog_reaper_stop(fs.store);
 	ret = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP) ? 0 : 1;
 	stop_unlinker(&fs);
 
@@ -321,6 +329,7 @@ out_store:
 	/* Writers first, so held partial records reach the store. */
 	tl_close_handles(&fs);
 	tl_inodes_free(&fs);
+	tlog_partition_put(fs.events);
 	tlog_store_close(fs.store);
 	free_notes(&fs);
 	goto out_args;

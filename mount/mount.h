@@ -23,13 +23,19 @@
 #include "tlog.h"
 
 #define TL_EMPTY_BIT (1ULL << 63)
+/* The hidden .tlogfs/ directory and its metrics file (DESIGN 7); the
+ * events partition inside it has its engine inode number. */
+#define TL_META_INO ((1ULL << 62) | 1)
+#define TL_METRICS_INO ((1ULL << 62) | 2)
 
 enum tl_kind {
 	TL_ROOT,
 	TL_TOPIC,
 	TL_PART,
 	TL_SEG,		/* a segment, sealed or active */
-	TL_EMPTY	/* `current` of a partition with no active segment */
+	TL_EMPTY,	/* `current` of a partition with no active segment */
+	TL_META,	/* .tlogfs/, read-only */
+	TL_METRICS	/* .tlogfs/metrics, Prometheus text made at open */
 };
 
 /*
@@ -57,6 +63,8 @@ struct tl_handle {
 	struct tlog_writer *w;		/* NULL for a read-only handle */
 	struct tlog_segment *seg;	/* what reads read; NULL: nothing */
 	int fd;				/* seg's data file, -1 if none */
+	char *text;			/* metrics snapshot, if not NULL */
+	size_t textlen;
 };
 
 /* A kernel notification waiting for the unlinker thread: an entry gone. */
@@ -69,6 +77,7 @@ struct tl_note {
 
 struct tl_fs {
 	struct tlog_store *store;
+	struct tlog_partition *events;	/* .tlogfs/events (referenced) */
 	struct fuse_session *se;
 	bool debug;
 

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -119,6 +120,45 @@ file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
 	return 0;
 }
 
+/*
+ * .tlogfs/ is read-only (r-x for all) and owned like the root; metrics is
+ * a read-only file whose size is that of the text it would give now.
+ */
+static int
+meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
+{
+	struct timespec now;
+	char *text;
+	size_t len;
+	int r;
+
+	if ((r = tlog_level_stat(fs->store, NULL, NULL, st)) != 0)
+		return r;
+	clock_gettime(CLOCK_REALTIME, &now);
+	st->st_atim = st->st_mtim = st->st_ctim = now;
+	if (kind == TL_META) {
+		st->st_ino = TL_META_INO;
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 3;
+		return 0;
+	}
+	if ((r = tlog_metrics_format(fs->store, &text, &len)) != 0)
+		return r;
+	free(text);
+	st->st_ino = TL_METRICS_INO;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_size = (off_t)len;
+	st->st_blocks = (blkcnt_t)((len + 511) / 512);
+	return 0;
+}
+
+static bool
+is_events(struct tl_fs *fs, const struct tl_node *n)
+{
+	return n->part != NULL && n->part == fs->events;
+}
+
 /* Attributes and cache timeout of a known node. */
 static int
 node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
@@ -133,6 +173,10 @@ node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
 		r = file_attr(fs, n->ino, n->part, n->seg, st, &sealed);
 		*timeout = sealed ? SEALED_TIMEOUT : 0.0;
 		return r;
+	case TL_META:
+	case TL_METRICS:
+		*timeout = n->kind == TL_META ? DIR_TIMEOUT : 0.0;
+		return meta_attr(fs, n->kind, st);
 	default:
 		*timeout = DIR_TIMEOUT;
 		return dir_attr(fs, n->kind, n->ino, n->topic, n->part, st);
@@ -238,6 +282,11 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	switch (pn->kind) {
 	case TL_ROOT:
+		if (strcmp(name, ".tlogfs") == 0) {
+			reply_node(req, tl_node_lookup(fs, TL_META_INO, TL_META,
+			    NULL, NULL, NULL, NULL));
+			return;
+		}
 		if ((t = tlog_topic_get(fs->store, name)) == NULL)
 			break;
 		reply_node(req, tl_node_lookup(fs, tlog_topic_ino(t),
@@ -245,6 +294,18 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	case TL_TOPIC:
 		if ((p = tlog_partition_get(pn->topic, name)) == NULL)
+			break;
+		reply_node(req, tl_node_lookup(fs, tlog_partition_ino(p),
+		    TL_PART, NULL, NULL, p, NULL));
+		return;
+	case TL_META:
+		if (strcmp(name, "metrics") == 0) {
+			reply_node(req, tl_node_lookup(fs, TL_METRICS_INO,
+			    TL_METRICS, NULL, NULL, NULL, NULL));
+			return;
+		}
+		if (strcmp(name, "events") != 0 ||
+		    (p = tlog_store_events(fs->store)) == NULL)
 			break;
 		reply_node(req, tl_node_lookup(fs, tlog_partition_ino(p),
 		    TL_PART, NULL, NULL, p, NULL));
@@ -369,6 +430,10 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if (n->kind == TL_META || n->kind == TL_METRICS || is_events(fs, n)) {
+		fuse_reply_err(req, EPERM);	/* .tlogfs/ is read-only */
+		return;
+	}
 	if (n->kind == TL_SEG || n->kind == TL_EMPTY) {
 		if (to_set & ~ignored) {
 			fuse_reply_err(req, EPERM);
@@ -456,6 +521,7 @@ tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		    TL_PART, NULL, NULL, p, NULL));
 		return;
 	case TL_PART:
+	case TL_META:
 		r = -EPERM;	/* nothing nests below a partition */
 		break;
 	default:
@@ -474,6 +540,9 @@ tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (pn == NULL)
 		r = -ENOENT;
+	else if (pn->kind == TL_META ||
+	    (pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0))
+		r = -EPERM;
 	else if (pn->kind == TL_ROOT)
 		r = tlog_topic_remove(fs->store, name);
 	else if (pn->kind == TL_TOPIC)
@@ -570,7 +639,7 @@ tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (pn->kind != TL_PART) {
+	if (pn->kind != TL_PART || is_events(fs_of(req), pn)) {
 		fuse_reply_err(req, pn->kind == TL_SEG || pn->kind == TL_EMPTY ?
 		    ENOTDIR : EPERM);
 		return;
@@ -661,14 +730,23 @@ dir_build(struct tl_fs *fs, struct tl_node *n, struct tl_dir *d)
 	d->e = NULL;
 	d->n = 0;
 	if (n->kind == TL_PART)
-		up = tlog_topic_ino(tlog_partition_topic(n->part));
+		up = is_events(fs, n) ? TL_META_INO :
+		    tlog_topic_ino(tlog_partition_topic(n->part));
 	if ((r = dir_push(d, &cap, ".", n->ino, S_IFDIR)) != 0 ||
 	    (r = dir_push(d, &cap, "..", up, S_IFDIR)) != 0)
 		return r;
 	switch (n->kind) {
 	case TL_ROOT:
+		if ((r = dir_push(d, &cap, ".tlogfs", TL_META_INO,
+		    S_IFDIR)) != 0)
+			return r;
 		r = tlog_topic_list(fs->store, &de, &nde);
 		break;
+	case TL_META:
+		if ((r = dir_push(d, &cap, "events",
+		    tlog_partition_ino(fs->events), S_IFDIR)) != 0)
+			return r;
+		return dir_push(d, &cap, "metrics", TL_METRICS_INO, S_IFREG);
 	case TL_TOPIC:
 		r = tlog_partition_list(n->topic, &de, &nde);
 		break;
@@ -784,6 +862,7 @@ handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
 		    "at close: %s", strerror(-r));
 	if (h->fd >= 0)
 		close(h->fd);
+	free(h->text);
 	free(h);
 }
 
@@ -823,6 +902,37 @@ open_check_write(struct tl_node *n, int flags)
 	return 0;
 }
 
+/* A snapshot of the counters, taken at open, read like a file. */
+static void
+open_metrics(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct tl_fs *fs = fs_of(req);
+	struct tl_handle *h;
+	int r;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if ((h = calloc(1, sizeof(*h))) == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->fd = -1;
+	if ((r = tlog_metrics_format(fs->store, &h->text, &h->textlen)) != 0) {
+		free(h);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)h;
+	pthread_mutex_lock(&fs->hlock);
+	LIST_INSERT_HEAD(&fs->handles, h, link);
+	pthread_mutex_unlock(&fs->hlock);
+	if (fuse_reply_open(req, fi) != 0)
+		handle_free(fs, h, true);
+}
+
 static void
 tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -837,8 +947,16 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if (n->kind == TL_METRICS) {
+		open_metrics(req, fi);
+		return;
+	}
 	if (n->kind != TL_SEG && n->kind != TL_EMPTY) {
 		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (acc != O_RDONLY && is_events(fs, n)) {
+		fuse_reply_err(req, EPERM);	/* the daemon's own log */
 		return;
 	}
 	if (acc != O_RDONLY && (r = open_check_write(n, fi->flags)) != 0) {
@@ -890,6 +1008,15 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf;
 
 	(void)ino;
+	if (h->text != NULL) {
+		if (off < 0 || (size_t)off >= h->textlen)
+			fuse_reply_buf(req, NULL, 0);
+		else
+			fuse_reply_buf(req, h->text + off,
+			    h->textlen - (size_t)off < size ?
+			    h->textlen - (size_t)off : size);
+		return;
+	}
 	if (h->fd < 0) {
 		fuse_reply_buf(req, NULL, 0);
 		return;

@@ -55,6 +55,8 @@ tlog_events_open(struct tlog_store *s)
 struct tlog_partition *
 tlog_store_events(struct tlog_store *s)
 {
+	if (s->events != NULL)
+		tlog_part_ref(s->events);
 	return s->events;
 }
 
@@ -63,7 +65,7 @@ tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
     const struct tlog_event *ev)
 {
 	char line[1024];
-	int n;
+	int n, r;
 
 	if (s->events == NULL || p == s->events)
 		return;
@@ -80,8 +82,6 @@ tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
 	    tlog_rule_name(ev->rule));
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	int r;
-
 	tlog_part_append(s->events, line, (size_t)n, true, &r);
 	if (r != 0)
 		tlog_log_err(s, "cannot record an event in .tlogfs/events: "

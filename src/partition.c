@@ -25,6 +25,7 @@
 #include "tlog_int.h"
 
 #define MAX_PENDING_IDX 128
+#define IDLE_QUIET_MS 1000	/* no append this long before an idle seal */
 
 struct tlog_partition *
 tlog_part_alloc(struct tlog_topic *t, const char *name)
@@ -634,6 +635,24 @@ tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
 	return 0;
 }
 
+/*
+ * The idle trigger is for partitions that stopped receiving writes: the
+ * span has passed and nothing was appended for min(segment.ms, 1 s). A
+ * partition still being written rolls on record time instead, so the
+ * wall clock never races the record that would roll it. (Deletion does
+ * not wait for this seal: the time rule seals an expired active segment.)
+ */
+static int64_t
+idle_due_locked(struct tlog_partition *p, struct tlog_segment *seg)
+{
+	int64_t ms = tlog_partition_conf(p, TLOG_SEGMENT_MS);
+	int64_t quiet = ms < IDLE_QUIET_MS ? ms : IDLE_QUIET_MS;
+	int64_t a = seg->first_ts + seg_span(seg, ms);
+	int64_t b = seg->max_ts + quiet;
+
+	return a > b ? a : b;
+}
+
 int64_t
 tlog_partition_idle_due(struct tlog_partition *p)
 {
@@ -643,8 +662,7 @@ tlog_partition_idle_due(struct tlog_partition *p)
 	pthread_mutex_lock(&p->lock);
 	seg = active_of(p);
 	if (seg != NULL && seg->records > 0)
-		due = seg->first_ts + seg_span(seg,
-		    tlog_partition_conf(p, TLOG_SEGMENT_MS));
+		due = idle_due_locked(p, seg);
 	pthread_mutex_unlock(&p->lock);
 	return due;
 }
@@ -659,8 +677,7 @@ tlog_partition_seal_idle(struct tlog_partition *p)
 
 	pthread_mutex_lock(&p->lock);
 	seg = active_of(p);
-	if (seg != NULL && seg->records > 0 && now - seg->first_ts >=
-	    seg_span(seg, tlog_partition_conf(p, TLOG_SEGMENT_MS))) {
+	if (seg != NULL && seg->records > 0 && now >= idle_due_locked(p, seg)) {
 		seal_active(p, TLOG_TRIG_IDLE, &eb, now);
 		sealed = 1;
 	}

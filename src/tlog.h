@@ -325,7 +325,8 @@ size_t tlog_writer_held(struct tlog_writer *w);
 /* Seals the active segment now (user.seal). 0 if there is none. */
 int tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why);
 /* Idle trigger: seals the active segment if now - first_ts >= segment.ms
- * (less its jitter). Returns 1 if it sealed, 0 if not due. */
+ * (less its jitter) and nothing was appended for min(segment.ms, 1 s).
+ * Returns 1 if it sealed, 0 if not due. */
 int tlog_partition_seal_idle(struct tlog_partition *p);
 /* Earliest wall-clock time at which the idle trigger can fire; -1 if
  * there is no non-empty active segment. */
@@ -386,7 +387,7 @@ void tlog_reaper_stop(struct tlog_store *s);
 
 /* ---- observability (events.c) ---- */
 
-/* The internal partition .tlogfs/events (borrowed; lives with s). */
+/* The internal partition .tlogfs/events: a new reference (put it). */
 struct tlog_partition *tlog_store_events(struct tlog_store *s);
 /* Prometheus text exposition of the store's counters; caller frees. */
 int tlog_metrics_format(struct tlog_store *s, char **out, size_t *len);

@@ -299,6 +299,7 @@ START_TEST(events_record_seals_and_deletions)
 		ck_assert_str_eq(de[0].name, "orders");
 		free(de);
 	}
+	tlog_partition_put(ev);
 	tlog_partition_put(p);
 	teardown();
 }

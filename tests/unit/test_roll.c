@@ -460,6 +460,25 @@ START_TEST(idle_seal)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_IDLE);
 	free(si);
+	/* A partition still being written is not idle at the span: the
+	 * next record rolls it on record time. */
+	th_clock = t0 + 5000;
+	put(w, "b\n");
+	th_clock = t0 + 5999;
+	put(w, "c\n");
+	th_clock = t0 + 6000;
+	ck_assert_int_eq(tlog_partition_seal_idle(P), 0);
+	ck_assert_int_eq(tlog_partition_idle_due(P), t0 + 6999);
+	put(w, "d\n");
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(si[1].sealed_by, TLOG_TRIG_TIME);
+	free(si);
+	/* Once writes stop, it seals min(segment.ms, 1 s) after the last. */
+	th_clock = t0 + 6999;
+	ck_assert_int_eq(tlog_partition_seal_idle(P), 0);
+	th_clock = t0 + 7000;
+	ck_assert_int_eq(tlog_partition_seal_idle(P), 1);
 	tlog_writer_close(w);
 	teardown();
 }
