@@ -20,6 +20,8 @@
 
 #include <sys/stat.h>
 
+#include <sys/resource.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -190,6 +192,19 @@ run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 	return r;
 }
 
+/* Open segments and readers use descriptors: take all the system allows
+ * (the engine keeps its own share within a quarter of it). */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static void
 stop_unlinker(struct tl_fs *fs)
 {
@@ -273,6 +288,7 @@ main(int argc, char *argv[])
 		fprintf(stderr, "tlogfs: %s\n", strerror(ENOMEM));
 		goto out_args;
 	}
+	raise_nofile();
 	memset(&so, 0, sizeof(so));
 	so.log = tl_log;
 	so.event = tl_event;

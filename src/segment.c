@@ -58,14 +58,83 @@ tlog_segment_put(struct tlog_segment *seg)
 	free(seg);
 }
 
-void
-tlog_seg_close_files(struct tlog_segment *seg)
+/* Closes a segment's files; the caller holds its partition's lock (or
+ * the only reference), and s->fd_lock is held when `locked`. */
+static void
+close_files(struct tlog_segment *seg, bool locked)
 {
+	struct tlog_store *s = seg->part->store;
+
+	if (seg->fd_listed) {
+		if (!locked)
+			pthread_mutex_lock(&s->fd_lock);
+		TAILQ_REMOVE(&s->fdsegs, seg, fdlink);
+		seg->fd_listed = 0;
+		s->nfdsegs--;
+		if (!locked)
+			pthread_mutex_unlock(&s->fd_lock);
+	}
 	if (seg->fd != -1)
 		close(seg->fd);
 	if (seg->ifd != -1)
 		close(seg->ifd);
 	seg->fd = seg->ifd = -1;
+}
+
+void
+tlog_seg_close_files(struct tlog_segment *seg)
+{
+	close_files(seg, false);
+}
+
+/*
+ * Keeps the descriptors of active segments within the budget: 100,000
+ * partitions cannot all hold their files open. The least recently opened
+ * segments whose partition is not busy (trylock: never waits, so never
+ * deadlocks) are closed; the next append reopens them.
+ */
+static void
+fd_evict_locked(struct tlog_store *s, struct tlog_segment *self,
+    size_t budget)
+{
+	struct tlog_segment *v, *next;
+	int scanned = 0;
+
+	for (v = TAILQ_FIRST(&s->fdsegs); v != NULL && s->nfdsegs > budget &&
+	    scanned < 128; v = next, scanned++) {
+		next = TAILQ_NEXT(v, fdlink);
+		if (v == self || pthread_mutex_trylock(&v->part->lock) != 0)
+			continue;
+		close_files(v, true);
+		pthread_mutex_unlock(&v->part->lock);
+	}
+}
+
+static void
+fd_track(struct tlog_segment *seg)
+{
+	struct tlog_store *s = seg->part->store;
+
+	pthread_mutex_lock(&s->fd_lock);
+	if (!seg->fd_listed) {
+		TAILQ_INSERT_TAIL(&s->fdsegs, seg, fdlink);
+		seg->fd_listed = 1;
+		s->nfdsegs++;
+	}
+	if (s->nfdsegs > s->fd_budget)
+		fd_evict_locked(s, seg, s->fd_budget);
+	pthread_mutex_unlock(&s->fd_lock);
+}
+
+/* Out of descriptors: close every idle segment's files we can. */
+static void
+fd_evict_all(struct tlog_segment *self)
+{
+	struct tlog_store *s = self->part->store;
+
+	pthread_mutex_lock(&s->fd_lock);
+	fd_evict_locked(s, self, 0);
+	pthread_mutex_unlock(&s->fd_lock);
 }
 
 static void
@@ -102,6 +171,10 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	tlog_seg_close_files(seg);
 	tlog_seg_name(seg->base, ".log", name, sizeof(name));
 	seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
+	if (seg->fd == -EMFILE || seg->fd == -ENFILE) {
+		fd_evict_all(seg);
+		seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
+	}
 	if (create && seg->fd == -EEXIST) {
 		/* Never write over a file we did not load (one recovery
 		 * could not read): set it aside for the operator. */
@@ -115,6 +188,10 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	}
 	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
 	seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
+	if (seg->ifd == -EMFILE || seg->ifd == -ENFILE) {
+		fd_evict_all(seg);
+		seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
+	}
 	if (create && seg->ifd == -EEXIST) {
 		set_aside(seg, name);
 		seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
@@ -132,6 +209,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		}
 		seg->nidx = 0;
 	}
+	fd_track(seg);
 	return 0;
 fail:
 	tlog_seg_close_files(seg);

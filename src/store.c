@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -936,6 +937,7 @@ store_free(struct tlog_store *s)
 	pthread_mutex_destroy(&s->unlink_lock);
 	pthread_cond_destroy(&s->unlink_cond);
 	pthread_mutex_destroy(&s->log_lock);
+	pthread_mutex_destroy(&s->fd_lock);
 	free(s->path);
 	free(s);
 }
@@ -963,6 +965,17 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	pthread_mutex_init(&s->unlink_lock, NULL);
 	pthread_cond_init(&s->unlink_cond, NULL);
 	pthread_mutex_init(&s->log_lock, NULL);
+	pthread_mutex_init(&s->fd_lock, NULL);
+	TAILQ_INIT(&s->fdsegs);
+	s->fd_budget = s->opts.max_open_segments;
+	if (s->fd_budget == 0) {
+		struct rlimit rl;
+		s->fd_budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur / 4 :
+		    4096;
+		if (s->fd_budget < 16)
+			s->fd_budget = 16;
+	}
 	tlog_reaper_init(s);
 	TAILQ_INIT(&s->unlinkq);
 	RB_INIT(&s->topics);

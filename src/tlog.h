@@ -137,6 +137,10 @@ struct tlog_store_opts {
 	 * limits. Tests lower them to exercise the capacity trigger. */
 	uint64_t cap_records;
 	uint64_t cap_bytes;
+	/* Segments that may keep their files open at once; 0 for a quarter
+	 * of RLIMIT_NOFILE. Past it the least recently opened idle ones are
+	 * closed (and reopened when written again). */
+	size_t max_open_segments;
 };
 
 /*

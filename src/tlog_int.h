@@ -85,9 +85,12 @@ struct tlog_segment {
 	unsigned trim_pending : 1;
 	unsigned char sealed_by;
 	unsigned char rule;	/* why it was detached */
-	struct tlog_partition *part;	/* referenced while queued */
+	unsigned fd_listed : 1;	/* on the store's open-files list */
+	TAILQ_ENTRY(tlog_segment) fdlink;
+	struct tlog_partition *part;	/* referenced */
 };
 TAILQ_HEAD(tlog_seglist, tlog_segment);
+TAILQ_HEAD(tlog_fdlist, tlog_segment);
 
 struct tlog_partition {
 	RB_ENTRY(tlog_partition) entry;
@@ -174,6 +177,12 @@ struct tlog_store {
 	struct tlog_topic *itopic;
 	struct tlog_partition *events;
 	struct tlog_metrics metrics;
+	/* segments holding open descriptors, oldest opened first: past the
+	 * budget the oldest idle ones are closed (segment.c) */
+	pthread_mutex_t fd_lock;
+	struct tlog_fdlist fdsegs;
+	size_t nfdsegs;
+	size_t fd_budget;
 	/* rate limit for repeated errors */
 	pthread_mutex_t log_lock;
 	int64_t last_err_ts;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -296,6 +297,60 @@ START_TEST(rename_over_empty_partition)
 }
 END_TEST
 
+static int
+count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+START_TEST(open_files_stay_within_budget)
+{
+	char *dir = th_tmpdir(), name[16], line[32];
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	struct tlog_partition *p[40];
+	struct tlog_writer *w;
+	int i, round, base, n;
+
+	memset(&o, 0, sizeof(o));
+	o.max_open_segments = 4;
+	s = th_open_opts(dir, &o);
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		p[i] = th_part(s, "t", name);
+	}
+	base = count_fds();
+	/* 40 active partitions written round robin: at most 4 keep their
+	 * two files open, and every record lands. */
+	for (round = 0; round < 5; round++) {
+		for (i = 0; i < 40; i++) {
+			w = tlog_writer_open(p[i]);
+			n = snprintf(line, sizeof(line), "r%d p%d\n", round, i);
+			ck_assert_int_eq(tlog_writer_write(w, line, (size_t)n), n);
+			tlog_writer_close(w);
+			ck_assert_int_le(count_fds(), base + 2 * 4 + 2);
+		}
+	}
+	for (i = 0; i < 40; i++) {
+		struct tlog_part_stats st;
+		tlog_partition_stats(p[i], &st);
+		ck_assert_uint_eq(st.end_offset, 5);
+		tlog_partition_put(p[i]);
+	}
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -309,5 +364,6 @@ main(void)
 	TH_CASE(s, level_stat_chmod);
 	TH_CASE(s, refused_rmdir_keeps_settings);
 	TH_CASE(s, rename_over_empty_partition);
+	TH_CASE(s, open_files_stay_within_budget);
 	return th_run(s);
 }
