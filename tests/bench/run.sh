@@ -1,0 +1,505 @@
+#!/bin/bash
+# run.sh BUILDDIR - the tlogfs benchmarks (doc/performance.md).
+#
+# Compares the native file system, libfuse's passthrough_ll and tlogfs on
+# the same backing directory, on tmpfs and on disk, runs alternating
+# between targets, and writes a Markdown report (median [min-max]).
+#
+# Environment:
+#   BENCH_QUICK=1   smaller sizes and 3 repetitions (a few minutes)
+#   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
+#   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
+#   BENCH_DISK      disk parent directory (default /var/tmp)
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6")
+#
+# Needs root (FUSE mounts, /proc/sys/vm/drop_caches), fusermount3,
+# pkg-config + libfuse3-dev (passthrough_ll is built from its examples),
+# logrotate (workload 6; skipped with a note if missing).
+# Every mount and temporary directory is removed on exit, also on failure.
+set -eu
+set -o pipefail
+
+BUILD=$(cd "${1:?usage: run.sh BUILDDIR}" && pwd)
+QUICK=${BENCH_QUICK:-0}
+[ -n "$QUICK" ] || QUICK=0
+OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
+TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
+DISK_PARENT=${BENCH_DISK:-/var/tmp}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6}
+TLOGFS=$BUILD/mount/tlogfs
+APPENDER=$BUILD/tests/bench/appender
+TLBENCH=$BUILD/tests/bench/tlbench
+
+if [ "$QUICK" != 0 ]; then
+	REPS=3
+	SMALL_LINES=50000
+	BULK_MIB=64
+	READ_MIB=64 READ_SEG=8M
+	WAKE_PARTS=100000
+	DRAIN_SEGS=20000
+	SCALE_PARTS=10000 SCALE_SEGS=10
+	LR_LINES=400000 LR_RATE=100000
+else
+	REPS=5
+	SMALL_LINES=200000
+	BULK_MIB=512
+	READ_MIB=512 READ_SEG=64M
+	WAKE_PARTS=100000
+	DRAIN_SEGS=100000
+	SCALE_PARTS=100000 SCALE_SEGS=10
+	LR_LINES=400000 LR_RATE=40000
+fi
+
+log() { printf '%s [bench] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "FAILED: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root (FUSE mounts, drop_caches)"
+for f in "$TLOGFS" "$APPENDER" "$TLBENCH"; do
+	[ -x "$f" ] || die "$f not built (run make bench)"
+done
+
+# ---- cleanup: every mount, daemon and directory we made ----
+MOUNTS=()	# mountpoints
+PIDS=()		# daemons started in the foreground
+DIRS=()		# temporary directories
+cleanup() {
+	local rc=$? m p d
+	set +e
+	for m in "${MOUNTS[@]}"; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null ||
+				fusermount3 -uz "$m" 2>/dev/null
+		fi
+	done
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	sleep 0.2
+	for d in "${DIRS[@]}"; do
+		# Never descend into a mount that is still there.
+		if grep -q " $d" /proc/mounts; then
+			log "not removing $d: something is still mounted in it"
+		else
+			rm -rf --one-file-system "$d"
+		fi
+	done
+	[ $rc = 0 ] || log "exit status $rc (mounts and temporary files removed)"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+TMPD=
+mktempdir() {	# PARENT: sets TMPD (no subshell, so cleanup knows it)
+	TMPD=$(mktemp -d "$1/tlbench.XXXXXX") || die "mktemp in $1"
+	DIRS+=("$TMPD")
+}
+
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# ---- passthrough_ll, built here ----
+mktempdir /tmp; PTDIR=$TMPD
+EX=/usr/share/doc/libfuse3-dev/examples
+[ -f $EX/passthrough_ll.c ] || die "$EX/passthrough_ll.c missing (libfuse3-dev)"
+cp $EX/passthrough_ll.c $PTDIR/
+[ -f $EX/passthrough_helpers.h ] && cp $EX/passthrough_helpers.h $PTDIR/
+(cd $PTDIR && cc -O2 -w $(pkg-config --cflags fuse3) passthrough_ll.c \
+	$(pkg-config --libs fuse3) -o passthrough_ll) || die "building passthrough_ll"
+PT=$PTDIR/passthrough_ll
+mktempdir /tmp; MNTROOT=$TMPD
+
+# ---- mounts ----
+wait_mounted() {
+	local i
+	for i in $(seq 1 3000); do
+		mountpoint -q "$1" && return 0
+		sleep 0.01
+	done
+	die "$1 did not mount"
+}
+
+wait_gone() {	# pid
+	local i
+	for i in $(seq 1 6000); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.01
+	done
+	die "daemon $1 did not exit"
+}
+
+PT_PID=
+pt_mount() {	# SOURCE MNT
+	mkdir -p "$2"
+	MOUNTS+=("$2")
+	"$PT" -f -o source="$1" "$2" >/dev/null 2>&1 &
+	PT_PID=$!
+	PIDS+=("$PT_PID")
+	wait_mounted "$2"
+}
+pt_umount() {	# MNT
+	fusermount3 -u "$1"
+	wait_gone "$PT_PID"
+}
+
+TL_PID=
+TL_MOUNT_SECS=
+tl_mount() {	# STORE MNT [opts]
+	local t0 t1
+	mkdir -p "$2"
+	MOUNTS+=("$2")
+	t0=$(now)
+	"$TLOGFS" "$1" "$2" ${3:+-o "$3"} || die "tlogfs $1 $2"
+	t1=$(now)
+	TL_MOUNT_SECS=$(elapsed "$t0" "$t1")
+	wait_mounted "$2"
+	TL_PID=$(tr -dc 0-9 <"$1/.tlogfs/lock")
+	PIDS+=("$TL_PID")
+}
+tl_umount() {	# MNT
+	fusermount3 -u "$1"
+	wait_gone "$TL_PID"
+}
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+
+# ---- results: one TSV line per measurement, aggregated at the end ----
+mktempdir /tmp; RES=$TMPD/results.tsv
+: >"$RES"
+record() {	# workload fs target value
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RES"
+}
+NOTES=()
+note() { NOTES+=("$*"); log "$*"; }
+
+mib_per_s() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", b / 1048576 / s }'; }
+
+# ---- the backing file systems ----
+FS_LIST=()
+for pair in "tmpfs:$TMPFS_PARENT" "disk:$DISK_PARENT"; do
+	FS_LIST+=("$pair")
+done
+
+src_lines() {	# FILE MIB: 100-byte lines
+	yes "$(printf '%099d' 0)" | head -c $(($2 * 1048576)) >"$1" || true
+	[ "$(stat -c %s "$1")" = $(($2 * 1048576)) ] || die "generating $1"
+}
+
+want() { case " $ONLY " in *" $1 "*) return 0;; esac; return 1; }
+
+# ================= workloads 1-3, per file system =================
+run_fs_workloads() {	# NAME PARENT
+	local fs=$1 parent=$2 back pmnt tmnt store r w out t0 t1 i
+	mktempdir "$parent"; back=$TMPD
+	pmnt=$MNTROOT/pt-$fs tmnt=$MNTROOT/tl-$fs
+	store=$back/store
+	mkdir -p "$back/native" "$back/pt" "$store"
+	pt_mount "$back" "$pmnt"
+	tl_mount "$store" "$tmnt"
+
+	if want 1; then
+		log "$fs: workload 1, small appends ($SMALL_LINES lines of 100 bytes)"
+		mkdir -p "$tmnt/small"
+		for r in $(seq 1 $REPS); do
+			for w in 1 2; do
+				out=$("$APPENDER" -n $SMALL_LINES -w $w "$back/native/small.log")
+				record "1 small appends, $w writer(s) (lines/s)" $fs native "$(echo "$out" | sed 's/.*lines_per_s=\([0-9]*\).*/\1/')"
+				out=$("$APPENDER" -n $SMALL_LINES -w $w "$pmnt/pt/small.log")
+				record "1 small appends, $w writer(s) (lines/s)" $fs passthrough_ll "$(echo "$out" | sed 's/.*lines_per_s=\([0-9]*\).*/\1/')"
+				mkdir "$tmnt/small/w$w-r$r"
+				out=$("$APPENDER" -n $SMALL_LINES -w $w "$tmnt/small/w$w-r$r/current")
+				record "1 small appends, $w writer(s) (lines/s)" $fs tlogfs "$(echo "$out" | sed 's/.*lines_per_s=\([0-9]*\).*/\1/')"
+				n=$(cat "$tmnt/small/w$w-r$r/"* | wc -l)
+				[ "$n" = $SMALL_LINES ] || note "$fs: tlogfs small/w$w-r$r holds $n lines, expected $SMALL_LINES"
+				rm -f "$back/native/small.log" "$pmnt/pt/small.log"
+			done
+		done
+	fi
+
+	if want 2; then
+		log "$fs: workload 2, bulk append (cat of $BULK_MIB MiB >> file)"
+		local src=$TMPFS_SRC/bulk.src bytes=$((BULK_MIB * 1048576))
+		mkdir -p "$tmnt/bulk"
+		for r in $(seq 1 $REPS); do
+			t0=$(now); cat "$src" >>"$back/native/bulk.log"; t1=$(now)
+			record "2 bulk append (MiB/s)" $fs native "$(mib_per_s $bytes "$(elapsed $t0 $t1)")"
+			rm -f "$back/native/bulk.log"
+			t0=$(now); cat "$src" >>"$pmnt/pt/bulk.log"; t1=$(now)
+			record "2 bulk append (MiB/s)" $fs passthrough_ll "$(mib_per_s $bytes "$(elapsed $t0 $t1)")"
+			rm -f "$pmnt/pt/bulk.log"
+			mkdir "$tmnt/bulk/r$r"
+			t0=$(now); cat "$src" >>"$tmnt/bulk/r$r/current"; t1=$(now)
+			record "2 bulk append (MiB/s)" $fs tlogfs "$(mib_per_s $bytes "$(elapsed $t0 $t1)")"
+			n=$(cat "$tmnt/bulk/r$r/"* | wc -c)
+			[ "$n" = $bytes ] || note "$fs: tlogfs bulk/r$r holds $n bytes, expected $bytes"
+			rm -f "$tmnt/bulk/r$r/"*
+		done
+	fi
+
+	if want 3; then
+		log "$fs: workload 3, read of sealed segments ($READ_MIB MiB, segment.bytes=$READ_SEG)"
+		local rbytes=$((READ_MIB * 1048576)) files
+		mkdir -p "$tmnt/read/0"
+		setfattr -n user.segment.bytes -v $READ_SEG "$tmnt/read"
+		head -c $rbytes "$TMPFS_SRC/bulk.src" >>"$tmnt/read/0/current"
+		setfattr -n user.seal -v 1 "$tmnt/read/0/current"
+		rbytes=$(cat "$store"/read/0/*.log | wc -c)
+		[ "$rbytes" = $((READ_MIB * 1048576)) ] || note "$fs: read/0 holds $rbytes bytes"
+		files=$(cd "$store/read/0" && ls *.log | wc -l)
+		log "$fs: $files sealed segments"
+		for r in $(seq 1 $REPS); do
+			# native: the store's own segment files
+			drop_caches
+			t0=$(now); cat "$store"/read/0/*.log >/dev/null; t1=$(now)
+			record "3 read, cold (MiB/s)" $fs native "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+			t0=$(now); cat "$store"/read/0/*.log >/dev/null; t1=$(now)
+			record "3 read, warm (MiB/s)" $fs native "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+			# passthrough_ll: the same files through a fresh mount
+			pt_umount "$pmnt"; drop_caches; pt_mount "$back" "$pmnt"
+			t0=$(now); cat "$pmnt"/store/read/0/*.log >/dev/null; t1=$(now)
+			record "3 read, cold (MiB/s)" $fs passthrough_ll "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+			t0=$(now); cat "$pmnt"/store/read/0/*.log >/dev/null; t1=$(now)
+			record "3 read, warm (MiB/s)" $fs passthrough_ll "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+			# tlogfs
+			tl_umount "$tmnt"; drop_caches; tl_mount "$store" "$tmnt"
+			t0=$(now); cat "$tmnt"/read/0/*.log >/dev/null; t1=$(now)
+			record "3 read, cold (MiB/s)" $fs tlogfs "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+			t0=$(now); cat "$tmnt"/read/0/*.log >/dev/null; t1=$(now)
+			record "3 read, warm (MiB/s)" $fs tlogfs "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+		done
+	fi
+
+	tl_umount "$tmnt"
+	pt_umount "$pmnt"
+	rm -rf --one-file-system "$back"
+}
+
+# ================= workload 4: the reaper (engine level) =================
+run_reaper() {	# NAME PARENT
+	local fs=$1 parent=$2 d r out
+	log "$fs: workload 4, reaper wake-up ($WAKE_PARTS partitions, 10 due)"
+	mktempdir "$parent"; d=$TMPD
+	out=$("$TLBENCH" wakeup "$d/wake" $WAKE_PARTS 10 $REPS)
+	echo "$out" >&2
+	REAPER_WAKE[$fs]=$(echo "$out" | grep '^wakeup_10_due')
+	REAPER_IDLE[$fs]=$(echo "$out" | grep '^wakeup_0_due')
+	rm -rf "$d/wake"
+	log "$fs: workload 4, drain of a $DRAIN_SEGS-segment backlog with appends"
+	for r in $(seq 1 $REPS); do
+		out=$("$TLBENCH" drain "$d/drain$r" $DRAIN_SEGS 100000)
+		echo "$out" >&2
+		record "4 backlog generation (s)" $fs engine "$(echo "$out" | sed -n 's/^drain_gen.*secs=\([0-9.]*\).*/\1/p')"
+		record "4 store open with backlog (s)" $fs engine "$(echo "$out" | sed -n 's/^drain_open secs=\([0-9.]*\).*/\1/p')"
+		record "4 deletion rate (segments/s)" $fs engine "$(echo "$out" | sed -n 's/^drain .*segments_per_s=\([0-9]*\).*/\1/p')"
+		record "4 append p50, idle (us)" $fs engine "$(echo "$out" | sed -n 's/^append_idle.*p50_us=\([0-9.]*\).*/\1/p')"
+		record "4 append p99, idle (us)" $fs engine "$(echo "$out" | sed -n 's/^append_idle.*p99_us=\([0-9.]*\).*/\1/p')"
+		record "4 append p50, during drain (us)" $fs engine "$(echo "$out" | sed -n 's/^append_drain.*p50_us=\([0-9.]*\).*/\1/p')"
+		record "4 append p99, during drain (us)" $fs engine "$(echo "$out" | sed -n 's/^append_drain.*p99_us=\([0-9.]*\).*/\1/p')"
+		rm -rf "$d/drain$r"
+	done
+	rm -rf --one-file-system "$d"
+}
+
+# ================= workload 5: scale (disk) =================
+run_scale() {	# NAME PARENT
+	local fs=$1 parent=$2 d store mnt out r rss base nseg=$((SCALE_PARTS * SCALE_SEGS)) t0 t1
+	mktempdir "$parent"; d=$TMPD
+	mnt=$MNTROOT/scale-$fs
+	# Baseline: the daemon's RSS on an empty store.
+	mkdir -p "$d/empty"
+	tl_mount "$d/empty" "$mnt"
+	base=$(rss_kib $TL_PID)
+	tl_umount "$mnt"
+	log "$fs: workload 5, generating $SCALE_PARTS partitions x $SCALE_SEGS segments"
+	store=$d/store
+	out=$("$TLBENCH" gen "$store" scale $SCALE_PARTS $SCALE_SEGS 0)
+	log "$out"
+	SCALE_GEN="$out"
+	t0=$(now); tl_mount "$store" "$mnt"; t1=$(now)
+	record "5 first mount of the generated store (s)" $fs tlogfs "$TL_MOUNT_SECS"
+	ls "$mnt/scale/0" >/dev/null
+	tl_umount "$mnt"
+	for r in $(seq 1 $REPS); do
+		tl_mount "$store" "$mnt"
+		record "5 mount after clean unmount, warm cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
+		rss=$(rss_kib $TL_PID)
+		record "5 daemon RSS after clean mount (MiB)" $fs tlogfs "$(awk -v k=$rss 'BEGIN { printf "%.1f", k / 1024 }')"
+		record "5 RSS per segment, above empty-store baseline (bytes)" $fs tlogfs "$(awk -v k=$rss -v b=$base -v n=$nseg 'BEGIN { printf "%.0f", (k - b) * 1024 / n }')"
+		tl_umount "$mnt"
+		drop_caches
+		tl_mount "$store" "$mnt"
+		record "5 mount after clean unmount, cold cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
+		# crash: kill -9, clear the dead mount, mount again
+		kill -9 $TL_PID
+		wait_gone $TL_PID
+		fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+		tl_mount "$store" "$mnt"
+		record "5 mount after kill -9, warm cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
+		rss=$(rss_kib $TL_PID)
+		record "5 daemon RSS after kill -9 mount (MiB)" $fs tlogfs "$(awk -v k=$rss 'BEGIN { printf "%.1f", k / 1024 }')"
+		[ "$(cat "$mnt/scale/$((SCALE_PARTS - 1))/"* | wc -l)" = $SCALE_SEGS ] ||
+			note "$fs: scale partition $((SCALE_PARTS - 1)) lost records after kill -9"
+		tl_umount "$mnt"
+	done
+	RSS_BASE_KIB=$base
+	log "$fs: removing the generated store"
+	rm -rf --one-file-system "$d"
+}
+
+# ================= workload 6: against logrotate =================
+count_lines() {	# files...: prints "unique total"
+	cat "$@" | cut -c1-9 | sort | uniq -c |
+		awk '{ u++; t += $1 } END { printf "%d %d\n", u, t }'
+}
+
+run_logrotate() {	# NAME PARENT
+	local fs=$1 parent=$2 d r conf wpid ut tmnt seg=$(( LR_LINES * 100 / 4 + 4096 ))
+	if ! command -v logrotate >/dev/null; then
+		note "workload 6 skipped: logrotate is not installed"
+		return 0
+	fi
+	mktempdir "$parent"; d=$TMPD
+	tmnt=$MNTROOT/lr-$fs
+	log "$fs: workload 6, $LR_LINES lines at $LR_RATE lines/s, 3 rotations"
+	# secs the writer needs; rotations at 1/4, 2/4, 3/4 of it
+	local period
+	period=$(awk -v n=$LR_LINES -v r=$LR_RATE 'BEGIN { printf "%.3f", n / r / 4 }')
+	mkdir -p "$d/store"
+	tl_mount "$d/store" "$tmnt"
+	mkdir -p "$tmnt/lr"
+	setfattr -n user.segment.bytes -v $seg "$tmnt/lr"
+	for r in $(seq 1 $REPS); do
+		mkdir -p "$d/lr$r"
+		conf=$d/lr$r/logrotate.conf
+		cat >"$conf" <<EOF
+$d/lr$r/app.log {
+	copytruncate
+	rotate 10
+	missingok
+	nocompress
+}
+EOF
+		"$APPENDER" -n $LR_LINES -r $LR_RATE "$d/lr$r/app.log" >/dev/null &
+		wpid=$!
+		for i in 1 2 3; do
+			sleep $period
+			logrotate -f -s "$d/lr$r/state" "$conf" || die "logrotate"
+		done
+		wait $wpid || die "appender (native, logrotate)"
+		ut=$(count_lines "$d/lr$r"/app.log*)
+		record "6 lines lost, logrotate copytruncate" $fs native "$((LR_LINES - ${ut% *}))"
+		record "6 lines duplicated, logrotate copytruncate" $fs native "$((${ut#* } - ${ut% *}))"
+		rm -rf "$d/lr$r"
+		mkdir "$tmnt/lr/$r"
+		"$APPENDER" -n $LR_LINES -r $LR_RATE "$tmnt/lr/$r/current" >/dev/null ||
+			die "appender (tlogfs)"
+		ut=$(count_lines "$tmnt/lr/$r"/*)
+		record "6 lines lost, tlogfs sealing on size" $fs tlogfs "$((LR_LINES - ${ut% *}))"
+		record "6 lines duplicated, tlogfs sealing on size" $fs tlogfs "$((${ut#* } - ${ut% *}))"
+		record "6 tlogfs segments sealed" $fs tlogfs "$(($(ls "$tmnt/lr/$r" | wc -l) - 1))"
+		rm -f "$tmnt/lr/$r"/*
+	done
+	tl_umount "$tmnt"
+	rm -rf --one-file-system "$d"
+}
+
+# ================= run =================
+START=$(now)
+declare -A REAPER_WAKE REAPER_IDLE
+SCALE_GEN=
+RSS_BASE_KIB=
+mktempdir "$TMPFS_PARENT"; TMPFS_SRC=$TMPD
+if want 2 || want 3; then
+	log "generating a $BULK_MIB MiB source file of 100-byte lines on tmpfs"
+	mb=$BULK_MIB; [ $READ_MIB -gt $mb ] && mb=$READ_MIB
+	src_lines "$TMPFS_SRC/bulk.src" $mb
+fi
+for pair in "${FS_LIST[@]}"; do
+	fs=${pair%%:*} parent=${pair#*:}
+	if want 1 || want 2 || want 3; then
+		run_fs_workloads "$fs" "$parent"
+	fi
+done
+rm -f "$TMPFS_SRC/bulk.src"
+for pair in "${FS_LIST[@]}"; do
+	fs=${pair%%:*} parent=${pair#*:}
+	if want 4; then run_reaper "$fs" "$parent"; fi
+	if want 6; then run_logrotate "$fs" "$parent"; fi
+done
+# Scale on disk only: 2M small files would take ~10 GiB of tmpfs.
+if want 5; then run_scale disk "$DISK_PARENT"; fi
+END=$(now)
+
+# ================= report =================
+stats() {	# values on stdin -> "median min max"
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) { print "- - -"; exit }
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		print m, v[1], v[NR] }'
+}
+fmt() {	# median min max -> "m [min-max]"
+	awk -v m="$1" -v a="$2" -v b="$3" 'function f(x) {
+		if (x == "-") return x
+		if (x + 0 >= 1000) return sprintf("%.0f", x)
+		if (x + 0 >= 10) return sprintf("%.1f", x)
+		return sprintf("%.3g", x) }
+		BEGIN { if (m == "-") print "-"; else printf "%s [%s-%s]\n", f(m), f(a), f(b) }'
+}
+cell() {	# workload fs target -> median min max
+	awk -F'\t' -v w="$1" -v f="$2" -v t="$3" '$1 == w && $2 == f && $3 == t { print $4 }' "$RES" | stats
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+
+{
+	echo "# tlogfs benchmark results"
+	echo
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) cores," \
+		"$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM," \
+		"libfuse $(pkg-config --modversion fuse3), commit $(git -C "$BUILD" rev-parse --short HEAD 2>/dev/null || echo '?')," \
+		"BENCH_QUICK=$QUICK, $REPS repetitions, total $(awk -v a=$START -v b=$END 'BEGIN { printf "%.0f", b - a }') s."
+	echo
+	echo "Cells: median [min-max]. Ratios are of medians."
+	echo
+	echo "| workload | fs | native | passthrough_ll | tlogfs | tlogfs/passthrough_ll | tlogfs/native |"
+	echo "|---|---|---|---|---|---|---|"
+	cut -f1 "$RES" | { grep '^[123] ' || true; } | awk '!seen[$0]++' | while read -r w; do
+		for pair in "${FS_LIST[@]}"; do
+			fs=${pair%%:*}
+			read -r nm na nb <<<"$(cell "$w" $fs native)"
+			read -r pm pa pb <<<"$(cell "$w" $fs passthrough_ll)"
+			read -r tm ta tb <<<"$(cell "$w" $fs tlogfs)"
+			[ "$tm" = - ] && continue
+			echo "| $w | $fs | $(fmt $nm $na $nb) | $(fmt $pm $pa $pb) | $(fmt $tm $ta $tb) | $(ratio $tm $pm) | $(ratio $tm $nm) |"
+		done
+	done
+	echo
+	echo "| measurement | fs | value |"
+	echo "|---|---|---|"
+	for fs in tmpfs disk; do
+		[ -n "${REAPER_WAKE[$fs]:-}" ] || continue
+		echo "| 4 reaper wake-up, $WAKE_PARTS partitions, 10 due (ms) | $fs | $(echo "${REAPER_WAKE[$fs]}" | awk '{ split($2, a, "="); split($3, b, "="); split($4, c, "="); printf "%s [%s-%s]", a[2], b[2], c[2] }') |"
+		echo "| 4 reaper wake-up, $WAKE_PARTS partitions, 0 due (ms) | $fs | $(echo "${REAPER_IDLE[$fs]}" | awk '{ split($2, a, "="); split($3, b, "="); split($4, c, "="); printf "%s [%s-%s]", a[2], b[2], c[2] }') |"
+	done
+	cut -f1 "$RES" | { grep '^[456] ' || true; } | awk '!seen[$0]++' | while read -r w; do
+		for fs in tmpfs disk; do
+			for t in engine native tlogfs; do
+				read -r m a b <<<"$(cell "$w" $fs $t)"
+				[ "$m" = - ] && continue
+				label=$w
+				[ $t = engine ] || case $w in 6*) label="$w ($t)";; esac
+				echo "| $label | $fs | $(fmt $m $a $b) |"
+			done
+		done
+	done
+	echo
+	[ -z "$SCALE_GEN" ] || echo "Workload 5 store: $SCALE_GEN (written directly in the on-disk format by tlbench gen); empty-store daemon RSS ${RSS_BASE_KIB} KiB."
+	for n in "${NOTES[@]}"; do
+		echo
+		echo "Note: $n"
+	done
+} >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+cp "$RES" "${OUT%.md}.tsv"
+cat "$OUT"
+log "report written to $OUT"

@@ -1,0 +1,451 @@
+/*
+ * tlbench.c - engine-level benchmarks and store generation for
+ * tests/bench/run.sh. Links libtlog (internal API, tlog_int.h).
+ *
+ *   tlbench gen STORE TOPIC NPARTS SEGS [AGE_MS [RETENTION_MS]]
+ *	Writes NPARTS partitions of SEGS segments each straight in the
+ *	on-disk format (doc/format.md): one 64-byte record per segment,
+ *	all sealed but the last, which is left as an active segment after a
+ *	clean close (boundary entry, no footer). Record timestamps are
+ *	now - AGE_MS. RETENTION_MS, if given, goes into TOPIC/.config.
+ *	Prints the time taken.
+ *
+ *   tlbench wakeup DIR NPARTS NDUE REPS
+ *	The reaper's wake-up cost: NPARTS - NDUE partitions scheduled far
+ *	ahead (in memory only, as in tests/unit/test_reaper.c) and NDUE real
+ *	ones whose single record has expired; times tlog_reaper_cycle with
+ *	NDUE due and with none due, REPS times each.
+ *
+ *   tlbench drain DIR NSEGS NLAT
+ *	A backlog of NSEGS expired segments (generated as above) in
+ *	backlog/0. Times NLAT appends of 100-byte lines to lat/0 with the
+ *	reaper idle, then starts the reaper thread and an unlinker thread
+ *	(as the daemon does) and times appends until the backlog has been
+ *	deleted (at least NLAT of them). Reports the deletion rate and the
+ *	append latency percentiles of both phases.
+ *
+ * Output: key=value pairs, one line per measurement.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tlog_int.h"
+
+static int64_t clock_offset;	/* added to the wall clock, atomically */
+
+static int64_t
+bench_clock(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+	    __atomic_load_n(&clock_offset, __ATOMIC_RELAXED);
+}
+
+static void
+quiet_log(void *arg, int prio, const char *msg)
+{
+	(void)arg;
+	if (prio <= 3)	/* LOG_ERR and worse */
+		fprintf(stderr, "tlog: %s\n", msg);
+}
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "tlbench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static struct tlog_store *
+open_store(const char *dir)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s = NULL;
+	char err[512];
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	o.clock = bench_clock;
+	o.log = quiet_log;
+	if ((r = tlog_store_open(dir, &o, &s, err, sizeof(err))) != 0) {
+		fprintf(stderr, "tlbench: open %s: %s\n", dir, err);
+		exit(1);
+	}
+	return s;
+}
+
+/* ---- gen ---- */
+
+static void
+write_file(int dirfd, const char *name, const void *buf, size_t len)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644);
+
+	if (fd < 0)
+		die(name);
+	if (write(fd, buf, len) != (ssize_t)len)
+		die(name);
+	close(fd);
+}
+
+static void
+mkdir_p(const char *path)
+{
+	if (mkdir(path, 0755) == -1 && errno != EEXIST)
+		die(path);
+}
+
+static double
+gen(const char *store, const char *topic, long nparts, long segs,
+    int64_t age_ms, int64_t retention_ms)
+{
+	unsigned char idx[24 * 3 + 48];
+	char path[4096], name[64], rec[64];
+	struct tlog_idx_entry e;
+	struct tlog_footer f;
+	int64_t ts = bench_clock(NULL) - age_ms;
+	double t0 = mono();
+	long i, j;
+	int pfd;
+
+	memset(rec, 'r', sizeof(rec));
+	rec[sizeof(rec) - 1] = '\n';
+	mkdir_p(store);
+	snprintf(path, sizeof(path), "%s/.tlogfs", store);
+	mkdir_p(path);
+	snprintf(path, sizeof(path), "%s/.tlogfs/format", store);
+	if (access(path, F_OK) == -1) {
+		int sfd = open(store, O_RDONLY | O_DIRECTORY);
+
+		if (sfd < 0)
+			die(store);
+		write_file(sfd, ".tlogfs/format", "tlogfs 1\n", 9);
+		close(sfd);
+	}
+	snprintf(path, sizeof(path), "%s/%s", store, topic);
+	mkdir_p(path);
+	if (retention_ms != 0) {
+		int tfd = open(path, O_RDONLY | O_DIRECTORY);
+		int n;
+
+		if (tfd < 0)
+			die(path);
+		n = snprintf(name, sizeof(name), "retention.ms=%" PRId64 "\n",
+		    retention_ms);
+		write_file(tfd, ".config", name, (size_t)n);
+		close(tfd);
+	}
+	for (i = 0; i < nparts; i++) {
+		snprintf(path, sizeof(path), "%s/%s/%ld", store, topic, i);
+		mkdir_p(path);
+		if ((pfd = open(path, O_RDONLY | O_DIRECTORY)) < 0)
+			die(path);
+		for (j = 0; j < segs; j++) {
+			size_t n = 0;
+
+			snprintf(name, sizeof(name), "%020ld.log", j);
+			write_file(pfd, name, rec, sizeof(rec));
+			tlog_idx_encode_header(idx, (uint64_t)j);
+			n += 24;
+			e.rel = 0;
+			e.pos = 0;
+			e.ts = ts;
+			tlog_idx_encode_entry(idx + n, &e);
+			n += 24;
+			e.rel = 1;
+			e.pos = sizeof(rec);
+			tlog_idx_encode_entry(idx + n, &e);
+			n += 24;
+			if (j + 1 < segs) {
+				f.records = 1;
+				f.bytes = sizeof(rec);
+				f.first_ts = ts;
+				f.max_ts = ts;
+				f.sealed_by = TLOG_TRIG_SIZE;
+				tlog_idx_encode_footer(idx + n, &f);
+				n += 48;
+			}
+			snprintf(name, sizeof(name), "%020ld.idx", j);
+			write_file(pfd, name, idx, n);
+		}
+		close(pfd);
+	}
+	return mono() - t0;
+}
+
+/* ---- wakeup ---- */
+
+static int
+cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+put_line(struct tlog_partition *p, const char *line)
+{
+	struct tlog_writer *w = tlog_writer_open(p);
+
+	if (w == NULL || tlog_writer_write(w, line, strlen(line)) !=
+	    (ssize_t)strlen(line)) {
+		fprintf(stderr, "tlbench: append failed\n");
+		exit(1);
+	}
+	tlog_writer_close(w);
+}
+
+static void
+report(const char *what, double *v, int n, double scale, const char *unit)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
+	printf("%s median_%s=%.4f min_%s=%.4f max_%s=%.4f\n", what, unit,
+	    v[n / 2] * scale, unit, v[0] * scale, unit, v[n - 1] * scale);
+}
+
+static int
+wakeup(const char *dir, long nparts, long ndue, int reps)
+{
+	struct tlog_store *s;
+	struct tlog_partition **real, *p;
+	struct tlog_topic *t;
+	struct tlog_reap_stats st;
+	double *due_ms, *idle_ms, t0;
+	char name[32], err[256];
+	int64_t now = bench_clock(NULL);
+	long i;
+	int r;
+
+	mkdir_p(dir);
+	s = open_store(dir);
+	real = calloc((size_t)ndue, sizeof(*real));
+	due_ms = calloc((size_t)reps, sizeof(double));
+	idle_ms = calloc((size_t)reps, sizeof(double));
+	if (real == NULL || due_ms == NULL || idle_ms == NULL)
+		die("calloc");
+	if (tlog_topic_create(s, "t", &t) != 0)
+		die("topic");
+	for (i = 0; i < nparts - ndue; i++) {
+		snprintf(name, sizeof(name), "idle%ld", i);
+		if ((p = tlog_part_alloc(t, name)) == NULL)
+			die("tlog_part_alloc");
+		tlog_sched_earlier(p, now + 365LL * 86400000 + i);
+		tlog_partition_put(p);
+	}
+	for (i = 0; i < ndue; i++) {
+		snprintf(name, sizeof(name), "p%ld", i);
+		if ((r = tlog_partition_create(t, name, &real[i])) != 0) {
+			errno = -r;
+			die("partition_create");
+		}
+		if (tlog_conf_set(s, NULL, real[i], "retention.ms", "1s", 2,
+		    err, sizeof(err)) != 0) {
+			fprintf(stderr, "tlbench: %s\n", err);
+			return 1;
+		}
+	}
+	for (r = 0; r < reps; r++) {
+		for (i = 0; i < ndue; i++)
+			put_line(real[i], "expiring in one second\n");
+		/* Nothing due: the common idle wake-up. */
+		t0 = mono();
+		tlog_reaper_cycle(s, &st);
+		idle_ms[r] = mono() - t0;
+		if (st.visited != 0)
+			fprintf(stderr, "tlbench: idle cycle visited %" PRIu64
+			    "\n", st.visited);
+		__atomic_add_fetch(&clock_offset, 2000, __ATOMIC_RELAXED);
+		t0 = mono();
+		tlog_reaper_cycle(s, &st);
+		due_ms[r] = mono() - t0;
+		if (st.visited != (uint64_t)ndue || st.expired != (uint64_t)ndue)
+			fprintf(stderr, "tlbench: cycle visited %" PRIu64
+			    " expired %" PRIu64 ", expected %ld\n", st.visited,
+			    st.expired, ndue);
+		tlog_store_unlink_pending(s, 0);
+	}
+	printf("scheduled=%zu\n", tlog_reaper_scheduled(s));
+	snprintf(name, sizeof(name), "wakeup_%ld_due", ndue);
+	report(name, due_ms, reps, 1e3, "ms");
+	report("wakeup_0_due", idle_ms, reps, 1e3, "ms");
+	for (i = 0; i < ndue; i++)
+		tlog_partition_put(real[i]);
+	tlog_topic_put(t);
+	tlog_store_close(s);
+	return 0;
+}
+
+/* ---- drain ---- */
+
+static volatile int stop_unlinker;
+
+static void *
+unlinker(void *arg)
+{
+	struct tlog_store *s = arg;
+
+	while (!__atomic_load_n(&stop_unlinker, __ATOMIC_RELAXED)) {
+		tlog_store_unlink_wait(s, 100);
+		tlog_store_unlink_pending(s, 64);
+	}
+	return NULL;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+lat_report(const char *what, uint32_t *ns, size_t n)
+{
+	qsort(ns, n, sizeof(*ns), cmp_u32);
+	printf("%s appends=%zu p50_us=%.2f p99_us=%.2f p999_us=%.2f "
+	    "max_us=%.1f\n", what, n, ns[n / 2] / 1e3, ns[n * 99 / 100] / 1e3,
+	    ns[n * 999 / 1000] / 1e3, ns[n - 1] / 1e3);
+}
+
+static int
+drain(const char *dir, long nsegs, long nlat)
+{
+	struct tlog_store *s;
+	struct tlog_topic *t;
+	struct tlog_partition *lp, *bp;
+	struct tlog_writer *w;
+	struct tlog_part_stats ps;
+	pthread_t ut;
+	char line[100];
+	uint32_t *ns;
+	size_t n, cap = (size_t)nlat * 64;
+	double t0, t1, gsecs, tdone = 0;
+	long i;
+
+	gsecs = gen(dir, "backlog", 1, nsegs, 2 * 86400000LL, 86400000LL);
+	printf("drain_gen segments=%ld secs=%.2f\n", nsegs, gsecs);
+	t0 = mono();
+	s = open_store(dir);
+	printf("drain_open secs=%.3f\n", mono() - t0);
+	t = tlog_topic_get(s, "backlog");
+	bp = t ? tlog_partition_get(t, "0") : NULL;
+	if (bp == NULL)
+		die("backlog/0");
+	tlog_topic_put(t);
+	if (tlog_topic_create(s, "lat", &t) != 0 ||
+	    tlog_partition_create(t, "0", &lp) != 0)
+		die("lat/0");
+	tlog_topic_put(t);
+	if ((w = tlog_writer_open(lp)) == NULL)
+		die("writer");
+	memset(line, 'l', sizeof(line));
+	line[sizeof(line) - 1] = '\n';
+	if ((ns = calloc(cap, sizeof(*ns))) == NULL)
+		die("calloc");
+	/* Idle: the backlog is due, but no reaper runs. */
+	for (i = 0; i < nlat; i++) {
+		t0 = mono();
+		if (tlog_writer_write(w, line, sizeof(line)) != sizeof(line))
+			die("append");
+		ns[i] = (uint32_t)((mono() - t0) * 1e9);
+	}
+	lat_report("append_idle", ns, (size_t)nlat);
+	/* Drain. */
+	stop_unlinker = 0;
+	if (pthread_create(&ut, NULL, unlinker, s) != 0)
+		die("pthread_create");
+	t0 = mono();
+	if (tlog_reaper_start(s) != 0)
+		die("reaper_start");
+	for (n = 0; n < cap; n++) {
+		t1 = mono();
+		if (tlog_writer_write(w, line, sizeof(line)) != sizeof(line))
+			die("append");
+		ns[n] = (uint32_t)((mono() - t1) * 1e9);
+		if ((n & 255) == 0 && tdone == 0) {
+			tlog_partition_stats(bp, &ps);
+			if (ps.segments == 0 && tlog_store_unlink_queued(s) == 0)
+				tdone = mono();
+		}
+		if (tdone != 0 && n >= (size_t)nlat)
+			break;
+	}
+	while (tdone == 0) {
+		tlog_partition_stats(bp, &ps);
+		if (ps.segments == 0 && tlog_store_unlink_queued(s) == 0)
+			tdone = mono();
+		else
+			usleep(1000);
+	}
+	printf("drain segments=%ld secs=%.3f segments_per_s=%.0f\n", nsegs,
+	    tdone - t0, (double)nsegs / (tdone - t0));
+	lat_report("append_drain", ns, n);
+	tlog_reaper_stop(s);
+	stop_unlinker = 1;
+	tlog_store_wakeup(s);
+	pthread_join(ut, NULL);
+	tlog_writer_close(w);
+	tlog_partition_put(lp);
+	tlog_partition_put(bp);
+	tlog_store_close(s);
+	free(ns);
+	return 0;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: tlbench gen STORE TOPIC NPARTS SEGS [AGE_MS [RET_MS]]\n"
+	    "       tlbench wakeup DIR NPARTS NDUE REPS\n"
+	    "       tlbench drain DIR NSEGS NLAT\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2)
+		usage();
+	if (strcmp(argv[1], "gen") == 0 && (argc >= 6 && argc <= 8)) {
+		double secs = gen(argv[2], argv[3], atol(argv[4]),
+		    atol(argv[5]), argc > 6 ? atoll(argv[6]) : 0,
+		    argc > 7 ? atoll(argv[7]) : 0);
+
+		printf("gen partitions=%s segments=%ld secs=%.2f\n", argv[4],
+		    atol(argv[4]) * atol(argv[5]), secs);
+		return 0;
+	}
+	if (strcmp(argv[1], "wakeup") == 0 && argc == 6)
+		return wakeup(argv[2], atol(argv[3]), atol(argv[4]),
+		    atoi(argv[5]));
+	if (strcmp(argv[1], "drain") == 0 && argc == 5)
+		return drain(argv[2], atol(argv[3]), atol(argv[4]));
+	usage();
+	return 2;
+}
