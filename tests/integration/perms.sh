@@ -1,0 +1,118 @@
+#!/bin/bash
+# perms.sh - permissions on a mount with -o allow_other, checked as a
+# throwaway system user (created with useradd, removed with userdel when
+# the test ends) through setpriv:
+#
+#   * a user without write permission on a partition directory cannot
+#     append to it (EACCES), and can once the directory allows it;
+#   * a user who does not own a topic (0755, root's) cannot change its
+#     xattrs: the kernel checks write permission on the directory
+#     (default_permissions), so setxattr and removexattr fail with EACCES;
+#     reading them works; the owner can change them. On a sticky
+#     directory (1777) the kernel allows only the owner: EPERM. (On a
+#     plain 0777 topic anyone may change them: mode bits are the policy.)
+#   * chmod and chown on the root, a topic and a partition persist across
+#     a remount; current and the segments take the partition's owner.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
+
+U=tlt$$
+if ! useradd --system --no-create-home --user-group --shell /usr/sbin/nologin \
+    "$U" 2>"$TMP/useradd.err"; then
+	tl_not_ok "useradd $U (needs root)" "$(cat "$TMP/useradd.err")"
+	tl_done
+fi
+perms_cleanup() {
+	tl_cleanup_mount
+	userdel "$U" 2>/dev/null
+	tl_cleanup
+}
+trap perms_cleanup EXIT
+UID_=$(id -u "$U")
+GID_=$(id -g "$U")
+
+# The user needs a way to the mount and to the probe.
+chmod 755 "$TMP"
+cp "$PROBE" "$TMP/probe"
+chmod 755 "$TMP/probe"
+as_user() { setpriv --reuid="$UID_" --regid="$GID_" --clear-groups "$TMP/probe" "$@"; }
+
+tl_mount -o allow_other
+mkdir -p "$MNT/t/root" "$MNT/t/open" "$MNT/t/mine"
+tl_is "the user cannot append to a partition it may not write" EACCES \
+    "$(as_user write "$MNT/t/root/current" "x
+")"
+tl_is "nor create a partition in a topic it may not write" EACCES \
+    "$(as_user mkdir "$MNT/t/new")"
+tl_is "it can read it" OK "$(as_user open "$MNT/t/root/current" rdonly)"
+chmod 777 "$MNT/t/open"
+tl_is "current takes the directory's read and write bits" 666 \
+    "$(stat -c %a "$MNT/t/open/current")"
+tl_is "the user can append to a partition open to all" OK \
+    "$(as_user write "$MNT/t/open/current" "from the user
+")"
+tl_is "the record is there" "from the user" "$(cat "$MNT/t/open/current")"
+chmod 755 "$MNT/t/open"
+tl_is "not once the directory is 0755 again" EACCES \
+    "$(as_user write "$MNT/t/open/current" "x
+")"
+chown "$U:$U" "$MNT/t/mine"
+tl_is "current takes the partition's owner" "$UID_ $GID_ 644" \
+    "$(stat -c '%u %g %a' "$MNT/t/mine/current")"
+tl_is "the owner of a partition can append" OK \
+    "$(as_user write "$MNT/t/mine/current" "mine
+")"
+setfattr -n user.seal -v 1 "$MNT/t/mine/current"
+tl_is "a sealed segment takes the owner and read bits only" "$UID_ $GID_ 444" \
+    "$(stat -c '%u %g %a' "$MNT/t/mine/00000000000000000000.log")"
+
+# xattrs on a topic the user does not own (root's, 0755).
+setfattr -n user.retention.ms -v 1d "$MNT/t"
+tl_is "a non-owner cannot set a topic's xattr" EACCES \
+    "$(as_user setxattr "$MNT/t" user.retention.ms 1h)"
+tl_is "nor remove one" EACCES \
+    "$(as_user removexattr "$MNT/t" user.retention.ms)"
+tl_is "nor set one on a partition of that topic" EACCES \
+    "$(as_user setxattr "$MNT/t/root" user.segment.bytes 1M)"
+tl_is "nor seal its current" EACCES \
+    "$(as_user setxattr "$MNT/t/root/current" user.seal 1)"
+tl_is "the value is unchanged" 86400000 "$(gx user.retention.ms "$MNT/t")"
+tl_is "the user can read it" "OK 86400000" \
+    "$(as_user getxattr "$MNT/t" user.retention.ms)"
+# A topic others may write: the kernel lets them set user.* xattrs,
+# unless the sticky bit is set (then only the owner: EPERM).
+mkdir -p "$MNT/s"
+chmod 1777 "$MNT/s"
+tl_is "a non-owner cannot set the xattrs of a sticky topic (EPERM)" EPERM \
+    "$(as_user setxattr "$MNT/s" user.retention.ms 1s)"
+tl_is "the owner of a partition can set its xattrs" OK \
+    "$(as_user setxattr "$MNT/t/mine" user.segment.bytes 1M)"
+tl_is "and the value is there" 1048576 \
+    "$(gx user.segment.bytes "$MNT/t/mine")"
+
+# chmod and chown persist across a remount.
+mkdir -p "$MNT/u/0"
+chmod 750 "$MNT/u"
+chown "$U:$U" "$MNT/u"
+chmod 700 "$MNT/u/0"
+chown "$UID_:0" "$MNT/u/0"
+chmod 775 "$MNT"
+want="$(stat -c '%n %a %u %g' "$MNT" "$MNT/u" "$MNT/u/0" "$MNT/t/mine" \
+    "$MNT/t/open")"
+tl_check "unmount" tl_umount
+tl_mount -o allow_other
+tl_is "modes and owners persist across a remount" "$want" \
+    "$(stat -c '%n %a %u %g' "$MNT" "$MNT/u" "$MNT/u/0" "$MNT/t/mine" \
+    "$MNT/t/open")"
+tl_is "current still takes the partition's owner" "$UID_ 0 600" \
+    "$(stat -c '%u %g %a' "$MNT/u/0/current")"
+tl_is "and the owner can still append" OK \
+    "$(as_user write "$MNT/t/mine/current" "mine again
+")"
+tl_is "others still cannot" EACCES \
+    "$(as_user write "$MNT/t/open/current" "x
+")"
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed nothing"
+tl_done
