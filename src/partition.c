@@ -686,10 +686,15 @@ tlog_partition_seal_idle(struct tlog_partition *p)
 	return sealed;
 }
 
-/* Keeps the end offset of a partition whose last segment went, so that
- * offsets are never reused after a restart. Called with no lock held. */
-static void
-save_end_offset(struct tlog_partition *p)
+/*
+ * Keeps the end offset of a partition whose last segment goes, so that
+ * offsets are never reused after a restart. The unlinker calls it before
+ * it unlinks the last files of an emptied partition (what the offset
+ * would otherwise be read from), with no lock held; the reaper and rm
+ * never wait for its fsync.
+ */
+void
+tlog_part_save_end(struct tlog_partition *p)
 {
 	char buf[32];
 	uint64_t end;
@@ -737,8 +742,6 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	}
 	pthread_mutex_unlock(&p->lock);
 	evbuf_emit(p, &eb);
-	if (r == 0)
-		save_end_offset(p);
 	return r;
 }
 
@@ -782,8 +785,6 @@ tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 	}
 	pthread_mutex_unlock(&p->lock);
 	evbuf_emit(p, &eb);
-	if (n > 0)
-		save_end_offset(p);
 	return n;
 }
 

@@ -642,6 +642,7 @@ tlog_store_unlink_pending(struct tlog_store *s, int max)
 	struct tlog_partition *p;
 	struct tlog_event ev;
 	size_t budget;
+	bool last;
 	int done = 0, r;
 
 	pthread_mutex_lock(&s->unlink_lock);
@@ -657,6 +658,11 @@ tlog_store_unlink_pending(struct tlog_store *s, int max)
 		if (seg == NULL)
 			break;
 		p = seg->part;
+		pthread_mutex_lock(&p->lock);
+		last = p->nsegs == 0 && p->pending_unlinks == 1;
+		pthread_mutex_unlock(&p->lock);
+		if (last)
+			tlog_part_save_end(p);
 		if ((r = unlink_one(seg)) != 0) {
 			tlog_log_err(s, "cannot delete segment %020" PRIu64
 			    ": %s; will retry", seg->base, strerror(-r));

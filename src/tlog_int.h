@@ -253,6 +253,7 @@ void tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev);
 size_t tlog_part_append(struct tlog_partition *p, const char *buf,
     size_t len, bool tail_is_record, int *errp);
 int tlog_part_fsync(struct tlog_partition *p, bool datasync);
+void tlog_part_save_end(struct tlog_partition *p);
 
 /* recover.c */
 int tlog_part_recover(struct tlog_partition *p);
