@@ -413,6 +413,7 @@ EOF
 
 # ================= run =================
 START=$(now)
+COMMIT=$(git -C "$BUILD" rev-parse --short HEAD 2>/dev/null || echo '?')
 declare -A REAPER_WAKE REAPER_IDLE
 SCALE_GEN=
 RSS_BASE_KIB=
@@ -463,7 +464,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 	echo
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) cores," \
 		"$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM," \
-		"libfuse $(pkg-config --modversion fuse3), commit $(git -C "$BUILD" rev-parse --short HEAD 2>/dev/null || echo '?')," \
+		"libfuse $(pkg-config --modversion fuse3), commit $COMMIT at the start," \
 		"BENCH_QUICK=$QUICK, $REPS repetitions, total $(awk -v a=$START -v b=$END 'BEGIN { printf "%.0f", b - a }') s."
 	echo
 	echo "Cells: median [min-max]. Ratios are of medians."
