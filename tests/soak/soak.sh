@@ -22,6 +22,10 @@
 # roll on size and on time and the reaper deletes all the time, so the
 # steady state holds about 5 s of data.
 #
+# The deletions column comes from .tlogfs/metrics (a scrape a minute);
+# SOAK_METRICS=0 counts the reaper's log lines instead and never opens
+# the metrics file.
+#
 # Flat means: the last RSS sample is at most RSS_SLACK_KB (default 8192)
 # above the sample at minute 2 (after warm-up), and the last fd count at
 # most FD_SLACK (default 8) above the minute-2 count. Exits 0 if all
@@ -130,8 +134,12 @@ for m in $(seq 1 "$MINUTES"); do
 		segs=$((segs + $(getfattr --only-values -n user.tlog.segments \
 		    "$MNT/$p" 2>/dev/null || echo 0)))
 	done
-	del=$(awk -F' ' '/^tlogfs_deletions_total/ { s += $2 } END { print s + 0 }' \
-	    "$MNT/.tlogfs/metrics" 2>/dev/null)
+	if [ "${SOAK_METRICS:-1}" = 1 ]; then
+		del=$(awk '/^tlogfs_deletions_total/ { s += $2 } END { print s + 0 }' \
+		    "$MNT/.tlogfs/metrics" 2>/dev/null)
+	else	# counted from the reaper's lines instead
+		del=$(awk '/^tlogfs: reaper: / { s += $3 } END { print s + 0 }' "$ERR")
+	fi
 	printf '%4d %10s %5s %10s %9s %8s\n' "$m" "$rss" "$fds" "$(acked)" \
 	    "$segs" "$del"
 	if [ "$m" -eq 2 ] || { [ "$MINUTES" -lt 2 ] && [ "$m" -eq 1 ]; }; then
