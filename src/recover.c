@@ -80,14 +80,6 @@ parse_base(const char *name, const char *ext, uint64_t *base)
 	return true;
 }
 
-static int
-found_cmp(const void *a, const void *b)
-{
-	const struct found *x = a, *y = b;
-
-	return x->base < y->base ? -1 : x->base > y->base;
-}
-
 /*
  * Scans data from pos (record rel) to the end, adding an index entry every
  * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
@@ -137,14 +129,14 @@ scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
 
 /* Writes a complete new index atomically (temporary file and rename). */
 static int
-write_index(struct tlog_partition *p, struct tlog_segment *seg,
-    const struct entries *v, bool sealed)
+write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
+    bool sealed)
 {
 	unsigned char *buf;
 	struct tlog_footer f;
 	char name[32];
 	size_t len, i;
-	int dfd, r;
+	int r;
 
 	len = TLOG_IDX_HDR + v->n * TLOG_IDX_ENT + (sealed ? TLOG_IDX_FOOT : 0);
 	if ((buf = malloc(len)) == NULL)
@@ -162,13 +154,7 @@ write_index(struct tlog_partition *p, struct tlog_segment *seg,
 		tlog_idx_encode_footer(buf + len - TLOG_IDX_FOOT, &f);
 	}
 	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
-	dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0) {
-		free(buf);
-		return dfd;
-	}
 	r = tlog_write_atomic(dfd, name, buf, len);
-	close(dfd);
 	free(buf);
 	if (r == 0) {
 		seg->nidx = v->n;
@@ -182,7 +168,7 @@ write_index(struct tlog_partition *p, struct tlog_segment *seg,
 
 /* Reads and validates the index: header, entries, footer. */
 static int
-read_index(struct tlog_partition *p, uint64_t base, struct entries *v,
+read_index(int dfd, uint64_t base, struct entries *v,
     struct tlog_footer *foot, bool *has_footer, bool *torn)
 {
 	unsigned char *buf = NULL;
@@ -196,8 +182,8 @@ read_index(struct tlog_partition *p, uint64_t base, struct entries *v,
 	*has_footer = false;
 	*torn = false;
 	tlog_seg_name(base, ".idx", name, sizeof(name));
-	if ((fd = tlog_part_openat(p, name, O_RDONLY, 0)) < 0)
-		return fd;
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC)) == -1)
+		return -errno;
 	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR) {
 		r = -EINVAL;
 		goto out;
@@ -245,30 +231,41 @@ out:
  * segment as sealed if the footer agrees with the data's size.
  */
 static bool
-quick_sealed(struct tlog_partition *p, uint64_t base, uint64_t size,
-    struct tlog_footer *foot, uint64_t *nidx)
+quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
+    uint64_t *nidx)
 {
-	unsigned char hdr[TLOG_IDX_HDR], ft[TLOG_IDX_FOOT];
+	unsigned char buf[4096];
 	struct stat st;
 	char name[32];
 	uint64_t hbase, body;
+	const unsigned char *ft;
 	bool ok = false;
 	int fd;
 
 	tlog_seg_name(base, ".idx", name, sizeof(name));
-	if ((fd = tlog_part_openat(p, name, O_RDONLY, 0)) < 0)
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC)) == -1)
 		return false;
-	if (fstat(fd, &st) == 0 && st.st_size >= TLOG_IDX_HDR +
-	    TLOG_IDX_FOOT &&
-	    pread(fd, hdr, sizeof(hdr), 0) == sizeof(hdr) &&
-	    pread(fd, ft, sizeof(ft), st.st_size - TLOG_IDX_FOOT) ==
-	    sizeof(ft) &&
-	    tlog_idx_decode_header(hdr, &hbase) == 0 && hbase == base &&
+	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR + TLOG_IDX_FOOT)
+		goto out;
+	/* A small index in one read; a large one, its two ends. */
+	if (st.st_size <= (off_t)sizeof(buf)) {
+		if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+			goto out;
+		ft = buf + st.st_size - TLOG_IDX_FOOT;
+	} else {
+		if (pread(fd, buf, TLOG_IDX_HDR, 0) != TLOG_IDX_HDR ||
+		    pread(fd, buf + TLOG_IDX_HDR, TLOG_IDX_FOOT,
+		    st.st_size - TLOG_IDX_FOOT) != TLOG_IDX_FOOT)
+			goto out;
+		ft = buf + TLOG_IDX_HDR;
+	}
+	if (tlog_idx_decode_header(buf, &hbase) == 0 && hbase == base &&
 	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size) {
 		body = (uint64_t)st.st_size - TLOG_IDX_HDR - TLOG_IDX_FOOT;
 		ok = body % TLOG_IDX_ENT == 0;
 		*nidx = body / TLOG_IDX_ENT;
 	}
+out:
 	close(fd);
 	return ok;
 }
@@ -278,7 +275,7 @@ quick_sealed(struct tlog_partition *p, uint64_t base, uint64_t size,
  * nothing worth keeping.
  */
 static struct tlog_segment *
-load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
+load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
     bool last, const char *where)
 {
 	struct tlog_store *s = p->store;
@@ -294,26 +291,23 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 	int64_t mt;
 	int fd, r;
 
+	/* The data file is opened only if something must be read or cut:
+	 * the clean path needs its size, from fstatat. */
 	tlog_seg_name(base, ".log", name, sizeof(name));
-	if ((fd = tlog_part_openat(p, name, O_RDWR, 0)) < 0) {
+	if (fstatat(dfd, name, &st, 0) == -1 || !S_ISREG(st.st_mode) ||
+	    (seg = tlog_seg_new(p, base)) == NULL) {
 		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
-		    strerror(-fd));
+		    S_ISREG(st.st_mode) ? strerror(errno) :
+		    "not a regular file");
 		return NULL;
 	}
-	if (fstat(fd, &st) == -1) {
-		close(fd);
-		return NULL;
-	}
+	fd = -1;
 	size = (uint64_t)st.st_size;
 	mt = mtime_ms(&st);
-	if ((seg = tlog_seg_new(p, base)) == NULL) {
-		close(fd);
-		return NULL;
-	}
-	if (has_idx && quick_sealed(p, base, size, &foot, &seg->nidx)) {
+	if (has_idx && quick_sealed(dfd, base, size, &foot, &seg->nidx)) {
 		footer = true;
 		v.n = seg->nidx;	/* entries not needed */
-	} else if (has_idx && (r = read_index(p, base, &v, &foot, &footer,
+	} else if (has_idx && (r = read_index(dfd, base, &v, &foot, &footer,
 	    &torn)) != 0) {
 		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
 		    "index; rebuilding it from the data", where, base);
@@ -325,6 +319,12 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 		rebuild = true;
 	}
 
+	if (!(footer && foot.bytes == size) &&
+	    (fd = openat(dfd, name, O_RDWR | O_CLOEXEC)) == -1) {
+		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
+		    strerror(errno));
+		goto fail;
+	}
 	if (footer && foot.bytes < size) {
 		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
 		    "seal; cut", where, name, size - foot.bytes);
@@ -343,9 +343,7 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 		if ((uint64_t)st.st_blocks * 512 > ((size + 4095) & ~4095ULL) +
 		    4096) {
 			seg->trim_pending = 1;
-			seg->fd = fd;
 			tlog_seg_trim(seg);
-			seg->fd = -1;
 		}
 		goto done;
 	}
@@ -408,9 +406,9 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 		free(v.e);
 		close(fd);
 		tlog_segment_put(seg);
-		tlog_part_unlinkat(p, name);
+		unlinkat(dfd, name, 0);
 		tlog_seg_name(base, ".idx", name, sizeof(name));
-		tlog_part_unlinkat(p, name);
+		unlinkat(dfd, name, 0);
 		return NULL;
 	}
 	if (!last || footer) {
@@ -429,7 +427,7 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 			seg->last_idx_rel = v.e[v.n - 1].rel;
 			seg->last_idx_pos = v.e[v.n - 1].pos;
 		}
-	} else if ((r = write_index(p, seg, &v, seg->sealed)) != 0)
+	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0)
 		tlog_log(s, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
 		    where, base, strerror(-r));
 	if (seg->sealed && (uint64_t)st.st_blocks * 512 >
@@ -441,24 +439,26 @@ load_segment(struct tlog_partition *p, uint64_t base, bool has_idx,
 	}
 done:
 	free(v.e);
-	close(fd);
+	if (fd != -1)
+		close(fd);
 	return seg;
 fail:
 	free(v.e);
-	close(fd);
+	if (fd != -1)
+		close(fd);
 	tlog_segment_put(seg);
 	return NULL;
 }
 
 static void
-read_next_offset(struct tlog_partition *p)
+read_next_offset(struct tlog_partition *p, int dfd)
 {
 	char buf[32];
 	ssize_t n;
 	uint64_t v;
 	int fd;
 
-	if ((fd = tlog_part_openat(p, ".next", O_RDONLY, 0)) < 0)
+	if ((fd = openat(dfd, ".next", O_RDONLY | O_CLOEXEC)) == -1)
 		return;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -469,27 +469,39 @@ read_next_offset(struct tlog_partition *p)
 		p->next_offset = v;
 }
 
-int
-tlog_part_recover(struct tlog_partition *p)
+/* One directory entry that names a segment file. */
+struct segfile {
+	uint64_t base;
+	bool log;
+};
+
+static int
+segfile_cmp(const void *a, const void *b)
+{
+	const struct segfile *x = a, *y = b;
+
+	if (x->base != y->base)
+		return x->base < y->base ? -1 : 1;
+	return (int)x->log - (int)y->log;
+}
+
+/*
+ * Lists the partition's segment files (removing stray temporary files),
+ * sorted by base and merged into one entry per segment. The listing is
+ * read once and sorted once: O(n log n) in the number of files.
+ */
+static int
+list_segments(struct tlog_partition *p, DIR *d, const char *where,
+    struct found **out, size_t *nout)
 {
 	struct tlog_store *s = p->store;
-	struct tlog_segment *seg, *prev = NULL;
-	struct found *f = NULL;
+	struct segfile *v = NULL;
+	struct found *f;
 	struct dirent *de;
-	char where[2 * TLOG_NAME_MAX + 2];
-	size_t n = 0, cap = 0, i, j;
+	size_t n = 0, cap = 0, i, k = 0;
 	uint64_t base;
 	bool islog;
-	DIR *d;
-	int fd;
 
-	tlog_part_path(p, where, sizeof(where));
-	if ((fd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return fd;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -errno;
-	}
 	while ((de = readdir(d)) != NULL) {
 		const char *nm = de->d_name;
 		size_t len = strlen(nm);
@@ -512,40 +524,76 @@ tlog_part_recover(struct tlog_partition *p)
 			    where, nm);
 			continue;
 		}
-		for (j = 0; j < n && f[j].base != base; j++)
-			;
-		if (j == n) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				void *nf = reallocarray(f, cap, sizeof(*f));
-				if (nf == NULL)
-					break;
-				f = nf;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			void *nv = reallocarray(v, nc, sizeof(*v));
+			if (nv == NULL) {
+				free(v);
+				return -ENOMEM;
 			}
-			f[n++] = (struct found){ base, false, false };
+			v = nv;
+			cap = nc;
 		}
-		if (islog)
-			f[j].log = true;
-		else
-			f[j].idx = true;
+		v[n++] = (struct segfile){ base, islog };
 	}
-	closedir(d);
 	if (n > 1)
-		qsort(f, n, sizeof(*f), found_cmp);
+		qsort(v, n, sizeof(*v), segfile_cmp);
+	if ((f = reallocarray(NULL, n ? n : 1, sizeof(*f))) == NULL) {
+		free(v);
+		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
-		char name[32];
+		if (k == 0 || f[k - 1].base != v[i].base)
+			f[k++] = (struct found){ v[i].base, false, false };
+		if (v[i].log)
+			f[k - 1].log = true;
+		else
+			f[k - 1].idx = true;
+	}
+	free(v);
+	*out = f;
+	*nout = k;
+	return 0;
+}
 
+int
+tlog_part_recover(struct tlog_partition *p)
+{
+	struct tlog_store *s = p->store;
+	struct tlog_segment *seg, *prev = NULL;
+	struct found *f = NULL;
+	char where[2 * TLOG_NAME_MAX + 2], name[32];
+	size_t n = 0, i, lastlog;
+	DIR *d;
+	int fd, dfd, r;
+
+	tlog_part_path(p, where, sizeof(where));
+	/* Everything is opened relative to the partition's directory:
+	 * one path lookup for the whole partition. */
+	if ((fd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return fd;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -errno;
+	}
+	dfd = dirfd(d);
+	if ((r = list_segments(p, d, where, &f, &n)) != 0) {
+		closedir(d);
+		return r;
+	}
+	/* The newest segment with data is the active candidate. */
+	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log; lastlog--)
+		;
+	for (i = 0; i < n; i++) {
 		if (!f[i].log) {
 			tlog_seg_name(f[i].base, ".idx", name, sizeof(name));
 			tlog_log(s, LOG_WARNING, "%s/%s: index without data "
 			    "removed", where, name);
-			tlog_part_unlinkat(p, name);
+			unlinkat(dfd, name, 0);
 			continue;
 		}
-		/* The newest segment with data is the active candidate. */
-		for (j = i + 1; j < n && !f[j].log; j++)
-			;
-		seg = load_segment(p, f[i].base, f[i].idx, j == n, where);
+		seg = load_segment(p, dfd, f[i].base, f[i].idx,
+		    i + 1 == lastlog, where);
 		if (seg == NULL)
 			continue;
 		if (prev != NULL && seg->base < prev->base + prev->records)
@@ -562,7 +610,8 @@ tlog_part_recover(struct tlog_partition *p)
 		prev = seg;
 	}
 	free(f);
-	read_next_offset(p);
+	read_next_offset(p, dfd);
+	closedir(d);
 	return 0;
 }
 

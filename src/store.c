@@ -834,6 +834,70 @@ is_visible_name(const char *name)
 	return tlog_name_check(name) == 0;
 }
 
+struct recovery {
+	struct tlog_partition **v;
+	size_t n;
+	size_t next;		/* atomic: the next partition to take */
+};
+
+static void *
+recover_worker(void *arg)
+{
+	struct recovery *rc = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&rc->next, 1, __ATOMIC_RELAXED)) <
+	    rc->n)
+		tlog_part_recover(rc->v[i]);
+	return NULL;
+}
+
+/*
+ * Recovers every partition, on up to 4 threads (one per core): opening a
+ * store is mostly system calls, one partition independent of the next.
+ * The threads are joined before this returns, so none exists when the
+ * daemon forks.
+ */
+static int
+recover_all(struct tlog_store *s)
+{
+	struct recovery rc = { NULL, 0, 0 };
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	pthread_t th[3];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t cap = 0, nth, i, started = 0;
+
+	RB_FOREACH(t, tlog_topic_tree, &s->topics) {
+		RB_FOREACH(p, tlog_part_tree, &t->parts) {
+			if (rc.n == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				void *nv = reallocarray(rc.v, nc, sizeof(*rc.v));
+				if (nv == NULL) {
+					free(rc.v);
+					return -ENOMEM;
+				}
+				rc.v = nv;
+				cap = nc;
+			}
+			rc.v[rc.n++] = p;
+		}
+	}
+	nth = ncpu > 1 ? (size_t)ncpu : 1;
+	if (nth > 4)
+		nth = 4;
+	if (nth > rc.n / 64 + 1)
+		nth = rc.n / 64 + 1;
+	for (i = 0; i + 1 < nth; i++)
+		if (pthread_create(&th[i], NULL, recover_worker, &rc) == 0)
+			started++;
+	recover_worker(&rc);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(rc.v);
+	return 0;
+}
+
 /* Loads every topic and partition directory and recovers partitions. */
 static int
 store_load(struct tlog_store *s)
@@ -888,12 +952,11 @@ store_load(struct tlog_store *s)
 			    de->d_name, pe->d_name);
 			tlog_config_load(s, s->dirfd, path, &p->cfg);
 			RB_INSERT(tlog_part_tree, &t->parts, p);
-			tlog_part_recover(p);
 		}
 		closedir(pd);
 	}
 	closedir(d);
-	return 0;
+	return recover_all(s);
 }
 
 static void
