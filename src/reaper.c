@@ -202,8 +202,7 @@ tlog_conf_changed(struct tlog_store *s, struct tlog_topic *t,
 {
 	struct tlog_partition **v = NULL, *q;
 	struct tlog_dirent *d = NULL;
-	size_t n = 0, i, cap = 0;
-	struct tlog_topic *tt;
+	size_t n = 0, i;
 
 	if (p != NULL) {
 		tlog_resched(p);
@@ -223,22 +222,8 @@ tlog_conf_changed(struct tlog_store *s, struct tlog_topic *t,
 		return;
 	}
 	/* The store level: every partition of every topic. */
-	pthread_rwlock_rdlock(&s->tree_lock);
-	RB_FOREACH(tt, tlog_topic_tree, &s->topics) {
-		RB_FOREACH(q, tlog_part_tree, &tt->parts) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 64;
-				void *nv = reallocarray(v, nc, sizeof(*v));
-				if (nv == NULL)
-					break;
-				v = nv;
-				cap = nc;
-			}
-			tlog_part_ref(q);
-			v[n++] = q;
-		}
-	}
-	pthread_rwlock_unlock(&s->tree_lock);
+	if (tlog_all_partitions(s, &v, &n) != 0)
+		return;
 	for (i = 0; i < n; i++) {
 		tlog_resched(v[i]);
 		tlog_partition_put(v[i]);

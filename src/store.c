@@ -852,6 +852,45 @@ recover_worker(void *arg)
 	return NULL;
 }
 
+int
+tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***out,
+    size_t *n)
+{
+	struct tlog_partition **v = NULL, *p;
+	struct tlog_topic *t;
+	size_t cap = 0;
+	int r = 0;
+
+	*n = 0;
+	pthread_rwlock_rdlock(&s->tree_lock);
+	RB_FOREACH(t, tlog_topic_tree, &s->topics) {
+		RB_FOREACH(p, tlog_part_tree, &t->parts) {
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				void *nv = reallocarray(v, nc, sizeof(*v));
+				if (nv == NULL) {
+					r = -ENOMEM;
+					goto out;
+				}
+				v = nv;
+				cap = nc;
+			}
+			tlog_part_ref(p);
+			v[(*n)++] = p;
+		}
+	}
+out:
+	pthread_rwlock_unlock(&s->tree_lock);
+	if (r != 0) {
+		while (*n > 0)
+			tlog_partition_put(v[--*n]);
+		free(v);
+		v = NULL;
+	}
+	*out = v;
+	return r;
+}
+
 /*
  * Recovers every partition, on up to 4 threads (one per core): opening a
  * store is mostly system calls, one partition independent of the next.
@@ -862,27 +901,13 @@ static int
 recover_all(struct tlog_store *s)
 {
 	struct recovery rc = { NULL, 0, 0 };
-	struct tlog_topic *t;
-	struct tlog_partition *p;
 	pthread_t th[3];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t cap = 0, nth, i, started = 0;
+	size_t nth, i, started = 0;
+	int r;
 
-	RB_FOREACH(t, tlog_topic_tree, &s->topics) {
-		RB_FOREACH(p, tlog_part_tree, &t->parts) {
-			if (rc.n == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				void *nv = reallocarray(rc.v, nc, sizeof(*rc.v));
-				if (nv == NULL) {
-					free(rc.v);
-					return -ENOMEM;
-				}
-				rc.v = nv;
-				cap = nc;
-			}
-			rc.v[rc.n++] = p;
-		}
-	}
+	if ((r = tlog_all_partitions(s, &rc.v, &rc.n)) != 0)
+		return r;
 	nth = ncpu > 1 ? (size_t)ncpu : 1;
 	if (nth > 4)
 		nth = 4;
@@ -894,6 +919,8 @@ recover_all(struct tlog_store *s)
 	recover_worker(&rc);
 	for (i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
+	for (i = 0; i < rc.n; i++)
+		tlog_partition_put(rc.v[i]);
 	free(rc.v);
 	return 0;
 }

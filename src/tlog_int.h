@@ -262,6 +262,9 @@ void tlog_part_close(struct tlog_partition *p);
 
 /* store.c */
 void tlog_topic_ref(struct tlog_topic *t);
+/* A referenced snapshot of every user partition (put each, free v). */
+int tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***v,
+    size_t *n);
 
 /* reaper.c: lock order part->lock -> reap_lock; never the reverse. */
 void tlog_reaper_init(struct tlog_store *s);
