@@ -38,9 +38,16 @@
 
 #define DIR_TIMEOUT 1.0		/* names change only through the mount */
 #define SEALED_TIMEOUT 60.0	/* never change; deletions are notified */
-/* A write open of a segment that was `current` this recently is an open
- * of `current` that lost a race with its roll: it appends. */
-#define CURRENT_GRACE_MS 1000
+/*
+ * A write open of a segment that was looked up as `current` this recently
+ * is an open of `current` that lost a race with its roll: it appends. The
+ * open does not say which name the kernel resolved, so a lookup of the
+ * segment's own name (say, by a concurrent cat of the directory) must not
+ * take this away from the writer; the price is that an explicit
+ * `>> NNN.log` within this window of its roll appends to the partition
+ * instead of failing.
+ */
+#define CURRENT_GRACE_MS 2000
 
 static struct tl_fs *
 fs_of(fuse_req_t req)
@@ -184,9 +191,11 @@ node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
 }
 
 /* Replies with an entry for a freshly looked-up node, counting the
- * lookup; on failure the count is given back. */
+ * lookup; on failure the count is given back. An entry for `current`
+ * (uncached) is never cached, whatever the node's state when the reply
+ * is made: it may have sealed since it was resolved. */
 static void
-reply_node(fuse_req_t req, struct tl_node *n)
+reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 {
 	struct tl_fs *fs = fs_of(req);
 	struct fuse_entry_param e;
@@ -203,11 +212,19 @@ reply_node(fuse_req_t req, struct tl_node *n)
 		fuse_reply_err(req, -r);
 		return;
 	}
+	if (uncached)
+		timeout = 0.0;
 	e.ino = n->ino;
 	e.attr_timeout = timeout;
 	e.entry_timeout = timeout;
 	if (fuse_reply_entry(req, &e) != 0)
 		tl_node_forget(fs, n->ino, 1);
+}
+
+static void
+reply_node(fuse_req_t req, struct tl_node *n)
+{
+	reply_entry(req, n, false);
 }
 
 /* "00000000000000000042.log" -> 42; -1 for any other name. */
@@ -273,7 +290,6 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	struct tlog_segment *seg;
-	struct tl_node *n;
 	uint64_t base;
 
 	if (pn == NULL) {
@@ -312,7 +328,7 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	case TL_PART:
 		if (strcmp(name, "current") == 0) {
-			reply_node(req, lookup_current(fs, pn));
+			reply_entry(req, lookup_current(fs, pn), true);
 			return;
 		}
 		if (parse_segname(name, &base) != 0 ||
@@ -323,12 +339,8 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			tlog_segment_put(seg);
 			break;
 		}
-		n = tl_node_lookup(fs, seg_ino(seg), TL_SEG, pn, NULL, NULL,
-		    seg);
-		/* Looked up by its own name: no longer `current`. */
-		if (n != NULL)
-			__atomic_store_n(&n->cur_ms, 0, __ATOMIC_RELAXED);
-		reply_node(req, n);
+		reply_node(req, tl_node_lookup(fs, seg_ino(seg), TL_SEG, pn,
+		    NULL, NULL, seg));
 		return;
 	default:
 		fuse_reply_err(req, ENOTDIR);
@@ -1009,12 +1021,20 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	if (h->text != NULL) {
-		if (off < 0 || (size_t)off >= h->textlen)
-			fuse_reply_buf(req, NULL, 0);
-		else
-			fuse_reply_buf(req, h->text + off,
-			    h->textlen - (size_t)off < size ?
-			    h->textlen - (size_t)off : size);
+		size_t len = 0;
+
+		/* From a copy: a release of this handle may run on another
+		 * thread while the reply is still being sent. */
+		if (off >= 0 && (size_t)off < h->textlen)
+			len = h->textlen - (size_t)off < size ?
+			    h->textlen - (size_t)off : size;
+		if ((buf = malloc(len ? len : 1)) == NULL) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		memcpy(buf, h->text + (len ? off : 0), len);
+		fuse_reply_buf(req, buf, len);
+		free(buf);
 		return;
 	}
 	if (h->fd < 0) {

@@ -38,6 +38,31 @@ tl_check "one 5 MiB write(2)" dd if="$TMP/big" of="$MNT/c/big/current" \
     bs=8M count=1 iflag=fullblock oflag=append conv=notrunc status=none
 tl_check "a write larger than max_write lands in order" \
     cmp -s "$TMP/big" "$MNT/c/big/current"
+# Opens of `current` racing rolls and a reader that looks every segment
+# up by its own name (as `cat dir/*` does): every `>>` open succeeds,
+# even when the segment it resolved seals before the open arrives.
+mkdir "$MNT/c/race"
+setfattr -n user.segment.bytes -v 1K "$MNT/c/race"
+(while [ ! -e "$TMP/race.stop" ]; do cat "$MNT/c/race"/* >/dev/null 2>&1; done) &
+rpid=$!
+pids=
+for w in 1 2 3 4; do
+	(i=0; while [ $i -lt 300 ]; do
+		r=$("$PROBE" write "$MNT/c/race/current" \
+		    "writer $w line $i padding padding padding padding
+")
+		[ "$r" = OK ] || { echo "writer $w line $i: $r"; break; }
+		i=$((i + 1))
+	done) >>"$TMP/race.err" &
+	pids="$pids $!"
+done
+for pid in $pids; do wait "$pid"; done
+: >"$TMP/race.stop"
+wait "$rpid"
+tl_is "every open of current for append succeeds across rolls" "" \
+    "$(cat "$TMP/race.err")"
+tl_is "and every line landed" 1200 "$(cat "$MNT/c/race"/* | wc -l)"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
 tl_done

@@ -83,10 +83,22 @@ tl_is "the sealed segment's mtime is its newest record's" \
 
 # ---- sealed segments ----
 S0=$D/00000000000000000000.log
+# A write open of a segment that was `current` a moment ago appends (an
+# open that lost a race with the roll); one that never was, or long
+# enough ago, is refused. This segment is made by a handle opened before
+# it existed and sealed through the directory, so it never was `current`.
+mkdir "$MNT/t/w"
+exec 5>>"$MNT/t/w/current"
+echo six >&5
+seal "$MNT/t/w"
+exec 5>&-
+S5=$MNT/t/w/00000000000000000000.log
+tl_is "the segment holds what was written while it was active" six \
+    "$(cat "$S5")"
 tl_is "open a sealed segment O_WRONLY|O_APPEND: EPERM" EPERM \
-    "$(p open "$S0" wronly,append)"
+    "$(p open "$S5" wronly,append)"
 tl_is "open a sealed segment O_RDWR|O_APPEND: EPERM" EPERM \
-    "$(p open "$S0" rdwr,append)"
+    "$(p open "$S5" rdwr,append)"
 tl_is "truncate a sealed segment: EPERM" EPERM "$(p truncate "$S0" 0)"
 tl_is "sealed segment mode: read bits only" "-r--r--r--" "$(stat -c %A "$S0")"
 tl_is "current mode: read and write bits" "-rw-r--r--" "$(stat -c %A "$D/current")"

@@ -124,12 +124,12 @@ START_TEST(index_is_sparse)
 	/* 10,000 lines of 41 bytes (410,000 bytes) in writes of 100 lines:
 	 * an entry about every 4 KiB, not one per record. */
 	for (i = 0; i < 100; i++) {
-		char buf[100 * 41];
+		char buf[100 * 41 + 1];	/* and snprintf's NUL */
 		int k;
 		for (k = 0; k < 100; k++)
 			snprintf(buf + k * 41, 42, "%040d\n", i * 100 + k);
-		ck_assert_int_eq(tlog_writer_write(w, buf, sizeof(buf)),
-		    (ssize_t)sizeof(buf));
+		ck_assert_int_eq(tlog_writer_write(w, buf, (sizeof(buf) - 1)),
+		    (ssize_t)(sizeof(buf) - 1));
 	}
 	tlog_writer_close(w);
 	snprintf(path, sizeof(path), "%s/t/0/%020d.idx", dir, 0);

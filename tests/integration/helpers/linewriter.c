@@ -118,5 +118,6 @@ main(int argc, char *argv[])
 	}
 	if (close(fd) == -1)
 		fail("close");
+	free(line);
 	return 0;
 }
