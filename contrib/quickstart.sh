@@ -4,7 +4,9 @@
 #
 #   contrib/quickstart.sh demo   install, build, mount a demo store
 #   contrib/quickstart.sh test   install, build with warnings as errors,
-#                                run the whole test suite (make check)
+#                                run the whole test suite (make check),
+#                                again on an ASan+UBSan build, then a
+#                                short run of every fuzz target
 #
 # Environment: DEMO_STORE, DEMO_MNT (demo), JOBS (parallel make),
 # CONFIGURE_FLAGS (extra flags for ./configure).
@@ -13,9 +15,11 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-# Build and test dependencies, by Debian package name.
+# Build and test dependencies, by Debian package name (clang and its
+# runtime are for the fuzz targets; the runtime is only "recommended").
 PACKAGES=(build-essential autoconf automake libtool pkg-config
-	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps)
+	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps
+	clang libclang-rt-14-dev)
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -42,9 +46,22 @@ build() {
 }
 
 cmd_test() {
+	local jobs=${JOBS:-$(nproc)}
 	install_deps
 	build
-	make -j"${JOBS:-$(nproc)}" check VERBOSE=1
+	echo "quickstart: make check"
+	make -j"$jobs" check VERBOSE=1
+	# The same suite on an ASan + UBSan build, in a copy of the
+	# distributed tree (which also proves the distribution complete).
+	echo "quickstart: make check with sanitizers"
+	rm -rf _san
+	make distdir distdir=_san >/dev/null
+	(cd _san && ./configure --enable-werror --enable-sanitizers \
+	    >/dev/null && make -j"$jobs" >/dev/null &&
+	    make -j"$jobs" check VERBOSE=1)
+	rm -rf _san
+	echo "quickstart: fuzz, ${FUZZ_SECONDS:-30} s per target"
+	tests/fuzz/ci.sh
 }
 
 cmd_demo() {
