@@ -37,7 +37,7 @@
 #include "mount.h"
 
 #define DIR_TIMEOUT 1.0		/* names change only through the mount */
-#define SEALED_TIMEOUT 60.0	/* never change; deletions are notified */
+#define SEALED_TIMEOUT 60.0	/* a sealed segment's attributes never change */
 /*
  * A write open of a segment that was looked up as `current` this recently
  * is an open of `current` that lost a race with its roll: it appends. The
@@ -216,7 +216,14 @@ reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 		timeout = 0.0;
 	e.ino = n->ino;
 	e.attr_timeout = timeout;
-	e.entry_timeout = timeout;
+	/*
+	 * A segment's name is never cached: the reaper or the size ceiling
+	 * can delete it at any moment, and `ls` and `stat` must not show it
+	 * after that, not even until the kernel's notification arrives. Its
+	 * attributes are: a sealed segment's never change.
+	 */
+	e.entry_timeout = (n->kind == TL_SEG || n->kind == TL_EMPTY) ? 0.0 :
+	    timeout;
 	if (fuse_reply_entry(req, &e) != 0)
 		tl_node_forget(fs, n->ino, 1);
 }

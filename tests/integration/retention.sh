@@ -8,7 +8,13 @@
 
 AGECHECK=$TL_BUILD/tests/integration/helpers/agecheck
 now_ms() { date +%s%3N; }
-sizes() { stat -c %s "$1"/* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+# The visible size: current first, then sealed segments newest first.
+# current only grows and sealed segments only go, so a sample taken in
+# this order never counts more than the partition held when it began.
+sizes() {
+	(cd "$1" && ls -r | xargs stat -c %s 2>/dev/null) |
+	    awk '{ s += $1 } END { print s + 0 }'
+}
 # The daemon reports each reaper wake-up that deleted something.
 REAPER_LINE='^tlogfs: reaper: [0-9]+ segments \([0-9]+ bytes\) expired from [0-9]+ due partitions in [0-9.]+ ms$'
 
