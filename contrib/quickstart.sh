@@ -5,8 +5,10 @@
 #   contrib/quickstart.sh demo   install, build, mount a demo store
 #   contrib/quickstart.sh test   install, build with warnings as errors,
 #                                run the whole test suite (make check),
-#                                again on an ASan+UBSan build, then a
-#                                short run of every fuzz target
+#                                the unit suites under valgrind, the
+#                                whole suite again on an ASan+UBSan
+#                                build, then a short run of every fuzz
+#                                target
 #
 # Environment: DEMO_STORE, DEMO_MNT (demo), JOBS (parallel make),
 # CONFIGURE_FLAGS (extra flags for ./configure).
@@ -19,7 +21,7 @@ cd "$top"
 # runtime are for the fuzz targets; the runtime is only "recommended").
 PACKAGES=(build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps
-	clang libclang-rt-14-dev)
+	clang libclang-rt-14-dev valgrind)
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -51,6 +53,8 @@ cmd_test() {
 	build
 	echo "quickstart: make check"
 	make -j"$jobs" check VERBOSE=1
+	echo "quickstart: the unit suites under valgrind"
+	make check-valgrind
 	# The same suite on an ASan + UBSan build, in a copy of the
 	# distributed tree (which also proves the distribution complete).
 	echo "quickstart: make check with sanitizers"
