@@ -168,7 +168,7 @@ evbuf_emit(struct tlog_partition *p, struct evbuf *b)
 	size_t i;
 
 	for (i = 0; i < b->n; i++)
-		tlog_emit_seal(p, &b->ev[i]);
+		tlog_emit_event(p, &b->ev[i]);
 	free(b->ev);
 	b->ev = NULL;
 	b->n = b->cap = 0;
@@ -176,7 +176,7 @@ evbuf_emit(struct tlog_partition *p, struct evbuf *b)
 
 /* Fills in the names and calls the store's event hook; no lock held. */
 void
-tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev)
+tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev)
 {
 	char topic[TLOG_NAME_MAX + 1], part[TLOG_NAME_MAX + 1];
 	struct tlog_store *s = p->store;
@@ -212,30 +212,6 @@ seal_active(struct tlog_partition *p, enum tlog_trigger why,
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
 	return r;
-}
-
-int
-tlog_part_seal_locked(struct tlog_partition *p, enum tlog_trigger why,
-    struct tlog_event *ev)
-{
-	struct tlog_segment *seg = active_of(p);
-
-	if (seg == NULL || seg->records == 0)
-		return 0;
-	tlog_seg_seal(seg, why);
-	if (ev != NULL) {
-		memset(ev, 0, sizeof(*ev));
-		ev->kind = TLOG_EV_SEAL;
-		ev->ts = tlog_now(p->store);
-		ev->segment_ino = seg->ino;
-		ev->base = seg->base;
-		ev->records = seg->records;
-		ev->bytes = seg->bytes;
-		ev->first_ts = seg->first_ts;
-		ev->max_ts = seg->max_ts;
-		ev->trigger = why;
-	}
-	return 1;
 }
 
 void
@@ -865,12 +841,6 @@ match_base(struct tlog_segment *seg, uint64_t key)
 }
 
 static bool
-match_ino(struct tlog_segment *seg, uint64_t key)
-{
-	return seg->ino == key;
-}
-
-static bool
 match_active(struct tlog_segment *seg, uint64_t key)
 {
 	(void)key;
@@ -881,12 +851,6 @@ struct tlog_segment *
 tlog_segment_get(struct tlog_partition *p, uint64_t base)
 {
 	return seg_find(p, match_base, base);
-}
-
-struct tlog_segment *
-tlog_segment_get_ino(struct tlog_partition *p, uint64_t ino)
-{
-	return seg_find(p, match_ino, ino);
 }
 
 struct tlog_segment *

@@ -689,7 +689,7 @@ tlog_store_unlink_pending(struct tlog_store *s, int max)
 		ev.rule = seg->rule;
 		TLOG_METRIC_ADD(s, deletions[seg->rule], 1);
 		TLOG_METRIC_ADD(s, deleted_bytes, seg->bytes);
-		tlog_emit_seal(p, &ev);
+		tlog_emit_event(p, &ev);
 		tlog_segment_put(seg);
 		done++;
 	}

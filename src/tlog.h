@@ -283,8 +283,6 @@ int tlog_partition_segments(struct tlog_partition *p,
 /* Live segment by base offset / the active segment; NULL if none. */
 struct tlog_segment *tlog_segment_get(struct tlog_partition *p, uint64_t base);
 struct tlog_segment *tlog_segment_get_active(struct tlog_partition *p);
-struct tlog_segment *tlog_segment_get_ino(struct tlog_partition *p,
-    uint64_t ino);
 void tlog_segment_put(struct tlog_segment *seg);
 void tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info);
 /* True once the segment has been deleted (detached from its partition). */

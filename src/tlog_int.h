@@ -240,9 +240,7 @@ void tlog_part_ref(struct tlog_partition *p);
 /* Caller holds p->lock. */
 void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
     enum tlog_rule rule);
-int tlog_part_seal_locked(struct tlog_partition *p, enum tlog_trigger why,
-    struct tlog_event *ev);
-void tlog_emit_seal(struct tlog_partition *p, struct tlog_event *ev);
+void tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev);
 /*
  * Appends the whole records at the front of buf (see writer.c) and
  * returns how many bytes they took; bytes after the last newline stay
