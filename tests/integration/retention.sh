@@ -138,6 +138,21 @@ if command -v promtool >/dev/null 2>&1; then
 	tl_check "promtool check metrics" sh -c "promtool check metrics <'$TMP/metrics'"
 fi
 
+# 7. .tlogfs/events is a partition under retention, set like any other,
+# and read-only to users.
+setfattr -n user.retention.ms -v 1h "$MNT/.tlogfs/events"
+tl_is "retention of .tlogfs/events is set by xattr" 3600000 \
+    "$(getfattr --absolute-names --only-values -n user.retention.ms "$MNT/.tlogfs/events")"
+tl_is "appending to .tlogfs/events: EPERM" EPERM \
+    "$("$PROBE" open "$MNT/.tlogfs/events/current" wronly,append)"
+tl_is "rm in .tlogfs/events: EPERM" EPERM \
+    "$("$PROBE" unlink "$MNT/.tlogfs/events/current")"
+tl_is "mkdir in .tlogfs: EPERM" EPERM "$("$PROBE" mkdir "$MNT/.tlogfs/x")"
+tl_check "unmount" tl_umount
+tl_mount
+tl_is "the events partition's retention persists" 3600000 \
+    "$(getfattr --absolute-names --only-values -n user.retention.ms "$MNT/.tlogfs/events")"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed only reaper lines" "$REAPER_LINE"
 tl_done

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
+#include "tlog_int.h"
 
 static char *
 path_in(const char *dir, const char *rel)
@@ -356,6 +357,30 @@ START_TEST(open_files_stay_within_budget)
 }
 END_TEST
 
+START_TEST(repeated_errors_are_rate_limited)
+{
+	char *dir = th_tmpdir();
+	struct tlog_store *s = th_open(dir);
+	int i;
+
+	th_logbuf[0] = '\0';
+	for (i = 0; i < 5; i++) {
+		tlog_log_err(s, "disk trouble %d", i);
+		th_clock += 1000;
+	}
+	/* One line in 30 s; the next says how many it held back. */
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "disk trouble 0\n"));
+	ck_assert_ptr_null(strstr(th_logbuf, "disk trouble 1"));
+	th_clock += 30000;
+	tlog_log_err(s, "disk trouble %d", 5);
+	ck_assert_ptr_nonnull(strstr(th_logbuf,
+	    "disk trouble 5 (4 similar errors suppressed)"));
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -370,5 +395,6 @@ main(void)
 	TH_CASE(s, refused_rmdir_keeps_settings);
 	TH_CASE(s, rename_over_empty_partition);
 	TH_CASE(s, open_files_stay_within_budget);
+	TH_CASE(s, repeated_errors_are_rate_limited);
 	return th_run(s);
 }
