@@ -46,13 +46,6 @@ teardown(void)
 	free(dir);
 }
 
-static void
-put(struct tlog_writer *w, const char *s)
-{
-	ck_assert_int_eq(tlog_writer_write(w, s, strlen(s)),
-	    (ssize_t)strlen(s));
-}
-
 /* A line of exactly n bytes, newline included. */
 static void
 put_n(struct tlog_writer *w, size_t n)
@@ -96,15 +89,15 @@ START_TEST(sparse_arrivals_time_roll)
 	th_set(S, P, "segment.ms", "1s");
 	w = tlog_writer_open(P);
 	t0 = th_clock;
-	put(w, "a\n");
+	th_put(w, "a\n");
 	th_clock = t0 + 400;
-	put(w, "b\n");
+	th_put(w, "b\n");
 	th_clock = t0 + 999;
-	put(w, "c\n");
+	th_put(w, "c\n");
 	th_clock = t0 + 1000;		/* exactly segment.ms after a */
-	put(w, "d\n");
+	th_put(w, "d\n");
 	th_clock = t0 + 60000;		/* a long silence */
-	put(w, "e\n");
+	th_put(w, "e\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(si[0].records, 3);
@@ -289,7 +282,7 @@ START_TEST(preallocation_trimmed_at_seal)
 	th_set(S, P, "segment.preallocate", "1");
 	w = tlog_writer_open(P);
 	for (i = 0; i < 10; i++)
-		put(w, "preallocated line\n");
+		th_put(w, "preallocated line\n");
 	st = seg_stat(0);
 	ck_assert_int_eq(st.st_size, 180);
 	ck_assert_int_ge((long long)st.st_blocks * 512, 1 << 20);
@@ -302,10 +295,10 @@ START_TEST(preallocation_trimmed_at_seal)
 	ck_assert(strncmp(data, "preallocated line\npreallocated", 30) == 0);
 	free(data);
 	/* A roll trims too, and the new segment is reserved again. */
-	put(w, "next\n");
+	th_put(w, "next\n");
 	th_set(S, P, "segment.bytes", "1K");
 	for (i = 0; i < 300; i++)
-		put(w, "fill\n");
+		th_put(w, "fill\n");
 	st = seg_stat(10);
 	ck_assert_int_le((long long)st.st_blocks * 512, 8192);
 	tlog_writer_close(w);
@@ -351,7 +344,7 @@ START_TEST(capacity_trigger)
 	setup_opts(&o);
 	w = tlog_writer_open(P);
 	for (i = 0; i < 12; i++)
-		put(w, "cap\n");
+		th_put(w, "cap\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(si[0].records, 5);
@@ -377,9 +370,9 @@ START_TEST(manual_seal)
 	ck_assert_uint_eq(n, 0);
 	free(si);
 	w = tlog_writer_open(P);
-	put(w, "one\n");
+	th_put(w, "one\n");
 	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
-	put(w, "two\n");
+	th_put(w, "two\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_MANUAL);
@@ -413,19 +406,19 @@ START_TEST(clock_going_backwards)
 	th_set(S, P, "segment.ms", "1s");
 	w = tlog_writer_open(P);
 	t0 = th_clock;
-	put(w, "a\n");
+	th_put(w, "a\n");
 	th_clock = t0 - 3600000;	/* an hour back */
-	put(w, "b\n");
+	th_put(w, "b\n");
 	tlog_partition_stats(P, &st);
 	ck_assert_int_eq(st.newest_ts, t0);	/* clamped, not earlier */
 	th_clock = t0 + 500;		/* forward, but within the span */
-	put(w, "c\n");
+	th_put(w, "c\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(si[0].max_ts, t0 + 500);
 	free(si);
 	th_clock = t0 + 1000;		/* forward past the span: rolls */
-	put(w, "d\n");
+	th_put(w, "d\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_TIME);
@@ -449,7 +442,7 @@ START_TEST(idle_seal)
 	ck_assert_int_eq(tlog_partition_idle_due(P), -1);
 	w = tlog_writer_open(P);
 	t0 = th_clock;
-	put(w, "a\n");
+	th_put(w, "a\n");
 	ck_assert_int_eq(tlog_partition_idle_due(P), t0 + 1000);
 	th_clock = t0 + 999;
 	ck_assert_int_eq(tlog_partition_seal_idle(P), 0);
@@ -463,13 +456,13 @@ START_TEST(idle_seal)
 	/* A partition still being written is not idle at the span: the
 	 * next record rolls it on record time. */
 	th_clock = t0 + 5000;
-	put(w, "b\n");
+	th_put(w, "b\n");
 	th_clock = t0 + 5999;
-	put(w, "c\n");
+	th_put(w, "c\n");
 	th_clock = t0 + 6000;
 	ck_assert_int_eq(tlog_partition_seal_idle(P), 0);
 	ck_assert_int_eq(tlog_partition_idle_due(P), t0 + 6999);
-	put(w, "d\n");
+	th_put(w, "d\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_int_eq(si[1].sealed_by, TLOG_TRIG_TIME);
@@ -495,7 +488,7 @@ START_TEST(jitter_within_bounds)
 	th_set(S, P, "segment.jitter.ms", "4s");
 	w = tlog_writer_open(P);
 	for (i = 0; i < 300; i++) {
-		put(w, "j\n");
+		th_put(w, "j\n");
 		span = tlog_partition_idle_due(P) - th_clock;
 		ck_assert_int_ge(span, 6000);
 		ck_assert_int_le(span, 10000);
@@ -600,11 +593,11 @@ START_TEST(time_rule_boundaries)
 	th_set(S, P, "segment.ms", "1s");
 	w = tlog_writer_open(P);
 	t0 = th_clock;
-	put(w, "old\n");		/* segment 0: max_ts t0 */
+	th_put(w, "old\n");		/* segment 0: max_ts t0 */
 	th_clock = t0 + 5000;
-	put(w, "young\n");		/* segment 1: max_ts t0+5000 */
+	th_put(w, "young\n");		/* segment 1: max_ts t0+5000 */
 	th_clock = t0 + 9000;
-	put(w, "newer\n");		/* segment 2, active */
+	th_put(w, "newer\n");		/* segment 2, active */
 	ck_assert_int_eq(tlog_partition_expire_due(P), t0 + 10001);
 	th_clock = t0 + 10000;		/* exactly retention.ms: kept */
 	ck_assert_int_eq(tlog_partition_expire(P, 64, NULL), 0);
@@ -631,7 +624,7 @@ START_TEST(time_rule_boundaries)
 	S = th_open(dir);
 	P = th_part(S, "t", "0");
 	w = tlog_writer_open(P);
-	put(w, "after\n");
+	th_put(w, "after\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(si[0].base, 3);
@@ -649,14 +642,14 @@ START_TEST(manual_delete)
 
 	setup();
 	w = tlog_writer_open(P);
-	put(w, "a\n");
+	th_put(w, "a\n");
 	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
-	put(w, "b\n");
+	th_put(w, "b\n");
 	ck_assert_int_eq(tlog_partition_delete(P, 0), 0);
 	ck_assert_int_eq(tlog_partition_delete(P, 0), -ENOENT);
 	/* rm of current: the active segment seals and goes. */
 	ck_assert_int_eq(tlog_partition_delete(P, 1), 0);
-	put(w, "c\n");
+	th_put(w, "c\n");
 	si = segs(P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(si[0].base, 2);	/* a gap is legal */

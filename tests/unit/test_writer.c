@@ -34,13 +34,6 @@ teardown(void)
 	free(dir);
 }
 
-static void
-put(struct tlog_writer *w, const char *s)
-{
-	ck_assert_int_eq(tlog_writer_write(w, s, strlen(s)),
-	    (ssize_t)strlen(s));
-}
-
 static char *
 contents(void)
 {
@@ -58,14 +51,14 @@ START_TEST(partial_lines_are_held)
 	setup();
 	a = tlog_writer_open(P);
 	b = tlog_writer_open(P);
-	put(a, "hel");
-	put(b, "other ");
-	put(a, "lo ");
+	th_put(a, "hel");
+	th_put(b, "other ");
+	th_put(a, "lo ");
 	tlog_partition_stats(P, &st);
 	ck_assert_uint_eq(st.end_offset, 0);	/* nothing complete yet */
 	ck_assert_uint_eq(tlog_writer_held(a), 6);
-	put(b, "line\nand a tail");
-	put(a, "world\nrest");
+	th_put(b, "line\nand a tail");
+	th_put(a, "world\nrest");
 	d = contents();
 	ck_assert_str_eq(d, "other line\nhello world\n");
 	free(d);
@@ -80,7 +73,7 @@ START_TEST(partial_lines_are_held)
 	tlog_partition_stats(P, &st);
 	ck_assert_uint_eq(st.end_offset, 4);
 	/* The next record starts cleanly after the unterminated ones. */
-	put(a, "x\n");
+	th_put(a, "x\n");
 	tlog_writer_close(a);
 	{
 		struct tlog_segment *seg = tlog_segment_get_active(P);
@@ -105,12 +98,12 @@ START_TEST(record_max_bytes_cuts_records)
 	setup();
 	th_set(S, P, "record.max.bytes", "4");
 	w = tlog_writer_open(P);
-	put(w, "ab");
-	put(w, "cdef");		/* held reaches 4: "abcd" is a record */
+	th_put(w, "ab");
+	th_put(w, "cdef");		/* held reaches 4: "abcd" is a record */
 	tlog_partition_stats(P, &st);
 	ck_assert_uint_eq(st.end_offset, 1);
 	ck_assert_uint_eq(tlog_writer_held(w), 2);
-	put(w, "\n0123456789\n");	/* "ef\n" "0123" "4567" "89\n" */
+	th_put(w, "\n0123456789\n");	/* "ef\n" "0123" "4567" "89\n" */
 	tlog_partition_stats(P, &st);
 	ck_assert_uint_eq(st.end_offset, 5);
 	d = contents();
@@ -145,11 +138,11 @@ START_TEST(error_after_records_is_a_short_write)
 	ck_assert_str_eq(d, "ok1\nok2\n");
 	free(d);
 	/* A held prefix that cannot complete leaves no trace. */
-	put(w, "part");
+	th_put(w, "part");
 	ck_assert_int_eq(tlog_writer_write(w, buf + 8, sizeof(buf) - 8),
 	    -EFBIG);
 	ck_assert_uint_eq(tlog_writer_held(w), 4);
-	put(w, "ial\n");
+	th_put(w, "ial\n");
 	d = contents();
 	ck_assert_str_eq(d, "ok1\nok2\npartial\n");
 	free(d);

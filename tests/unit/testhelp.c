@@ -132,6 +132,13 @@ th_set(struct tlog_store *s, struct tlog_partition *p, const char *key,
 	ck_assert_msg(r == 0, "conf_set %s=%s: %d %s", key, val, r, err);
 }
 
+void
+th_put(struct tlog_writer *w, const char *s)
+{
+	ck_assert_int_eq(tlog_writer_write(w, s, strlen(s)),
+	    (ssize_t)strlen(s));
+}
+
 char *
 th_slurp(const char *path, size_t *len)
 {

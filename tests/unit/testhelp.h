@@ -28,6 +28,8 @@ struct tlog_partition *th_part(struct tlog_store *s, const char *topic,
 /* Sets a config key at partition level; fails the test on error. */
 void th_set(struct tlog_store *s, struct tlog_partition *p, const char *key,
     const char *val);
+/* Writes the string through w; fails the test unless all of it is taken. */
+void th_put(struct tlog_writer *w, const char *s);
 /* Reads a whole file into a malloc'd buffer (NUL added); *len its size. */
 char *th_slurp(const char *path, size_t *len);
 /* Concatenation of every live segment of p, oldest first. */
