@@ -459,7 +459,7 @@ tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
 	int fd, r;
 
 	tlog_config_init(c);
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -errno;
 	r = read_all(fd, &buf, &len);
@@ -544,18 +544,24 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 {
 	struct tlog_config copy;
 	char path[PATH_MAX], msg[PATH_MAX + 128];
-	int i, r;
+	const char *file;
+	int i, r, dfd;
 
 	for (i = 0; i < TLOG_NKEYS; i++)
 		copy.v[i] = tlog_cfg_load(live, i);
 	copy.v[k] = v;
-	r = tlog_level_conf_path(s, t, p, path, sizeof(path));
-	if (r != 0) {
-		snprintf(msg, sizeof(msg), "%s: no config path for this "
-		    "level: %s", keys[k].name, strerror(-r));
+	if (tlog_level_conf_path(s, t, p, path, sizeof(path)) != 0)
+		strlcpy(path, ".config", sizeof(path));
+	/* Written through the level's own directory, never a path that a
+	 * rename could make name another level. */
+	if ((dfd = tlog_level_conf_dir(s, t, p, &file)) < 0) {
+		r = dfd;
+		snprintf(msg, sizeof(msg), "%s: cannot open the directory of "
+		    "%s: %s", keys[k].name, path, strerror(-r));
 		goto fail;
 	}
-	r = tlog_config_save(s->dirfd, path, &copy);
+	r = tlog_config_save(dfd, file, &copy);
+	close(dfd);
 	if (r != 0) {
 		snprintf(msg, sizeof(msg), "%s: cannot save %s: %s",
 		    keys[k].name, path, strerror(-r));

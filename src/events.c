@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ tlog_events_open(struct tlog_store *s)
 {
 	struct tlog_topic *t;
 	struct tlog_partition *p;
+	int fd;
 
 	if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == -1 &&
 	    errno != EEXIST)
@@ -45,7 +47,16 @@ tlog_events_open(struct tlog_store *s)
 		tlog_topic_put(t);
 		return -ENOMEM;
 	}
-	tlog_config_load(s, s->dirfd, ".tlogfs/events/.config", &p->cfg);
+	fd = tlog_open_beneath(s->dirfd, ".tlogfs/events",
+	    O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0) {
+		tlog_partition_put(p);
+		tlog_topic_put(t);
+		return fd;
+	}
+	tlog_part_set_dir(p, fd);
+	tlog_config_load(s, fd, ".config", &p->cfg);
+	close(fd);
 	tlog_part_recover(p);
 	s->itopic = t;
 	s->events = p;

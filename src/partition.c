@@ -226,9 +226,9 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 	seg->dead = 1;
 	seg->rule = rule;
 	tlog_seg_close_files(seg);
-	p->pending_unlinks++;
 	/* The partition's reference moves to the queue. */
 	pthread_mutex_lock(&s->unlink_lock);
+	p->pending_unlinks++;
 	TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
 	s->nunlink++;
 	pthread_cond_broadcast(&s->unlink_cond);
@@ -415,14 +415,21 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 {
 	bool was_empty = TAILQ_EMPTY(&p->segs);
 	struct tlog_segment *seg;
-	int r;
+	int r, tries = 0;
 
-	seg = tlog_seg_new(p, p->next_offset);
-	if (seg == NULL)
-		return -ENOMEM;
-	if ((r = tlog_seg_open_files(seg, true)) != 0) {
+	for (;;) {
+		seg = tlog_seg_new(p, p->next_offset);
+		if (seg == NULL)
+			return -ENOMEM;
+		TLOG_HOOK(p->store, TLOG_HOOK_NEW_SEGMENT, p);
+		if ((r = tlog_seg_open_files(seg, true)) == 0)
+			break;
 		tlog_segment_put(seg);
-		return r;
+		/* A stray that is not a regular file holds this offset's
+		 * name and is left alone: skip the offset (a gap is legal). */
+		if (r != -EEXIST || ++tries > 16)
+			return r;
+		p->next_offset++;
 	}
 	draw_jitter(seg, l);
 	if (l->prealloc) {

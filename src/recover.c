@@ -182,7 +182,7 @@ read_index(int dfd, uint64_t base, struct entries *v,
 	*has_footer = false;
 	*torn = false;
 	tlog_seg_name(base, ".idx", name, sizeof(name));
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -errno;
 	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR) {
 		r = -EINVAL;
@@ -243,7 +243,7 @@ quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
 	int fd;
 
 	tlog_seg_name(base, ".idx", name, sizeof(name));
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return false;
 	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR + TLOG_IDX_FOOT)
 		goto out;
@@ -294,13 +294,18 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	/* The data file is opened only if something must be read or cut:
 	 * the clean path needs its size, from fstatat. */
 	tlog_seg_name(base, ".log", name, sizeof(name));
-	if (fstatat(dfd, name, &st, 0) == -1 || !S_ISREG(st.st_mode) ||
-	    (seg = tlog_seg_new(p, base)) == NULL) {
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
 		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
-		    S_ISREG(st.st_mode) ? strerror(errno) :
-		    "not a regular file");
+		    strerror(errno));
 		return NULL;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		tlog_log(s, LOG_ERR, "%s/%s: not a regular file; segment "
+		    "skipped", where, name);
+		return NULL;
+	}
+	if ((seg = tlog_seg_new(p, base)) == NULL)
+		return NULL;
 	fd = -1;
 	size = (uint64_t)st.st_size;
 	mt = mtime_ms(&st);
@@ -320,7 +325,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	}
 
 	if (!(footer && foot.bytes == size) &&
-	    (fd = openat(dfd, name, O_RDWR | O_CLOEXEC)) == -1) {
+	    (fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
 		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
 		    strerror(errno));
 		goto fail;
@@ -458,7 +463,7 @@ read_next_offset(struct tlog_partition *p, int dfd)
 	uint64_t v;
 	int fd;
 
-	if ((fd = openat(dfd, ".next", O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = openat(dfd, ".next", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -485,6 +490,18 @@ segfile_cmp(const void *a, const void *b)
 	return (int)x->log - (int)y->log;
 }
 
+/* A regular file (never through a symlink); d_type when it is known. */
+static bool
+is_regular(int dfd, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_REG;
+	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode);
+}
+
 /*
  * Lists the partition's segment files (removing stray temporary files),
  * sorted by base and merged into one entry per segment. The listing is
@@ -509,6 +526,12 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 ||
 		    strcmp(nm, ".config") == 0 || strcmp(nm, ".next") == 0)
 			continue;
+		if (!is_regular(dirfd(d), de)) {
+			/* Never followed, never touched. */
+			tlog_log(s, LOG_WARNING, "%s/%s: not a regular file; "
+			    "ignored", where, nm);
+			continue;
+		}
 		if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
 			tlog_log(s, LOG_WARNING, "%s/%s: stray temporary file "
 			    "removed", where, nm);

@@ -137,66 +137,79 @@ fd_evict_all(struct tlog_segment *self)
 	pthread_mutex_unlock(&s->fd_lock);
 }
 
-static void
+/*
+ * A file is in the way of a new segment: one recovery could not read.
+ * A regular file is set aside for the operator, never written over;
+ * anything else (a symlink, a FIFO) is never touched. True if the name
+ * is free now.
+ */
+static bool
 set_aside(struct tlog_segment *seg, const char *name)
 {
+	struct tlog_store *s = seg->part->store;
+	struct stat st;
 	char to[64];
+	bool done = false;
 	int dfd;
 
 	snprintf(to, sizeof(to), "%s.orphan-%llu", name,
-	    (unsigned long long)tlog_now(seg->part->store));
-	dfd = tlog_part_openat(seg->part, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return;
-	if (renameat(dfd, name, dfd, to) == 0)
-		tlog_log(seg->part->store, LOG_ERR, "%s was in the way of a new "
-		    "segment: kept as %s", name, to);
+	    (unsigned long long)tlog_now(s));
+	if ((dfd = tlog_part_dir(seg->part)) < 0)
+		return false;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISREG(st.st_mode))
+		tlog_log_err(s, "%s is in the way of a new segment and is not "
+		    "a regular file: left alone, its offset skipped", name);
+	else if (renameat(dfd, name, dfd, to) == 0) {
+		tlog_log(s, LOG_ERR, "%s was in the way of a new segment: kept "
+		    "as %s", name, to);
+		done = true;
+	}
 	close(dfd);
+	return done;
+}
+
+/* Opens one of the segment's two files, creating it for a new segment. */
+static int
+open_one(struct tlog_segment *seg, const char *ext, bool create)
+{
+	int flags = O_RDWR | (create ? O_CREAT | O_EXCL : 0);
+	char name[32];
+	int fd;
+
+	tlog_seg_name(seg->base, ext, name, sizeof(name));
+	fd = tlog_part_openat(seg->part, name, flags, 0644);
+	if (fd == -EMFILE || fd == -ENFILE) {
+		fd_evict_all(seg);
+		fd = tlog_part_openat(seg->part, name, flags, 0644);
+	}
+	if (create && fd == -EEXIST && set_aside(seg, name))
+		fd = tlog_part_openat(seg->part, name, flags, 0644);
+	return fd;
 }
 
 /*
  * Opens (or creates, for a new active segment) the data and index files.
- * A new index starts with its header.
+ * A new index starts with its header. Creation goes through the
+ * partition's own directory: a partition that was removed or replaced
+ * meanwhile gets -ENOENT and creates nothing.
  */
 int
 tlog_seg_open_files(struct tlog_segment *seg, bool create)
 {
 	unsigned char hdr[TLOG_IDX_HDR];
 	char name[32];
-	int flags = O_RDWR | (create ? O_CREAT | O_EXCL : 0);
 	int r;
 
 	if (seg->fd != -1 && seg->ifd != -1)
 		return 0;
 	tlog_seg_close_files(seg);
-	tlog_seg_name(seg->base, ".log", name, sizeof(name));
-	seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
-	if (seg->fd == -EMFILE || seg->fd == -ENFILE) {
-		fd_evict_all(seg);
-		seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
-	}
-	if (create && seg->fd == -EEXIST) {
-		/* Never write over a file we did not load (one recovery
-		 * could not read): set it aside for the operator. */
-		set_aside(seg, name);
-		seg->fd = tlog_part_openat(seg->part, name, flags, 0644);
-	}
-	if (seg->fd < 0) {
+	if ((seg->fd = open_one(seg, ".log", create)) < 0) {
 		r = seg->fd;
 		seg->fd = -1;
 		return r;
 	}
-	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
-	seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
-	if (seg->ifd == -EMFILE || seg->ifd == -ENFILE) {
-		fd_evict_all(seg);
-		seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
-	}
-	if (create && seg->ifd == -EEXIST) {
-		set_aside(seg, name);
-		seg->ifd = tlog_part_openat(seg->part, name, flags, 0644);
-	}
-	if (seg->ifd < 0) {
+	if ((seg->ifd = open_one(seg, ".idx", create)) < 0) {
 		r = seg->ifd;
 		seg->ifd = -1;
 		goto fail;
@@ -205,7 +218,10 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		tlog_idx_encode_header(hdr, seg->base);
 		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			r = errno ? -errno : -EIO;
-			goto fail;
+			tlog_seg_close_files(seg);
+			tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+			tlog_part_unlinkat(seg->part, name);
+			goto unlink_log;
 		}
 		seg->nidx = 0;
 	}
@@ -213,10 +229,10 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	return 0;
 fail:
 	tlog_seg_close_files(seg);
+unlink_log:
+	/* Only what this call created. */
 	if (create) {
 		tlog_seg_name(seg->base, ".log", name, sizeof(name));
-		tlog_part_unlinkat(seg->part, name);
-		tlog_seg_name(seg->base, ".idx", name, sizeof(name));
 		tlog_part_unlinkat(seg->part, name);
 	}
 	return r;

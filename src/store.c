@@ -70,22 +70,65 @@ tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
 }
 
 int
-tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
-    mode_t mode)
+tlog_part_set_dir(struct tlog_partition *p, int dfd)
 {
-	char path[2 * TLOG_NAME_MAX + 64];
+	struct stat st;
+
+	if (fstat(dfd, &st) == -1)
+		return -errno;
+	p->dir_dev = st.st_dev;
+	p->dir_ino = st.st_ino;
+	return 0;
+}
+
+/* Caller holds tree_lock (read or write). */
+static int
+part_dir_locked(struct tlog_partition *p)
+{
+	char path[2 * TLOG_NAME_MAX + 2];
+	struct stat st;
+	int fd;
+
+	if (__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) || p->topic->dead)
+		return -ENOENT;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", p->topic->name,
+	    p->name) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = tlog_open_beneath(p->store->dirfd, path, O_RDONLY | O_DIRECTORY,
+	    0);
+	if (fd >= 0 && (fstat(fd, &st) == -1 || st.st_dev != p->dir_dev ||
+	    st.st_ino != p->dir_ino)) {
+		close(fd);
+		fd = -ENOENT;
+	}
+	return fd;
+}
+
+int
+tlog_part_dir(struct tlog_partition *p)
+{
 	int fd;
 
 	pthread_rwlock_rdlock(&p->store->tree_lock);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s/%s", p->topic->name,
-	    p->name, file) >= sizeof(path)) {
-		pthread_rwlock_unlock(&p->store->tree_lock);
-		return -ENAMETOOLONG;
-	}
-	fd = openat(p->store->dirfd, path, flags | O_CLOEXEC, mode);
+	fd = part_dir_locked(p);
+	pthread_rwlock_unlock(&p->store->tree_lock);
+	return fd;
+}
+
+int
+tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
+    mode_t mode)
+{
+	int dfd, fd;
+
+	if ((dfd = tlog_part_dir(p)) < 0)
+		return dfd;
+	if (strcmp(file, ".") == 0)
+		return dfd;
+	fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd == -1)
 		fd = -errno;
-	pthread_rwlock_unlock(&p->store->tree_lock);
+	close(dfd);
 	return fd;
 }
 
@@ -94,9 +137,8 @@ tlog_part_unlinkat(struct tlog_partition *p, const char *file)
 {
 	int dfd, r = 0;
 
-	/* The directory is found under the tree lock; the unlink itself
-	 * runs with no engine lock held. */
-	if ((dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
+	/* The unlink itself runs with no engine lock held. */
+	if ((dfd = tlog_part_dir(p)) < 0)
 		return dfd;
 	if (unlinkat(dfd, file, 0) == -1)
 		r = -errno;
@@ -104,33 +146,66 @@ tlog_part_unlinkat(struct tlog_partition *p, const char *file)
 	return r;
 }
 
+/* A topic's directory (caller holds tree_lock so its name is stable). */
 static int
-level_path(struct tlog_topic *t, struct tlog_partition *p, char *buf,
-    size_t len)
+topic_dir_locked(struct tlog_topic *t)
 {
-	int n;
+	return tlog_open_beneath(t->store->dirfd, t->name,
+	    O_RDONLY | O_DIRECTORY, 0);
+}
+
+/* The backing directory of a level: the store root, a topic or a
+ * partition; a new descriptor. Caller holds tree_lock. */
+static int
+level_dir_locked(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p)
+{
+	int fd;
 
 	if (p != NULL)
-		n = snprintf(buf, len, "%s/%s", p->topic->name, p->name);
-	else if (t != NULL)
-		n = snprintf(buf, len, "%s", t->name);
-	else
-		n = snprintf(buf, len, ".");
-	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+		return part_dir_locked(p);
+	if (t != NULL)
+		return t->dead ? -ENOENT : topic_dir_locked(t);
+	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd == -1 ? -errno : fd;
+}
+
+static int
+level_dir(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p)
+{
+	int fd;
+
+	pthread_rwlock_rdlock(&s->tree_lock);
+	fd = level_dir_locked(s, t, p);
+	pthread_rwlock_unlock(&s->tree_lock);
+	return fd;
+}
+
+int
+tlog_level_conf_dir(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char **file)
+{
+	*file = ".config";
+	if (t == NULL && p == NULL) {
+		*file = "config";
+		return tlog_open_beneath(s->dirfd, ".tlogfs",
+		    O_RDONLY | O_DIRECTORY, 0);
+	}
+	return level_dir_locked(s, t, p);
 }
 
 int
 tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, struct stat *st)
 {
-	char path[2 * TLOG_NAME_MAX + 2];
-	int r;
+	int fd, r = 0;
 
-	pthread_rwlock_rdlock(&s->tree_lock);
-	if ((r = level_path(t, p, path, sizeof(path))) == 0 &&
-	    fstatat(s->dirfd, path, st, 0) == -1)
+	if ((fd = level_dir(s, t, p)) < 0)
+		return fd;
+	if (fstat(fd, st) == -1)
 		r = -errno;
-	pthread_rwlock_unlock(&s->tree_lock);
+	close(fd);
 	return r;
 }
 
@@ -138,14 +213,13 @@ int
 tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, mode_t mode)
 {
-	char path[2 * TLOG_NAME_MAX + 2];
-	int r;
+	int fd, r = 0;
 
-	pthread_rwlock_rdlock(&s->tree_lock);
-	if ((r = level_path(t, p, path, sizeof(path))) == 0 &&
-	    fchmodat(s->dirfd, path, mode & 07777, 0) == -1)
+	if ((fd = level_dir(s, t, p)) < 0)
+		return fd;
+	if (fchmod(fd, mode & 07777) == -1)
 		r = -errno;
-	pthread_rwlock_unlock(&s->tree_lock);
+	close(fd);
 	return r;
 }
 
@@ -153,14 +227,13 @@ int
 tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, uid_t uid, gid_t gid)
 {
-	char path[2 * TLOG_NAME_MAX + 2];
-	int r;
+	int fd, r = 0;
 
-	pthread_rwlock_rdlock(&s->tree_lock);
-	if ((r = level_path(t, p, path, sizeof(path))) == 0 &&
-	    fchownat(s->dirfd, path, uid, gid, 0) == -1)
+	if ((fd = level_dir(s, t, p)) < 0)
+		return fd;
+	if (fchown(fd, uid, gid) == -1)
 		r = -errno;
-	pthread_rwlock_unlock(&s->tree_lock);
+	close(fd);
 	return r;
 }
 
@@ -256,12 +329,31 @@ tlog_topic_get(struct tlog_store *s, const char *name)
 	return t;
 }
 
+/*
+ * Makes directory name in dirfd, or adopts one that is already there as
+ * a real directory (never a symlink or a file in the way): returns an
+ * open descriptor of it, or -errno (-EEXIST for anything in the way).
+ */
+static int
+make_dir(int dirfd, const char *name)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, 0755) == -1 && errno != EEXIST)
+		return -errno;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1)
+		return errno == ELOOP || errno == ENOTDIR ? -EEXIST : -errno;
+	return fd;
+}
+
 int
 tlog_topic_create(struct tlog_store *s, const char *name,
     struct tlog_topic **out)
 {
 	struct tlog_topic *t;
-	int r;
+	int r, fd;
 
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
@@ -270,9 +362,10 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 	pthread_rwlock_wrlock(&s->tree_lock);
 	if (topic_find(s, name) != NULL) {
 		r = -EEXIST;
-	} else if (mkdirat(s->dirfd, name, 0755) == -1 && errno != EEXIST) {
-		r = -errno;
+	} else if ((fd = make_dir(s->dirfd, name)) < 0) {
+		r = fd;
 	} else {
+		close(fd);
 		RB_INSERT(tlog_topic_tree, &s->topics, t);
 		if (out != NULL) {
 			tlog_topic_ref(t);
@@ -287,21 +380,38 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 }
 
 /*
- * Removes an empty level directory: refuses (ENOTEMPTY) if it holds
- * anything but its own dot-files, so a refusal loses no setting; then
- * drops those (config, end offset) and the directory.
+ * The files the engine itself keeps in a level's directory: its config,
+ * a partition's saved end offset, and their temporary copies (an atomic
+ * write in flight, or one a crash left behind).
+ */
+static bool
+is_bookkeeping(const char *name)
+{
+	static const char *const names[] = { ".config", ".next",
+	    ".config.tmp", ".next.tmp", NULL };
+	int i;
+
+	for (i = 0; names[i] != NULL; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Removes the empty level directory name in dirfd: refuses (ENOTEMPTY)
+ * if it holds anything but the engine's bookkeeping files, so a refusal
+ * loses no setting (the stray is named in one log line); then drops
+ * those and the directory.
  */
 static int
-remove_dir(struct tlog_store *s, const char *path)
+remove_dir(struct tlog_store *s, int dirfd, const char *name)
 {
-	static const char *dotfiles[] = { ".config", ".next" };
-	char f[2 * TLOG_NAME_MAX + 16];
 	struct dirent *de;
-	size_t i;
 	DIR *d;
 	int fd, r = 0;
 
-	fd = openat(s->dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		r = -errno;
 		if (fd != -1)
@@ -310,34 +420,34 @@ remove_dir(struct tlog_store *s, const char *path)
 	}
 	while (r == 0 && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
+		    strcmp(de->d_name, "..") == 0 || is_bookkeeping(de->d_name))
 			continue;
-		for (i = 0; i < sizeof(dotfiles) / sizeof(dotfiles[0]); i++)
-			if (strcmp(de->d_name, dotfiles[i]) == 0)
-				break;
-		if (i == sizeof(dotfiles) / sizeof(dotfiles[0]))
-			r = -ENOTEMPTY;
+		tlog_log(s, LOG_NOTICE, "cannot remove %s: it holds %s, which "
+		    "is not tlogfs's", name, de->d_name);
+		r = -ENOTEMPTY;
+	}
+	if (r == 0) {
+		rewinddir(d);
+		while ((de = readdir(d)) != NULL)
+			if (is_bookkeeping(de->d_name))
+				unlinkat(fd, de->d_name, 0);
 	}
 	closedir(d);
 	if (r != 0)
 		return r;
-	for (i = 0; i < sizeof(dotfiles) / sizeof(dotfiles[0]); i++) {
-		snprintf(f, sizeof(f), "%s/%s", path, dotfiles[i]);
-		unlinkat(s->dirfd, f, 0);
-	}
-	if (unlinkat(s->dirfd, path, AT_REMOVEDIR) == -1)
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) == -1)
 		return errno == EEXIST ? -ENOTEMPTY : -errno;
 	return 0;
 }
 
 /* Makes an empty level directory ready to be renamed over: ENOTEMPTY if
- * it holds more than its dot-files, which then go. */
+ * it holds more than its bookkeeping files, which then go. */
 static int
-clear_dir(struct tlog_store *s, const char *path)
+clear_dir(struct tlog_store *s, int dirfd, const char *name)
 {
-	int r = remove_dir(s, path);
+	int r = remove_dir(s, dirfd, name);
 
-	if (r == 0 && mkdirat(s->dirfd, path, 0755) == -1)
+	if (r == 0 && mkdirat(dirfd, name, 0755) == -1)
 		r = -errno;
 	return r;
 }
@@ -353,7 +463,7 @@ tlog_topic_remove(struct tlog_store *s, const char *name)
 		r = -ENOENT;
 	else if (!RB_EMPTY(&t->parts))
 		r = -ENOTEMPTY;
-	else if ((r = remove_dir(s, name)) == 0) {
+	else if ((r = remove_dir(s, s->dirfd, name)) == 0) {
 		RB_REMOVE(tlog_topic_tree, &s->topics, t);
 		t->dead = true;
 	} else
@@ -387,7 +497,7 @@ tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 		r = -ENOTEMPTY;
 		goto out;
 	}
-	if (victim != NULL && (r = clear_dir(s, to)) != 0)
+	if (victim != NULL && (r = clear_dir(s, s->dirfd, to)) != 0)
 		goto out;
 	/* rename(2) replaces an empty directory atomically. */
 	if (renameat(s->dirfd, from, s->dirfd, to) == -1) {
@@ -430,33 +540,83 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 {
 	struct tlog_store *s = t->store;
 	struct tlog_partition *p;
-	char path[2 * TLOG_NAME_MAX + 2];
-	int r;
+	int r, tfd = -1, fd;
 
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
 	if ((p = tlog_part_alloc(t, name)) == NULL)
 		return -ENOMEM;
 	pthread_rwlock_wrlock(&s->tree_lock);
-	snprintf(path, sizeof(path), "%s/%s", t->name, name);
 	if (t->dead) {
 		r = -ENOENT;
 	} else if (part_find(t, name) != NULL) {
 		r = -EEXIST;
-	} else if (mkdirat(s->dirfd, path, 0755) == -1 && errno != EEXIST) {
-		r = -errno;
+	} else if ((tfd = topic_dir_locked(t)) < 0) {
+		r = tfd;
+	} else if ((fd = make_dir(tfd, name)) < 0) {
+		r = fd;
 	} else {
+		r = tlog_part_set_dir(p, fd);
+		close(fd);
+	}
+	if (r == 0) {
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 		if (out != NULL) {
 			tlog_part_ref(p);
 			*out = p;
 		}
 		p = NULL;
-		r = 0;
 	}
 	pthread_rwlock_unlock(&s->tree_lock);
+	if (tfd >= 0)
+		close(tfd);
 	tlog_partition_put(p);
 	return r;
+}
+
+static int unlink_seg(struct tlog_store *s, struct tlog_segment *seg);
+
+/*
+ * Waits until no file of p's deleted segments is left: unlinks those
+ * still queued itself, and waits for those another thread is unlinking.
+ * So rm -r of a partition works at once after its segments were deleted.
+ */
+static int
+drain_unlinks(struct tlog_partition *p)
+{
+	struct tlog_store *s = p->store;
+	struct tlog_segment *seg;
+	bool hooked = false;
+	int r;
+
+	for (;;) {
+		pthread_mutex_lock(&s->unlink_lock);
+		if (p->pending_unlinks == 0) {
+			pthread_mutex_unlock(&s->unlink_lock);
+			return 0;
+		}
+		TAILQ_FOREACH(seg, &s->unlinkq, link)
+			if (seg->part == p)
+				break;
+		if (seg != NULL) {
+			TAILQ_REMOVE(&s->unlinkq, seg, link);
+			s->nunlink--;
+			pthread_mutex_unlock(&s->unlink_lock);
+			if ((r = unlink_seg(s, seg)) != 0)
+				return r;
+			continue;
+		}
+		if (!hooked) {
+			pthread_mutex_unlock(&s->unlink_lock);
+			TLOG_HOOK(s, TLOG_HOOK_RMDIR_WAIT, p);
+			hooked = true;
+			continue;
+		}
+		/* In flight in another thread, which broadcasts when it is
+		 * done (or puts it back in the queue). */
+		pthread_cond_wait(&s->unlink_cond, &s->unlink_lock);
+		pthread_mutex_unlock(&s->unlink_lock);
+	}
 }
 
 int
@@ -464,28 +624,36 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 {
 	struct tlog_store *s = t->store;
 	struct tlog_partition *p;
-	char path[2 * TLOG_NAME_MAX + 2];
-	int r;
+	int r, tfd;
 
-	/* Files of deleted segments may still wait for their unlink. */
-	if (tlog_store_unlink_queued(s) > 0)
-		tlog_store_unlink_pending(s, 0);
+	if ((p = tlog_partition_get(t, name)) == NULL)
+		return -ENOENT;
+	r = drain_unlinks(p);
+	tlog_partition_put(p);
+	if (r != 0)
+		return r;
 	pthread_rwlock_wrlock(&s->tree_lock);
 	if ((p = part_find(t, name)) == NULL) {
 		r = -ENOENT;
 		goto out;
 	}
-	/* No partition lock here (the append path takes the tree lock
-	 * under it): an append racing with this either made a segment
-	 * first (ENOTEMPTY) or finds the directory gone (ENOENT). */
+	/*
+	 * No partition lock here (the append path takes the tree lock under
+	 * it). An append racing with this either created its segment files
+	 * first (the directory is not empty: ENOTEMPTY) or finds the
+	 * partition dead when it reaches for its directory (ENOENT).
+	 */
 	r = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0 ? -ENOTEMPTY : 0;
-	if (r == 0) {
-		snprintf(path, sizeof(path), "%s/%s", t->name, name);
-		if ((r = remove_dir(s, path)) == 0)
-			__atomic_store_n(&p->dead, true, __ATOMIC_RELEASE);
+	if (r == 0 && (tfd = topic_dir_locked(t)) < 0)
+		r = tfd;
+	else if (r == 0) {
+		r = remove_dir(s, tfd, name);
+		close(tfd);
 	}
-	if (r == 0)
+	if (r == 0) {
+		__atomic_store_n(&p->dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, p);
+	}
 out:
 	pthread_rwlock_unlock(&s->tree_lock);
 	if (r == 0) {
@@ -500,14 +668,21 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 {
 	struct tlog_store *s = t->store;
 	struct tlog_partition *p, *victim;
-	char a[2 * TLOG_NAME_MAX + 2], b[2 * TLOG_NAME_MAX + 2];
 	char *nname;
-	int r = 0;
+	int r = 0, tfd = -1;
 
 	if ((r = tlog_name_check(to)) != 0)
 		return r;
 	if ((nname = strdup(to)) == NULL)
 		return -ENOMEM;
+	/* A partition whose segments were just deleted is empty once its
+	 * files are gone. */
+	if ((victim = tlog_partition_get(t, to)) != NULL) {
+		r = drain_unlinks(victim);
+		tlog_partition_put(victim);
+		if (r != 0)
+			goto out_free;
+	}
 	pthread_rwlock_wrlock(&s->tree_lock);
 	if ((p = part_find(t, from)) == NULL) {
 		r = -ENOENT;
@@ -515,23 +690,26 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	}
 	if (strcmp(from, to) == 0)
 		goto out;
+	if ((tfd = topic_dir_locked(t)) < 0) {
+		r = tfd;
+		goto out;
+	}
 	victim = part_find(t, to);
-	snprintf(a, sizeof(a), "%s/%s", t->name, from);
-	snprintf(b, sizeof(b), "%s/%s", t->name, to);
 	if (victim != NULL) {
 		r = __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0 ?
 		    -ENOTEMPTY : 0;
 		if (r == 0)
-			r = clear_dir(s, b);
+			r = clear_dir(s, tfd, to);
 		if (r != 0)
 			goto out;
 	}
 	/* rename(2) replaces an empty directory atomically. */
-	if (renameat(s->dirfd, a, s->dirfd, b) == -1) {
+	if (renameat(tfd, from, tfd, to) == -1) {
 		r = -errno;
 		goto out;
 	}
 	if (victim != NULL) {
+		/* Its appends now find it dead, or its directory replaced. */
 		__atomic_store_n(&victim->dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, victim);
 		tlog_unsched(victim);
@@ -544,6 +722,9 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	RB_INSERT(tlog_part_tree, &t->parts, p);
 out:
 	pthread_rwlock_unlock(&s->tree_lock);
+	if (tfd >= 0)
+		close(tfd);
+out_free:
 	free(nname);
 	return r;
 }
@@ -622,9 +803,11 @@ unlink_one(struct tlog_segment *seg)
 	char name[32];
 	int dfd, r = 0;
 
-	if ((dfd = tlog_part_openat(seg->part, ".", O_RDONLY | O_DIRECTORY,
-	    0)) < 0)
-		return dfd;
+	if ((dfd = tlog_part_dir(seg->part)) < 0)
+		/* A removed partition's directory went with its files (it
+		 * is removed only once none is left). */
+		return dfd == -ENOENT && __atomic_load_n(&seg->part->dead,
+		    __ATOMIC_ACQUIRE) ? 0 : dfd;
 	tlog_seg_name(seg->base, ".log", name, sizeof(name));
 	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
 		r = -errno;
@@ -635,15 +818,65 @@ unlink_one(struct tlog_segment *seg)
 	return r;
 }
 
+/*
+ * Unlinks the files of one detached segment taken off the queue, then
+ * records its deletion (only after the unlink succeeded) and drops the
+ * queue's reference. On failure the segment goes back in the queue.
+ * No engine lock is held.
+ */
+static int
+unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
+{
+	struct tlog_partition *p = seg->part;
+	struct tlog_event ev;
+	bool last;
+	int r;
+
+	TLOG_HOOK(s, TLOG_HOOK_UNLINK, p);
+	pthread_mutex_lock(&s->unlink_lock);
+	last = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) == 0 &&
+	    p->pending_unlinks == 1;
+	pthread_mutex_unlock(&s->unlink_lock);
+	if (last)
+		tlog_part_save_end(p);
+	if ((r = unlink_one(seg)) != 0) {
+		tlog_log_err(s, "cannot delete segment %020" PRIu64 ": %s; "
+		    "will retry", seg->base, strerror(-r));
+		pthread_mutex_lock(&s->unlink_lock);
+		TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
+		s->nunlink++;
+		pthread_cond_broadcast(&s->unlink_cond);
+		pthread_mutex_unlock(&s->unlink_lock);
+		return r;
+	}
+	pthread_mutex_lock(&s->unlink_lock);
+	p->pending_unlinks--;
+	pthread_cond_broadcast(&s->unlink_cond);
+	pthread_mutex_unlock(&s->unlink_lock);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TLOG_EV_DELETE;
+	ev.ts = tlog_now(s);
+	ev.segment_ino = seg->ino;
+	ev.base = seg->base;
+	ev.records = seg->records;
+	ev.bytes = seg->bytes;
+	ev.first_ts = seg->first_ts;
+	ev.max_ts = seg->max_ts;
+	ev.trigger = seg->sealed_by;
+	ev.rule = seg->rule;
+	TLOG_METRIC_ADD(s, deletions[seg->rule], 1);
+	TLOG_METRIC_ADD(s, deleted_bytes, seg->bytes);
+	tlog_emit_event(p, &ev);
+	tlog_segment_put(seg);
+	return 0;
+}
+
 int
 tlog_store_unlink_pending(struct tlog_store *s, int max)
 {
 	struct tlog_segment *seg;
-	struct tlog_partition *p;
-	struct tlog_event ev;
 	size_t budget;
-	bool last;
-	int done = 0, r;
+	int done = 0;
 
 	pthread_mutex_lock(&s->unlink_lock);
 	budget = max > 0 ? (size_t)max : s->nunlink;
@@ -657,41 +890,8 @@ tlog_store_unlink_pending(struct tlog_store *s, int max)
 		pthread_mutex_unlock(&s->unlink_lock);
 		if (seg == NULL)
 			break;
-		p = seg->part;
-		pthread_mutex_lock(&p->lock);
-		last = p->nsegs == 0 && p->pending_unlinks == 1;
-		pthread_mutex_unlock(&p->lock);
-		if (last)
-			tlog_part_save_end(p);
-		if ((r = unlink_one(seg)) != 0) {
-			tlog_log_err(s, "cannot delete segment %020" PRIu64
-			    ": %s; will retry", seg->base, strerror(-r));
-			pthread_mutex_lock(&s->unlink_lock);
-			TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
-			s->nunlink++;
-			pthread_mutex_unlock(&s->unlink_lock);
-			continue;
-		}
-		pthread_mutex_lock(&p->lock);
-		p->pending_unlinks--;
-		pthread_mutex_unlock(&p->lock);
-		/* Recorded only after the unlink succeeded. */
-		memset(&ev, 0, sizeof(ev));
-		ev.kind = TLOG_EV_DELETE;
-		ev.ts = tlog_now(s);
-		ev.segment_ino = seg->ino;
-		ev.base = seg->base;
-		ev.records = seg->records;
-		ev.bytes = seg->bytes;
-		ev.first_ts = seg->first_ts;
-		ev.max_ts = seg->max_ts;
-		ev.trigger = seg->sealed_by;
-		ev.rule = seg->rule;
-		TLOG_METRIC_ADD(s, deletions[seg->rule], 1);
-		TLOG_METRIC_ADD(s, deleted_bytes, seg->bytes);
-		tlog_emit_event(p, &ev);
-		tlog_segment_put(seg);
-		done++;
+		if (unlink_seg(s, seg) == 0)
+			done++;
 	}
 	return done;
 }
@@ -828,12 +1028,6 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 	return 0;
 }
 
-static bool
-is_visible_name(const char *name)
-{
-	return tlog_name_check(name) == 0;
-}
-
 struct recovery {
 	struct tlog_partition **v;
 	size_t n;
@@ -925,16 +1119,81 @@ recover_all(struct tlog_store *s)
 	return 0;
 }
 
+/*
+ * Opens the directory entry name in dirfd as a level directory. Anything
+ * else (a symlink, a file, a device, a FIFO) is a stray: never followed,
+ * never shown, left alone, logged once (here, at open). Returns the
+ * descriptor or -1.
+ */
+static int
+open_level(struct tlog_store *s, int dirfd, const char *where,
+    const char *name)
+{
+	struct stat st;
+	int fd;
+
+	if (tlog_name_check(name) != 0) {
+		tlog_log(s, LOG_WARNING, "ignoring %s%s: not a valid topic or "
+		    "partition name", where, name);
+		return -1;
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		tlog_log(s, LOG_WARNING, "ignoring %s%s: a symbolic link, "
+		    "never followed", where, name);
+	else
+		tlog_log(s, LOG_WARNING, "ignoring stray %s%s: not a "
+		    "directory", where, name);
+	return -1;
+}
+
+/* Loads one topic's partitions from its open directory tfd. */
+static int
+load_topic(struct tlog_store *s, struct tlog_topic *t, int tfd)
+{
+	struct tlog_partition *p;
+	struct dirent *pe;
+	char where[TLOG_NAME_MAX + 2];
+	DIR *pd;
+	int fd, dup_fd;
+
+	snprintf(where, sizeof(where), "%s/", t->name);
+	if ((dup_fd = dup(tfd)) == -1 || (pd = fdopendir(dup_fd)) == NULL) {
+		if (dup_fd != -1)
+			close(dup_fd);
+		return -errno;
+	}
+	while ((pe = readdir(pd)) != NULL) {
+		if (pe->d_name[0] == '.')
+			continue;
+		if ((fd = open_level(s, tfd, where, pe->d_name)) < 0)
+			continue;
+		if ((p = tlog_part_alloc(t, pe->d_name)) == NULL) {
+			close(fd);
+			closedir(pd);
+			return -ENOMEM;
+		}
+		tlog_part_set_dir(p, fd);
+		tlog_config_load(s, fd, ".config", &p->cfg);
+		close(fd);
+		RB_INSERT(tlog_part_tree, &t->parts, p);
+	}
+	closedir(pd);
+	return 0;
+}
+
 /* Loads every topic and partition directory and recovers partitions. */
 static int
 store_load(struct tlog_store *s)
 {
 	struct tlog_topic *t;
-	struct tlog_partition *p;
-	struct dirent *de, *pe;
-	DIR *d, *pd;
-	char path[2 * 256 + 16];
-	int fd;
+	struct dirent *de;
+	DIR *d;
+	int fd, r;
 
 	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
@@ -945,42 +1204,21 @@ store_load(struct tlog_store *s)
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (!is_visible_name(de->d_name)) {
-			tlog_log(s, LOG_WARNING, "ignoring %s/%s: not a valid "
-			    "topic name", s->path, de->d_name);
+		if ((fd = open_level(s, s->dirfd, "", de->d_name)) < 0)
 			continue;
-		}
-		fd = openat(s->dirfd, de->d_name, O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC);
-		if (fd == -1)
-			continue;	/* a stray file */
-		if ((t = topic_alloc(s, de->d_name)) == NULL ||
-		    (pd = fdopendir(fd)) == NULL) {
+		if ((t = topic_alloc(s, de->d_name)) == NULL) {
 			close(fd);
-			tlog_topic_put(t);
 			closedir(d);
 			return -ENOMEM;
 		}
-		snprintf(path, sizeof(path), "%s/.config", de->d_name);
-		tlog_config_load(s, s->dirfd, path, &t->cfg);
+		tlog_config_load(s, fd, ".config", &t->cfg);
 		RB_INSERT(tlog_topic_tree, &s->topics, t);
-		while ((pe = readdir(pd)) != NULL) {
-			if (pe->d_name[0] == '.')
-				continue;
-			if (!is_visible_name(pe->d_name) ||
-			    pe->d_type == DT_REG) {
-				tlog_log(s, LOG_WARNING, "ignoring stray %s/%s",
-				    de->d_name, pe->d_name);
-				continue;
-			}
-			if ((p = tlog_part_alloc(t, pe->d_name)) == NULL)
-				break;
-			snprintf(path, sizeof(path), "%s/%s/.config",
-			    de->d_name, pe->d_name);
-			tlog_config_load(s, s->dirfd, path, &p->cfg);
-			RB_INSERT(tlog_part_tree, &t->parts, p);
+		r = load_topic(s, t, fd);
+		close(fd);
+		if (r != 0) {
+			closedir(d);
+			return r;
 		}
-		closedir(pd);
 	}
 	closedir(d);
 	return recover_all(s);

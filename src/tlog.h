@@ -141,6 +141,25 @@ struct tlog_store_opts {
 	 * of RLIMIT_NOFILE. Past it the least recently opened idle ones are
 	 * closed (and reopened when written again). */
 	size_t max_open_segments;
+	/*
+	 * Test hook: called at the points named by enum tlog_hook, so a unit
+	 * test can force an interleaving (it may call the engine from the
+	 * hook, as another thread would). NULL in production.
+	 */
+	void (*hook)(void *arg, int point, struct tlog_partition *p);
+	void *hook_arg;
+};
+
+/* Points at which tlog_store_opts.hook is called. */
+enum tlog_hook {
+	/* The append path, partition lock held, just before a new
+	 * segment's files are created. */
+	TLOG_HOOK_NEW_SEGMENT = 1,
+	/* A detached segment was taken off the unlink queue; its files
+	 * are not unlinked yet. No lock held. */
+	TLOG_HOOK_UNLINK,
+	/* Partition removal is about to wait for unlinks in flight. */
+	TLOG_HOOK_RMDIR_WAIT,
 };
 
 /*

@@ -106,8 +106,14 @@ struct tlog_partition {
 	uint64_t bytes;
 	uint64_t next_offset;
 	int64_t last_ts;		/* newest timestamp handed out */
-	uint64_t pending_unlinks;	/* queued files not yet unlinked */
+	uint64_t pending_unlinks;	/* detached, files not yet unlinked;
+					   under store->unlink_lock */
 	bool dead;
+	/* Identity of the partition's own directory: a path that names
+	 * another directory (after a rename over it, or rmdir + mkdir)
+	 * is never used to reach this partition's files. */
+	dev_t dir_dev;
+	ino_t dir_ino;
 	/* reaper bookkeeping (reaper.c) */
 	size_t heap_idx;
 	int64_t due;
@@ -191,7 +197,15 @@ struct tlog_store {
 
 /* ---- internal helpers ---- */
 
+/* Calls the test hook, if a test set one (tlog_store_opts.hook). */
+#define TLOG_HOOK(s, point, p) do {					\
+	if ((s)->opts.hook != NULL)					\
+		(s)->opts.hook((s)->opts.hook_arg, (point), (p));	\
+} while (0)
+
 uint64_t tlog_new_ino(struct tlog_store *s);
+/* openat(2) below dirfd that never follows a symbolic link; -errno. */
+int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 void tlog_vlog(struct tlog_store *s, int prio, const char *fmt, va_list ap);
 /* An error that may repeat: at most one line per 30 s. */
 void tlog_log_err(struct tlog_store *s, const char *fmt, ...)
@@ -213,9 +227,22 @@ tlog_cfg_store(struct tlog_config *c, enum tlog_key k, int64_t v)
  * holds tree_lock (read) so names are stable. */
 int tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, char *buf, size_t len);
+/* The directory holding a level's config file, and the file's name in
+ * it: a new descriptor, or -errno. Caller holds tree_lock. */
+int tlog_level_conf_dir(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char **file);
 /* Relative path "topic/partition" of p; caller holds tree_lock. */
 int tlog_part_path(struct tlog_partition *p, char *buf, size_t len);
-/* Opens dir/file of p (O_CLOEXEC added). Takes tree_lock (read). */
+/*
+ * The partition's own directory, opened by its current path under
+ * tree_lock (read) and checked against its identity: -ENOENT once the
+ * partition is dead, or if the path now names another directory. What
+ * is created through the descriptor lands in this partition or fails.
+ */
+int tlog_part_dir(struct tlog_partition *p);
+/* Records the identity of p's directory from an open descriptor of it. */
+int tlog_part_set_dir(struct tlog_partition *p, int dfd);
+/* Opens file in p's directory (O_CLOEXEC | O_NOFOLLOW added). */
 int tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
     mode_t mode);
 int tlog_part_unlinkat(struct tlog_partition *p, const char *file);

@@ -6,6 +6,9 @@
 #include "config.h"
 
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/openat2.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +63,7 @@ tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 	    0644);
 	if (fd == -1)
 		return -errno;
@@ -83,6 +86,65 @@ tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
 	if (r != 0)
 		unlinkat(dirfd, tmp, 0);
 	return r;
+}
+
+/*
+ * openat(2) that never follows a symbolic link and never leaves dirfd:
+ * openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has
+ * it (5.6 and later), else one component at a time with O_NOFOLLOW.
+ */
+int
+tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how;
+	char comp[TLOG_NAME_MAX + 1];
+	const char *c = path, *slash;
+	int fd, next;
+	size_t len;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW);
+	how.mode = (flags & O_CREAT) ? mode : 0;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	    RESOLVE_NO_MAGICLINKS;
+	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOSYS)
+		return -errno;
+	/* No openat2: walk the intermediate directories by hand. */
+	fd = dirfd;
+	while ((slash = strchr(c, '/')) != NULL) {
+		len = (size_t)(slash - c);
+		if (len == 0 || len >= sizeof(comp) ||
+		    (len == 2 && c[0] == '.' && c[1] == '.')) {
+			next = -EINVAL;
+			goto fail;
+		}
+		memcpy(comp, c, len);
+		comp[len] = '\0';
+		next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (next == -1) {
+			next = -errno;
+			goto fail;
+		}
+		if (fd != dirfd)
+			close(fd);
+		fd = next;
+		c = slash + 1;
+	}
+	if (strcmp(c, "..") == 0) {
+		next = -EINVAL;
+		goto fail;
+	}
+	next = openat(fd, c, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (next == -1)
+		next = -errno;
+fail:
+	if (fd != dirfd)
+		close(fd);
+	return next;
 }
 
 int

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testhelp.h"
@@ -303,6 +305,309 @@ START_TEST(rename_over_empty_partition)
 }
 END_TEST
 
+
+/* ---- races of rename and rmdir with an append (forced by the hook) ---- */
+
+struct race {
+	struct tlog_topic *t;
+	int what;		/* 1: rename b over a; 2: rmdir a + mkdir a */
+	int fired;
+};
+
+static void
+race_hook(void *arg, int point, struct tlog_partition *p)
+{
+	struct race *rc = arg;
+	char name[TLOG_NAME_MAX + 1];
+
+	if (point != TLOG_HOOK_NEW_SEGMENT || rc->fired)
+		return;
+	tlog_partition_name(p, name, sizeof(name));
+	if (strcmp(name, "a") != 0)
+		return;
+	rc->fired = 1;
+	/* As another thread would, between the append's check that a is
+	 * alive and the creation of its first segment. */
+	if (rc->what == 1)
+		ck_assert_int_eq(tlog_partition_rename(rc->t, "b", "a"), 0);
+	else {
+		ck_assert_int_eq(tlog_partition_remove(rc->t, "a"), 0);
+		ck_assert_int_eq(tlog_partition_create(rc->t, "a", NULL), 0);
+	}
+}
+
+static int
+count_matching(const char *dir, const char *needle)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += strstr(de->d_name, needle) != NULL;
+	closedir(d);
+	return n;
+}
+
+static void
+append_race(int what)
+{
+	char *dir = th_tmpdir(), *pdir, *data;
+	struct tlog_store_opts o;
+	struct race rc = { NULL, what, 0 };
+	struct tlog_store *s;
+	struct tlog_partition *a, *b, *q;
+	struct tlog_writer *w, *wb;
+	ssize_t r;
+	size_t len;
+
+	memset(&o, 0, sizeof(o));
+	o.hook = race_hook;
+	o.hook_arg = &rc;
+	s = th_open_opts(dir, &o);
+	a = th_part(s, "t", "a");
+	b = th_part(s, "t", "b");
+	rc.t = tlog_partition_topic(a);
+	wb = tlog_writer_open(b);
+	th_put(wb, "b1\nb2\n");
+	tlog_writer_close(wb);
+	w = tlog_writer_open(a);
+	r = tlog_writer_write(w, "victim\n", 7);
+	ck_assert_int_eq(rc.fired, 1);
+	/* The append lands in the partition it opened, or fails: that
+	 * partition is gone, so it fails. */
+	ck_assert_int_eq(r, -ENOENT);
+	tlog_writer_close(w);
+	pdir = path_in(dir, "t/a");
+	ck_assert_int_eq(count_matching(pdir, "orphan"), 0);
+	q = tlog_partition_get(rc.t, "a");
+	ck_assert_ptr_nonnull(q);
+	data = th_partition_data(q, &len);
+	ck_assert_str_eq(data, what == 1 ? "b1\nb2\n" : "");
+	free(data);
+	tlog_partition_put(q);
+	tlog_partition_put(a);
+	tlog_partition_put(b);
+	tlog_store_close(s);
+	/* And so after a remount. */
+	s = th_open(dir);
+	q = th_part(s, "t", "a");
+	data = th_partition_data(q, &len);
+	ck_assert_str_eq(data, what == 1 ? "b1\nb2\n" : "");
+	free(data);
+	ck_assert_int_eq(count_matching(pdir, "orphan"), 0);
+	tlog_partition_put(q);
+	tlog_store_close(s);
+	free(pdir);
+	th_rmrf(dir);
+	free(dir);
+}
+
+START_TEST(append_races_rename_over_its_partition)
+{
+	append_race(1);
+}
+END_TEST
+
+START_TEST(append_races_rmdir_and_mkdir)
+{
+	append_race(2);
+}
+END_TEST
+
+/* ---- symlinks and other strays are never followed or touched ---- */
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+START_TEST(symlinks_are_never_followed)
+{
+	char *dir = th_tmpdir(), *out = th_tmpdir(), *x, *y, *data;
+	struct tlog_store *s;
+	struct tlog_topic *t;
+	struct tlog_dirent *de;
+	struct tlog_partition *p;
+	struct stat st0, st1;
+	size_t n, len;
+
+	/* Outside the store: a "topic" with a partition whose segment ends
+	 * in an unfinished line, which recovery would cut if it went in. */
+	x = path_in(out, "p");
+	ck_assert_int_eq(mkdir(x, 0755), 0);
+	free(x);
+	x = path_in(out, "p/00000000000000000000.log");
+	write_file(x, "outside\nunfinished");
+	ck_assert_int_eq(stat(x, &st0), 0);
+	s = th_open(dir);
+	p = th_part(s, "real", "0");
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	/* A topic that is a symlink, a partition that is a symlink, a
+	 * segment that is a symlink, a FIFO. */
+	y = path_in(dir, "evil");
+	ck_assert_int_eq(symlink(out, y), 0);
+	free(y);
+	y = path_in(dir, "real/evilp");
+	ck_assert_int_eq(symlink(out, y), 0);
+	free(y);
+	y = path_in(dir, "real/0/00000000000000000000.log");
+	ck_assert_int_eq(symlink(x, y), 0);
+	free(y);
+	y = path_in(dir, "real/0/00000000000000000007.log");
+	ck_assert_int_eq(mkfifo(y, 0644), 0);
+	free(y);
+
+	th_logbuf[0] = '\0';
+	s = th_open(dir);
+	ck_assert_int_eq(tlog_topic_list(s, &de, &n), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_str_eq(de[0].name, "real");
+	free(de);
+	t = tlog_topic_get(s, "real");
+	ck_assert_int_eq(tlog_partition_list(t, &de, &n), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_str_eq(de[0].name, "0");
+	free(de);
+	p = tlog_partition_get(t, "0");
+	data = th_partition_data(p, &len);
+	ck_assert_uint_eq(len, 0);
+	free(data);
+	/* Appending to it never writes through the symlinked name. */
+	{
+		struct tlog_writer *w = tlog_writer_open(p);
+
+		(void)tlog_writer_write(w, "mine\n", 5);
+		tlog_writer_close(w);
+	}
+	tlog_partition_put(p);
+	tlog_topic_put(t);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "evil"));
+	tlog_store_close(s);
+	/* Nothing outside changed, and the strays are still there. */
+	ck_assert_int_eq(stat(x, &st1), 0);
+	ck_assert_int_eq(st1.st_size, st0.st_size);
+	ck_assert_int_eq(st1.st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
+	ck_assert_int_eq(st1.st_mtim.tv_sec, st0.st_mtim.tv_sec);
+	data = th_slurp(x, &len);
+	ck_assert_str_eq(data, "outside\nunfinished");
+	free(data);
+	ck_assert_int_eq(count_matching(out, "idx"), 0);
+	y = path_in(dir, "real/0/00000000000000000000.log");
+	ck_assert_int_eq(lstat(y, &st1), 0);
+	ck_assert(S_ISLNK(st1.st_mode));
+	free(y);
+	ck_assert(exists(dir, "evil"));
+	ck_assert(exists(dir, "real/evilp"));
+	free(x);
+	th_rmrf(dir);
+	th_rmrf(out);
+	free(dir);
+	free(out);
+}
+END_TEST
+
+/* ---- rmdir waits for the partition's pending unlinks ---- */
+
+struct unl {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int in_flight;
+	int may_go;
+	struct tlog_store *s;
+};
+
+static void
+unl_hook(void *arg, int point, struct tlog_partition *p)
+{
+	struct unl *u = arg;
+	struct timespec ts;
+
+	(void)p;
+	pthread_mutex_lock(&u->m);
+	if (point == TLOG_HOOK_UNLINK) {
+		/* The unlinker has taken the segment off the queue: hold it
+		 * in flight until rmdir is waiting for it (or 10 s). */
+		u->in_flight = 1;
+		pthread_cond_broadcast(&u->c);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		while (!u->may_go &&
+		    pthread_cond_timedwait(&u->c, &u->m, &ts) == 0)
+			;
+	} else if (point == TLOG_HOOK_RMDIR_WAIT) {
+		u->may_go = 1;
+		pthread_cond_broadcast(&u->c);
+	}
+	pthread_mutex_unlock(&u->m);
+}
+
+static void *
+unl_thread(void *arg)
+{
+	struct unl *u = arg;
+
+	tlog_store_unlink_pending(u->s, 1);
+	return NULL;
+}
+
+START_TEST(rmdir_waits_for_unlinks_in_flight)
+{
+	char *dir = th_tmpdir(), *f;
+	struct tlog_store_opts o;
+	struct unl u;
+	struct tlog_partition *p;
+	struct tlog_topic *t;
+	struct tlog_writer *w;
+	pthread_t th;
+
+	memset(&u, 0, sizeof(u));
+	pthread_mutex_init(&u.m, NULL);
+	pthread_cond_init(&u.c, NULL);
+	memset(&o, 0, sizeof(o));
+	o.hook = unl_hook;
+	o.hook_arg = &u;
+	u.s = th_open_opts(dir, &o);
+	p = th_part(u.s, "t", "p");
+	t = tlog_partition_topic(p);
+	tlog_topic_ref(t);
+	w = tlog_writer_open(p);
+	th_put(w, "one\n");
+	tlog_writer_close(w);
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	/* The engine's own bookkeeping never makes rmdir fail. */
+	f = path_in(dir, "t/p/.next.tmp");
+	write_file(f, "1\n");
+	free(f);
+	f = path_in(dir, "t/p/.config.tmp");
+	write_file(f, "");
+	free(f);
+	ck_assert_int_eq(pthread_create(&th, NULL, unl_thread, &u), 0);
+	pthread_mutex_lock(&u.m);
+	while (!u.in_flight)
+		pthread_cond_wait(&u.c, &u.m);
+	pthread_mutex_unlock(&u.m);
+	/* rm -r right after the segments went: works at once. */
+	ck_assert_int_eq(tlog_partition_remove(t, "p"), 0);
+	ck_assert_int_eq(tlog_topic_remove(u.s, "t"), 0);
+	pthread_join(th, NULL);
+	ck_assert(!exists(dir, "t"));
+	tlog_topic_put(t);
+	tlog_partition_put(p);
+	tlog_store_close(u.s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 static int
 count_fds(void)
 {
@@ -394,6 +699,10 @@ main(void)
 	TH_CASE(s, level_stat_chmod);
 	TH_CASE(s, refused_rmdir_keeps_settings);
 	TH_CASE(s, rename_over_empty_partition);
+	TH_CASE(s, append_races_rename_over_its_partition);
+	TH_CASE(s, append_races_rmdir_and_mkdir);
+	TH_CASE(s, symlinks_are_never_followed);
+	TH_CASE(s, rmdir_waits_for_unlinks_in_flight);
 	TH_CASE(s, open_files_stay_within_budget);
 	TH_CASE(s, repeated_errors_are_rate_limited);
 	return th_run(s);
