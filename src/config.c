@@ -24,10 +24,11 @@
  *    TLOG_TIME_MAX (10^15 ms, about 31,700 years) so that the engine's
  *    "timestamp + retention.ms + segment.ms" sums cannot overflow.
  *
- * Cross-key limits (segment.jitter.ms <= segment.ms, record.max.bytes <=
- * segment.bytes) are checked by tlog_conf_set against the effective values
- * at the level being set. They are not re-checked when the other key
- * changes or at another level, so users of the values clamp them.
+ * The cross-key limit segment.jitter.ms <= segment.ms is checked by
+ * tlog_conf_set against the effective value at the level being set. It is
+ * not re-checked when segment.ms changes or at another level, so the
+ * engine clamps the jitter. record.max.bytes has no such bound: a record
+ * longer than segment.bytes gets a segment of its own (doc/engine.md).
  */
 #include "config.h"
 
@@ -103,7 +104,7 @@ static const struct keyinfo keys[TLOG_NKEYS] = {
 	[TLOG_SEGMENT_PREALLOCATE] = { "segment.preallocate", UNIT_NONE,
 	    0, 0, 1, NULL, -1 },
 	[TLOG_RECORD_MAX_BYTES] = { "record.max.bytes", UNIT_SIZE,
-	    1LL << 20, 1, TLOG_SEG_MAX, NULL, TLOG_SEGMENT_BYTES },
+	    1LL << 20, 1, TLOG_SEG_MAX, NULL, -1 },
 };
 
 static bool

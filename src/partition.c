@@ -259,9 +259,9 @@ get_limits(struct tlog_partition *p, struct limits *l)
 	l->ret_bytes = tlog_partition_conf(p, TLOG_RETENTION_BYTES);
 	if (l->ret_bytes >= 0 && l->ret_bytes / 8 < l->seg_bytes)
 		l->seg_bytes = l->ret_bytes / 8 > 0 ? l->ret_bytes / 8 : 1;
+	/* Independent of segment.bytes: a longer record gets a segment of
+	 * its own (roll_check), it is never cut at a segment's size. */
 	l->rec_max = tlog_partition_conf(p, TLOG_RECORD_MAX_BYTES);
-	if (l->rec_max > sb)
-		l->rec_max = sb;
 	l->prealloc = tlog_partition_conf(p, TLOG_SEGMENT_PREALLOCATE) == 1;
 }
 
@@ -525,7 +525,10 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    tail_is_record);
 		if (rlen == 0)
 			break;
-		if (l.ret_bytes >= 0 && rlen > (uint64_t)l.ret_bytes) {
+		/* The cap keeps index positions in their 32 bits; the
+		 * ceiling is the partition's. */
+		if ((l.ret_bytes >= 0 && rlen > (uint64_t)l.ret_bytes) ||
+		    rlen > p->store->cap_bytes) {
 			r = -EFBIG;
 			break;
 		}

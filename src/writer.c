@@ -92,13 +92,10 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 {
 	const char *buf = data, *nl;
 	int64_t max = tlog_partition_conf(w->part, TLOG_RECORD_MAX_BYTES);
-	int64_t sb = tlog_partition_conf(w->part, TLOG_SEGMENT_BYTES);
 	size_t room, take = 0, keep, done;
 	ssize_t r;
 	int e;
 
-	if (max > sb)
-		max = sb;
 	pthread_mutex_lock(&w->lock);
 	keep = w->nheld;
 	if (w->nheld > 0) {

@@ -331,6 +331,118 @@ START_TEST(record_longer_than_segment_gets_its_own)
 }
 END_TEST
 
+/*
+ * A line longer than segment.bytes (within record.max.bytes) is one
+ * record in a segment of its own, whether it comes in one write or is
+ * completed piece by piece: never cut at the segment's size.
+ */
+START_TEST(line_longer_than_segment_bytes_is_one_record)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	struct tlog_segment *seg;
+	char line[3072], *data;
+	size_t n, len, i;
+	uint64_t pos;
+
+	setup();
+	th_set(S, P, "segment.bytes", "1K");
+	memset(line, 'L', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	w = tlog_writer_open(P);
+	for (i = 0; i < 5; i++)
+		put_n(w, 100);
+	ck_assert_int_eq(tlog_writer_write(w, line, sizeof(line)),
+	    (ssize_t)sizeof(line));
+	for (i = 0; i < 5; i++)
+		put_n(w, 100);
+	/* The same line again, in pieces held by the writer. */
+	for (i = 0; i < sizeof(line); i += 512)
+		ck_assert_int_eq(tlog_writer_write(w, line + i, 512), 512);
+	put_n(w, 100);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 5);
+	check_chain(si, n);
+	ck_assert_uint_eq(si[0].records, 5);
+	ck_assert_uint_eq(si[0].bytes, 500);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_SIZE);
+	ck_assert_uint_eq(si[1].records, 1);
+	ck_assert_uint_eq(si[1].bytes, sizeof(line));
+	ck_assert_int_eq(si[1].sealed_by, TLOG_TRIG_SIZE);
+	ck_assert_uint_eq(si[2].records, 5);
+	ck_assert_uint_eq(si[2].bytes, 500);
+	ck_assert_uint_eq(si[3].records, 1);
+	ck_assert_uint_eq(si[3].bytes, sizeof(line));
+	ck_assert_uint_eq(si[4].records, 1);
+	ck_assert_uint_eq(si[4].bytes, 100);
+	ck_assert(!si[4].sealed);
+	free(si);
+	/* Offsets count it once: the record after it is at offset 6. */
+	ck_assert_uint_eq(tlog_partition_segments(P, &si, &n), 0);
+	ck_assert_uint_eq(si[2].base, 6);
+	free(si);
+	seg = tlog_segment_get(P, 5);
+	ck_assert_ptr_nonnull(seg);
+	ck_assert_int_eq(tlog_segment_find_offset(seg, 6, &pos), 0);
+	ck_assert_uint_eq(pos, sizeof(line));
+	tlog_segment_put(seg);
+	data = th_partition_data(P, &len);
+	ck_assert_uint_eq(len, 500 + sizeof(line) + 500 + sizeof(line) + 100);
+	ck_assert(memcmp(data + 500, line, sizeof(line)) == 0);
+	ck_assert(memcmp(data + 1000 + sizeof(line), line, sizeof(line)) == 0);
+	free(data);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+/*
+ * With retention.bytes set the roll size is min(segment.bytes,
+ * retention.bytes / 8); a record between the roll size and the ceiling
+ * gets a segment of its own, whole, even when it is longer than
+ * segment.bytes; one longer than the ceiling is refused.
+ */
+START_TEST(record_between_roll_size_and_ceiling)
+{
+	struct tlog_part_stats st;
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	char big[9000];
+	size_t n;
+
+	setup();
+	th_set(S, P, "segment.bytes", "2K");
+	th_set(S, P, "retention.bytes", "8K");	/* rolls at 1K */
+	w = tlog_writer_open(P);
+	put_n(w, 100);
+	put_n(w, 3000);
+	put_n(w, 100);
+	si = segs(P, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(si[0].bytes, 100);
+	ck_assert_uint_eq(si[1].records, 1);
+	ck_assert_uint_eq(si[1].bytes, 3000);
+	ck_assert_uint_eq(si[2].bytes, 100);
+	check_chain(si, n);
+	free(si);
+	memset(big, 'b', sizeof(big));
+	big[sizeof(big) - 1] = '\n';
+	ck_assert_int_eq(tlog_writer_write(w, big, sizeof(big)), -EFBIG);
+	tlog_partition_stats(P, &st);
+	ck_assert_uint_eq(st.end_offset, 3);
+	ck_assert_uint_eq(st.bytes, 3200);
+	/* A record of exactly the ceiling fits: everything else goes. */
+	ck_assert_int_eq(tlog_writer_write(w, big, 8192 - 1), 8191);
+	ck_assert_int_eq(tlog_writer_write(w, "\n", 1), 1);
+	tlog_partition_stats(P, &st);
+	ck_assert_uint_eq(st.end_offset, 4);
+	ck_assert_uint_eq(st.bytes, 8192);
+	ck_assert_uint_eq(st.segments, 1);
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
 START_TEST(capacity_trigger)
 {
 	struct tlog_store_opts o;
@@ -670,6 +782,8 @@ main(void)
 	TH_CASE(s, setting_changed_mid_stream);
 	TH_CASE(s, preallocation_trimmed_at_seal);
 	TH_CASE(s, record_longer_than_segment_gets_its_own);
+	TH_CASE(s, line_longer_than_segment_bytes_is_one_record);
+	TH_CASE(s, record_between_roll_size_and_ceiling);
 	TH_CASE(s, capacity_trigger);
 	TH_CASE(s, manual_seal);
 	TH_CASE(s, clock_going_backwards);
