@@ -498,6 +498,34 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 	return 0;
 }
 
+/*
+ * One line for a record that could not be stored: the caller drops it
+ * (writer.c), so the log is where the loss shows. Rate-limited, as a
+ * writer that keeps failing (a full disk) would repeat it. A partition
+ * being removed (-ENOENT) refuses nothing.
+ */
+static void
+log_refused(struct tlog_partition *p, size_t rlen, int err,
+    const struct limits *l)
+{
+	char where[2 * TLOG_NAME_MAX + 2], why[64];
+
+	if (err == -ENOENT)
+		return;
+	pthread_rwlock_rdlock(&p->store->tree_lock);
+	if (tlog_part_path(p, where, sizeof(where)) != 0)
+		strlcpy(where, "?", sizeof(where));
+	pthread_rwlock_unlock(&p->store->tree_lock);
+	if (err == -EFBIG && l->ret_bytes >= 0 &&
+	    rlen > (uint64_t)l->ret_bytes)
+		snprintf(why, sizeof(why), "larger than retention.bytes "
+		    "(%" PRId64 ")", l->ret_bytes);
+	else
+		strlcpy(why, strerror(-err), sizeof(why));
+	tlog_log_err(p->store, "%s: a record of %zu bytes is refused and "
+	    "dropped: %s", where, rlen, why);
+}
+
 size_t
 tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
     bool tail_is_record, int *errp)
@@ -576,6 +604,9 @@ out:
 	if (pos > 0 && p != p->store->events)
 		TLOG_METRIC_ADD(p->store, appends, 1);
 	evbuf_emit(p, &eb);
+	if (r != 0)
+		log_refused(p, record_len(buf + pos, len - pos, l.rec_max,
+		    true), r, &l);
 	*errp = r;
 	return pos;
 }

@@ -331,11 +331,14 @@ int tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
  * -EIO) stops it after some whole records went in, the count of bytes
  * they took, like a short write(2), so a retry of the rest duplicates
  * nothing; or the negative errno if nothing went in. No partial record
- * ever stays on disk.
+ * ever stays on disk. A record that fails is refused and logged once:
+ * held bytes it was made of are dropped (with the bytes of this write
+ * that completed them), so the writer works again for the next record.
  */
 struct tlog_writer *tlog_writer_open(struct tlog_partition *p);
 ssize_t tlog_writer_write(struct tlog_writer *w, const void *buf, size_t len);
-/* Appends the held bytes, if any, as a record without newline. */
+/* Appends the held bytes, if any, as a record without newline; on an
+ * error they are dropped, so the error is returned only once. */
 int tlog_writer_flush(struct tlog_writer *w);
 /* Flush, then make data and index durable. */
 int tlog_writer_fsync(struct tlog_writer *w, bool datasync);

@@ -3,7 +3,9 @@
  * buffer. Complete records go to the partition in one call per write, so
  * two writers never interleave inside a line; the bytes after the last
  * newline wait here until this writer completes them, flushes (close,
- * fsync) or they reach record.max.bytes.
+ * fsync) or they reach record.max.bytes. A held record that cannot be
+ * stored is dropped, never retried: the error is reported once and the
+ * writer goes on with the next record.
  */
 #include "config.h"
 
@@ -58,28 +60,25 @@ hold(struct tlog_writer *w, const char *buf, size_t len)
 
 /*
  * Appends everything held as one or more records; 0 or -errno. On an
- * error, what was not appended stays held.
+ * error the record that failed is refused and dropped (the partition
+ * logs it): kept, it would fail again at every later write, fsync and
+ * close of this file, and the writer would never work again.
  */
 static int
 flush_held(struct tlog_writer *w)
 {
-	size_t done;
 	int err;
 
 	if (w->nheld == 0)
 		return 0;
-	done = tlog_part_append(w->part, w->held, w->nheld, true, &err);
-	if (done < w->nheld)
-		memmove(w->held, w->held + done, w->nheld - done);
-	w->nheld -= done;
-	if (err != 0)
-		return err;
+	(void)tlog_part_append(w->part, w->held, w->nheld, true, &err);
+	w->nheld = 0;
 	if (w->cap > 65536) {
 		free(w->held);
 		w->held = NULL;
 		w->cap = 0;
 	}
-	return 0;
+	return err;
 }
 
 /*
@@ -92,12 +91,11 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 {
 	const char *buf = data, *nl;
 	int64_t max = tlog_partition_conf(w->part, TLOG_RECORD_MAX_BYTES);
-	size_t room, take = 0, keep, done;
+	size_t room, take = 0, done;
 	ssize_t r;
 	int e;
 
 	pthread_mutex_lock(&w->lock);
-	keep = w->nheld;
 	if (w->nheld > 0) {
 		/* Complete the held line from the front of this write. */
 		room = w->nheld < (size_t)max ? (size_t)max - w->nheld : 0;
@@ -114,7 +112,8 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 			goto out;
 		}
 		if ((e = flush_held(w)) != 0) {
-			w->nheld = keep;	/* this write left no trace */
+			/* The record this write completed is refused, with
+			 * the bytes it took; the rest is not taken. */
 			r = e;
 			goto out;
 		}

@@ -4,8 +4,14 @@
 #   * record.max.bytes is independent of segment.bytes: a line longer
 #     than segment.bytes is one record in a segment of its own, and cat
 #     gives it back whole; getxattr shows the limit in force;
-#   * a line longer than record.max.bytes is cut into records of that size.
+#   * a line longer than record.max.bytes is cut into records of that size;
+#   * a write that fails refuses its record once, with one log line, and
+#     the descriptor keeps working: the held bytes of a line too big for
+#     retention.bytes are dropped when the write completing them, or an
+#     fsync, fails with EFBIG; the next line lands and close succeeds.
 . "${srcdir:-.}/tests/integration/lib.sh"
+
+FDSEQ=$TL_BUILD/tests/integration/helpers/fdseq
 
 gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
 seg() { printf '%s/%020d.log' "$1" "$2"; }
@@ -46,6 +52,20 @@ tl_is "a line over record.max.bytes is cut into records of that size" 6 \
 tl_is "and reads back whole" "$(head -c 249 /dev/zero | tr '\0' c)" \
     "$(tail -n 1 "$D/current")"
 
+# ---- a write that fails, on one descriptor ----
+E=$MNT/rec/efbig
+mkdir -p "$E"
+setfattr -n user.retention.bytes -v 2K "$E"
+tl_is "EFBIG once, then the descriptor works again" \
+    "OK EFBIG OK OK OK EFBIG OK OK OK" \
+    "$("$FDSEQ" "$E/current" hold:2500 nl line:normal fsync hold:2100 \
+    fsync line:second fsync close)"
+tl_is "only the later lines are stored" "normal
+second" "$(cat "$E"/*)"
+tl_is "one log line names the partition and the size" 1 \
+    "$(grep -c 'rec/efbig: a record of 2501 bytes is refused' "$ERR")"
+
 tl_check "unmount" tl_umount
-tl_stderr_clean "the daemon printed nothing"
+tl_stderr_clean "the daemon printed only the refusal" \
+    'rec/efbig: a record of [0-9]+ bytes is refused'
 tl_done

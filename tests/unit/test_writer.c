@@ -5,8 +5,11 @@
  */
 #include "config.h"
 
+#include <sys/resource.h>
+
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,16 +140,171 @@ START_TEST(error_after_records_is_a_short_write)
 	d = contents();
 	ck_assert_str_eq(d, "ok1\nok2\n");
 	free(d);
-	/* A held prefix that cannot complete leaves no trace. */
+	/* A held prefix is part of the record that fails: refused too. */
 	th_put(w, "part");
 	ck_assert_int_eq(tlog_writer_write(w, buf + 8, sizeof(buf) - 8),
 	    -EFBIG);
-	ck_assert_uint_eq(tlog_writer_held(w), 4);
-	th_put(w, "ial\n");
+	ck_assert_uint_eq(tlog_writer_held(w), 0);
+	th_put(w, "whole\n");
 	d = contents();
-	ck_assert_str_eq(d, "ok1\nok2\npartial\n");
+	ck_assert_str_eq(d, "ok1\nok2\nwhole\n");
 	free(d);
 	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
+/* A line of n bytes, without newline, held by w. */
+static void
+hold_n(struct tlog_writer *w, size_t n)
+{
+	char *b = malloc(n);
+
+	memset(b, 'h', n);
+	ck_assert_int_eq(tlog_writer_write(w, b, n), (ssize_t)n);
+	free(b);
+	ck_assert_uint_eq(tlog_writer_held(w), n);
+}
+
+static int
+count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)) != NULL; hay++)
+		n++;
+	return n;
+}
+
+/*
+ * The write that completes a held line too big for the ceiling fails
+ * once with EFBIG; the held bytes go with it, one log line names the
+ * partition and the size, and the same writer goes on working.
+ */
+START_TEST(refused_held_line_is_dropped)
+{
+	struct tlog_writer *w;
+	char *d;
+
+	setup();
+	th_set(S, P, "retention.bytes", "2K");
+	w = tlog_writer_open(P);
+	hold_n(w, 2500);
+	th_logbuf[0] = '\0';
+	ck_assert_int_eq(tlog_writer_write(w, "\n", 1), -EFBIG);
+	ck_assert_uint_eq(tlog_writer_held(w), 0);
+	ck_assert_int_eq(count(th_logbuf, "t/0: a record of 2501 bytes is "
+	    "refused"), 1);
+	ck_assert_msg(strstr(th_logbuf, "retention.bytes (2048)") != NULL,
+	    "%s", th_logbuf);
+	th_put(w, "next\n");
+	ck_assert_int_eq(tlog_writer_fsync(w, false), 0);
+	th_put(w, "tail");
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+	d = contents();
+	ck_assert_str_eq(d, "next\ntail");
+	free(d);
+	teardown();
+}
+END_TEST
+
+/* The same when the held bytes fail at fsync or at close. */
+START_TEST(refused_at_fsync_or_close_is_dropped)
+{
+	struct tlog_writer *w;
+	char *d;
+
+	setup();
+	th_set(S, P, "retention.bytes", "2K");
+	w = tlog_writer_open(P);
+	hold_n(w, 2100);
+	th_logbuf[0] = '\0';
+	ck_assert_int_eq(tlog_writer_fsync(w, true), -EFBIG);
+	ck_assert_uint_eq(tlog_writer_held(w), 0);
+	ck_assert_int_eq(count(th_logbuf, "a record of 2100 bytes is "
+	    "refused"), 1);
+	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	ck_assert_int_eq(tlog_writer_flush(w), 0);
+	th_put(w, "after fsync\n");
+	hold_n(w, 2049);
+	ck_assert_int_eq(tlog_writer_flush(w), -EFBIG);
+	ck_assert_int_eq(tlog_writer_flush(w), 0);
+	th_put(w, "after flush\n");
+	hold_n(w, 3000);
+	ck_assert_int_eq(tlog_writer_close(w), -EFBIG);
+	d = contents();
+	ck_assert_str_eq(d, "after fsync\nafter flush\n");
+	free(d);
+	/* Nothing of it is left for the partition either. */
+	w = tlog_writer_open(P);
+	th_put(w, "new writer\n");
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+	d = contents();
+	ck_assert_str_eq(d, "after fsync\nafter flush\nnew writer\n");
+	free(d);
+	teardown();
+}
+END_TEST
+
+/* A held line cut at record.max.bytes that cannot be stored: the cut
+ * record is refused, the next one starts clean. */
+START_TEST(refused_cut_is_dropped)
+{
+	struct tlog_writer *w;
+	char more[2000];
+	char *d;
+
+	setup();
+	th_set(S, P, "retention.bytes", "2K");
+	th_set(S, P, "record.max.bytes", "4K");
+	w = tlog_writer_open(P);
+	hold_n(w, 3000);
+	memset(more, 'm', sizeof(more));
+	/* held reaches 4096: the cut record is too big for the ceiling */
+	ck_assert_int_eq(tlog_writer_write(w, more, sizeof(more)), -EFBIG);
+	ck_assert_uint_eq(tlog_writer_held(w), 0);
+	ck_assert_msg(strstr(th_logbuf, "a record of 4096 bytes") != NULL,
+	    "%s", th_logbuf);
+	th_put(w, "clean\n");
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+	d = contents();
+	ck_assert_str_eq(d, "clean\n");
+	free(d);
+	teardown();
+}
+END_TEST
+
+/*
+ * A write the backing store refuses (here the file size limit, as a
+ * full disk would): the held record is dropped and logged, no partial
+ * record stays, and the writer works once the store takes data again.
+ */
+START_TEST(failed_store_write_is_dropped)
+{
+	struct tlog_writer *w;
+	struct rlimit rl, old;
+	char *d;
+
+	setup();
+	signal(SIGXFSZ, SIG_IGN);
+	w = tlog_writer_open(P);
+	th_put(w, "first\n");
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	rl = old;
+	rl.rlim_cur = 4096;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	hold_n(w, 5000);
+	th_logbuf[0] = '\0';
+	ck_assert_int_lt(tlog_writer_write(w, "\n", 1), 0);
+	ck_assert_uint_eq(tlog_writer_held(w), 0);
+	ck_assert_int_eq(count(th_logbuf, "t/0: a record of 5001 bytes is "
+	    "refused"), 1);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	th_put(w, "second\n");
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+	d = contents();
+	ck_assert_str_eq(d, "first\nsecond\n");
+	free(d);
 	teardown();
 }
 END_TEST
@@ -226,6 +384,10 @@ main(void)
 	TH_CASE(s, partial_lines_are_held);
 	TH_CASE(s, record_max_bytes_cuts_records);
 	TH_CASE(s, error_after_records_is_a_short_write);
+	TH_CASE(s, refused_held_line_is_dropped);
+	TH_CASE(s, refused_at_fsync_or_close_is_dropped);
+	TH_CASE(s, refused_cut_is_dropped);
+	TH_CASE(s, failed_store_write_is_dropped);
 	TH_CASE(s, concurrent_writers_never_interleave);
 	return th_run(s);
 }
