@@ -116,7 +116,8 @@ file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
 	st->st_gid = dst.st_gid;
 	st->st_size = (off_t)info.bytes;
 	st->st_blksize = 4096;
-	st->st_blocks = (blkcnt_t)((info.bytes + 511) / 512);
+	/* Preallocated space shows, so du sees what the segment takes. */
+	st->st_blocks = (blkcnt_t)((info.alloc + 511) / 512);
 	if (info.max_ts >= 0)
 		ms_to_ts(info.max_ts, &st->st_mtim);
 	else
@@ -1308,6 +1309,25 @@ do_seal(struct tl_node *n, const char *value, size_t size)
 	}
 }
 
+/*
+ * segment.preallocate reserves segment.bytes (up to 2 GiB) per segment
+ * until it seals, so anyone who could set it on a partition they may
+ * write could take that much disk for a few bytes of data. Only the
+ * mount's owner (the daemon's uid) sets or removes it, at any level.
+ */
+static int
+may_change(fuse_req_t req, struct tl_fs *fs, int k)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if (k != TLOG_SEGMENT_PREALLOCATE || ctx->uid == geteuid())
+		return 0;
+	tlog_log(fs->store, LOG_WARNING, "segment.preallocate: refused for "
+	    "uid %u: only the mount's owner (uid %u) may change it",
+	    (unsigned)ctx->uid, (unsigned)geteuid());
+	return -EPERM;
+}
+
 static void
 tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     const char *value, size_t size, int flags)
@@ -1335,6 +1355,8 @@ tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		r = -ENOTSUP;
 	else if (!is_level(n))
 		r = -EPERM;		/* set it on the directory */
+	else if ((r = may_change(req, fs, k)) != 0)
+		;		/* the mount's owner only */
 	else if ((flags & XATTR_CREATE) && level_sets(fs, n, k))
 		r = -EEXIST;
 	else if ((flags & XATTR_REPLACE) && !level_sets(fs, n, k))
@@ -1351,7 +1373,7 @@ tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct tl_fs *fs = fs_of(req);
 	struct tl_node *n;
 	const char *key;
-	int r;
+	int k, r;
 
 	if (strncmp(name, "user.", 5) != 0) {
 		fuse_reply_err(req, ENOTSUP);
@@ -1366,10 +1388,12 @@ tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		r = -EPERM;
 	else if (strcmp(key, "seal") == 0)
 		r = -ENODATA;
-	else if (tlog_key_lookup(key) < 0)
+	else if ((k = tlog_key_lookup(key)) < 0)
 		r = -ENOTSUP;
 	else if (!is_level(n))
 		r = -EPERM;
+	else if ((r = may_change(req, fs, k)) != 0)
+		;		/* the mount's owner only */
 	else
 		r = tlog_conf_unset(fs->store, level_topic(n), level_part(n),
 		    key);

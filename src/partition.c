@@ -472,8 +472,32 @@ stamp(struct tlog_partition *p)
 }
 
 /*
+ * Space reserved and not yet written once a record of rlen bytes is in:
+ * what is left of the active segment's preallocation, or, when the
+ * record starts a new segment, what that one will reserve. The size
+ * ceiling counts it, so that it holds on disk: otherwise a preallocated
+ * segment would take space that neither retention.bytes nor st_size shows.
+ */
+static uint64_t
+reserve_after(struct tlog_partition *p, const struct run *run, size_t rlen,
+    const struct limits *l)
+{
+	struct tlog_segment *seg = active_of(p);
+	uint64_t end;
+
+	if (seg != NULL) {
+		end = seg->bytes + run->len + rlen;
+		return seg->prealloc > end ? seg->prealloc - end : 0;
+	}
+	if (l->prealloc && (uint64_t)l->seg_bytes > rlen)
+		return (uint64_t)l->seg_bytes - rlen;
+	return 0;
+}
+
+/*
  * Before the record: the size ceiling. Detaches oldest segments until the
- * record fits; when only the active segment is left it seals and goes.
+ * record (and the space reserved after it) fits; when only the active
+ * segment is left it seals and goes.
  */
 static int
 make_room(struct tlog_partition *p, struct run *run, const char *buf,
@@ -482,15 +506,23 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 	struct tlog_segment *old;
 	int r;
 
-	while (p->bytes + run->len + rlen > (uint64_t)l->ret_bytes) {
+	while (p->bytes + run->len + rlen + reserve_after(p, run, rlen, l) >
+	    (uint64_t)l->ret_bytes) {
 		if ((r = run_flush(p, run, buf, ts)) != 0)
 			return r;
 		old = TAILQ_FIRST(&p->segs);
 		if (old == NULL)
 			break;
 		if (!old->sealed) {
-			if (old->records == 0)
+			if (old->records == 0 && old->prealloc == 0)
 				break;
+			if (old->records == 0) {
+				/* Nothing to delete: give the space back. */
+				old->prealloc = 0;
+				old->trim_pending = 1;
+				tlog_seg_trim(old);
+				continue;
+			}
 			seal_active(p, TLOG_TRIG_RETENTION, eb, ts);
 		}
 		tlog_part_detach(p, old, TLOG_RULE_SIZE);
@@ -845,6 +877,8 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 		a[i].base = seg->base;
 		a[i].records = seg->records;
 		a[i].bytes = seg->bytes;
+		a[i].alloc = seg->prealloc > seg->bytes ? seg->prealloc :
+		    seg->bytes;
 		a[i].first_ts = seg->records ? seg->first_ts : -1;
 		a[i].max_ts = seg->records ? seg->max_ts : -1;
 		a[i].sealed = seg->sealed;

@@ -376,6 +376,7 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	info->base = seg->base;
 	info->records = seg->records;
 	info->bytes = seg->bytes;
+	info->alloc = seg->prealloc > seg->bytes ? seg->prealloc : seg->bytes;
 	info->first_ts = seg->first_ts;
 	info->max_ts = seg->max_ts;
 	info->sealed = seg->sealed;

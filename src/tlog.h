@@ -287,6 +287,8 @@ struct tlog_seginfo {
 	uint64_t base;
 	uint64_t records;
 	uint64_t bytes;
+	uint64_t alloc;		/* bytes, or the preallocated length if more:
+				   what the data file takes on disk */
 	int64_t first_ts;	/* -1 while empty */
 	int64_t max_ts;		/* -1 while empty */
 	bool sealed;

@@ -79,7 +79,9 @@ struct tlog_segment {
 	uint64_t last_idx_rel;
 	int fd;			/* data, O_RDWR; -1 until needed */
 	int ifd;		/* index; -1 until needed */
-	uint64_t prealloc;	/* bytes reserved beyond the data, 0 if none */
+	uint64_t prealloc;	/* length reserved from offset 0 (data
+				   included) until the seal trims it; 0 if
+				   none */
 	unsigned sealed : 1;
 	unsigned dead : 1;	/* detached from its partition */
 	unsigned trim_pending : 1;

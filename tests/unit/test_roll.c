@@ -306,6 +306,48 @@ START_TEST(preallocation_trimmed_at_seal)
 }
 END_TEST
 
+/*
+ * With segment.preallocate=1 the ceiling counts the space reserved and
+ * not yet written: the data files' blocks stay within retention.bytes
+ * (plus a page of rounding per file), and the active segment reports its
+ * reservation.
+ */
+START_TEST(ceiling_counts_preallocation)
+{
+	struct tlog_writer *w;
+	struct tlog_seginfo *si;
+	struct stat st;
+	uint64_t disk, accounted;
+	size_t n, i, j;
+
+	setup();
+	th_set(S, P, "retention.bytes", "4M");	/* rolls at 512K */
+	th_set(S, P, "segment.preallocate", "1");
+	w = tlog_writer_open(P);
+	for (i = 0; i < 300; i++) {
+		put_n(w, 20000);
+		si = segs(P, &n);
+		disk = accounted = 0;
+		for (j = 0; j < n; j++) {
+			st = seg_stat(si[j].base);
+			disk += (uint64_t)st.st_blocks * 512;
+			accounted += si[j].alloc;
+			ck_assert_uint_ge(si[j].alloc, si[j].bytes);
+		}
+		ck_assert_msg(accounted <= 4 << 20, "write %zu: %llu bytes "
+		    "taken over a 4 MiB ceiling", i,
+		    (unsigned long long)accounted);
+		ck_assert_msg(disk <= (4 << 20) + n * 4096, "write %zu: %llu "
+		    "bytes on disk", i, (unsigned long long)disk);
+		ck_assert(!si[n - 1].sealed);
+		ck_assert_uint_eq(si[n - 1].alloc, 512 * 1024);
+		free(si);
+	}
+	tlog_writer_close(w);
+	teardown();
+}
+END_TEST
+
 START_TEST(record_longer_than_segment_gets_its_own)
 {
 	struct tlog_writer *w;
@@ -781,6 +823,7 @@ main(void)
 	TH_CASE(s, same_boundaries_one_write_or_many);
 	TH_CASE(s, setting_changed_mid_stream);
 	TH_CASE(s, preallocation_trimmed_at_seal);
+	TH_CASE(s, ceiling_counts_preallocation);
 	TH_CASE(s, record_longer_than_segment_gets_its_own);
 	TH_CASE(s, line_longer_than_segment_bytes_is_one_record);
 	TH_CASE(s, record_between_roll_size_and_ceiling);
