@@ -18,6 +18,7 @@ TL_BUILD=$(pwd)
 TLOGFS=$TL_BUILD/mount/tlogfs
 PROBE=$TL_BUILD/tests/integration/helpers/errno_probe
 LINEWRITER=$TL_BUILD/tests/integration/helpers/linewriter
+HELD=$TL_BUILD/tests/integration/helpers/heldwriter
 
 if [ ! -c /dev/fuse ]; then
 	echo "1..0 # SKIP no /dev/fuse"
