@@ -11,7 +11,8 @@
  * signal handlers, fuse_session_mount, fuse_daemonize, record the new pid
  * in the store's lock, start the threads, run the loop, then tear down in
  * reverse. A stop (SIGTERM, SIGINT, SIGHUP, fusermount3 -u) flushes every
- * open writer and closes the store, which writes the clean mark.
+ * open writer and closes the store, which writes the clean mark; every
+ * other signal sent by mistake is ignored.
  *
  * Logging: stderr in the foreground, syslog (daemon facility) once
  * daemonized. A healthy idle mount logs nothing.
@@ -205,6 +206,39 @@ raise_nofile(void)
 	}
 }
 
+/*
+ * TERM, INT and HUP stop the daemon cleanly (libfuse's handlers). Any
+ * other signal that can reach a daemon by mistake (a stray kill -USR1,
+ * a logrotate script's HUP-or-USR1 guess, a broken pipe, a timer, a job
+ * control key in the foreground) would otherwise kill or stop it and
+ * leave a dead mount with the held lines lost: ignore them. Signals
+ * that report a fault (SEGV, BUS, FPE, ILL, ABRT, TRAP, SYS) keep their
+ * default action.
+ */
+static int
+ignore_signals(void)
+{
+	static const int sigs[] = {
+		SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGVTALRM, SIGPROF,
+		SIGIO, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGXFSZ,
+		SIGSTKFLT, SIGPWR
+	};
+	struct sigaction sa;
+	size_t i;
+	int s;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL) == -1)
+			return -1;
+	for (s = SIGRTMIN; s <= SIGRTMAX; s++)
+		if (sigaction(s, &sa, NULL) == -1)
+			return -1;
+	return 0;
+}
+
 static void
 stop_unlinker(struct tl_fs *fs)
 {
@@ -306,6 +340,8 @@ main(int argc, char *argv[])
 	fs.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
+	if (ignore_signals() != 0)
+		goto out_signals;
 	if (fuse_session_mount(se, opts.mountpoint) != 0)
 		goto out_signals;
 	if (fuse_daemonize(opts.foreground) != 0)

@@ -87,9 +87,11 @@ tl_is_mounted() {
 tl_daemon_alive() { [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; }
 
 # tl_mount [OPTIONS...]: starts the daemon in the foreground, in the
-# background of this shell, and polls until the mount is up.
+# background of this shell, and polls until the mount is up. TL_LAUNCH,
+# if set, is a command prefix (a shell starts background commands with
+# SIGINT ignored: TL_LAUNCH="env --default-signal=INT" undoes that).
 tl_mount() {
-	"$TLOGFS" "$STORE" "$MNT" -f "$@" 2>>"$ERR" &
+	${TL_LAUNCH:-} "$TLOGFS" "$STORE" "$MNT" -f "$@" 2>>"$ERR" &
 	DPID=$!
 	if ! tl_wait_for 10 _tl_up; then
 		echo "# mount did not come up; daemon stderr:"

@@ -1,0 +1,80 @@
+#!/bin/bash
+# signals.sh - signals a daemon can receive by mistake (USR1, USR2, PIPE,
+# ALRM, ...) are ignored: with a writer holding a partial line, the
+# daemon survives them, keeps serving, and a later SIGTERM, SIGINT or
+# SIGHUP stops it cleanly (status 0, clean mark), appending the held
+# bytes.
+#
+# A daemon started with TERM, INT or HUP ignored keeps them ignored, as
+# nohup(1) asks; a shell starts background commands with INT ignored,
+# so the daemon starts here with the default action restored.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+TL_LAUNCH="env --default-signal=INT"
+
+# Not a zombie, and ls through the mount answers (a stopped daemon
+# would hang it: timeout).
+alive_and_serving() {
+	local state
+	state=$(awk '{ print $3 }' "/proc/$DPID/stat" 2>/dev/null)
+	[ -n "$state" ] && [ "$state" != Z ] &&
+	    timeout 5 ls "$MNT/s" >/dev/null 2>&1
+}
+
+# No signal pending for the daemon or any of its threads: each was
+# ignored (discarded when sent) or has been acted on.
+signals_handled() {
+	! cat "/proc/$DPID/status" "/proc/$DPID"/task/*/status 2>/dev/null |
+	    awk '$1 == "ShdPnd:" || $1 == "SigPnd:"' | grep -qv ' 0*$'
+}
+
+# Gone or a zombie: wait(1) returns at once.
+exited() {
+	local state
+	state=$(awk '{ print $3 }' "/proc/$DPID/stat" 2>/dev/null)
+	[ -z "$state" ] || [ "$state" = Z ]
+}
+
+stop_with() {
+	local sig=$1 part=$2 st=0
+	tl_mount
+	mkdir -p "$MNT/s/$part"
+	exec 3>>"$MNT/s/$part/current"
+	printf 'before\nheld over %s' "$sig" >&3
+	for s in USR1 USR2 PIPE ALRM VTALRM PROF IO QUIT TSTP TTIN TTOU \
+	    XCPU XFSZ PWR RTMIN RTMAX; do
+		kill -s "$s" "$DPID" 2>/dev/null
+	done
+	tl_wait_for 5 signals_handled
+	tl_check "$sig run: the daemon survives USR1 USR2 PIPE ALRM ..." \
+	    alive_and_serving
+	tl_is "$sig run: the mount serves" "before" \
+	    "$(timeout 5 cat "$MNT/s/$part/current" 2>&1)"
+	kill -s "$sig" "$DPID"
+	if ! tl_wait_for 20 exited; then
+		tl_not_ok "SIG$sig did not stop the daemon in 20 s"
+		kill -9 "$DPID"
+	fi
+	wait "$DPID" || st=$?
+	DPID=
+	exec 3>&-
+	tl_is "then SIG$sig stops it with status 0" 0 "$st"
+	tl_check "SIG$sig: the clean mark is written" \
+	    test -e "$STORE/.tlogfs/clean"
+	tl_is "SIG$sig: the mount is gone" "" \
+	    "$(awk -v m="$MNT" '$2 == m' /proc/self/mounts)"
+}
+
+stop_with TERM 0
+stop_with INT 1
+stop_with HUP 2
+
+tl_mount
+for p in 0 1 2; do
+	sig=$(echo "TERM INT HUP" | cut -d' ' -f$((p + 1)))
+	tl_is "SIG$sig appended the held bytes" "before
+held over $sig" "$(cat "$MNT/s/$p/current")"
+done
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed nothing"
+tl_done
