@@ -129,9 +129,28 @@ file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
 }
 
 /*
- * .tlogfs/ is read-only (r-x for all) and owned like the root; metrics is
- * a read-only file whose size is that of the text it would give now.
+ * .tlogfs/ names every topic (event lines, metric series), whoever may
+ * read it: so it and everything below it take the mount root's owner
+ * and group, read-only for them (r-x, r--) and nothing for others. An
+ * operator shares it by a chgrp of the mount root (tlogfs(8)).
  */
+static int
+meta_perms(struct tl_fs *fs, struct stat *st)
+{
+	struct stat rst;
+	int r;
+
+	if ((r = tlog_level_stat(fs->store, NULL, NULL, &rst)) != 0)
+		return r;
+	st->st_uid = rst.st_uid;
+	st->st_gid = rst.st_gid;
+	st->st_mode = (st->st_mode & S_IFMT) |
+	    (S_ISDIR(st->st_mode) ? 0550 : 0440);
+	return 0;
+}
+
+/* .tlogfs/, and metrics: a file whose size is that of the text it
+ * would give now. */
 static int
 meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
 {
@@ -146,7 +165,7 @@ meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
 	st->st_atim = st->st_mtim = st->st_ctim = now;
 	if (kind == TL_META) {
 		st->st_ino = TL_META_INO;
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = S_IFDIR | 0550;
 		st->st_nlink = 3;
 		return 0;
 	}
@@ -154,7 +173,7 @@ meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
 		return r;
 	free(text);
 	st->st_ino = TL_METRICS_INO;
-	st->st_mode = S_IFREG | 0444;
+	st->st_mode = S_IFREG | 0440;
 	st->st_nlink = 1;
 	st->st_size = (off_t)len;
 	st->st_blocks = (blkcnt_t)((len + 511) / 512);
@@ -180,15 +199,20 @@ node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
 	case TL_EMPTY:
 		r = file_attr(fs, n->ino, n->part, n->seg, st, &sealed);
 		*timeout = sealed ? SEALED_TIMEOUT : 0.0;
-		return r;
+		break;
 	case TL_META:
 	case TL_METRICS:
 		*timeout = n->kind == TL_META ? DIR_TIMEOUT : 0.0;
 		return meta_attr(fs, n->kind, st);
 	default:
 		*timeout = DIR_TIMEOUT;
-		return dir_attr(fs, n->kind, n->ino, n->topic, n->part, st);
+		r = dir_attr(fs, n->kind, n->ino, n->topic, n->part, st);
+		break;
 	}
+	/* .tlogfs/events and its files are .tlogfs/'s. */
+	if (r == 0 && is_events(fs, n))
+		r = meta_perms(fs, st);
+	return r;
 }
 
 /* Replies with an entry for a freshly looked-up node, counting the
@@ -428,6 +452,24 @@ inval_children(struct tl_fs *fs, struct tl_node *pn)
 		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], -1, 0);
 }
 
+/* .tlogfs/ and all below it take the root's owner and group: drop the
+ * attributes the kernel cached (a sealed event segment's for a minute). */
+static void
+inval_meta(struct tl_fs *fs)
+{
+	struct tl_node *en;
+	uint64_t ino;
+
+	fuse_lowlevel_notify_inval_inode(fs->se, TL_META_INO, -1, 0);
+	fuse_lowlevel_notify_inval_inode(fs->se, TL_METRICS_INO, -1, 0);
+	if (fs->events == NULL)
+		return;
+	ino = tlog_partition_ino(fs->events);
+	fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	if ((en = tl_node_find(fs, ino)) != NULL)
+		inval_children(fs, en);
+}
+
 /*
  * Directories take chmod and chown (persisted on the backing directory).
  * Segments take nothing: their mode and owner follow the partition, and
@@ -487,6 +529,9 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	 * cached attributes of its sealed segments are stale now. */
 	if (p != NULL)
 		inval_children(fs, n);
+	else if (n->kind == TL_ROOT && (to_set & (FUSE_SET_ATTR_UID |
+	    FUSE_SET_ATTR_GID)))
+		inval_meta(fs);
 	tl_getattr(req, ino, NULL);
 }
 

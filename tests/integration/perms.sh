@@ -11,6 +11,9 @@
 #     reading them works; the owner can change them. On a sticky
 #     directory (1777) the kernel allows only the owner: EPERM. (On a
 #     plain 0777 topic anyone may change them: mode bits are the policy.)
+#   * .tlogfs/ (events, metrics) is readable by the mount root's owner
+#     and group only: a user outside them gets EACCES, a chgrp of the
+#     root lets its group read (never write) at once;
 #   * chmod and chown on the root, a topic and a partition persist across
 #     a remount; current and the segments take the partition's owner.
 . "${srcdir:-.}/tests/integration/lib.sh"
@@ -90,6 +93,48 @@ tl_is "the owner of a partition can set its xattrs" OK \
     "$(as_user setxattr "$MNT/t/mine" user.segment.bytes 1M)"
 tl_is "and the value is there" 1048576 \
     "$(gx user.segment.bytes "$MNT/t/mine")"
+
+# .tlogfs/ names every topic (events, metric series): only the mount
+# root's owner and group may read it (r-x, r--), and a chgrp of the
+# root grants a group, at once.
+mkdir -p "$MNT/secret/0"
+chmod 700 "$MNT/secret"
+echo hush >>"$MNT/secret/0/current"
+setfattr -n user.seal -v 1 "$MNT/secret/0/current"
+sealed_event() { grep -q '"topic":"secret"' "$MNT/.tlogfs/events/current"; }
+tl_check "the seal in topic secret is an event" tl_wait_for 10 sealed_event
+tl_is "the user may not read topic secret" EACCES \
+    "$(as_user cat "$MNT/secret/0/current")"
+tl_is ".tlogfs/, events/: the root's owner and group, r-x" "550 0 0
+550 0 0" "$(stat -c '%a %u %g' "$MNT/.tlogfs" "$MNT/.tlogfs/events")"
+tl_is "events/current and metrics: r--" "440 0 0
+440 0 0" "$(stat -c '%a %u %g' "$MNT/.tlogfs/events/current" \
+    "$MNT/.tlogfs/metrics")"
+tl_is "a user outside the root's group cannot list .tlogfs/" EACCES \
+    "$(as_user ls "$MNT/.tlogfs")"
+tl_is "nor read the events" EACCES \
+    "$(as_user cat "$MNT/.tlogfs/events/current")"
+tl_is "nor the metrics" EACCES "$(as_user cat "$MNT/.tlogfs/metrics")"
+# A sealed event segment, its attributes cached by the kernel.
+setfattr -n user.seal -v 1 "$MNT/.tlogfs/events/current"
+evseg=$MNT/.tlogfs/events/$(ls "$MNT/.tlogfs/events" | grep -m1 '\.log$')
+tl_is "a sealed event segment: r--" "440 0 0" "$(stat -c '%a %u %g' "$evseg")"
+chgrp "$U" "$MNT"
+tl_is "chgrp of the mount root gives .tlogfs/ to the group at once" \
+    "550 0 $GID_
+440 0 $GID_
+440 0 $GID_" "$(stat -c '%a %u %g' "$MNT/.tlogfs" "$evseg" \
+    "$MNT/.tlogfs/events/current")"
+tl_is "a member of the root's group lists .tlogfs/" "events
+metrics" "$(as_user ls "$MNT/.tlogfs" | sort)"
+tl_is "and reads the events" yes \
+    "$(as_user cat "$evseg" | grep -q '"topic":"secret"' && echo yes)"
+tl_is "and the metrics" yes \
+    "$(as_user cat "$MNT/.tlogfs/metrics" | grep -q '^tlogfs_' && echo yes)"
+tl_is "but cannot write there" EACCES \
+    "$(as_user write "$MNT/.tlogfs/events/current" "x
+")"
+chgrp 0 "$MNT"
 
 # chmod and chown persist across a remount.
 mkdir -p "$MNT/u/0"

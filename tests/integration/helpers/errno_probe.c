@@ -17,12 +17,15 @@
  *   errno_probe setxattr PATH NAME VALUE [create|replace]
  *   errno_probe getxattr PATH NAME [SIZE]   prints OK VALUE (SIZE 0: OK N)
  *   errno_probe removexattr PATH NAME  errno_probe listxattr PATH
+ *   errno_probe cat PATH               the file's bytes, or the errno's name
+ *   errno_probe ls PATH                the names in a directory, one a line
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -196,6 +199,32 @@ main(int argc, char *argv[])
 		for (char *p = buf; p < buf + n; p += strlen(p) + 1)
 			printf(" %s", p);
 		printf("\n");
+		return 0;
+	}
+	if (strcmp(op, "cat") == 0) {
+		if ((fd = open(path, O_RDONLY)) == -1)
+			return result(-1);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			fwrite(buf, 1, (size_t)n, stdout);
+		if (n == -1)
+			return result(-1);
+		close(fd);
+		return 0;
+	}
+	if (strcmp(op, "ls") == 0) {
+		DIR *d = opendir(path);
+		struct dirent *de;
+
+		if (d == NULL)
+			return result(-1);
+		errno = 0;
+		while ((de = readdir(d)) != NULL)
+			if (strcmp(de->d_name, ".") != 0 &&
+			    strcmp(de->d_name, "..") != 0)
+				printf("%s\n", de->d_name);
+		if (errno != 0)
+			return result(-1);
+		closedir(d);
 		return 0;
 	}
 	fprintf(stderr, "errno_probe: unknown operation %s\n", op);
