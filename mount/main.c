@@ -21,11 +21,17 @@
 
 #include <sys/stat.h>
 
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
+#include <mntent.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +116,90 @@ fstab_only(const char *opt)
 	return false;
 }
 
+/* The mount table's name for path: its directory resolved, then its
+ * last component (which may be a dead mount that cannot be resolved). */
+static char *
+mount_name(const char *path)
+{
+	char *d = strdup(path), *b = strdup(path), *dir = NULL, *name = NULL;
+
+	if (d != NULL && b != NULL && (dir = realpath(dirname(d), NULL)) != NULL)
+		if (asprintf(&name, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir,
+		    basename(b)) == -1)
+			name = NULL;
+	free(dir);
+	free(d);
+	free(b);
+	return name;
+}
+
+static bool
+is_fuse_mount(const char *name)
+{
+	struct mntent *m;
+	FILE *f;
+	bool found = false;
+
+	if ((f = setmntent("/proc/self/mounts", "r")) == NULL)
+		return false;
+	while ((m = getmntent(f)) != NULL)
+		if (strcmp(m->mnt_dir, name) == 0)
+			found = strcmp(m->mnt_type, "fuse") == 0 ||
+			    strncmp(m->mnt_type, "fuse.", 5) == 0 ||
+			    strcmp(m->mnt_type, "fuseblk") == 0;
+	endmntent(f);
+	return found;
+}
+
+/*
+ * A FUSE mount whose daemon died (kill -9, a crash) answers ENOTCONN
+ * and would keep a restarted daemon (systemd's Restart=) from mounting
+ * until someone ran fusermount3 -u: detach it (as root directly, else
+ * through fusermount3), with one log line. Returns 0 if it is gone.
+ */
+static int
+clear_dead_mount(char *name, const char *path)
+{
+	char *argv[] = { "fusermount3", "-u", "-z", "--", name, NULL };
+	extern char **environ;
+	pid_t pid;
+	int st;
+
+	if (umount2(name, MNT_DETACH) == -1 && (errno != EPERM ||
+	    posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0 ||
+	    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0))
+		return -1;
+	fprintf(stderr, "tlogfs: mountpoint %s: unmounted the dead FUSE "
+	    "mount left there by a daemon that died\n", path);
+	return 0;
+}
+
+/*
+ * stat(2) of the mountpoint, through a dead FUSE mount left on it. The
+ * kernel may answer a stat of a dead mount from its attribute cache, so
+ * a FUSE mount there is asked with an open(2), which reaches its daemon.
+ */
+static int
+stat_mountpoint(const char *path, struct stat *st)
+{
+	char *name = mount_name(path);
+	int fd, r = 0;
+
+	if (name != NULL && is_fuse_mount(name)) {
+		if ((fd = open(path, O_RDONLY | O_DIRECTORY)) >= 0)
+			close(fd);
+		else if (errno == ENOTCONN && clear_dead_mount(name, path) != 0)
+			r = -1;
+	}
+	free(name);
+	if (r != 0) {
+		errno = ENOTCONN;
+		return -1;
+	}
+	return stat(path, st);
+}
+
 static int
 tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
@@ -130,7 +220,7 @@ tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 			return -1;
 		}
 		o->have_mountpoint = true;
-		if (stat(arg, &st) == -1) {
+		if (stat_mountpoint(arg, &st) == -1) {
 			fprintf(stderr, "tlogfs: mountpoint %s: %s\n", arg,
 			    strerror(errno));
 			return -1;

@@ -17,6 +17,8 @@
  *   errno_probe setxattr PATH NAME VALUE [create|replace]
  *   errno_probe getxattr PATH NAME [SIZE]   prints OK VALUE (SIZE 0: OK N)
  *   errno_probe removexattr PATH NAME  errno_probe listxattr PATH
+ *   errno_probe stat PATH              stat(2), no statx fields (the kernel
+ *                                      may answer from its cache)
  *   errno_probe cat PATH               the file's bytes, or the errno's name
  *   errno_probe ls PATH                the names in a directory, one a line
  */
@@ -200,6 +202,11 @@ main(int argc, char *argv[])
 			printf(" %s", p);
 		printf("\n");
 		return 0;
+	}
+	if (strcmp(op, "stat") == 0) {
+		struct stat st;
+
+		return result(stat(path, &st));
 	}
 	if (strcmp(op, "cat") == 0) {
 		if ((fd = open(path, O_RDONLY)) == -1)
