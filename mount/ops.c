@@ -637,6 +637,12 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	/* .tlogfs is not a topic, and no topic can take its name. */
+	if ((pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0) ||
+	    (npn->kind == TL_ROOT && strcmp(newname, ".tlogfs") == 0)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	if (pn->kind == TL_ROOT && npn->kind == TL_ROOT) {
 		if ((flags & RENAME_NOREPLACE) &&
 		    (t = tlog_topic_get(fs->store, newname)) != NULL) {
@@ -1012,6 +1018,11 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	/* Nothing here can be truncated, not even by a read-only open. */
+	if (fi->flags & O_TRUNC) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	if (n->kind == TL_METRICS) {
 		open_metrics(req, fi);
 		return;
@@ -1313,6 +1324,8 @@ tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		r = -ENODATA;	/* a command, not a value */
 	else if (tlog_key_lookup(key) < 0)
 		r = -ENOTSUP;
+	else if (n->kind == TL_META || n->kind == TL_METRICS)
+		r = -ENODATA;	/* not a level, and no partition's file */
 	else {
 		/* Files show their partition's effective value. */
 		if (is_level(n))

@@ -100,6 +100,14 @@ tl_is "open a sealed segment O_WRONLY|O_APPEND: EPERM" EPERM \
 tl_is "open a sealed segment O_RDWR|O_APPEND: EPERM" EPERM \
     "$(p open "$S5" rdwr,append)"
 tl_is "truncate a sealed segment: EPERM" EPERM "$(p truncate "$S0" 0)"
+tl_is "open current O_RDONLY|O_TRUNC: EPERM" EPERM \
+    "$(p open "$D/current" rdonly,trunc)"
+tl_is "open a sealed segment O_RDONLY|O_TRUNC: EPERM" EPERM \
+    "$(p open "$S0" rdonly,trunc)"
+tl_is "open .tlogfs/metrics O_RDONLY|O_TRUNC: EPERM" EPERM \
+    "$(p open "$MNT/.tlogfs/metrics" rdonly,trunc)"
+tl_is "the sealed segment's size and data are unchanged" "14 one" \
+    "$(stat -c %s "$S0") $(head -1 "$S0")"
 tl_is "sealed segment mode: read bits only" "-r--r--r--" "$(stat -c %A "$S0")"
 tl_is "current mode: read and write bits" "-rw-r--r--" "$(stat -c %A "$D/current")"
 tl_is "stat shows the true size" 14 "$(stat -c %s "$S0")"
@@ -128,6 +136,11 @@ tl_is "rename a segment: EPERM" EPERM \
     "$(p rename "$MNT/t2/1/00000000000000000000.log" "$MNT/t2/1/x.log")"
 tl_is "rename current: EPERM" EPERM "$(p rename "$MNT/t2/1/current" "$MNT/t2/1/c")"
 tl_is "rename to a bad name: EINVAL" EINVAL "$(p rename "$MNT/u" "$MNT/.u")"
+tl_is "rename .tlogfs: EPERM" EPERM "$(p rename "$MNT/.tlogfs" "$MNT/x")"
+tl_is "rename a topic to .tlogfs: EPERM" EPERM \
+    "$(p rename "$MNT/u" "$MNT/.tlogfs")"
+tl_is "rename .tlogfs/events out: EPERM" EPERM \
+    "$(p rename "$MNT/.tlogfs/events" "$MNT/x")"
 tl_is "RENAME_EXCHANGE: EINVAL" EINVAL "$(p rename "$MNT/u" "$MNT/t2" exchange)"
 tl_is "RENAME_NOREPLACE onto an existing topic: EEXIST" EEXIST \
     "$(p rename "$MNT/u" "$MNT/t2" noreplace)"

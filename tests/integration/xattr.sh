@@ -99,6 +99,22 @@ tl_is "user.seal=1 on the partition directory" OK "$(p setxattr "$P" user.seal 1
 tl_is "two sealed segments" 2 "$(ls "$P" | grep -c '\.log$')"
 tl_is "user.seal on an empty current is a no-op" OK "$(p setxattr "$P/current" user.seal 1)"
 
+# ---- .tlogfs is not a level; .tlogfs/events is ----
+tl_is ".tlogfs: a config key reads ENODATA, not the store's value" ENODATA \
+    "$(p getxattr "$MNT/.tlogfs" user.retention.ms)"
+tl_is ".tlogfs/metrics: ENODATA" ENODATA \
+    "$(p getxattr "$MNT/.tlogfs/metrics" user.segment.bytes)"
+tl_is ".tlogfs: setting a config key: EPERM" EPERM \
+    "$(p setxattr "$MNT/.tlogfs" user.retention.ms 1h)"
+tl_is ".tlogfs: removing one: EPERM" EPERM \
+    "$(p removexattr "$MNT/.tlogfs" user.retention.ms)"
+tl_is ".tlogfs lists nothing" OK "$(p listxattr "$MNT/.tlogfs")"
+tl_is ".tlogfs/events inherits the store's value" 172800000 \
+    "$(gx user.retention.ms "$MNT/.tlogfs/events")"
+tl_is ".tlogfs/events takes its own" OK \
+    "$(p setxattr "$MNT/.tlogfs/events" user.retention.ms 1h)"
+tl_is "and reads it back" 3600000 "$(gx user.retention.ms "$MNT/.tlogfs/events")"
+
 tl_check "unmount" tl_umount
 
 # ---- persistence ----
