@@ -42,10 +42,12 @@
 #include "mount.h"
 
 #define MAX_IDLE_THREADS 10
+#define USAGE "tlogfs STORE MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]"
 
 struct tl_opts {
 	char *store;
 	bool have_mountpoint;
+	bool failed;		/* a runtime error, not a usage error */
 };
 
 static bool use_syslog;
@@ -83,16 +85,31 @@ tl_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 		fputs(msg, stderr);
 }
 
+/* libfuse's fuse_cmdline_help() gives max_idle_threads's default as -1;
+ * ours is MAX_IDLE_THREADS (run_loop). */
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: tlogfs STORE MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
+	    "usage: " USAGE "\n"
 	    "\n"
 	    "Mounts the tlogfs store in the directory STORE on MOUNTPOINT.\n"
 	    "default_permissions is always on; -o allow_other shares the\n"
 	    "mount with other users. See tlogfs(8).\n"
-	    "\n");
+	    "\n"
+	    "    -h   --help            print help\n"
+	    "    -V   --version         print version\n"
+	    "    -d   -o debug          enable debug output (implies -f)\n"
+	    "    -f                     foreground operation\n"
+	    "    -s                     disable multi-threaded operation\n"
+	    "    -o clone_fd            use separate fuse device fd for each "
+	    "thread\n"
+	    "    -o max_idle_threads=N  the maximum number of idle worker "
+	    "threads\n"
+	    "                           allowed (default: %d)\n"
+	    "    -o max_threads=N       the maximum number of worker threads\n"
+	    "                           allowed (default: 10)\n",
+	    MAX_IDLE_THREADS);
 }
 
 /*
@@ -210,8 +227,10 @@ tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 	switch (key) {
 	case FUSE_OPT_KEY_NONOPT:
 		if (o->store == NULL) {
-			if ((o->store = strdup(arg)) == NULL)
+			if ((o->store = strdup(arg)) == NULL) {
+				o->failed = true;
 				return -1;
+			}
 			return 0;
 		}
 		if (o->have_mountpoint) {
@@ -223,11 +242,13 @@ tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 		if (stat_mountpoint(arg, &st) == -1) {
 			fprintf(stderr, "tlogfs: mountpoint %s: %s\n", arg,
 			    strerror(errno));
+			o->failed = true;
 			return -1;
 		}
 		if (!S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "tlogfs: mountpoint %s: %s\n", arg,
 			    strerror(ENOTDIR));
+			o->failed = true;
 			return -1;
 		}
 		return 1;	/* fuse_parse_cmdline takes it */
@@ -359,7 +380,7 @@ main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts;
 	struct tlog_store_opts so;
-	struct tl_opts o = { NULL, false };
+	struct tl_opts o = { NULL, false, false };
 	struct fuse_session *se;
 	static struct tl_fs fs;
 	char err[512] = "", *store = NULL;
@@ -367,13 +388,18 @@ main(int argc, char *argv[])
 
 	memset(&opts, 0, sizeof(opts));
 	fuse_set_log_func(tl_fuse_log);
-	if (fuse_opt_parse(&args, &o, tl_opt_spec, tl_opt_proc) == -1)
+	/* Usage errors exit 2, with one line (libfuse's, for its options). */
+	ret = 2;
+	if (fuse_opt_parse(&args, &o, tl_opt_spec, tl_opt_proc) == -1) {
+		if (o.failed)
+			ret = 1;
 		goto out_args;
+	}
 	if (fuse_parse_cmdline(&args, &opts) != 0)
 		goto out_args;
+	ret = 1;
 	if (opts.show_help) {
 		usage(stdout);
-		fuse_cmdline_help();
 		fuse_lowlevel_help();
 		ret = 0;
 		goto out_args;
@@ -386,8 +412,7 @@ main(int argc, char *argv[])
 		goto out_args;
 	}
 	if (o.store == NULL || opts.mountpoint == NULL) {
-		fprintf(stderr, "tlogfs: usage: tlogfs STORE MOUNTPOINT "
-		    "[-f] [-d] [-o opt[,opt...]] (see --help)\n");
+		fprintf(stderr, "tlogfs: usage: " USAGE " (see --help)\n");
 		ret = 2;
 		goto out_args;
 	}
@@ -412,6 +437,16 @@ main(int argc, char *argv[])
 		fprintf(stderr, "tlogfs: %s\n", strerror(ENOMEM));
 		goto out_args;
 	}
+	/*
+	 * The session checks the remaining options: an unknown one is a
+	 * usage error, found before the store is opened (and recovered).
+	 */
+	if ((se = fuse_session_new(&args, &tl_ops, sizeof(tl_ops), &fs)) ==
+	    NULL) {
+		ret = 2;
+		goto out_inodes;
+	}
+	fs.se = se;
 	raise_nofile();
 	memset(&so, 0, sizeof(so));
 	so.log = tl_log;
@@ -420,14 +455,11 @@ main(int argc, char *argv[])
 	r = tlog_store_open(store, &so, &fs.store, err, sizeof(err));
 	if (r != 0) {
 		fprintf(stderr, "tlogfs: %s\n", *err ? err : strerror(-r));
+		fuse_session_destroy(se);
 		goto out_inodes;
 	}
 	fs.events = tlog_store_events(fs.store);
 
-	se = fuse_session_new(&args, &tl_ops, sizeof(tl_ops), &fs);
-	if (se == NULL)
-		goto out_store;
-	fs.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (ignore_signals() != 0)
@@ -467,7 +499,6 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
-out_store:
 	/* Writers first, so held partial records reach the store. */
 	tl_close_handles(&fs);
 	tl_inodes_free(&fs);

@@ -15,7 +15,35 @@ fails() {
 	echo "# status $st, stderr:"; sed 's/^/#   /' "$TMP/fail.err"
 	return 1
 }
-tl_check "no arguments: one line, non-zero" fails "$TLOGFS"
+# usage NAME CMD...: a usage error: status 2 and one line on stderr.
+usage_err() {
+	local st=0 name=$1
+	shift
+	"$@" >/dev/null 2>"$TMP/fail.err" || st=$?
+	tl_is "$name: status 2, one line" "2 1" \
+	    "$st $(wc -l <"$TMP/fail.err")"
+}
+mkdir "$TMP/fresh"
+usage_err "no arguments" "$TLOGFS"
+tl_is "the usage line is --help's" \
+    "$("$TLOGFS" --help | head -1)" \
+    "$(sed 's/^tlogfs: //; s/ (see --help)$//' "$TMP/fail.err")"
+tl_check "it names every flag of tlogfs(8)'s synopsis (-d -f -s -o)" \
+    grep -q '^tlogfs: usage: tlogfs STORE MOUNTPOINT \[-f\] \[-d\] \[-s\] \[-o' \
+    "$TMP/fail.err"
+usage_err "an unknown -o option" "$TLOGFS" "$TMP/fresh" "$MNT" -f -o bogus
+usage_err "an unknown flag" "$TLOGFS" "$TMP/fresh" "$MNT" -f -x
+usage_err "a bad option value" "$TLOGFS" "$TMP/fresh" "$MNT" -f -o max_threads=x
+usage_err "a third argument" "$TLOGFS" "$TMP/fresh" "$MNT" "$MNT" -f
+tl_is "a usage error leaves the store untouched" "" "$(ls -A "$TMP/fresh")"
+tl_is "--help: max_idle_threads defaults to 10, as tlogfs(8) says" \
+    "allowed (default: 10)" \
+    "$("$TLOGFS" --help | grep -A1 'max_idle_threads' | sed -n '2s/^ *//p')"
+tl_check "--help says no default of -1" \
+    sh -c "! '$TLOGFS' --help | grep -q 'default: -1'"
+tl_check "tlogfs(8) says 10 and 10" \
+    grep -q 'Tune the multithreaded loop (default 10 and 10)' \
+    "${srcdir:-.}/doc/tlogfs.8"
 tl_check "a missing STORE: one line, non-zero" \
     fails "$TLOGFS" "$TMP/nostore" "$MNT" -f
 tl_check "a missing MOUNTPOINT: one line, non-zero" \
