@@ -16,8 +16,8 @@
  * writer per open file, whatever the offset, and whichever segment the
  * file was opened on: a long-lived writer survives rolls.
  *
- * Limits: no atime/mtime changes (EPERM), no locks, no mmap of `current`
- * (direct I/O), no .tlogfs/ directory yet.
+ * Limits: no atime/mtime changes (EPERM), no locks, no MAP_SHARED mmap
+ * of `current` (direct I/O: the kernel answers ENODEV).
  */
 #include "config.h"
 

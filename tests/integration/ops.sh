@@ -112,6 +112,18 @@ tl_is "sealed segment mode: read bits only" "-r--r--r--" "$(stat -c %A "$S0")"
 tl_is "current mode: read and write bits" "-rw-r--r--" "$(stat -c %A "$D/current")"
 tl_is "stat shows the true size" 14 "$(stat -c %s "$S0")"
 
+# ---- mmap (tlogfs(8), CAVEATS): current uses direct I/O, which the
+# kernel maps only privately; sealed segments map either way ----
+mkdir "$MNT/t/mm"
+echo mapped >>"$MNT/t/mm/current"
+tl_is "a MAP_SHARED mapping of current, even read-only: ENODEV" ENODEV \
+    "$(p mmap "$MNT/t/mm/current" shared)"
+tl_is "a MAP_PRIVATE mapping of current reads it" "OK mapped" \
+    "$(p mmap "$MNT/t/mm/current" private)"
+seal "$MNT/t/mm/current"
+tl_is "a MAP_SHARED mapping of a sealed segment reads it" "OK mapped" \
+    "$(p mmap "$MNT/t/mm/00000000000000000000.log" shared)"
+
 # ---- other files ----
 tl_is "create a file in a partition: EPERM" EPERM "$(p open "$D/new" wronly,creat,append)"
 tl_is "create a file at the root: EPERM" EPERM "$(p open "$MNT/new" wronly,creat)"

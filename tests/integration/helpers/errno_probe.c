@@ -17,12 +17,16 @@
  *   errno_probe setxattr PATH NAME VALUE [create|replace]
  *   errno_probe getxattr PATH NAME [SIZE]   prints OK VALUE (SIZE 0: OK N)
  *   errno_probe removexattr PATH NAME  errno_probe listxattr PATH
+ *   errno_probe mmap PATH shared|private   maps the file read-only
+ *                                      (O_RDONLY, PROT_READ), prints OK and
+ *                                      its bytes up to the first newline
  *   errno_probe stat PATH              stat(2), no statx fields (the kernel
  *                                      may answer from its cache)
  *   errno_probe cat PATH               the file's bytes, or the errno's name
  *   errno_probe ls PATH                the names in a directory, one a line
  */
 #define _GNU_SOURCE
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
@@ -201,6 +205,26 @@ main(int argc, char *argv[])
 		for (char *p = buf; p < buf + n; p += strlen(p) + 1)
 			printf(" %s", p);
 		printf("\n");
+		return 0;
+	}
+	if (strcmp(op, "mmap") == 0) {
+		struct stat st;
+		char *m, *nl;
+		size_t len;
+
+		need(argc, 4);
+		if ((fd = open(path, O_RDONLY)) == -1 || fstat(fd, &st) == -1)
+			return result(-1);
+		len = st.st_size > 0 ? (size_t)st.st_size : 1;
+		m = mmap(NULL, len, PROT_READ, strcmp(argv[3], "shared") == 0 ?
+		    MAP_SHARED : MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED)
+			return result(-1);
+		nl = memchr(m, '\n', len);
+		printf("OK %.*s\n", (int)(nl != NULL ? nl - m : (ssize_t)len),
+		    m);
+		munmap(m, len);
+		close(fd);
 		return 0;
 	}
 	if (strcmp(op, "stat") == 0) {
