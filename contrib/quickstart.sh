@@ -20,7 +20,7 @@ cd "$top"
 # Build and test dependencies, by Debian package name (clang and its
 # runtime are for the fuzz targets; the runtime is only "recommended").
 PACKAGES=(build-essential autoconf automake libtool pkg-config
-	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps
+	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps mandoc
 	clang libclang-rt-14-dev valgrind)
 
 as_root() {

@@ -1,0 +1,28 @@
+#!/bin/sh
+# manpage.sh - doc/tlogfs.8 is clean mdoc and says what the tests check:
+#
+#   * mandoc -T lint reports no warning or error;
+#   * the rendered page has no quote inside a quote (an mdoc enclosure
+#     such as Ql runs to the end of its line, so `.Pq Ql a No or Ql b`
+#     renders as "(`a or `b'')");
+#   * man -l renders it without complaint.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+PAGE=${srcdir:-.}/doc/tlogfs.8
+
+if command -v mandoc >/dev/null; then
+	tl_is "mandoc -T lint -W warning: nothing" "" \
+	    "$(mandoc -T lint -W warning "$PAGE" 2>&1)"
+	tl_is "no nested quotes in the rendered page" "" \
+	    "$(mandoc -T ascii "$PAGE" | col -b | grep "\`[^']*\`")"
+else
+	tl_ok "mandoc lint # SKIP no mandoc"
+	tl_ok "nested quotes # SKIP no mandoc"
+fi
+if command -v man >/dev/null; then
+	tl_is "man -l renders it without a warning" "" \
+	    "$(MANWIDTH=80 man -l "$PAGE" 2>&1 >/dev/null)"
+else
+	tl_ok "man -l # SKIP no man"
+fi
+tl_done
