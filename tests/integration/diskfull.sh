@@ -95,8 +95,8 @@ w$w $((a + 1)) 0 $a"
 	tl_check "$name: stat works" listed "$D"
 	tl_check "$name: the metrics are served" \
 	    grep -q '^tlogfs_' "$MNT/.tlogfs/metrics"
-	tail -F -s 0.1 -n 1 "$D/current" >"$TMP/tail.$name" \
-	    2>"$TMP/tail.$name.err" &
+	tail -F -s 0.2 --max-unchanged-stats=1 -n 1 "$D/current" \
+	    >"$TMP/tail.$name" 2>"$TMP/tail.$name.err" &
 	TPID=$!
 	tl_is "$name: another append still fails with ENOSPC" ENOSPC \
 	    "$("$PROBE" write "$D/current" "$BIG")"

@@ -5,10 +5,13 @@
 #   * the rendered page has no quote inside a quote (an mdoc enclosure
 #     such as Ql runs to the end of its line, so `.Pq Ql a No or Ql b`
 #     renders as "(`a or `b'')");
-#   * man -l renders it without complaint.
+#   * man -l renders it without complaint;
+#   * every `tail -F` it and the README show is the form that follows
+#     fast rolls (tail.sh runs it).
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 PAGE=${srcdir:-.}/doc/tlogfs.8
+README=${srcdir:-.}/README.md
 
 if command -v mandoc >/dev/null; then
 	tl_is "mandoc -T lint -W warning: nothing" "" \
@@ -25,4 +28,11 @@ if command -v man >/dev/null; then
 else
 	tl_ok "man -l # SKIP no man"
 fi
+# Lines that show a tail -F command line (in a display, "# " prompt or
+# not; not prose about it).
+tails() { grep -Eh '^ *(# )?tail -F' "$PAGE" "$README"; }
+tl_check "tlogfs(8) and the README show tail -F command lines" \
+    test "$(tails | wc -l)" -ge 3
+tl_is "each with -s 0.2 --max-unchanged-stats=1" "" \
+    "$(tails | grep -v -- '-F -s 0.2 --max-unchanged-stats=1 ')"
 tl_done

@@ -17,10 +17,10 @@
 #
 # Load: 4 partitions (2 topics x 2), one writer each appending numbered
 # lines in pieces (linewriter -p -d 2000: about 400 lines/s each), one
-# tail -F -s 0.2 reader each, and a reader that cats every partition
-# every 2 s. segment.bytes=64K, segment.ms=2s, retention.ms=5s: segments
-# roll on size and on time and the reaper deletes all the time, so the
-# steady state holds about 5 s of data.
+# tail -F -s 0.2 --max-unchanged-stats=1 reader each, and a reader that
+# cats every partition every 2 s. segment.bytes=64K, segment.ms=2s,
+# retention.ms=5s: segments roll on size and on time and the reaper
+# deletes all the time, so the steady state holds about 5 s of data.
 #
 # The deletions column comes from .tlogfs/metrics (a scrape a minute);
 # SOAK_METRICS=0 counts the reaper's log lines instead and never opens
@@ -86,7 +86,8 @@ for p in $PARTS; do
 	"$LINEWRITER" -p -d 2000 -a "$TMP/ack.$i" "$MNT/$p/current" $i 0 \
 	    2>"$TMP/writer.$i.err" &
 	PIDS="$PIDS $!"
-	tail -F -s 0.2 -n 0 "$MNT/$p/current" >"$TMP/tail.$i" \
+	tail -F -s 0.2 --max-unchanged-stats=1 -n 0 "$MNT/$p/current" \
+	    >"$TMP/tail.$i" \
 	    2>"$TMP/tail.$i.err" &
 	PIDS="$PIDS $!"
 done
