@@ -7,10 +7,10 @@
  * The order is libfuse's passthrough_ll's, with the store opened before
  * anything is mounted, so that a busy, missing or unwritable store (or a
  * missing mountpoint) fails in the foreground with one line and a
- * non-zero status: parse options, open the store, fuse_session_new,
- * signal handlers, fuse_session_mount, fuse_daemonize, record the new pid
- * in the store's lock, start the threads, run the loop, then tear down in
- * reverse. A stop (SIGTERM, SIGINT, SIGHUP, fusermount3 -u) flushes every
+ * non-zero status: parse options, fuse_session_new (which checks the
+ * rest of them), open the store, signal handlers, fuse_session_mount,
+ * daemonize, record the new pid in the store's lock, start the threads,
+ * tell the waiting parent, run the loop, then tear down in reverse. A stop (SIGTERM, SIGINT, SIGHUP, fusermount3 -u) flushes every
  * open writer and closes the store, which writes the clean mark; every
  * other signal sent by mistake is ignored.
  *
@@ -350,6 +350,66 @@ ignore_signals(void)
 	return 0;
 }
 
+/*
+ * fuse_daemonize() lets the parent exit as soon as the child runs, before
+ * the daemon has recorded its pid in the store's lock and started its
+ * threads, so a script that read the lock (or waited for that pid) right
+ * after `tlogfs STORE MNT` returned found the parent's. Here the parent
+ * waits until the daemon says it is ready, and exits 0, or 1 if the
+ * daemon failed or died first.
+ */
+static int ready_fd = -1;
+
+static int
+daemonize(void)
+{
+	int p[2], nullfd;
+	char c;
+
+	if (pipe(p) == -1)
+		return -1;
+	switch (fork()) {
+	case -1:
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	case 0:
+		break;
+	default:
+		close(p[1]);
+		_exit(read(p[0], &c, 1) == 1 && c == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	ready_fd = p[1];
+	if (setsid() == -1)
+		return -1;
+	if (chdir("/") == -1)
+		return -1;
+	if ((nullfd = open("/dev/null", O_RDWR)) != -1) {
+		dup2(nullfd, STDIN_FILENO);
+		dup2(nullfd, STDOUT_FILENO);
+		dup2(nullfd, STDERR_FILENO);
+		if (nullfd > STDERR_FILENO)
+			close(nullfd);
+	}
+	return 0;
+}
+
+/* Lets the waiting parent, if any, exit with status. */
+static void
+daemon_ready(int status)
+{
+	char c = (char)status;
+	ssize_t n;
+
+	if (ready_fd == -1)
+		return;
+	n = write(ready_fd, &c, 1);	/* fails if the parent is gone */
+	(void)n;
+	close(ready_fd);
+	ready_fd = -1;
+}
+
 static void
 stop_unlinker(struct tl_fs *fs)
 {
@@ -466,8 +526,11 @@ main(int argc, char *argv[])
 		goto out_signals;
 	if (fuse_session_mount(se, opts.mountpoint) != 0)
 		goto out_signals;
-	if (fuse_daemonize(opts.foreground) != 0)
+	if (opts.foreground ? chdir("/") : daemonize()) {
+		tlog_log(fs.store, LOG_ERR, "cannot daemonize: %s",
+		    strerror(errno));
 		goto out_unmount;
+	}
 	if (!opts.foreground) {
 		openlog("tlogfs", LOG_PID, LOG_DAEMON);
 		use_syslog = true;
@@ -487,6 +550,7 @@ main(int argc, char *argv[])
 		stop_unlinker(&fs);
 		goto out_unmount;
 	}
+	daemon_ready(0);
 	/* A stop by signal is a clean stop: the loop returns the signal. */
 	r = run_loop(se, &opts);
 	tlog_reaper_stop(fs.store);
