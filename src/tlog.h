@@ -324,6 +324,28 @@ int tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
 int tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
     uint64_t *offset, uint64_t *pos);
 
+/*
+ * Where a reader starts (the mount's user.tlog.at.N and user.tlog.since.MS,
+ * doc/seek.md). tlog_partition_seek finds the first live record with
+ * offset >= the one asked for: the record itself, or, if it expired or was
+ * deleted, the first record of the next live segment (then out->offset is
+ * larger than asked). tlog_partition_seek_time finds the first record that
+ * can have ts >= t, from the sparse index: it may start up to one index
+ * interval (about 4 KiB) early. Neither scans a segment from its start.
+ * With no such record yet, both answer the end: offset = end_offset, in
+ * the active segment at its size, or with no active segment base =
+ * end_offset and pos 0. seek beyond end_offset: -ENODATA.
+ */
+struct tlog_pos {
+	uint64_t offset;	/* the record found */
+	uint64_t base;		/* the segment holding it */
+	uint64_t pos;		/* its byte position in that segment */
+};
+int tlog_partition_seek(struct tlog_partition *p, uint64_t offset,
+    struct tlog_pos *out);
+int tlog_partition_seek_time(struct tlog_partition *p, int64_t t,
+    struct tlog_pos *out);
+
 /* ---- appending ---- */
 
 /*
