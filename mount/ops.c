@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1282,6 +1283,44 @@ stat_value(struct tl_node *n, const char *stat, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Seek names on a partition, not listed (doc/seek.md): "at.OFFSET" ->
+ * "BASE POS" of the first live record >= OFFSET, "since.MS" -> "OFFSET
+ * BASE POS" of the first that can have ts >= MS. -ENOTSUP if name is
+ * neither, -EINVAL for a bad number.
+ */
+static int
+seek_value(struct tl_node *n, const char *name, char *buf, size_t len)
+{
+	struct tlog_pos at;
+	const char *errstr;
+	long long v;
+	bool by_time;
+	int r;
+
+	if (strncmp(name, "at.", 3) == 0)
+		by_time = false;
+	else if (strncmp(name, "since.", 6) == 0)
+		by_time = true;
+	else
+		return -ENOTSUP;
+	v = strtonum(name + (by_time ? 6 : 3), 0, LLONG_MAX, &errstr);
+	if (errstr != NULL)
+		return -EINVAL;
+	if (n->kind != TL_PART)
+		return -ENODATA;
+	r = by_time ? tlog_partition_seek_time(n->part, v, &at) :
+	    tlog_partition_seek(n->part, (uint64_t)v, &at);
+	if (r != 0)
+		return r;
+	if (by_time)
+		snprintf(buf, len, "%" PRIu64 " %" PRIu64 " %" PRIu64,
+		    at.offset, at.base, at.pos);
+	else
+		snprintf(buf, len, "%" PRIu64 " %" PRIu64, at.base, at.pos);
+	return 0;
+}
+
 static void
 reply_xattr_value(fuse_req_t req, const char *val, size_t len, size_t size)
 {
@@ -1318,9 +1357,11 @@ tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (strncmp(key, "tlog.", 5) == 0)
-		r = stat_value(n, key + 5, val, sizeof(val));
-	else if (strcmp(key, "seal") == 0)
+	if (strncmp(key, "tlog.", 5) == 0) {
+		r = seek_value(n, key + 5, val, sizeof(val));
+		if (r == -ENOTSUP)
+			r = stat_value(n, key + 5, val, sizeof(val));
+	} else if (strcmp(key, "seal") == 0)
 		r = -ENODATA;	/* a command, not a value */
 	else if (tlog_key_lookup(key) < 0)
 		r = -ENOTSUP;
