@@ -1,0 +1,321 @@
+/*
+ * append.c - tlogctl append PART: standard input into PART/current in
+ * large writes, a pipe logger like svlogd without a FUSE round trip per
+ * line.
+ *
+ * One descriptor, opened O_APPEND once: the mount keeps appending
+ * through it across rolls. Input collects in a buffer of the mount's
+ * max_write (1 MiB) and goes out in one write(2) of whole lines, one
+ * FUSE request, when the buffer is full, when the oldest whole line in
+ * it has waited FLUSH_MS (so a slow producer's lines still show at
+ * once), at end of input and at SIGTERM, SIGINT or SIGHUP. Whole lines
+ * only, so that tlogctl killed at any moment leaves no half line for
+ * the mount to store as a record. A final line without newline is
+ * written as is; the mount stores it, at close, as a record without
+ * newline.
+ *
+ * Two buffers: a writer thread writes one batch while the main thread
+ * reads the next from the pipe, so reading and the mount's work
+ * overlap instead of taking turns.
+ *
+ * A record the mount refuses (EFBIG, ENOSPC, EDQUOT, EIO) is dropped,
+ * the rest of its batch still goes, reading goes on, and the error is
+ * reported on stderr the first time it is seen; the exit status is then
+ * 1. Any other write error ends tlogctl at once.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tlogctl.h"
+
+#define BATCH (1 << 20)		/* the mount's max_write: one request */
+#define FLUSH_MS 100		/* longest a whole line waits */
+
+struct sink {
+	const char *path;
+	int fd;
+	uint64_t lost;		/* records refused */
+	int seen[8];		/* errnos reported so far */
+	int nseen;
+	/* the hand-over to the writer thread */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const char *batch;
+	size_t batchlen;
+	bool busy;		/* a batch is handed over, not yet written */
+	bool done;		/* no more batches */
+};
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* A larger pipe lets the producer run ahead while a batch is written. */
+static void
+raise_pipe(int fd)
+{
+	struct stat st;
+	long max = BATCH, v;
+	FILE *f;
+
+	if (fstat(fd, &st) == -1 || !S_ISFIFO(st.st_mode))
+		return;
+	if ((f = fopen("/proc/sys/fs/pipe-max-size", "r")) != NULL) {
+		if (fscanf(f, "%ld", &v) == 1 && v > 0 && v < max)
+			max = v;
+		fclose(f);
+	}
+	/* Over the user's pipe quota this fails: the default size works. */
+	(void)fcntl(fd, F_SETPIPE_SZ, (int)max);
+}
+
+static bool
+droppable(int e)
+{
+	return e == EFBIG || e == ENOSPC || e == EDQUOT || e == EIO;
+}
+
+static void
+report(struct sink *s, int e)
+{
+	int i;
+
+	for (i = 0; i < s->nseen; i++)
+		if (s->seen[i] == e)
+			return;
+	if (s->nseen < (int)(sizeof(s->seen) / sizeof(s->seen[0])))
+		s->seen[s->nseen++] = e;
+	warnc(e, "%s: dropping the records it refuses", s->path);
+}
+
+/*
+ * Writes buf, whole lines unless it is the end of input. A refused
+ * write took none of the bytes: its first record (through the first
+ * newline) is the one refused, so that record is dropped and the rest
+ * goes on.
+ */
+static void
+put(struct sink *s, const char *buf, size_t len)
+{
+	const char *nl;
+	ssize_t n;
+	size_t drop;
+
+	while (len > 0) {
+		if ((n = write(s->fd, buf, len)) > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == 0)
+			errno = EIO;
+		if (!droppable(errno))
+			err(1, "%s", s->path);
+		report(s, errno);
+		nl = memchr(buf, '\n', len);
+		drop = nl != NULL ? (size_t)(nl - buf) + 1 : len;
+		s->lost++;
+		buf += drop;
+		len -= drop;
+	}
+}
+
+static void *
+writer(void *arg)
+{
+	struct sink *s = arg;
+	const char *buf;
+	size_t len;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (!s->busy && !s->done)
+			pthread_cond_wait(&s->cond, &s->lock);
+		if (!s->busy)
+			break;
+		buf = s->batch;
+		len = s->batchlen;
+		pthread_mutex_unlock(&s->lock);
+		put(s, buf, len);
+		pthread_mutex_lock(&s->lock);
+		s->busy = false;
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Waits until the writer has written the last batch handed over. */
+static void
+wait_idle(struct sink *s)
+{
+	pthread_mutex_lock(&s->lock);
+	while (s->busy)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Hands the whole lines at the front of the current buffer (all of it,
+ * if `all` or if it holds no newline) to the writer, once the writer is
+ * done with the other buffer; the rest moves to the other buffer, which
+ * becomes current. Returns the length left in it.
+ */
+static size_t
+ship(struct sink *s, char *bufs[2], int *cur, size_t len, bool all)
+{
+	char *b = bufs[*cur], *nl;
+	size_t n = len;
+
+	if (!all && (nl = memrchr(b, '\n', len)) != NULL)
+		n = (size_t)(nl - b) + 1;
+	if (n == 0)
+		return len;
+	wait_idle(s);
+	pthread_mutex_lock(&s->lock);
+	s->batch = b;
+	s->batchlen = n;
+	s->busy = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	*cur ^= 1;
+	memcpy(bufs[*cur], b + n, len - n);
+	return len - n;
+}
+
+int
+cmd_append(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct sink s = { 0 };
+	struct sigaction sa;
+	struct pollfd pfd;
+	struct timespec ts, *tsp;
+	sigset_t block, orig;
+	pthread_t tid;
+	int64_t since = -1, left;
+	size_t len = 0, pagesz = (size_t)sysconf(_SC_PAGESIZE);
+	ssize_t n;
+	char *bufs[2], *buf, path[PATH_MAX];
+	int c, cur = 0, i;
+
+	/* No options but --help. */
+	while ((c = next_opt(argc, argv, "+h", longopts)) != -1)
+		usage();
+	if (argc - optind != 1)
+		usage();
+	part_check(argv[optind]);
+	if ((size_t)snprintf(path, sizeof(path), "%s/current",
+	    argv[optind]) >= sizeof(path))
+		errx(1, "%s: name too long", argv[optind]);
+	s.path = path;
+	if ((s.fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) == -1)
+		err(1, "%s", path);
+	/* Page-aligned: the kernel passes a write of max_write bytes as
+	 * one request only if it spans no more pages than that. */
+	for (i = 0; i < 2; i++)
+		if ((errno = posix_memalign((void **)&bufs[i], pagesz,
+		    BATCH)) != 0)
+			err(1, NULL);
+	raise_pipe(STDIN_FILENO);
+
+	/* Signals arrive only inside ppoll, so none is lost between the
+	 * check of `stop` and the wait; the writer thread inherits the
+	 * blocked mask. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	if ((errno = pthread_create(&tid, NULL, writer, &s)) != 0)
+		err(1, "pthread_create");
+
+	pfd.fd = STDIN_FILENO;
+	pfd.events = POLLIN;
+	while (!stop) {
+		if (len == BATCH)
+			len = ship(&s, bufs, &cur, len, false);
+		buf = bufs[cur];
+		tsp = NULL;
+		if (since >= 0) {
+			left = since + FLUSH_MS - mono_ms();
+			if (left <= 0) {
+				len = ship(&s, bufs, &cur, len, false);
+				since = -1;
+				continue;
+			}
+			ts.tv_sec = left / 1000;
+			ts.tv_nsec = (left % 1000) * 1000000;
+			tsp = &ts;
+		}
+		if (ppoll(&pfd, 1, tsp, &orig) == -1) {
+			if (errno == EINTR)
+				continue;
+			err(1, "poll");
+		}
+		if (pfd.revents == 0)
+			continue;	/* the flush deadline */
+		n = read(STDIN_FILENO, buf + len, BATCH - len);
+		if (n == 0)
+			break;
+		if (n == -1) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			err(1, "standard input");
+		}
+		if (since < 0 && memchr(buf + len, '\n', (size_t)n) != NULL)
+			since = mono_ms();
+		len += (size_t)n;
+		if (len == BATCH)
+			since = -1;
+	}
+	ship(&s, bufs, &cur, len, true);
+	pthread_mutex_lock(&s.lock);
+	s.done = true;
+	pthread_cond_broadcast(&s.cond);
+	pthread_mutex_unlock(&s.lock);
+	pthread_join(tid, NULL);
+	/* The close appends bytes the mount still holds: it can fail. */
+	if (close(s.fd) == -1) {
+		if (!droppable(errno))
+			err(1, "%s", path);
+		report(&s, errno);
+		s.lost++;
+	}
+	free(bufs[0]);
+	free(bufs[1]);
+	return s.lost > 0 ? 1 : 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * tlogctl.h - what the files of tlogctl share. tlogctl speaks to a
+ * mounted tlogfs through files and extended attributes only, never to
+ * the store (doc/tlogctl.1): it links nothing of the engine.
+ *
+ * Exit status: 0 done, 1 a runtime error (one line on stderr), 2 a usage
+ * error (the usage on stderr).
+ */
+#ifndef TLOGCTL_H
+#define TLOGCTL_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EXIT_USAGE 2
+
+/* main.c */
+__attribute__((noreturn)) void usage(void);
+__attribute__((noreturn)) void help(void);
+/* Options of a subcommand: getopt_long over argv, argv[0] its name.
+ * Handles --help and bad options (usage); returns getopt's character,
+ * -1 at the end. */
+int next_opt(int argc, char *argv[], const char *optstr,
+    const struct option *longopts);
+/* Milliseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
+int64_t mono_ms(void);
+int64_t real_ms(void);
+
+/* part.c: a partition through the mount */
+/* Exits 1 with one line unless path is a partition directory. */
+void part_check(const char *part);
+/* A partition or segment statistic, user.tlog.NAME, as a number:
+ * 0, or -1 with errno. */
+int part_stat(const char *part, const char *name, uint64_t *v);
+int fd_stat(int fd, const char *name, uint64_t *v);
+/* user.tlog.at.OFFSET: base and position of the first live record >=
+ * offset. -1 with errno (ENODATA: beyond the end). */
+int part_at(const char *part, uint64_t offset, uint64_t *base,
+    uint64_t *pos);
+/* user.tlog.since.MS: the first record that can have ts >= ms. */
+int part_since(const char *part, int64_t ms, uint64_t *offset,
+    uint64_t *base, uint64_t *pos);
+
+/* when.c */
+/* TIME for --since as ms since the epoch; -1 if it is not one. */
+int parse_time(const char *s, int64_t now, int64_t *out);
+
+/* the subcommands */
+int cmd_append(int argc, char *argv[]);
+int cmd_read(int argc, char *argv[]);
+
+#endif /* TLOGCTL_H */

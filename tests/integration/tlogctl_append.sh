@@ -1,0 +1,135 @@
+#!/bin/sh
+# tlogctl_append.sh - `tlogctl append PART`: a slow producer's line shows
+# while the producer is still open, and a line written in pieces stays
+# one record; SIGTERM stops it cleanly; a fast producer's lines go in
+# batches (one FUSE write per MiB, counted by tlogfs_appends_total),
+# every line once, in order; a refused
+# record is dropped and reported once while the rest goes in; usage
+# errors exit 2, a missing partition 1.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+TLOGCTL=$TL_BUILD/cli/tlogctl
+gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
+appends() { awk '$1 == "tlogfs_appends_total" { print $2 }' "$MNT/.tlogfs/metrics"; }
+ms() { date +%s%3N; }
+
+tl_mount
+
+# ---- usage ----
+"$TLOGCTL" >/dev/null 2>"$TMP/u.err"
+tl_is "no command: exit 2" 2 $?
+tl_check "no command: the usage on stderr" grep -q '^usage: tlogctl append PART' "$TMP/u.err"
+"$TLOGCTL" append </dev/null 2>/dev/null
+tl_is "append without PART: exit 2" 2 $?
+"$TLOGCTL" append -x "$MNT/a/0" </dev/null 2>/dev/null
+tl_is "append with an unknown option: exit 2" 2 $?
+"$TLOGCTL" frobnicate 2>/dev/null
+tl_is "an unknown command: exit 2" 2 $?
+out=$("$TLOGCTL" --help 2>&1)
+tl_is "--help: exit 0" 0 $?
+tl_is "--help: the usage on stdout" "usage: tlogctl append PART" "$(echo "$out" | head -1)"
+"$TLOGCTL" append "$MNT/nope/0" </dev/null 2>"$TMP/e.err"
+tl_is "a missing partition: exit 1" 1 $?
+tl_is "a missing partition: one line on stderr" 1 "$(wc -l <"$TMP/e.err")"
+
+# ---- a slow producer, through a FIFO the test holds open ----
+D=$MNT/slow/0
+mkdir -p "$D"
+mkfifo "$TMP/fifo"
+"$TLOGCTL" append "$D" <"$TMP/fifo" 2>"$TMP/slow.err" &
+APID=$!
+exec 3>"$TMP/fifo"
+recs() { [ "$(gx user.tlog.end_offset "$D")" -ge "$1" ]; }
+printf 'first ' >&3
+printf 'half\n' >&3
+t0=$(ms)
+tl_check "a line shows while its producer is still open" tl_wait_for 5 recs 1
+tl_diag "it showed after $(($(ms) - t0)) ms (flush after 100 ms)"
+printf 'second line\nthird ' >&3
+printf 'in pieces\n' >&3
+t0=$(ms)
+tl_check "the next lines show too" tl_wait_for 5 recs 3
+tl_diag "they showed after $(($(ms) - t0)) ms"
+printf 'no newline at the end' >&3
+exec 3>&-
+wait $APID
+tl_is "end of input: exit 0" 0 $?
+tl_is "each line is one record, the last one without newline" \
+    "4 first half|second line|third in pieces|no newline at the end" \
+    "$(gx user.tlog.end_offset "$D") $(cat "$D/current" | paste -sd'|')"
+tl_is "nothing on stderr" "" "$(cat "$TMP/slow.err")"
+
+# ---- SIGTERM while the producer is still open: a clean stop ----
+D=$MNT/term/0
+mkdir -p "$D"
+rm -f "$TMP/fifo"
+mkfifo "$TMP/fifo"
+"$TLOGCTL" append "$D" <"$TMP/fifo" 2>"$TMP/term.err" &
+APID=$!
+exec 3>"$TMP/fifo"
+printf 'one\ntwo\n' >&3
+tl_wait_for 5 recs 2
+kill -TERM $APID
+wait $APID
+tl_is "SIGTERM: exit 0" 0 $?
+exec 3>&-
+tl_is "SIGTERM: the lines are there" "one|two" "$(cat "$D/current" | paste -sd'|')"
+
+# ---- fast producers ----
+# 2,621,440 lines of 8 bytes from a file: exactly 20 MiB, and every read
+# fills the 1 MiB buffer at once, so exactly 20 writes of exactly 1 MiB,
+# each one FUSE request only if the buffer is page-aligned (a write a
+# line would be 2.6 million).
+D=$MNT/fast8/0
+mkdir -p "$D"
+N8=2621440
+seq -f '%07.0f' 0 $((N8 - 1)) >"$TMP/fast8.want"
+a0=$(appends)
+"$TLOGCTL" append "$D" <"$TMP/fast8.want" 2>"$TMP/fast.err"
+tl_is "from a file: exit 0" 0 $?
+a1=$(appends)
+tl_is "from a file: every line is a record" $N8 "$(gx user.tlog.end_offset "$D")"
+tl_check "from a file: every line once, in order" \
+    sh -c "cat '$D'/* | cmp -s - '$TMP/fast8.want'"
+tl_is "from a file: one FUSE write per MiB" 20 $((a1 - a0))
+
+# 200,000 lines of 100 bytes through a here-document and a pipe: reads
+# are smaller, and a stall of 100 ms on a loaded machine flushes early,
+# so a loose bound.
+N=200000
+D=$MNT/fast/0
+mkdir -p "$D"
+awk -v n=$N 'BEGIN { for (i = 0; i < n; i++) printf "%09d %089d\n", i, 0 }' >"$TMP/fast.want"
+a0=$(appends)
+"$TLOGCTL" append "$D" 2>>"$TMP/fast.err" <<EOF
+$(cat "$TMP/fast.want")
+EOF
+st=$?
+cat "$TMP/fast.want" | "$TLOGCTL" append "$D" 2>>"$TMP/fast.err"
+st=$((st + $?))
+a1=$(appends)
+tl_is "from a pipe: exit 0" 0 $st
+tl_is "from a pipe: every line is a record" $((2 * N)) "$(gx user.tlog.end_offset "$D")"
+cat "$TMP/fast.want" "$TMP/fast.want" >"$TMP/fast.want2"
+cat "$D"/* >"$TMP/fast.got"
+tl_check "from a pipe: every line once, in order" \
+    cmp -s "$TMP/fast.want2" "$TMP/fast.got"
+tl_diag "FUSE writes for $((2 * N)) lines from a pipe: $((a1 - a0))"
+tl_check "from a pipe: few FUSE writes (at least 100 lines a write)" \
+    test $((a1 - a0)) -le $((2 * N / 100))
+tl_is "nothing on stderr" "" "$(cat "$TMP/fast.err")"
+
+# ---- refused records ----
+D=$MNT/big/0
+mkdir -p "$D"
+setfattr -n user.retention.bytes -v 4K "$D"
+big=$(head -c 5000 /dev/zero | tr '\0' x)
+printf 'one\n%s\ntwo\n%s\nthree\n' "$big" "$big" | "$TLOGCTL" append "$D" 2>"$TMP/big.err"
+tl_is "a refused record: exit 1" 1 $?
+tl_is "the other records go in" "one two three" "$(cat "$D"/* | paste -sd' ')"
+tl_is "the error is reported once" 1 "$(wc -l <"$TMP/big.err")"
+tl_check "it names the error" grep -q 'File too large' "$TMP/big.err"
+
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed nothing but the refusals" 'larger than retention.bytes|too large|EFBIG'
+tl_done

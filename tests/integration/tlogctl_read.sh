@@ -1,0 +1,175 @@
+#!/bin/sh
+# tlogctl_read.sh - `tlogctl read`: from the start, --from in the middle
+# of a segment and across rolls, from an offset that is gone (a warning,
+# then start_offset), --since (ms, ISO 8601, relative); --follow while a
+# writer rolls segments every KiB and the reaper deletes them behind the
+# reader, across an emptied partition, and after the reader fell so far
+# behind that its next segment went (one warning, then start_offset);
+# the seek attributes themselves; usage errors exit 2, a missing
+# partition 1.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+TLOGCTL=$TL_BUILD/cli/tlogctl
+gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
+ms() { date +%s%3N; }
+# Numbered lines FROM..TO, 7 bytes each.
+nums() { seq -f '%06g' "$1" "$2"; }
+
+tl_mount
+
+# ---- usage ----
+"$TLOGCTL" read 2>"$TMP/u.err"
+tl_is "read without PART: exit 2" 2 $?
+tl_check "the usage on stderr" grep -q '^usage:' "$TMP/u.err"
+"$TLOGCTL" read --from 1 --since 1 "$MNT/x/0" 2>/dev/null
+tl_is "--from with --since: exit 2" 2 $?
+"$TLOGCTL" read --from -1 "$MNT/x/0" 2>/dev/null
+tl_is "a bad offset: exit 2" 2 $?
+"$TLOGCTL" read --since yesterday "$MNT/x/0" 2>/dev/null
+tl_is "a bad time: exit 2" 2 $?
+"$TLOGCTL" read "$MNT/nope/0" 2>"$TMP/e.err"
+tl_is "a missing partition: exit 1" 1 $?
+tl_is "a missing partition: one line on stderr" 1 "$(wc -l <"$TMP/e.err")"
+"$TLOGCTL" read "$TMP" 2>/dev/null
+tl_is "a directory that is no partition: exit 1" 1 $?
+
+# ---- from an offset, across rolls ----
+D=$MNT/r/0
+mkdir -p "$D"
+setfattr -n user.segment.bytes -v 1K "$D"	# 146 lines a segment
+nums 0 999 >>"$D/current"
+tl_check "the lines rolled into several segments" \
+    test "$(gx user.tlog.segments "$D")" -ge 6
+"$TLOGCTL" read "$D" >"$TMP/got" 2>"$TMP/err"
+nums 0 999 >"$TMP/want"
+tl_check "read prints the whole partition" cmp -s "$TMP/want" "$TMP/got"
+"$TLOGCTL" read --from 500 "$D" >"$TMP/got" 2>>"$TMP/err"
+nums 500 999 >"$TMP/want"
+tl_check "--from 500 (mid-segment) prints 500..999 across rolls" \
+    cmp -s "$TMP/want" "$TMP/got"
+"$TLOGCTL" read --from 146 "$D" >"$TMP/got" 2>>"$TMP/err"
+nums 146 999 >"$TMP/want"
+tl_check "--from a segment's base" cmp -s "$TMP/want" "$TMP/got"
+tl_is "--from the end prints nothing" "" "$("$TLOGCTL" read --from 1000 "$D")"
+"$TLOGCTL" read --from 1001 "$D" >/dev/null 2>"$TMP/e.err"
+tl_is "--from beyond the end: exit 1" 1 $?
+tl_is "no warning so far" "" "$(cat "$TMP/err")"
+
+# The attributes behind it: the record's segment and byte position.
+tl_is "user.tlog.at.500" "438 434" "$(gx user.tlog.at.500 "$D")"
+tl_is "user.tlog.at.0" "0 0" "$(gx user.tlog.at.0 "$D")"
+getfattr -n user.tlog.at.1001 "$D" >/dev/null 2>"$TMP/e.err"
+tl_check "user.tlog.at beyond the end: no such attribute" \
+    grep -q 'No such attribute' "$TMP/e.err"
+
+# ---- an offset that is gone ----
+rm "$D/00000000000000000000.log" "$D/00000000000000000146.log"
+"$TLOGCTL" read --from 100 "$D" >"$TMP/got" 2>"$TMP/err"
+tl_is "from a deleted offset: exit 0" 0 $?
+nums 292 999 >"$TMP/want"
+tl_check "it resumes at start_offset" cmp -s "$TMP/want" "$TMP/got"
+tl_is "with one warning" 1 "$(wc -l <"$TMP/err")"
+tl_check "the warning names what was skipped" grep -q 'records 100-291' "$TMP/err"
+tl_is "user.tlog.at.100 names the first live record" "292 0" \
+    "$(gx user.tlog.at.100 "$D")"
+"$TLOGCTL" read "$D" >"$TMP/got" 2>"$TMP/err"
+tl_check "no --from: start_offset, without a warning" \
+    sh -c "cmp -s '$TMP/want' '$TMP/got' && test ! -s '$TMP/err'"
+
+# ---- --since ----
+D=$MNT/s/0
+mkdir -p "$D"
+setfattr -n user.segment.bytes -v 16K "$D"
+nums 0 19999 >>"$D/current"
+t=$(ms)
+# Every later record is stamped after t.
+t_after() { [ "$(ms)" -gt "$t" ]; }
+tl_wait_for 5 t_after
+nums 20000 29999 >>"$D/current"
+"$TLOGCTL" read --since "$t" "$D" >"$TMP/got"
+tl_is "--since MS: exit 0" 0 $?
+# FILE holds a run of lines up to the last one written, from 20000 or
+# earlier: the first is printed.
+run_to_end() {
+	f=$(head -1 "$1")
+	case $f in [0-9][0-9][0-9][0-9][0-9][0-9]) ;; *) return 1 ;; esac
+	nums "$f" 29999 | cmp -s - "$1" && [ $((1$f - 1000000)) -le 20000 ] &&
+	    echo $((1$f - 1000000))
+}
+first=$(run_to_end "$TMP/got")
+tl_check "--since MS prints every record after MS, up to the end" test -n "$first"
+# The index has an entry every 4 KiB: at most that much earlier.
+tl_check "and starts at most one index interval (4 KiB) early" \
+    test "$((20000 - ${first:-0}))" -le 586
+tl_diag "--since started at $first (the first record after MS is 20000)"
+o=$(gx user.tlog.since.$t "$D")
+tl_is "user.tlog.since.MS names that record" "$first" "${o%% *}"
+iso=$(date -u -d "@$((t / 1000))" +%Y-%m-%dT%H:%M:%SZ)
+"$TLOGCTL" read --since "$iso" "$D" >"$TMP/got"
+run_to_end "$TMP/got" >/dev/null
+tl_is "--since ISO 8601 (to the second)" 0 $?
+tl_is "--since -1h prints everything" 30000 "$("$TLOGCTL" read --since -1h "$D" | wc -l)"
+tl_is "--since @SECONDS" 30000 "$("$TLOGCTL" read --since @$((t / 1000 - 3600)) "$D" | wc -l)"
+tl_is "--since after the newest record prints nothing" "" \
+    "$("$TLOGCTL" read --since $(($(ms) + 60000)) "$D")"
+
+# ---- --follow across size rolls while the reaper deletes ----
+D=$MNT/f/0
+mkdir -p "$D"
+setfattr -n user.segment.bytes -v 1K "$D"
+setfattr -n user.retention.ms -v 1s "$D"
+"$TLOGCTL" read --follow "$D" >"$TMP/fgot" 2>"$TMP/ferr" &
+RPID=$!
+# The reader is in place once it has `current` open.
+reading() { ls -l /proc/$RPID/fd 2>/dev/null | grep -q "$D/current"; }
+tl_check "the follower opens current" tl_wait_for 10 reading
+: >"$TMP/fwant"
+"$LINEWRITER" "$TMP/fwant" 5 1500
+tl_check "a writer appends 1500 lines over about 3 s" \
+    "$LINEWRITER" -d 2000 "$D/current" 5 1500
+flines() { [ "$(wc -l <"$TMP/fgot")" -ge "$1" ]; }
+tl_wait_for 20 flines 1500
+tl_check "the follower printed every line once, in order" \
+    cmp -s "$TMP/fwant" "$TMP/fgot"
+deleted=$(awk '$1 == "tlogfs_deletions_total{rule=\"time\"}" { print $2 }' "$MNT/.tlogfs/metrics")
+tl_diag "segments now: $(gx user.tlog.segments "$D"), deleted by the time rule: $deleted"
+tl_check "the reaper deleted segments behind the reader" test "$deleted" -ge 20
+
+# The reaper empties the idle partition: no active segment, then a new one.
+empty() { [ "$(gx user.tlog.segments "$D")" = 0 ]; }
+tl_check "the partition empties" tl_wait_for 20 empty
+"$LINEWRITER" "$TMP/fwant" 6 300
+"$LINEWRITER" "$D/current" 6 300
+tl_wait_for 20 flines 1800
+tl_check "the follower goes on in a partition that was emptied" \
+    cmp -s "$TMP/fwant" "$TMP/fgot"
+tl_is "no warning" "" "$(cat "$TMP/ferr")"
+
+# ---- a follower that fell behind the reaper ----
+kill -STOP $RPID
+e0=$(gx user.tlog.end_offset "$D")
+"$LINEWRITER" "$D/current" 7 600
+gone() { [ "$(gx user.tlog.start_offset "$D")" -gt $((e0 + 300)) ]; }
+tl_check "while it is stopped, the reaper deletes what it has not read" \
+    tl_wait_for 20 gone
+kill -CONT $RPID
+warned() { [ -s "$TMP/ferr" ]; }
+tl_check "resumed, it warns" tl_wait_for 20 warned
+"$LINEWRITER" "$D/current" 8 200
+last() { tail -1 "$TMP/fgot" | grep -q '^w8 199 '; }
+tl_check "and follows on to the newest line" tl_wait_for 20 last
+kill $RPID
+wait $RPID 2>/dev/null
+tl_is "one warning" 1 "$(wc -l <"$TMP/ferr")"
+tl_check "which names the records skipped" grep -q 'expired or were deleted' "$TMP/ferr"
+# Writers 5, 6, 7, 8 in that order, each strictly increasing, no line
+# twice, all of 8.
+tl_is "nothing twice, nothing out of order, every line of the last writer" \
+    "ok 200" "$(awk '{ k = substr($1, 2) * 1000000 + $2 }
+	k <= p { bad = 1 } { p = k } $1 == "w8" { n8++ }
+	END { print (bad ? "bad" : "ok"), n8 }' "$TMP/fgot")"
+
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed nothing but the reaper's lines" \
+    '^tlogfs: reaper: [0-9]+ segments .* expired from'
+tl_done
