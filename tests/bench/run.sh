@@ -10,11 +10,14 @@
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
-#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6")
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7")
 #
 # Needs root (FUSE mounts, /proc/sys/vm/drop_caches), fusermount3,
 # pkg-config + libfuse3-dev (passthrough_ll is built from its examples),
-# logrotate (workload 6; skipped with a note if missing).
+# logrotate (workload 6), and for workload 7 the pipe loggers rotatelogs
+# (Debian apache2-utils), multilog (daemontools) and svlogd (runit). It
+# installs nothing: a missing tool skips its part with a note. All of them:
+#   apt-get install logrotate apache2-utils daemontools runit
 # Every mount and temporary directory is removed on exit, also on failure.
 set -eu
 set -o pipefail
@@ -25,8 +28,9 @@ QUICK=${BENCH_QUICK:-0}
 OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
 TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
 DISK_PARENT=${BENCH_DISK:-/var/tmp}
-ONLY=${BENCH_ONLY:-1 2 3 4 5 6}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7}
 TLOGFS=$BUILD/mount/tlogfs
+TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
 TLBENCH=$BUILD/tests/bench/tlbench
 
@@ -39,6 +43,7 @@ if [ "$QUICK" != 0 ]; then
 	DRAIN_SEGS=20000
 	SCALE_PARTS=10000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=100000
+	PIPE_LINES=2000000
 else
 	REPS=5
 	SMALL_LINES=200000
@@ -48,13 +53,14 @@ else
 	DRAIN_SEGS=100000
 	SCALE_PARTS=100000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=40000
+	PIPE_LINES=5000000
 fi
 
 log() { printf '%s [bench] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FAILED: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (FUSE mounts, drop_caches)"
-for f in "$TLOGFS" "$APPENDER" "$TLBENCH"; do
+for f in "$TLOGFS" "$APPENDER" "$TLBENCH" "$TLOGCTL"; do
 	[ -x "$f" ] || die "$f not built (run make bench)"
 done
 
@@ -411,6 +417,82 @@ EOF
 	rm -rf --one-file-system "$d"
 }
 
+# ================= workload 7: pipe loggers =================
+# The loggers a user would put behind `app |` instead, all writing to the
+# same backing directory, each rotating at 16 MiB and keeping every file:
+# rotatelogs (apache2-utils), multilog (daemontools), svlogd (runit),
+# against tlogctl append and a plain cat >> current on a tlogfs partition
+# with segment.bytes=16M. The producer is the same for all: cat of
+# PIPE_LINES numbered 100-byte lines kept on tmpfs, as fast as the pipe
+# takes them. Time: from the start of the pipeline to the logger's exit
+# (everything written). A sync before each run (not timed) keeps one
+# run's writeback out of the next.
+pipe_logger() {	# NAME SRC OUT: runs one pipeline
+	case $1 in
+	rotatelogs) cat "$2" | rotatelogs "$3/app.log" 16M ;;
+	multilog) cat "$2" | multilog s16777215 n1000 "$3" ;;
+	svlogd) printf 's16777215\nn1000\n' >"$3/config"
+		cat "$2" | svlogd "$3" ;;
+	tlogctl) cat "$2" | "$TLOGCTL" append "$3" ;;
+	cat) cat "$2" | cat >>"$3/current" ;;
+	esac
+}
+pipe_lines() {	# NAME OUT: lines the logger stored
+	case $1 in
+	rotatelogs) cat "$2"/app.log* | wc -l ;;
+	multilog|svlogd) cat "$2"/current "$2"/@* 2>/dev/null | wc -l ;;
+	*) cat "$2"/* | wc -l ;;
+	esac
+}
+
+run_pipe_loggers() {	# NAME PARENT
+	local fs=$1 parent=$2 d tmnt src r i l out t0 t1 n k
+	local all=(rotatelogs multilog svlogd tlogctl cat) have=()
+	declare -A pkg=([rotatelogs]=apache2-utils [multilog]=daemontools [svlogd]=runit)
+	for l in "${all[@]}"; do
+		if [ -n "${pkg[$l]:-}" ] && ! command -v $l >/dev/null; then
+			note "workload 7: $l skipped, not installed (Debian package ${pkg[$l]})"
+			continue
+		fi
+		have+=("$l")
+	done
+	mktempdir "$parent"; d=$TMPD
+	tmnt=$MNTROOT/pipe-$fs
+	src=$TMPFS_SRC/pipe.src
+	awk -v n=$PIPE_LINES 'BEGIN { for (i = 0; i < n; i++) printf "%09d %089d\n", i, 0 }' >"$src"
+	mkdir -p "$d/store"
+	tl_mount "$d/store" "$tmnt"
+	mkdir -p "$tmnt/pipe"
+	setfattr -n user.segment.bytes -v 16M "$tmnt/pipe"
+	log "$fs: workload 7, $PIPE_LINES lines of 100 bytes through ${have[*]}"
+	for r in $(seq 1 $REPS); do
+		# Each repetition starts with another logger.
+		for i in $(seq 0 $((${#have[@]} - 1))); do
+			l=${have[$(( (i + r - 1) % ${#have[@]} ))]}
+			case $l in
+			tlogctl|cat) out=$tmnt/pipe/$l-$r ;;
+			*) out=$d/$l-$r ;;
+			esac
+			mkdir -p "$out"
+			sync
+			t0=$(now)
+			pipe_logger $l "$src" "$out" || die "workload 7: $l failed"
+			t1=$(now)
+			record "7 pipe loggers, $PIPE_LINES lines (lines/s)" $fs $l \
+			    "$(awk -v n=$PIPE_LINES -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')"
+			n=$(pipe_lines $l "$out")
+			[ "$n" = $PIPE_LINES ] || note "$fs: $l stored $n lines, expected $PIPE_LINES"
+			case $l in
+			tlogctl|cat) rm -f "$out"/* ;;
+			*) rm -rf "$out" ;;
+			esac
+		done
+	done
+	tl_umount "$tmnt"
+	rm -f "$src"
+	rm -rf --one-file-system "$d"
+}
+
 # ================= run =================
 START=$(now)
 COMMIT=$(git -C "$BUILD" rev-parse --short HEAD 2>/dev/null || echo '?')
@@ -437,6 +519,8 @@ for pair in "${FS_LIST[@]}"; do
 done
 # Scale on disk only: 2M small files would take ~10 GiB of tmpfs.
 if want 5; then run_scale disk "$DISK_PARENT"; fi
+# The pipe loggers write to the disk, as they would.
+if want 7; then run_pipe_loggers disk "$DISK_PARENT"; fi
 END=$(now)
 
 # ================= report =================
@@ -500,6 +584,23 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 			done
 		done
 	done
+	if grep -q '^7 ' "$RES"; then
+		w=$(grep -m1 '^7 ' "$RES" | cut -f1)
+		read -r cm ca cb <<<"$(cell "$w" disk tlogctl)"
+		echo
+		echo "| $w, disk | lines/s | tlogctl append / this |"
+		echo "|---|---|---|"
+		for t in rotatelogs multilog svlogd tlogctl cat; do
+			read -r m a b <<<"$(cell "$w" disk $t)"
+			[ "$m" = - ] && continue
+			case $t in
+			tlogctl) label="tlogctl append PART" ;;
+			cat) label="cat >> PART/current" ;;
+			*) label=$t ;;
+			esac
+			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) |"
+		done
+	fi
 	echo
 	[ -z "$SCALE_GEN" ] || echo "Workload 5 store: $SCALE_GEN (written directly in the on-disk format by tlbench gen); empty-store daemon RSS ${RSS_BASE_KIB} KiB."
 	for n in "${NOTES[@]}"; do
