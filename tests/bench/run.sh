@@ -445,8 +445,13 @@ pipe_lines() {	# NAME OUT: lines the logger stored
 	esac
 }
 
+ticks() {	# PID: its user + system clock ticks so far
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 run_pipe_loggers() {	# NAME PARENT
-	local fs=$1 parent=$2 d tmnt src r i l out t0 t1 n k
+	local fs=$1 parent=$2 d tmnt src r i l out t0 t1 c0 c1 n k
+	local TIMEFORMAT='%R %U %S'
 	local all=(rotatelogs multilog svlogd tlogctl cat) have=()
 	declare -A pkg=([rotatelogs]=apache2-utils [multilog]=daemontools [svlogd]=runit)
 	for l in "${all[@]}"; do
@@ -475,11 +480,19 @@ run_pipe_loggers() {	# NAME PARENT
 			esac
 			mkdir -p "$out"
 			sync
+			c0=$(ticks $TL_PID)
 			t0=$(now)
-			pipe_logger $l "$src" "$out" || die "workload 7: $l failed"
+			{ time pipe_logger $l "$src" "$out" 2>&3; } 3>&2 2>"$d/time" ||
+			    die "workload 7: $l failed"
 			t1=$(now)
+			c1=$(ticks $TL_PID)
 			record "7 pipe loggers, $PIPE_LINES lines (lines/s)" $fs $l \
 			    "$(awk -v n=$PIPE_LINES -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')"
+			# CPU of the pipeline, and of the daemon for the tlogfs
+			# ones (its clock ticks; it serves nothing else here).
+			case $l in tlogctl|cat) k=$((c1 - c0)) ;; *) k=0 ;; esac
+			record "7 pipe loggers, CPU seconds per million lines" $fs $l \
+			    "$(awk -v k=$k -v hz=$(getconf CLK_TCK) -v n=$PIPE_LINES '{ printf "%.3f", ($2 + $3 + k / hz) / (n / 1e6) }' "$d/time")"
 			n=$(pipe_lines $l "$out")
 			[ "$n" = $PIPE_LINES ] || note "$fs: $l stored $n lines, expected $PIPE_LINES"
 			case $l in
@@ -585,20 +598,22 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 		done
 	done
 	if grep -q '^7 ' "$RES"; then
-		w=$(grep -m1 '^7 ' "$RES" | cut -f1)
+		w=$(grep -m1 '^7 .*lines/s' "$RES" | cut -f1)
+		wc=$(grep -m1 '^7 .*CPU' "$RES" | cut -f1)
 		read -r cm ca cb <<<"$(cell "$w" disk tlogctl)"
 		echo
-		echo "| $w, disk | lines/s | tlogctl append / this |"
-		echo "|---|---|---|"
+		echo "| $w, disk | lines/s | tlogctl append / this | CPU s per million lines (pipeline + daemon) |"
+		echo "|---|---|---|---|"
 		for t in rotatelogs multilog svlogd tlogctl cat; do
 			read -r m a b <<<"$(cell "$w" disk $t)"
 			[ "$m" = - ] && continue
+			read -r um ua ub <<<"$(cell "$wc" disk $t)"
 			case $t in
 			tlogctl) label="tlogctl append PART" ;;
 			cat) label="cat >> PART/current" ;;
 			*) label=$t ;;
 			esac
-			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) |"
+			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) | $(fmt $um $ua $ub) |"
 		done
 	fi
 	echo
