@@ -3,9 +3,9 @@
 # while the producer is still open, and a line written in pieces stays
 # one record; SIGTERM stops it cleanly; a fast producer's lines go in
 # batches (one FUSE write per MiB, counted by tlogfs_appends_total),
-# every line once, in order; a refused
-# record is dropped and reported once while the rest goes in; usage
-# errors exit 2, a missing partition 1.
+# every line once, in order; a refused record is dropped and reported
+# once while the rest goes in; usage errors exit 2, a missing partition
+# 1; tlogctl(1) is clean mdoc.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
@@ -31,6 +31,21 @@ tl_is "--help: the usage on stdout" "usage: tlogctl append PART" "$(echo "$out" 
 "$TLOGCTL" append "$MNT/nope/0" </dev/null 2>"$TMP/e.err"
 tl_is "a missing partition: exit 1" 1 $?
 tl_is "a missing partition: one line on stderr" 1 "$(wc -l <"$TMP/e.err")"
+
+# ---- the manual page ----
+PAGE=${srcdir:-.}/doc/tlogctl.1
+if command -v mandoc >/dev/null; then
+	tl_is "tlogctl(1): mandoc -T lint -W warning: nothing" "" \
+	    "$(mandoc -T lint -W warning "$PAGE" 2>&1)"
+else
+	tl_ok "tlogctl(1) lint # SKIP no mandoc"
+fi
+if command -v man >/dev/null; then
+	tl_is "tlogctl(1): man -l renders it without a warning" "" \
+	    "$(MANWIDTH=80 man -l "$PAGE" 2>&1 >/dev/null)"
+else
+	tl_ok "tlogctl(1) man -l # SKIP no man"
+fi
 
 # ---- a slow producer, through a FIFO the test holds open ----
 D=$MNT/slow/0
