@@ -702,16 +702,21 @@ idle_due_locked(struct tlog_partition *p, struct tlog_segment *seg)
 	return a > b ? a : b;
 }
 
+static int64_t
+idle_due_of(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = active_of(p);
+
+	return seg != NULL && seg->records > 0 ? idle_due_locked(p, seg) : -1;
+}
+
 int64_t
 tlog_partition_idle_due(struct tlog_partition *p)
 {
-	struct tlog_segment *seg;
-	int64_t due = -1;
+	int64_t due;
 
 	pthread_mutex_lock(&p->lock);
-	seg = active_of(p);
-	if (seg != NULL && seg->records > 0)
-		due = idle_due_locked(p, seg);
+	due = idle_due_of(p);
 	pthread_mutex_unlock(&p->lock);
 	return due;
 }
@@ -794,20 +799,37 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	return r;
 }
 
+static int64_t
+expire_due_of(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
+	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+
+	return rms >= 0 && seg != NULL && seg->records > 0 ?
+	    seg->max_ts + rms + 1 : -1;
+}
+
 int64_t
 tlog_partition_expire_due(struct tlog_partition *p)
 {
-	struct tlog_segment *seg;
-	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS), due = -1;
+	int64_t due;
 
-	if (rms < 0)
-		return -1;
 	pthread_mutex_lock(&p->lock);
-	seg = TAILQ_FIRST(&p->segs);
-	if (seg != NULL && seg->records > 0)
-		due = seg->max_ts + rms + 1;
+	due = expire_due_of(p);
 	pthread_mutex_unlock(&p->lock);
 	return due;
+}
+
+int64_t
+tlog_part_due_locked(struct tlog_partition *p)
+{
+	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
+
+	if (idle < 0)
+		return exp;
+	if (exp < 0)
+		return idle;
+	return idle < exp ? idle : exp;
 }
 
 int

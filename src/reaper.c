@@ -145,14 +145,12 @@ heap_update(struct tlog_store *s, struct tlog_partition *p, int64_t due)
 int64_t
 tlog_part_due(struct tlog_partition *p)
 {
-	int64_t idle = tlog_partition_idle_due(p);
-	int64_t exp = tlog_partition_expire_due(p);
+	int64_t due;
 
-	if (idle < 0)
-		return exp;
-	if (exp < 0)
-		return idle;
-	return idle < exp ? idle : exp;
+	pthread_mutex_lock(&p->lock);
+	due = tlog_part_due_locked(p);
+	pthread_mutex_unlock(&p->lock);
+	return due;
 }
 
 void
@@ -166,16 +164,26 @@ tlog_sched_earlier(struct tlog_partition *p, int64_t due)
 	pthread_mutex_unlock(&s->reap_lock);
 }
 
+/*
+ * The due time is computed and applied under the partition's lock: an
+ * append that creates a segment (and schedules the partition) in between
+ * would otherwise be undone by a stale "never", and the partition would
+ * leave the schedule for good while it has data.
+ */
 void
 tlog_resched(struct tlog_partition *p)
 {
 	struct tlog_store *s = p->store;
 	struct tlog_partition *drop;
-	int64_t due = tlog_part_due(p);
+	int64_t due;
 
+	pthread_mutex_lock(&p->lock);
+	due = tlog_part_due_locked(p);
+	TLOG_HOOK(s, TLOG_HOOK_RESCHED, p);
 	pthread_mutex_lock(&s->reap_lock);
 	drop = heap_update(s, p, due);
 	pthread_mutex_unlock(&s->reap_lock);
+	pthread_mutex_unlock(&p->lock);
 	tlog_partition_put(drop);
 }
 

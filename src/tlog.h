@@ -160,6 +160,9 @@ enum tlog_hook {
 	TLOG_HOOK_UNLINK,
 	/* Partition removal is about to wait for unlinks in flight. */
 	TLOG_HOOK_RMDIR_WAIT,
+	/* tlog_resched computed a due time and is about to put it in the
+	 * heap; the partition lock is held. */
+	TLOG_HOOK_RESCHED,
 };
 
 /*

@@ -299,11 +299,14 @@ void tlog_reaper_fini(struct tlog_store *s);
 /* Brings p's due time forward to `due` if that is earlier (or p is not
  * scheduled). Safe with p->lock held. */
 void tlog_sched_earlier(struct tlog_partition *p, int64_t due);
-/* Recomputes p's due time exactly (takes p->lock). */
+/* Recomputes p's due time exactly and applies it, both under p->lock
+ * (caller does not hold it). */
 void tlog_resched(struct tlog_partition *p);
 void tlog_unsched(struct tlog_partition *p);
-/* Due time of p: the earlier of its idle seal and its time rule. */
+/* Due time of p: the earlier of its idle seal and its time rule; -1 if
+ * none. The _locked one is in partition.c (caller holds p->lock). */
 int64_t tlog_part_due(struct tlog_partition *p);
+int64_t tlog_part_due_locked(struct tlog_partition *p);
 /* After a config change at a level: reschedules what it governs. */
 void tlog_conf_changed(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p);

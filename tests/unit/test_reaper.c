@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,67 @@ START_TEST(events_record_seals_and_deletions)
 }
 END_TEST
 
+/*
+ * The reaper empties a partition (its due time becomes "never") while an
+ * append creates a new segment and schedules it. The hook runs between
+ * tlog_resched's computation and its heap update and lets an append in
+ * if one could take the partition's lock at that moment, as a concurrent
+ * one would: the stale "never" must not take the partition out of the
+ * schedule while it has a segment.
+ */
+static int race_armed, race_ran;
+
+static void
+append_between(void *arg, int point, struct tlog_partition *p)
+{
+	(void)arg;
+	if (point != TLOG_HOOK_RESCHED || !race_armed || race_ran ||
+	    strcmp(p->name, "0") != 0)
+		return;
+	if (pthread_mutex_trylock(&p->lock) != 0)
+		return;		/* held through the update: it would wait */
+	pthread_mutex_unlock(&p->lock);
+	race_ran = 1;
+	put(p, "appended in between\n");
+}
+
+START_TEST(resched_never_drops_a_partition_with_segments)
+{
+	struct tlog_store_opts o;
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+	int64_t t0 = 1700000000000LL;
+
+	th_clock = t0;
+	dir = th_tmpdir();
+	memset(&o, 0, sizeof(o));
+	o.hook = append_between;
+	race_armed = race_ran = 0;
+	S = th_open_opts(dir, &o);
+	p = th_part(S, "t", "0");
+	th_set(S, p, "retention.ms", "1s");
+	put(p, "expires\n");
+	race_armed = 1;
+	th_clock = t0 + 1001;
+	tlog_reaper_cycle(S, &st);
+	race_armed = 0;
+	ck_assert_uint_eq(st.expired, 1);
+	if (!race_ran)
+		put(p, "appended after\n");
+	/* The new segment is scheduled: its time rule at t0 + 2002. */
+	ck_assert_uint_eq(nsegs(p), 1);
+	ck_assert_msg(p->heap_idx != SIZE_MAX, "a partition with a segment "
+	    "left the reaper's schedule");
+	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 2002);
+	th_clock = t0 + 2002;
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.expired, 1);
+	ck_assert_uint_eq(nsegs(p), 0);
+	tlog_partition_put(p);
+	teardown();
+}
+END_TEST
+
 /* A small parser for the Prometheus text format: every line is a comment
  * (# HELP / # TYPE) or `name{labels} value`. Returns the sample count. */
 static int
@@ -387,5 +449,6 @@ main(void)
 	TH_CASE(s, catch_up_after_downtime);
 	TH_CASE(s, events_record_seals_and_deletions);
 	TH_CASE(s, metrics_text);
+	TH_CASE(s, resched_never_drops_a_partition_with_segments);
 	return th_run(s);
 }
