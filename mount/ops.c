@@ -1611,6 +1611,10 @@ void *
 tl_unlinker(void *arg)
 {
 	struct tl_fs *fs = arg;
+	const char *e = getenv("TLOGFS_TEST_UNLINK_DELAY_MS");
+	/* Tests only: an unlinker that lags, to show that the size ceiling
+	 * holds on disk without its help (tests/integration/ceiling.sh). */
+	long delay = e != NULL ? strtol(e, NULL, 10) : 0;
 	bool stop;
 
 	for (;;) {
@@ -1620,6 +1624,8 @@ tl_unlinker(void *arg)
 		if (stop)
 			break;
 		tlog_store_unlink_wait(fs->store, -1);
+		if (delay > 0 && delay < 10000)
+			usleep((useconds_t)delay * 1000);
 		tlog_store_unlink_pending(fs->store, 64);
 		send_notes(fs);
 	}

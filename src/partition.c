@@ -229,6 +229,7 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 	/* The partition's reference moves to the queue. */
 	pthread_mutex_lock(&s->unlink_lock);
 	p->pending_unlinks++;
+	__atomic_add_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
 	s->nunlink++;
 	pthread_cond_broadcast(&s->unlink_cond);
@@ -558,6 +559,28 @@ log_refused(struct tlog_partition *p, size_t rlen, int err,
 	    "dropped: %s", where, rlen, why);
 }
 
+/*
+ * The ceiling bounds the partition's files, not only its live bytes: the
+ * files of detached segments take space until they are unlinked. Once
+ * they hold more than a roll segment, the appender unlinks them itself
+ * before it writes more, with the partition lock dropped (no unlink runs
+ * under an engine lock); the records so far are written first. Returns
+ * -ENOENT if the partition was removed meanwhile.
+ */
+static int
+unlink_detached(struct tlog_partition *p, struct run *run, const char *buf,
+    int64_t ts, const struct limits *l)
+{
+	int r;
+
+	if ((r = run_flush(p, run, buf, ts)) != 0)
+		return r;
+	pthread_mutex_unlock(&p->lock);
+	tlog_store_unlink_part(p->store, p, (uint64_t)l->seg_bytes);
+	pthread_mutex_lock(&p->lock);
+	return __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
+}
+
 size_t
 tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
     bool tail_is_record, int *errp)
@@ -570,6 +593,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	uint64_t rel, at;
 	size_t pos = 0, rlen;
 	int64_t ts;
+	bool unlinked = false;
 	int r = 0;
 
 	memset(&run, 0, sizeof(run));
@@ -601,6 +625,17 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		if (l.ret_bytes >= 0 &&
 		    (r = make_room(p, &run, buf, rlen, &l, ts, &eb)) != 0)
 			break;
+		if (l.ret_bytes >= 0 && !unlinked &&
+		    __atomic_load_n(&p->pending_bytes, __ATOMIC_RELAXED) >
+		    (uint64_t)l.seg_bytes) {
+			if ((r = unlink_detached(p, &run, buf, ts, &l)) != 0)
+				break;
+			/* The lock was dropped: restamp, decide again. */
+			unlinked = true;
+			ts = stamp(p);
+			continue;
+		}
+		unlinked = false;
 		if ((seg = active_of(p)) == NULL) {
 			if ((r = run_flush(p, &run, buf, ts)) != 0 ||
 			    (r = new_segment(p, &l, ts)) != 0)

@@ -577,21 +577,25 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 static int unlink_seg(struct tlog_store *s, struct tlog_segment *seg);
 
 /*
- * Waits until no file of p's deleted segments is left: unlinks those
- * still queued itself, and waits for those another thread is unlinking.
- * So rm -r of a partition works at once after its segments were deleted.
+ * Waits until no file of p's deleted segments is left, or, with limit >=
+ * 0, until they hold at most limit bytes: unlinks those still queued
+ * itself, and waits for those another thread is unlinking. So rm -r of a
+ * partition works at once after its segments were deleted, and the size
+ * ceiling holds on disk (tlog_store_unlink_part).
  */
 static int
-drain_unlinks(struct tlog_partition *p)
+drain_unlinks(struct tlog_partition *p, int64_t limit)
 {
 	struct tlog_store *s = p->store;
 	struct tlog_segment *seg;
-	bool hooked = false;
+	bool hooked = limit >= 0;
 	int r;
 
 	for (;;) {
 		pthread_mutex_lock(&s->unlink_lock);
-		if (p->pending_unlinks == 0) {
+		if (p->pending_unlinks == 0 || (limit >= 0 &&
+		    __atomic_load_n(&p->pending_bytes, __ATOMIC_RELAXED) <=
+		    (uint64_t)limit)) {
 			pthread_mutex_unlock(&s->unlink_lock);
 			return 0;
 		}
@@ -619,6 +623,20 @@ drain_unlinks(struct tlog_partition *p)
 	}
 }
 
+/*
+ * The size ceiling's unlinks, on the appender's thread, through the same
+ * unlink_seg as the unlinker's. A failed unlink is requeued and ends it:
+ * an append never waits on a backing store that refuses unlinks.
+ */
+void
+tlog_store_unlink_part(struct tlog_store *s, struct tlog_partition *p,
+    uint64_t limit)
+{
+	drain_unlinks(p, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	/* The unlinker thread sends the kernel its notices. */
+	tlog_store_wakeup(s);
+}
+
 int
 tlog_partition_remove(struct tlog_topic *t, const char *name)
 {
@@ -628,7 +646,7 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 
 	if ((p = tlog_partition_get(t, name)) == NULL)
 		return -ENOENT;
-	r = drain_unlinks(p);
+	r = drain_unlinks(p, -1);
 	tlog_partition_put(p);
 	if (r != 0)
 		return r;
@@ -678,7 +696,7 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	/* A partition whose segments were just deleted is empty once its
 	 * files are gone. */
 	if ((victim = tlog_partition_get(t, to)) != NULL) {
-		r = drain_unlinks(victim);
+		r = drain_unlinks(victim, -1);
 		tlog_partition_put(victim);
 		if (r != 0)
 			goto out_free;
@@ -851,6 +869,7 @@ unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
 	}
 	pthread_mutex_lock(&s->unlink_lock);
 	p->pending_unlinks--;
+	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&s->unlink_cond);
 	pthread_mutex_unlock(&s->unlink_lock);
 	memset(&ev, 0, sizeof(ev));

@@ -110,6 +110,9 @@ struct tlog_partition {
 	int64_t last_ts;		/* newest timestamp handed out */
 	uint64_t pending_unlinks;	/* detached, files not yet unlinked;
 					   under store->unlink_lock */
+	uint64_t pending_bytes;		/* their bytes, counted against the
+					   ceiling; changed under unlink_lock,
+					   read atomically */
 	bool dead;
 	/* Identity of the partition's own directory: a path that names
 	 * another directory (after a rename over it, or rmdir + mkdir)
@@ -289,6 +292,14 @@ void tlog_part_close(struct tlog_partition *p);
 
 /* store.c */
 void tlog_topic_ref(struct tlog_topic *t);
+/*
+ * Unlinks p's detached segments now, on the caller's thread, and waits
+ * for those another thread is unlinking, until p's detached bytes are at
+ * most `limit`: the size ceiling's bound on disk. The caller holds no
+ * engine lock.
+ */
+void tlog_store_unlink_part(struct tlog_store *s, struct tlog_partition *p,
+    uint64_t limit);
 /* A referenced snapshot of every user partition (put each, free v). */
 int tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***v,
     size_t *n);

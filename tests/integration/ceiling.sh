@@ -1,0 +1,72 @@
+#!/bin/sh
+# ceiling.sh - retention.bytes bounds a partition's files on the backing
+# store, detached segments not yet unlinked included, with the daemon's
+# unlinker keeping up or lagging; and a lowered ceiling empties an idle
+# partition at once.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+CAP=262144		# retention.bytes=256K
+SEG=32768		# segment.bytes=32K: the roll size too (256K / 8)
+
+# Total size of every file in a backing directory.
+disk_bytes() {
+	find "$1" -maxdepth 1 -type f -printf '%s\n' 2>/dev/null |
+	    awk '{ s += $1 } END { print s + 0 }'
+}
+
+# ceiling_run NAME: a full-speed writer into ret/NAME while the backing
+# directory is sampled as fast as it can be; "samples max" go to
+# $TMP/samples.
+ceiling_run() {
+	mkdir "$MNT/ret/$1"
+	setfattr -n user.retention.bytes -v 256K "$MNT/ret/$1"
+	setfattr -n user.segment.bytes -v 32K "$MNT/ret/$1"
+	rm -f "$TMP/stop"
+	"$LINEWRITER" "$MNT/ret/$1/current" 1 100000 &
+	wpid=$!
+	(
+		n=0 max=0
+		while [ ! -e "$TMP/stop" ]; do
+			d=$(disk_bytes "$STORE/ret/$1")
+			n=$((n + 1))
+			[ "$d" -gt "$max" ] && max=$d
+		done
+		echo "$n $max"
+	) >"$TMP/samples" &
+	spid=$!
+	wait "$wpid"
+	wst=$?
+	: >"$TMP/stop"
+	wait "$spid"
+	tl_is "$1: the writer was never refused" 0 "$wst"
+}
+
+check_run() {
+	read -r n max <"$TMP/samples"
+	tl_diag "$1: $n samples of the backing directory, largest $max bytes" \
+	    "(bound $((CAP + 2 * SEG)))"
+	tl_check "$1: enough samples" test "$n" -ge 20
+	tl_check "$1: its files never exceed retention.bytes + 2 segments" \
+	    test "$max" -le $((CAP + 2 * SEG))
+}
+
+# 1. The daemon's unlinker as it is.
+tl_mount
+mkdir "$MNT/ret"
+ceiling_run fast
+check_run fast
+tl_check "unmount" tl_umount
+
+# 2. An unlinker that waits 200 ms before each batch: the appender must
+# unlink what it detached itself.
+TLOGFS_TEST_UNLINK_DELAY_MS=200
+export TLOGFS_TEST_UNLINK_DELAY_MS
+tl_mount
+ceiling_run slow
+check_run slow
+tl_check "unmount" tl_umount
+unset TLOGFS_TEST_UNLINK_DELAY_MS
+
+tl_stderr_clean "the daemon printed nothing unexpected" \
+    '^tlogfs: reaper: '
+tl_done
