@@ -855,16 +855,76 @@ tlog_partition_expire_due(struct tlog_partition *p)
 	return due;
 }
 
+/*
+ * Whether p holds more than rb: its bytes plus what is left of the active
+ * segment's preallocation, which the ceiling counts (doc/engine.md).
+ */
+static bool
+over_ceiling(struct tlog_partition *p, int64_t rb)
+{
+	struct tlog_segment *seg = active_of(p);
+	uint64_t held = p->bytes;
+
+	if (seg != NULL && seg->prealloc > seg->bytes)
+		held += seg->prealloc - seg->bytes;
+	return rb >= 0 && held > (uint64_t)rb;
+}
+
 int64_t
 tlog_part_due_locked(struct tlog_partition *p)
 {
 	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
 
+	/* Over its ceiling (lowered since the last append): due at once. */
+	if (over_ceiling(p, tlog_partition_conf(p, TLOG_RETENTION_BYTES)))
+		return 0;
 	if (idle < 0)
 		return exp;
 	if (exp < 0)
 		return idle;
 	return idle < exp ? idle : exp;
+}
+
+/*
+ * The size rule off the append path, for a partition over a ceiling that
+ * was lowered (or found over it at open): the reaper's bounded step. As
+ * in make_room, oldest first, the active segment last (sealed first), an
+ * empty one's reservation given back.
+ */
+int
+tlog_partition_enforce_size(struct tlog_partition *p, int max,
+    uint64_t *bytes)
+{
+	struct tlog_segment *old;
+	struct evbuf eb = { 0 };
+	int64_t rb = tlog_partition_conf(p, TLOG_RETENTION_BYTES);
+	int64_t now = tlog_now(p->store);
+	int n = 0;
+
+	if (rb < 0)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	while (n < max && over_ceiling(p, rb) &&
+	    (old = TAILQ_FIRST(&p->segs)) != NULL) {
+		if (!old->sealed) {
+			if (old->records == 0 && old->prealloc == 0)
+				break;
+			if (old->records == 0) {
+				old->prealloc = 0;
+				old->trim_pending = 1;
+				tlog_seg_trim(old);
+				continue;
+			}
+			seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
+		}
+		if (bytes != NULL)
+			*bytes += old->bytes;
+		tlog_part_detach(p, old, TLOG_RULE_SIZE);
+		n++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	evbuf_emit(p, &eb);
+	return n;
 }
 
 int

@@ -283,6 +283,10 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 		st->visited++;
 		if (tlog_partition_seal_idle(p) > 0)
 			st->sealed++;
+		/* A partition over a lowered ceiling is due at once; one
+		 * step each, the rest at the next wake-up. */
+		st->sized += (uint64_t)tlog_partition_enforce_size(p,
+		    REAP_BATCH, &st->sized_bytes);
 		k = tlog_partition_expire(p, REAP_BATCH, &st->bytes);
 		if (k > 0)
 			st->expired += (uint64_t)k;
@@ -359,6 +363,12 @@ reaper_main(void *arg)
 			    "(%" PRIu64 " bytes) expired from %" PRIu64
 			    " due partitions in %.3f ms", st.expired, st.bytes,
 			    st.visited, (double)(mono_ns() - t0) / 1e6);
+		if (st.sized > 0)
+			tlog_log(s, LOG_INFO, "reaper: %" PRIu64 " segments "
+			    "(%" PRIu64 " bytes) over retention.bytes removed "
+			    "from %" PRIu64 " due partitions in %.3f ms",
+			    st.sized, st.sized_bytes, st.visited,
+			    (double)(mono_ns() - t0) / 1e6);
 		tlog_store_wakeup(s);	/* the unlinker has work */
 		pthread_mutex_lock(&s->reap_lock);
 	}

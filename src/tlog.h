@@ -399,6 +399,14 @@ int tlog_partition_expire(struct tlog_partition *p, int max,
     uint64_t *bytes /* may be NULL: their bytes */);
 /* Earliest time the time rule can delete something; -1 if never. */
 int64_t tlog_partition_expire_due(struct tlog_partition *p);
+/*
+ * Size rule for a partition over retention.bytes without an append (the
+ * ceiling was lowered): detaches, oldest first, at most max segments
+ * until its bytes are within the ceiling; the active segment, last, is
+ * sealed first. Returns the count detached (rule size).
+ */
+int tlog_partition_enforce_size(struct tlog_partition *p, int max,
+    uint64_t *bytes /* may be NULL: their bytes */);
 
 /*
  * Detached segments wait in the store's unlink queue. This unlinks up to
@@ -419,12 +427,15 @@ struct tlog_reap_stats {
 	uint64_t sealed;	/* idle seals */
 	uint64_t expired;	/* segments detached by the time rule */
 	uint64_t bytes;		/* their bytes */
+	uint64_t sized;		/* segments detached by the size rule */
+	uint64_t sized_bytes;	/* their bytes */
 };
 
 /*
  * One wake-up at the store clock's now: pops only the partitions whose due
- * time has come, gives each one bounded step (an idle seal, then at most
- * 64 expired segments under one hold of its lock), and reschedules them.
+ * time has come, gives each one bounded step (an idle seal, at most 64
+ * segments over retention.bytes, then at most 64 expired segments, each
+ * under one hold of its lock), and reschedules them.
  * Returns the next due time, -1 if nothing is scheduled.
  */
 int64_t tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st);

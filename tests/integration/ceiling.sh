@@ -1,8 +1,8 @@
 #!/bin/sh
 # ceiling.sh - retention.bytes bounds a partition's files on the backing
 # store, detached segments not yet unlinked included, with the daemon's
-# unlinker keeping up or lagging; and a lowered ceiling empties an idle
-# partition at once.
+# unlinker keeping up or lagging; and a ceiling lowered on an idle
+# partition, or its topic, applies at once.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 CAP=262144		# retention.bytes=256K
@@ -55,9 +55,45 @@ tl_mount
 mkdir "$MNT/ret"
 ceiling_run fast
 check_run fast
+
+# 2. A ceiling lowered on an idle partition applies within a second, at
+# the partition's level and at its topic's: no append needed.
+now_ms() { date +%s%3N; }
+log_bytes() {
+	find "$1" -maxdepth 1 -type f -name '*.log' -printf '%s\n' |
+	    awk '{ s += $1 } END { print s + 0 }'
+}
+fill() {
+	mkdir -p "$1"
+	setfattr -n user.segment.bytes -v 16K "$1"
+	awk 'BEGIN { for (i = 0; i < 920; i++) printf "%099d\n", i }' \
+	    >>"$1/current"
+}
+bytes_of() {
+	getfattr --absolute-names --only-values -n user.tlog.bytes "$1"
+}
+under() { [ "$(bytes_of "$1")" -le "$2" ] && [ "$(log_bytes "$3")" -le "$2" ]; }
+fill "$MNT/ret/idle"
+fill "$MNT/topic2/0"
+tl_is "an idle partition holds 92000 bytes" 92000 "$(bytes_of "$MNT/ret/idle")"
+t=$(now_ms)
+setfattr -n user.retention.bytes -v 8K "$MNT/ret/idle"
+tl_check "partition level: under the new ceiling, in the view and on disk" \
+    tl_wait_for 5 under "$MNT/ret/idle" 8192 "$STORE/ret/idle"
+tl_diag "partition level: under 8K after $(($(now_ms) - t)) ms"
+t=$(now_ms)
+setfattr -n user.retention.bytes -v 8K "$MNT/topic2"
+tl_check "topic level: under the new ceiling, in the view and on disk" \
+    tl_wait_for 5 under "$MNT/topic2/0" 8192 "$STORE/topic2/0"
+tl_diag "topic level: under 8K after $(($(now_ms) - t)) ms"
+_size_events() {
+	[ "$(cat "$MNT/.tlogfs/events"/* | grep -c \
+	    '"event":"delete","topic":"topic2","partition":"0".*"rule":"size"')" -ge 5 ]
+}
+tl_check "those deletions are recorded with rule size" tl_wait_for 5 _size_events
 tl_check "unmount" tl_umount
 
-# 2. An unlinker that waits 200 ms before each batch: the appender must
+# 3. An unlinker that waits 200 ms before each batch: the appender must
 # unlink what it detached itself.
 TLOGFS_TEST_UNLINK_DELAY_MS=200
 export TLOGFS_TEST_UNLINK_DELAY_MS

@@ -367,6 +367,125 @@ START_TEST(resched_never_drops_a_partition_with_segments)
 }
 END_TEST
 
+static uint64_t
+pbytes(struct tlog_partition *p)
+{
+	struct tlog_part_stats st;
+
+	tlog_partition_stats(p, &st);
+	return st.bytes;
+}
+
+/* 920 lines of 100 bytes (92,000 bytes) in 16K segments. */
+static void
+fill(struct tlog_partition *p)
+{
+	struct tlog_writer *w = tlog_writer_open(p);
+	char line[100];
+	int i;
+
+	th_set(S, p, "segment.bytes", "16K");
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	for (i = 0; i < 920; i++)
+		ck_assert_int_eq(tlog_writer_write(w, line, sizeof(line)),
+		    (ssize_t)sizeof(line));
+	tlog_writer_close(w);
+}
+
+/*
+ * A setting lowered at any level takes effect at the next wake-up for
+ * every partition it governs, with no append: the size ceiling (rule
+ * size, the active segment sealed last), retention.ms and segment.ms.
+ */
+START_TEST(config_change_applies_to_idle_partitions)
+{
+	struct tlog_partition *a0, *a1, *b0;
+	struct tlog_reap_stats st;
+	struct tlog_seginfo *si;
+	char err[256];
+	size_t n, i;
+	size_t len;
+	char *d;
+	struct tlog_partition *ev;
+	int64_t t0 = th_clock;
+
+	setup();
+	a0 = th_part(S, "a", "0");
+	a1 = th_part(S, "a", "1");
+	b0 = th_part(S, "b", "0");
+	fill(a0);
+	fill(a1);
+	fill(b0);
+	ck_assert_uint_eq(pbytes(a0), 92000);
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.sized, 0);
+	/* Topic level: both of its partitions, not the other topic's. */
+	ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(a0), NULL,
+	    "retention.bytes", "8K", 2, err, sizeof(err)), 0);
+	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_le(pbytes(a0), 8192);
+	ck_assert_uint_le(pbytes(a1), 8192);
+	ck_assert_uint_eq(pbytes(b0), 92000);
+	ck_assert_uint_gt(st.sized, 0);
+	ck_assert_uint_eq(st.expired, 0);
+	/* Store level: b0 (a's partitions keep their topic's 8K). */
+	ck_assert_int_eq(tlog_conf_set(S, NULL, NULL, "retention.bytes",
+	    "40K", 3, err, sizeof(err)), 0);
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_le(pbytes(b0), 40960);
+	ck_assert_uint_gt(pbytes(b0), 40960 - 16384);
+	/* Oldest first: what is left is the newest data, and the active
+	 * segment is still there. */
+	ck_assert_int_eq(tlog_partition_segments(b0, &si, &n), 0);
+	ck_assert_uint_gt(n, 0);
+	ck_assert(!si[n - 1].sealed);
+	ck_assert_uint_eq(si[n - 1].base + si[n - 1].records, 920);
+	free(si);
+	/* Partition level, below the active segment's size: it seals last
+	 * (trigger retention) and goes. */
+	th_set(S, b0, "retention.bytes", "1K");
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_le(pbytes(b0), 1024);
+	ck_assert_uint_eq(nsegs(b0), 0);
+	/* Every deletion of this path is audited with rule size. */
+	ck_assert_int_gt(tlog_store_unlink_pending(S, 0), 0);
+	ev = tlog_store_events(S);
+	d = th_partition_data(ev, &len);
+	ck_assert_ptr_null(strstr(d, "\"rule\":\"time\""));
+	ck_assert_ptr_nonnull(strstr(d, "\"rule\":\"size\""));
+	ck_assert_ptr_nonnull(strstr(d, "\"trigger\":\"retention\""));
+	free(d);
+	tlog_partition_put(ev);
+
+	/* retention.ms lowered at the store level: a1's data is 10 s old. */
+	th_clock = t0 + 10000;
+	ck_assert_int_eq(tlog_conf_set(S, NULL, NULL, "retention.ms", "5s",
+	    2, err, sizeof(err)), 0);
+	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(nsegs(a1), 0);
+	/* segment.ms lowered at a topic level: a0's refilled active
+	 * segment seals on idle at the next wake-up. */
+	fill(a0);
+	th_clock += 3000;
+	ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(a0), NULL,
+	    "segment.ms", "2s", 2, err, sizeof(err)), 0);
+	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
+	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(st.sealed, 1);
+	ck_assert_int_eq(tlog_partition_segments(a0, &si, &n), 0);
+	for (i = 0; i < n; i++)
+		ck_assert(si[i].sealed);
+	free(si);
+	tlog_partition_put(a0);
+	tlog_partition_put(a1);
+	tlog_partition_put(b0);
+	teardown();
+}
+END_TEST
+
 /* A small parser for the Prometheus text format: every line is a comment
  * (# HELP / # TYPE) or `name{labels} value`. Returns the sample count. */
 static int
@@ -450,5 +569,6 @@ main(void)
 	TH_CASE(s, events_record_seals_and_deletions);
 	TH_CASE(s, metrics_text);
 	TH_CASE(s, resched_never_drops_a_partition_with_segments);
+	TH_CASE(s, config_change_applies_to_idle_partitions);
 	return th_run(s);
 }
