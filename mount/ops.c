@@ -156,13 +156,15 @@ static int
 meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
 {
 	struct timespec now;
+	int64_t ms = tlog_now(fs->store);
 	char *text;
 	size_t len;
 	int r;
 
 	if ((r = tlog_level_stat(fs->store, NULL, NULL, st)) != 0)
 		return r;
-	clock_gettime(CLOCK_REALTIME, &now);
+	now.tv_sec = (time_t)(ms / 1000);
+	now.tv_nsec = (long)(ms % 1000) * 1000000L;
 	st->st_atim = st->st_mtim = st->st_ctim = now;
 	if (kind == TL_META) {
 		st->st_ino = TL_META_INO;

@@ -216,6 +216,9 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	gauge(&sb, "partitions", "Partitions in the store.", (double)nparts);
 	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
 	    get(&m->errors));
+	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "
+	    "(non-zero after a wall clock step).",
+	    (double)tlog_clock_offset(s) / 1e3);
 	if (sb.err != 0) {
 		free(sb.b);
 		return sb.err;

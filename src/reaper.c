@@ -241,22 +241,13 @@ tlog_conf_changed(struct tlog_store *s, struct tlog_topic *t,
 
 /* ---- wake-ups ---- */
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 int64_t
 tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 {
 	struct tlog_partition **due = NULL, *p;
 	size_t n = 0, i, cap = 0;
 	int64_t now = tlog_now(s), next;
-	uint64_t t0 = mono_ns(), ns;
+	uint64_t t0 = tlog_mono_ns(), ns;
 	int k;
 
 	memset(st, 0, sizeof(*st));
@@ -297,7 +288,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 		tlog_partition_put(p);
 	}
 	free(due);
-	ns = mono_ns() - t0;
+	ns = tlog_mono_ns() - t0;
 	TLOG_METRIC_ADD(s, reaper_wakeups, 1);
 	TLOG_METRIC_ADD(s, reaper_due, st->visited);
 	__atomic_store_n(&s->metrics.reaper_last_due, st->visited,
@@ -348,27 +339,28 @@ reaper_main(void *arg)
 			continue;
 		}
 		if (due > now) {
-			/* The store clock is the wall clock here. */
-			ts.tv_sec = due / 1000;
-			ts.tv_nsec = (long)(due % 1000) * 1000000L;
+			/* Engine time never runs faster than real time, so
+			 * this never oversleeps; at half speed it wakes early
+			 * and sleeps again. A wall clock step changes nothing. */
+			tlog_deadline(due - now, &ts);
 			pthread_cond_timedwait(&s->reap_cond, &s->reap_lock,
 			    &ts);
 			continue;
 		}
 		pthread_mutex_unlock(&s->reap_lock);
-		t0 = mono_ns();
+		t0 = tlog_mono_ns();
 		tlog_reaper_cycle(s, &st);
 		if (st.expired > 0)
 			tlog_log(s, LOG_INFO, "reaper: %" PRIu64 " segments "
 			    "(%" PRIu64 " bytes) expired from %" PRIu64
 			    " due partitions in %.3f ms", st.expired, st.bytes,
-			    st.visited, (double)(mono_ns() - t0) / 1e6);
+			    st.visited, (double)(tlog_mono_ns() - t0) / 1e6);
 		if (st.sized > 0)
 			tlog_log(s, LOG_INFO, "reaper: %" PRIu64 " segments "
 			    "(%" PRIu64 " bytes) over retention.bytes removed "
 			    "from %" PRIu64 " due partitions in %.3f ms",
 			    st.sized, st.sized_bytes, st.visited,
-			    (double)(mono_ns() - t0) / 1e6);
+			    (double)(tlog_mono_ns() - t0) / 1e6);
 		tlog_store_wakeup(s);	/* the unlinker has work */
 		pthread_mutex_lock(&s->reap_lock);
 	}
@@ -407,7 +399,7 @@ void
 tlog_reaper_init(struct tlog_store *s)
 {
 	pthread_mutex_init(&s->reap_lock, NULL);
-	pthread_cond_init(&s->reap_cond, NULL);
+	tlog_cond_init_mono(&s->reap_cond);
 }
 
 void

@@ -926,13 +926,7 @@ tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms)
 		if (timeout_ms < 0) {
 			pthread_cond_wait(&s->unlink_cond, &s->unlink_lock);
 		} else {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += timeout_ms / 1000;
-			ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			tlog_deadline(timeout_ms, &ts);
 			pthread_cond_timedwait(&s->unlink_cond,
 			    &s->unlink_lock, &ts);
 		}
@@ -1290,9 +1284,29 @@ store_free(struct tlog_store *s)
 	pthread_mutex_destroy(&s->unlink_lock);
 	pthread_cond_destroy(&s->unlink_cond);
 	pthread_mutex_destroy(&s->log_lock);
+	pthread_mutex_destroy(&s->clock_lock);
 	pthread_mutex_destroy(&s->fd_lock);
 	free(s->path);
 	free(s);
+}
+
+/* The newest timestamp in any partition, -1 if none. */
+static int64_t
+newest_stamp(struct tlog_store *s)
+{
+	struct tlog_partition **v;
+	int64_t newest = s->events != NULL ? s->events->last_ts : -1;
+	size_t n, i;
+
+	if (tlog_all_partitions(s, &v, &n) != 0)
+		return newest;
+	for (i = 0; i < n; i++) {
+		if (v[i]->last_ts > newest)
+			newest = v[i]->last_ts;
+		tlog_partition_put(v[i]);
+	}
+	free(v);
+	return newest;
 }
 
 int
@@ -1316,8 +1330,10 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	pthread_rwlock_init(&s->tree_lock, NULL);
 	pthread_mutex_init(&s->conf_lock, NULL);
 	pthread_mutex_init(&s->unlink_lock, NULL);
-	pthread_cond_init(&s->unlink_cond, NULL);
+	tlog_cond_init_mono(&s->unlink_cond);
 	pthread_mutex_init(&s->log_lock, NULL);
+	pthread_mutex_init(&s->clock_lock, NULL);
+	tlog_clock_init(s, -1);
 	pthread_mutex_init(&s->fd_lock, NULL);
 	TAILQ_INIT(&s->fdsegs);
 	s->fd_budget = s->opts.max_open_segments;
@@ -1364,6 +1380,9 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
 		goto fail;
 	}
+	/* Engine time starts no earlier than the newest stamp stored, so
+	 * stamps keep increasing whatever the wall clock says. */
+	tlog_clock_init(s, newest_stamp(s));
 	/* Everything that can expire or seal is scheduled; whatever came
 	 * due while the store was closed is due now. */
 	tlog_conf_changed(s, NULL, NULL);

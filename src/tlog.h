@@ -11,8 +11,9 @@
  *  - Objects are reference counted. A function named *_get returns a new
  *    reference that the caller drops with the matching *_put. Objects that
  *    are removed from the store stay valid (but "dead") while referenced.
- *  - Times are milliseconds since the epoch, read from the store's clock,
- *    which tests replace (struct tlog_store_opts.clock).
+ *  - Times are milliseconds since the epoch, engine time (tlog_now), made
+ *    of the store's wall and boot-time clocks, which tests replace
+ *    (struct tlog_store_opts.clock, .boot_clock).
  *  - Thread safety: every function may be called from any thread.
  */
 #ifndef TLOG_H
@@ -81,7 +82,7 @@ enum tlog_trigger {
 	TLOG_TRIG_NONE = 0,
 	TLOG_TRIG_SIZE,		/* S.bytes + len(R) > segment.bytes */
 	TLOG_TRIG_TIME,		/* R.ts - S.first_ts >= segment.ms - jitter */
-	TLOG_TRIG_IDLE,		/* wall clock, no append (reaper) */
+	TLOG_TRIG_IDLE,		/* engine time, no append (reaper) */
 	TLOG_TRIG_MANUAL,	/* user.seal or rm */
 	TLOG_TRIG_CAPACITY,	/* index or offset width would overflow */
 	TLOG_TRIG_RETENTION,	/* sealed so that retention can delete it */
@@ -123,6 +124,10 @@ struct tlog_event {
 struct tlog_store_opts {
 	/* Wall clock in ms; NULL for CLOCK_REALTIME. */
 	int64_t (*clock)(void *arg);
+	/* Elapsed time in ms (any origin, never steps); NULL for
+	 * CLOCK_BOOTTIME, or, if clock is set, the same as clock. Both get
+	 * clock_arg. Engine time (tlog_now) is made of the two. */
+	int64_t (*boot_clock)(void *arg);
 	void *clock_arg;
 	/* Log sink (syslog priorities); NULL for stderr. */
 	void (*log)(void *arg, int prio, const char *msg);
@@ -178,6 +183,13 @@ void tlog_store_close(struct tlog_store *s);
 /* After fork (daemonizing), records the new holder's pid in the lock. */
 void tlog_store_update_pid(struct tlog_store *s);
 bool tlog_store_was_clean(const struct tlog_store *s);
+/*
+ * Engine time in ms since the epoch: record stamps and every time rule.
+ * The wall clock at open (or the newest stored timestamp, if later), then
+ * advancing with real elapsed time: a forward step of the wall clock is
+ * not followed, and while the wall clock is behind by more than 1 s engine
+ * time runs at half speed until it catches up (doc/engine.md).
+ */
 int64_t tlog_now(struct tlog_store *s);
 void tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -379,7 +391,7 @@ int tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why);
  * (less its jitter) and nothing was appended for min(segment.ms, 1 s).
  * Returns 1 if it sealed, 0 if not due. */
 int tlog_partition_seal_idle(struct tlog_partition *p);
-/* Earliest wall-clock time at which the idle trigger can fire; -1 if
+/* Earliest engine time at which the idle trigger can fire; -1 if
  * there is no non-empty active segment. */
 int64_t tlog_partition_idle_due(struct tlog_partition *p);
 

@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <time.h>
 
 #include "tlog.h"
 
@@ -194,6 +195,13 @@ struct tlog_store {
 	struct tlog_fdlist fdsegs;
 	size_t nfdsegs;
 	size_t fd_budget;
+	/* engine time (util.c): a function of the boot-time clock,
+	 * anchored to the wall clock at open (doc/engine.md) */
+	pthread_mutex_t clock_lock;	/* a leaf */
+	int64_t clk_e0;			/* engine time at boot time clk_m0 */
+	int64_t clk_m0;
+	int64_t clk_m1;			/* half speed until this boot time */
+	int64_t clk_off;		/* wall - boot at the last anchor */
 	/* rate limit for repeated errors */
 	pthread_mutex_t log_lock;
 	int64_t last_err_ts;
@@ -207,6 +215,16 @@ struct tlog_store {
 	if ((s)->opts.hook != NULL)					\
 		(s)->opts.hook((s)->opts.hook_arg, (point), (p));	\
 } while (0)
+/* Anchors engine time at max(wall clock, newest), newest being the
+ * newest timestamp the store holds (-1: none). */
+void tlog_clock_init(struct tlog_store *s, int64_t newest);
+/* The wall clock minus engine time, in ms. */
+int64_t tlog_clock_offset(struct tlog_store *s);
+/* Not time of day: for durations (monotonic ns) and for sleeps (a
+ * condition variable on CLOCK_MONOTONIC and a deadline ms from now). */
+uint64_t tlog_mono_ns(void);
+void tlog_cond_init_mono(pthread_cond_t *c);
+void tlog_deadline(int64_t ms, struct timespec *ts);
 
 uint64_t tlog_new_ino(struct tlog_store *s);
 /* openat(2) below dirfd that never follows a symbolic link; -errno. */

@@ -1,7 +1,8 @@
 /*
  * util.c - small pieces every engine file uses: CRC-32C, atomic file
- * replacement, name rules, logging with a rate limit, the clock, inode
- * numbers, and the names of triggers and rules.
+ * replacement, name rules, logging with a rate limit, the clock (engine
+ * time, and the only reads of the system clocks), inode numbers, and the
+ * names of triggers and rules.
  */
 #include "config.h"
 
@@ -178,15 +179,171 @@ tlog_new_ino(struct tlog_store *s)
 	return __atomic_fetch_add(&s->next_ino, 1, __ATOMIC_RELAXED);
 }
 
-int64_t
-tlog_now(struct tlog_store *s)
+/* ---- the clock: engine time (doc/engine.md, "The clock") ---- */
+
+#define CLOCK_STEP_MS 1000	/* a wall clock change larger is a step */
+
+static int64_t
+sys_ms(clockid_t id)
 {
 	struct timespec ts;
 
-	if (s != NULL && s->opts.clock != NULL)
-		return s->opts.clock(s->opts.clock_arg);
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(id, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+wall_ms(struct tlog_store *s)
+{
+	if (s->opts.clock != NULL)
+		return s->opts.clock(s->opts.clock_arg);
+	return sys_ms(CLOCK_REALTIME);
+}
+
+/* Real elapsed time, suspend included. A test that injects only the
+ * wall clock gets it here too, so its clock moves engine time as it
+ * always did. */
+static int64_t
+boot_ms(struct tlog_store *s)
+{
+	if (s->opts.boot_clock != NULL)
+		return s->opts.boot_clock(s->opts.clock_arg);
+	if (s->opts.clock != NULL)
+		return s->opts.clock(s->opts.clock_arg);
+	return sys_ms(CLOCK_BOOTTIME);
+}
+
+/* Engine time at boot time m: half speed until clk_m1, then full. */
+static int64_t
+engine_at(const struct tlog_store *s, int64_t m)
+{
+	if (m < s->clk_m1)
+		return s->clk_e0 + (m - s->clk_m0) / 2;
+	return s->clk_e0 + (s->clk_m1 - s->clk_m0) / 2 + (m - s->clk_m1);
+}
+
+/*
+ * A new piece of engine time from e (at wall w, boot m): full speed,
+ * unless the wall clock is more than a step behind, then half speed
+ * until it catches up (after 2 * (e - w) of real time). Returns that
+ * slow stretch, 0 if none. clock_lock held.
+ */
+static int64_t
+anchor_locked(struct tlog_store *s, int64_t e, int64_t w, int64_t m)
+{
+	s->clk_e0 = e;
+	s->clk_m0 = m;
+	s->clk_off = w - m;
+	s->clk_m1 = e - w > CLOCK_STEP_MS ? m + 2 * (e - w) : m;
+	return s->clk_m1 - m;
+}
+
+void
+tlog_clock_init(struct tlog_store *s, int64_t newest)
+{
+	int64_t w, m, e, slow;
+
+	pthread_mutex_lock(&s->clock_lock);
+	w = wall_ms(s);
+	m = boot_ms(s);
+	e = newest > w ? newest : w;
+	slow = anchor_locked(s, e, w, m);
+	pthread_mutex_unlock(&s->clock_lock);
+	if (slow > 0)
+		tlog_log(s, LOG_WARNING, "clock: the newest stored timestamp "
+		    "is %" PRId64 " ms ahead of the wall clock: engine time "
+		    "runs at half speed for %" PRId64 " s, until the wall "
+		    "clock catches up", e - w, slow / 1000);
+}
+
+/*
+ * Engine time, and the wall clock read with it. A step of the wall clock
+ * (its distance to boot time changed by more than CLOCK_STEP_MS) starts a
+ * new piece from the current engine time, so engine time never jumps.
+ */
+static int64_t
+clock_read(struct tlog_store *s, int64_t *wallp)
+{
+	int64_t w, m, e, step, slow = 0;
+	bool stepped = false;
+
+	pthread_mutex_lock(&s->clock_lock);
+	w = wall_ms(s);
+	m = boot_ms(s);
+	e = engine_at(s, m);
+	step = (w - m) - s->clk_off;
+	if (step > CLOCK_STEP_MS || step < -CLOCK_STEP_MS) {
+		slow = anchor_locked(s, e, w, m);
+		stepped = true;
+	}
+	pthread_mutex_unlock(&s->clock_lock);
+	if (stepped && slow > 0)
+		tlog_log(s, LOG_WARNING, "clock: the wall clock stepped %s by "
+		    "%" PRId64 " ms and is %" PRId64 " ms behind engine time: "
+		    "engine time runs at half speed for %" PRId64 " s, until "
+		    "it catches up", step > 0 ? "forward" : "back",
+		    step > 0 ? step : -step, e - w, slow / 1000);
+	else if (stepped)
+		tlog_log(s, LOG_WARNING, "clock: the wall clock stepped %s by "
+		    "%" PRId64 " ms: engine time keeps to elapsed time, %"
+		    PRId64 " ms behind the wall clock until a restart",
+		    step > 0 ? "forward" : "back", step > 0 ? step : -step,
+		    w - e);
+	if (wallp != NULL)
+		*wallp = w;
+	return e;
+}
+
+int64_t
+tlog_now(struct tlog_store *s)
+{
+	if (s == NULL)
+		return sys_ms(CLOCK_REALTIME);
+	return clock_read(s, NULL);
+}
+
+int64_t
+tlog_clock_offset(struct tlog_store *s)
+{
+	int64_t w, e = clock_read(s, &w);
+
+	return w - e;
+}
+
+uint64_t
+tlog_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void
+tlog_cond_init_mono(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void
+tlog_deadline(int64_t ms, struct timespec *ts)
+{
+	uint64_t ns;
+
+	/* Waiters check again when they wake: an hour at most. */
+	if (ms < 0)
+		ms = 0;
+	if (ms > 3600000)
+		ms = 3600000;
+	ns = tlog_mono_ns() + (uint64_t)ms * 1000000ULL;
+
+	ts->tv_sec = (time_t)(ns / 1000000000ULL);
+	ts->tv_nsec = (long)(ns % 1000000000ULL);
 }
 
 void

@@ -16,6 +16,7 @@
 #include "testhelp.h"
 
 int64_t th_clock = 1700000000000LL;
+int64_t th_boot;
 char th_logbuf[65536];
 
 static int64_t
@@ -23,6 +24,13 @@ th_now(void *arg)
 {
 	(void)arg;
 	return th_clock;
+}
+
+int64_t
+th_boot_now(void *arg)
+{
+	(void)arg;
+	return th_boot;
 }
 
 static void

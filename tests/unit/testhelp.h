@@ -12,6 +12,10 @@
 
 /* The fake clock every test store reads: tests move it by hand. */
 extern int64_t th_clock;
+/* A fake boot-time clock, for stores opened with o.boot_clock =
+ * th_boot_now; without it the store's boot clock is th_clock too. */
+extern int64_t th_boot;
+int64_t th_boot_now(void *arg);
 
 /* A new empty directory under $TMPDIR (or /tmp); caller frees. */
 char *th_tmpdir(void);
