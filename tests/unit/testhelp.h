@@ -44,4 +44,23 @@ void th_case(Suite *s, const char *name, const TTest *t);
 /* Runs a suite and returns the process exit status. */
 int th_run(Suite *s);
 
+/*
+ * Simulated power loss (powercut.c). From th_dur_start(dir) on, every
+ * fsync/fdatasync records what it made durable; th_powercut(dir) then
+ * leaves only that: entries of directories that were not synced since
+ * they changed are gone (renames undone, synced unlinked files back),
+ * and each file keeps its content as of its last sync, the rest cut off
+ * (TRUNCATE), zero-filled (ZERO), or page by page either way (MIXED,
+ * random from seed). th_powercut stops the tracking.
+ */
+enum th_cut { TH_CUT_TRUNCATE, TH_CUT_ZERO, TH_CUT_MIXED };
+void th_dur_start(const char *dir);
+void th_dur_stop(void);
+void th_powercut(const char *dir, unsigned seed, enum th_cut mode);
+/* A sync of a file whose path contains this fails with EIO (counted). */
+extern const char *volatile th_sync_fail;
+extern unsigned th_sync_failed;
+/* Runs before every unlinkat(2), with the name being unlinked. */
+extern void (*volatile th_unlink_hook)(const char *name);
+
 #endif
