@@ -911,12 +911,24 @@ tl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/* Makes the backing directory's entries durable: segments created or
+ * deleted, topics and partitions made, renamed or removed. */
 static void
 tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     struct fuse_file_info *fi)
 {
-	(void)ino; (void)datasync; (void)fi;
-	fuse_reply_err(req, 0);
+	struct tl_node *n = node_of(req, ino);
+	int r = 0;
+
+	(void)datasync; (void)fi;
+	if (n == NULL)
+		r = -ENOENT;
+	else if (n->kind == TL_ROOT || n->kind == TL_TOPIC ||
+	    n->kind == TL_PART)
+		r = tlog_level_fsync(fs_of(req)->store,
+		    n->kind == TL_TOPIC ? n->topic : NULL,
+		    n->kind == TL_PART ? n->part : NULL);
+	fuse_reply_err(req, -r);
 }
 
 /* ---- files: segments and `current` ---- */

@@ -29,8 +29,9 @@ tlog_events_open(struct tlog_store *s)
 	struct tlog_partition *p;
 	int fd;
 
-	if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == -1 &&
-	    errno != EEXIST)
+	if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == 0)
+		tlog_fsync_dir(s->dirfd, ".tlogfs");
+	else if (errno != EEXIST)
 		return -errno;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;

@@ -238,9 +238,43 @@ tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
 }
 
 int
+tlog_level_fsync(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p)
+{
+	int fd, r = 0;
+
+	if ((fd = level_dir(s, t, p)) < 0)
+		return fd;
+	/* No lock held while the disk works. */
+	if (fsync(fd) == -1 && errno != EINVAL)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int
 tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
 {
 	return fstatvfs(s->dirfd, sv) == -1 ? -errno : 0;
+}
+
+/*
+ * After an entry of a level directory changed (mkdir, rmdir, rename),
+ * syncs that directory so the change survives a power cut, with no
+ * engine lock held. fd is a descriptor of the directory (s->dirfd for
+ * the root); it is closed here, unless it is s->dirfd. A failure is
+ * logged; the change itself stands.
+ */
+static void
+sync_parent(struct tlog_store *s, int fd, const char *what)
+{
+	if (fd < 0)
+		return;
+	if (fsync(fd) == -1 && errno != EINVAL)
+		tlog_log_err(s, "cannot sync the directory holding %s: %s",
+		    what, strerror(errno));
+	if (fd != s->dirfd)
+		close(fd);
 }
 
 /* ---- topics ---- */
@@ -376,6 +410,8 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 	}
 	pthread_rwlock_unlock(&s->tree_lock);
 	tlog_topic_put(t);
+	if (r == 0)
+		sync_parent(s, s->dirfd, name);
 	return r;
 }
 
@@ -469,8 +505,10 @@ tlog_topic_remove(struct tlog_store *s, const char *name)
 	} else
 		t = NULL;
 	pthread_rwlock_unlock(&s->tree_lock);
-	if (r == 0)
+	if (r == 0) {
 		tlog_topic_put(t);
+		sync_parent(s, s->dirfd, name);
+	}
 	return r;
 }
 
@@ -478,6 +516,7 @@ int
 tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 {
 	struct tlog_topic *t, *victim;
+	bool renamed = false;
 	char *nname;
 	int r = 0;
 
@@ -514,9 +553,12 @@ tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 	t->name = nname;
 	nname = NULL;
 	RB_INSERT(tlog_topic_tree, &s->topics, t);
+	renamed = true;
 out:
 	pthread_rwlock_unlock(&s->tree_lock);
 	free(nname);
+	if (renamed)
+		sync_parent(s, s->dirfd, to);
 	return r;
 }
 
@@ -568,7 +610,9 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 		p = NULL;
 	}
 	pthread_rwlock_unlock(&s->tree_lock);
-	if (tfd >= 0)
+	if (r == 0)
+		sync_parent(s, tfd, name);
+	else if (tfd >= 0)
 		close(tfd);
 	tlog_partition_put(p);
 	return r;
@@ -642,7 +686,7 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 {
 	struct tlog_store *s = t->store;
 	struct tlog_partition *p;
-	int r, tfd;
+	int r, tfd = -1;
 
 	if ((p = tlog_partition_get(t, name)) == NULL)
 		return -ENOENT;
@@ -664,10 +708,8 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	r = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0 ? -ENOTEMPTY : 0;
 	if (r == 0 && (tfd = topic_dir_locked(t)) < 0)
 		r = tfd;
-	else if (r == 0) {
+	else if (r == 0)
 		r = remove_dir(s, tfd, name);
-		close(tfd);
-	}
 	if (r == 0) {
 		__atomic_store_n(&p->dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, p);
@@ -677,7 +719,9 @@ out:
 	if (r == 0) {
 		tlog_unsched(p);
 		tlog_partition_put(p);
-	}
+		sync_parent(s, tfd, name);
+	} else if (tfd >= 0)
+		close(tfd);
 	return r;
 }
 
@@ -686,6 +730,7 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 {
 	struct tlog_store *s = t->store;
 	struct tlog_partition *p, *victim;
+	bool renamed = false;
 	char *nname;
 	int r = 0, tfd = -1;
 
@@ -738,9 +783,12 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	p->name = nname;
 	nname = NULL;
 	RB_INSERT(tlog_part_tree, &t->parts, p);
+	renamed = true;
 out:
 	pthread_rwlock_unlock(&s->tree_lock);
-	if (tfd >= 0)
+	if (renamed)
+		sync_parent(s, tfd, to);
+	else if (tfd >= 0)
 		close(tfd);
 out_free:
 	free(nname);
@@ -1008,7 +1056,9 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 	ssize_t n;
 	int fd, v;
 
-	if (mkdirat(s->dirfd, ".tlogfs", 0755) == -1 && errno != EEXIST) {
+	if (mkdirat(s->dirfd, ".tlogfs", 0755) == 0)
+		tlog_fsync_dir(s->dirfd, ".");
+	else if (errno != EEXIST) {
 		snprintf(err, errlen, "%s/.tlogfs: %s", s->path,
 		    strerror(errno));
 		return -errno;
@@ -1369,6 +1419,12 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		    strerror(errno));
 		goto fail;
 	}
+	/* The mark must not outlive a power cut while the store runs. */
+	if (s->was_clean && (r = tlog_fsync_dir(s->dirfd, ".tlogfs")) != 0) {
+		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", path,
+		    strerror(-r));
+		goto fail;
+	}
 	if (!s->was_clean && faccessat(s->dirfd, ".", W_OK, 0) == -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
@@ -1414,7 +1470,8 @@ tlog_store_close(struct tlog_store *s)
 	fd = openat(s->dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0644);
 	if (fd != -1) {
-		fsync(fd);
+		if (fsync(fd) == 0)
+			tlog_fsync_dir(s->dirfd, ".tlogfs");
 		close(fd);
 	}
 	store_free(s);

@@ -292,6 +292,9 @@ int tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, mode_t mode);
 int tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, uid_t uid, gid_t gid);
+/* fsync(2) of the level's backing directory (fsyncdir). */
+int tlog_level_fsync(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p);
 /* statvfs of the backing store. */
 int tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv);
 
@@ -469,7 +472,8 @@ int tlog_metrics_format(struct tlog_store *s, char **out, size_t *len);
 /* ---- small utilities shared by the engine and its users ---- */
 
 uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
-/* Writes buf to dirfd/path atomically: temporary file, fsync, rename. */
+/* Writes buf to dirfd/path atomically and durably: temporary file,
+ * fsync, rename, fsync of the directory. */
 int tlog_write_atomic(int dirfd, const char *path, const void *buf,
     size_t len);
 

@@ -270,6 +270,13 @@ int tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
     mode_t mode);
 int tlog_part_unlinkat(struct tlog_partition *p, const char *file);
 
+/* fsync of directory dirfd/path ("." for dirfd itself). */
+int tlog_fsync_dir(int dirfd, const char *path);
+/* tlog_write_atomic; with !sync, neither the file nor the directory is
+ * synced: recovery syncs the whole file system once (syncfs). */
+int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
+    size_t len, bool sync);
+
 /* Segment file names: 20-digit base + ".log" / ".idx". */
 void tlog_seg_name(uint64_t base, const char *ext, char *buf, size_t len);
 

@@ -53,11 +53,34 @@ tlog_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
+/*
+ * fsync(2) of the directory dirfd/path ("." for dirfd itself), so that
+ * entries created, renamed or removed in it survive a power cut. A file
+ * system that cannot sync directories (EINVAL) counts as done.
+ */
 int
-tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
+tlog_fsync_dir(int dirfd, const char *path)
 {
-	char tmp[PATH_MAX];
-	const char *p = buf;
+	int fd, r = 0;
+
+	if (strcmp(path, ".") == 0)
+		fd = dirfd;
+	else if ((fd = tlog_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY,
+	    0)) < 0)
+		return fd;
+	if (fsync(fd) == -1 && errno != EINVAL)
+		r = -errno;
+	if (fd != dirfd)
+		close(fd);
+	return r;
+}
+
+int
+tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
+    size_t len, bool sync)
+{
+	char tmp[PATH_MAX], parent[PATH_MAX];
+	const char *p = buf, *slash;
 	size_t off = 0;
 	ssize_t n;
 	int fd, r = 0;
@@ -78,15 +101,29 @@ tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
 		}
 		off += (size_t)n;
 	}
-	if (r == 0 && fsync(fd) == -1)
+	if (r == 0 && sync && fsync(fd) == -1)
 		r = -errno;
 	if (close(fd) == -1 && r == 0)
 		r = -errno;
 	if (r == 0 && renameat(dirfd, tmp, dirfd, path) == -1)
 		r = -errno;
-	if (r != 0)
+	if (r != 0) {
 		unlinkat(dirfd, tmp, 0);
-	return r;
+		return r;
+	}
+	if (!sync)
+		return 0;
+	/* The rename is durable only once its directory is synced. */
+	if ((slash = strrchr(path, '/')) == NULL)
+		return tlog_fsync_dir(dirfd, ".");
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	return tlog_fsync_dir(dirfd, parent);
+}
+
+int
+tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
+{
+	return tlog_write_file_atomic(dirfd, path, buf, len, true);
 }
 
 /*
