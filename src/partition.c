@@ -46,6 +46,7 @@ tlog_part_alloc(struct tlog_topic *t, const char *name)
 	p->topic = t;
 	tlog_topic_ref(t);
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->sync_lock, NULL);
 	tlog_config_init(&p->cfg);
 	TAILQ_INIT(&p->segs);
 	p->last_ts = -1;
@@ -75,6 +76,7 @@ tlog_partition_put(struct tlog_partition *p)
 		free(seg);
 	}
 	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->sync_lock);
 	tlog_topic_put(p->topic);
 	free(p->name);
 	free(p);
@@ -776,34 +778,64 @@ tlog_partition_seal_idle(struct tlog_partition *p)
 }
 
 /*
- * Keeps the end offset of a partition whose last segment goes, so that
- * offsets are never reused after a restart. The unlinker calls it before
- * it unlinks the last files of an emptied partition (what the offset
- * would otherwise be read from), with no lock held; the reaper and rm
- * never wait for its fsync.
+ * Offsets are never handed out twice, however the daemon stops: at open
+ * the end offset is the largest of the segments' ends and .next. So
+ * before the files of a segment ending at `need` are unlinked, the disk
+ * must keep a witness of an offset at least that: a segment based at or
+ * above it whose directory entry is durable (the directory is synced if
+ * a file was made since it last was), or else .next, written with the
+ * partition's end offset. Retention, which deletes the oldest segments,
+ * thus costs at most a directory sync, and .next is written only when
+ * the newest segments go (rm current, an emptied partition); never on
+ * a full disk for the oldest. Runs with no lock but p->sync_lock held,
+ * which also serializes concurrent unlinkers.
  */
-void
-tlog_part_save_end(struct tlog_partition *p)
+int
+tlog_part_save_end(struct tlog_partition *p, uint64_t need)
 {
+	struct tlog_segment *last;
 	char buf[32];
 	uint64_t end;
-	bool empty;
-	int n, dfd;
+	bool witness, dir;
+	int n, dfd, r = 0;
 
+	pthread_mutex_lock(&p->sync_lock);
+	if (p->saved_end >= need)
+		goto out;
 	pthread_mutex_lock(&p->lock);
-	empty = TAILQ_EMPTY(&p->segs);
 	end = p->next_offset;
+	last = TAILQ_LAST(&p->segs, tlog_seglist);
+	witness = last != NULL && last->base >= need;
+	dir = p->dir_dirty;
+	if (witness)
+		p->dir_dirty = false;
 	pthread_mutex_unlock(&p->lock);
-	if (!empty)
-		return;
-	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
-	dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return;
-	if (tlog_write_atomic(dfd, ".next", buf, (size_t)n) != 0)
-		tlog_log_err(p->store, "cannot save the end offset of an "
-		    "emptied partition");
+	if (end < need)
+		end = need;
+	if ((dfd = tlog_part_dir(p)) < 0) {
+		/* A partition removed with its directory: nothing to keep. */
+		r = dfd == -ENOENT ? 0 : dfd;
+		goto out;
+	}
+	if (witness) {
+		if (dir && fsync(dfd) == -1 && errno != EINVAL) {
+			r = -errno;
+			pthread_mutex_lock(&p->lock);
+			p->dir_dirty = true;
+			pthread_mutex_unlock(&p->lock);
+		}
+	} else {
+		n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
+		if ((r = tlog_write_atomic(dfd, ".next", buf, (size_t)n)) == 0)
+			p->saved_end = end;
+	}
+	if (r != 0)
+		tlog_log_err(p->store, "cannot save the end offset of a "
+		    "partition before deleting a segment: %s", strerror(-r));
 	close(dfd);
+out:
+	pthread_mutex_unlock(&p->sync_lock);
+	return r;
 }
 
 int

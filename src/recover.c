@@ -470,7 +470,10 @@ read_next_offset(struct tlog_partition *p, int dfd)
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
-	if (sscanf(buf, "%" SCNu64, &v) == 1 && v > p->next_offset)
+	if (sscanf(buf, "%" SCNu64, &v) != 1)
+		return;
+	p->saved_end = v;
+	if (v > p->next_offset)
 		p->next_offset = v;
 }
 

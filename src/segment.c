@@ -161,6 +161,7 @@ set_aside(struct tlog_segment *seg, const char *name)
 		tlog_log_err(s, "%s is in the way of a new segment and is not "
 		    "a regular file: left alone, its offset skipped", name);
 	else if (renameat(dfd, name, dfd, to) == 0) {
+		seg->part->dir_dirty = true;
 		tlog_log(s, LOG_ERR, "%s was in the way of a new segment: kept "
 		    "as %s", name, to);
 		done = true;
@@ -215,6 +216,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		goto fail;
 	}
 	if (create) {
+		seg->part->dir_dirty = true;
 		tlog_idx_encode_header(hdr, seg->base);
 		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			r = errno ? -errno : -EIO;

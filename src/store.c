@@ -895,17 +895,12 @@ unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
 {
 	struct tlog_partition *p = seg->part;
 	struct tlog_event ev;
-	bool last;
 	int r;
 
 	TLOG_HOOK(s, TLOG_HOOK_UNLINK, p);
-	pthread_mutex_lock(&s->unlink_lock);
-	last = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) == 0 &&
-	    p->pending_unlinks == 1;
-	pthread_mutex_unlock(&s->unlink_lock);
-	if (last)
-		tlog_part_save_end(p);
-	if ((r = unlink_one(seg)) != 0) {
+	/* The end offset outlives the files it was read from. */
+	if ((r = tlog_part_save_end(p, seg->base + seg->records)) != 0 ||
+	    (r = unlink_one(seg)) != 0) {
 		tlog_log_err(s, "cannot delete segment %020" PRIu64 ": %s; "
 		    "will retry", seg->base, strerror(-r));
 		pthread_mutex_lock(&s->unlink_lock);

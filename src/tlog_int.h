@@ -120,6 +120,11 @@ struct tlog_partition {
 	 * is never used to reach this partition's files. */
 	dev_t dir_dev;
 	ino_t dir_ino;
+	/* Durability work that waits on the disk (the end offset kept
+	 * before an unlink). Taken before p->lock, never under it. */
+	pthread_mutex_t sync_lock;
+	uint64_t saved_end;		/* durable .next (sync_lock) */
+	bool dir_dirty;			/* a file made since the dir sync */
 	/* reaper bookkeeping (reaper.c) */
 	size_t heap_idx;
 	int64_t due;
@@ -308,7 +313,9 @@ void tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev);
 size_t tlog_part_append(struct tlog_partition *p, const char *buf,
     size_t len, bool tail_is_record, int *errp);
 int tlog_part_fsync(struct tlog_partition *p, bool datasync);
-void tlog_part_save_end(struct tlog_partition *p);
+/* Before files ending at offset `need` are unlinked: a durable .next of
+ * at least that. 0 or -errno (then the unlink must wait). */
+int tlog_part_save_end(struct tlog_partition *p, uint64_t need);
 
 /* recover.c */
 int tlog_part_recover(struct tlog_partition *p);

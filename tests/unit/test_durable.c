@@ -158,11 +158,161 @@ START_TEST(layout_survives_power_loss)
 }
 END_TEST
 
+/* ---- offsets never go backwards ---- */
+
+static uint64_t
+end_after_reopen(void)
+{
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_part_stats st;
+
+	tlog_partition_stats(p, &st);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	return st.end_offset;
+}
+
+/* Two segments [0,2) and [2,4), the second active. */
+static struct tlog_store *
+two_segments(struct tlog_partition **pp)
+{
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_writer *w = tlog_writer_open(p);
+
+	th_put(w, "r0\nr1\n");
+	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	th_put(w, "r2\nr3\n");
+	tlog_writer_close(w);
+	*pp = p;
+	return s;
+}
+
+START_TEST(rm_current_keeps_end_offset)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+
+	setup();
+	s = two_segments(&p);
+	ck_assert_int_eq(tlog_partition_delete(p, 2), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 1);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck_assert_uint_eq(end_after_reopen(), 4);
+	/* Then the older one too. */
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 1);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck_assert_uint_eq(end_after_reopen(), 4);
+	teardown();
+}
+END_TEST
+
+/* Holds the first two unlinks of segment data until both drainers have
+ * one in hand (the interleaving rmdir and the unlinker thread can take). */
+static pthread_mutex_t race_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t race_cond = PTHREAD_COND_INITIALIZER;
+static int race_arrived;
+
+static void
+race_hook(const char *name)
+{
+	struct timespec ts;
+	size_t len = strlen(name);
+
+	if (len < 4 || strcmp(name + len - 4, ".log") != 0)
+		return;
+	pthread_mutex_lock(&race_lock);
+	if (race_arrived < 2) {
+		race_arrived++;
+		pthread_cond_broadcast(&race_cond);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		while (race_arrived < 2 && pthread_cond_timedwait(&race_cond,
+		    &race_lock, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&race_lock);
+}
+
+static void *
+drain_one(void *arg)
+{
+	tlog_store_unlink_pending(arg, 1);
+	return NULL;
+}
+
+START_TEST(racing_drainers_keep_end_offset)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	pthread_t a, b;
+
+	setup();
+	s = two_segments(&p);
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	ck_assert_int_eq(tlog_partition_delete(p, 2), 0);
+	race_arrived = 0;
+	th_unlink_hook = race_hook;
+	ck_assert_int_eq(pthread_create(&a, NULL, drain_one, s), 0);
+	ck_assert_int_eq(pthread_create(&b, NULL, drain_one, s), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	th_unlink_hook = NULL;
+	ck_assert_int_eq(race_arrived, 2);
+	ck_assert_uint_eq(tlog_store_unlink_queued(s), 0);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck_assert_uint_eq(end_after_reopen(), 4);
+	teardown();
+}
+END_TEST
+
+static void
+delete_load(void *arg)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+
+	(void)arg;
+	th_dur_start(dir);
+	s = two_segments(&p);
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	tlog_writer_close(w);
+	ck_assert_int_eq(tlog_partition_delete(p, 2), 0);
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 2);
+	th_powercut(dir, 1, TH_CUT_ZERO);
+}
+
+/* The end offset a deletion relies on is on disk before the unlink. */
+START_TEST(deletion_end_offset_is_durable)
+{
+	int r;
+
+	setup();
+	in_child(delete_load, &r, sizeof(r));
+	new_boot();
+	ck_assert_uint_eq(end_after_reopen(), 4);
+	teardown();
+}
+END_TEST
+
 int
 main(void)
 {
 	Suite *s = suite_create("durable");
 
 	TH_CASE(s, layout_survives_power_loss);
+	TH_CASE(s, rm_current_keeps_end_offset);
+	TH_CASE(s, racing_drainers_keep_end_offset);
+	TH_CASE(s, deletion_end_offset_is_durable);
 	return th_run(s);
 }
