@@ -1169,10 +1169,17 @@ tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
     struct fuse_file_info *fi)
 {
 	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
+	struct tl_node *n;
+	int r = 0;
 
-	(void)ino;
-	fuse_reply_err(req, h->w != NULL ?
-	    -tlog_writer_fsync(h->w, datasync != 0) : 0);
+	/* A writer's held bytes first; any descriptor of the partition
+	 * makes the whole partition durable. */
+	if (h->w != NULL)
+		r = tlog_writer_fsync(h->w, datasync != 0);
+	else if ((n = node_of(req, ino)) != NULL && n->part != NULL &&
+	    (n->kind == TL_SEG || n->kind == TL_EMPTY))
+		r = tlog_partition_fsync(n->part, datasync != 0);
+	fuse_reply_err(req, -r);
 }
 
 static void
@@ -1641,6 +1648,8 @@ tl_unlinker(void *arg)
 		if (delay > 0 && delay < 10000)
 			usleep((useconds_t)delay * 1000);
 		tlog_store_unlink_pending(fs->store, 64);
+		/* Footers of sealed segments, after their data is synced. */
+		tlog_store_flush_pending(fs->store, 64);
 		send_notes(fs);
 	}
 	return NULL;

@@ -25,6 +25,7 @@
 #include "tlog_int.h"
 
 #define MAX_PENDING_IDX 128
+#define MAX_UNSYNCED 8		/* sealed segments waiting for the flusher */
 #define IDLE_QUIET_MS 1000	/* no append this long before an idle seal */
 
 struct tlog_partition *
@@ -42,6 +43,7 @@ tlog_part_alloc(struct tlog_topic *t, const char *name)
 	}
 	p->refs = 1;
 	p->store = t->store;
+	TAILQ_INIT(&p->unsynced);
 	p->ino = tlog_new_ino(t->store);
 	p->topic = t;
 	tlog_topic_ref(t);
@@ -222,6 +224,13 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 {
 	struct tlog_store *s = p->store;
 
+	/* Its data is going: no footer to wait for. */
+	if (seg->foot_pending) {
+		TAILQ_REMOVE(&p->unsynced, seg, synclink);
+		p->nunsynced--;
+		seg->foot_pending = 0;
+		tlog_segment_put(seg);
+	}
 	TAILQ_REMOVE(&p->segs, seg, link);
 	__atomic_sub_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
 	p->bytes -= seg->bytes;
@@ -346,6 +355,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 		return 0;
 	if ((r = tlog_seg_open_files(seg, false)) != 0)
 		goto fail;
+	seg->wgen++;
 	r = pwrite_all(seg->fd, buf + run->start, run->len,
 	    (off_t)seg->bytes);
 	if (r != 0) {
@@ -676,35 +686,191 @@ out:
 	if (r != 0)
 		log_refused(p, record_len(buf + pos, len - pos, l.rec_max,
 		    true), r, &l);
+	/* Sealing faster than the flusher syncs: the writer waits for the
+	 * disk instead of holding ever more descriptors. */
+	if (__atomic_load_n(&p->nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
+		tlog_part_flush(p, true);
 	*errp = r;
 	return pos;
 }
 
+/* ---- durability: the flusher and fsync ---- */
+
+void
+tlog_part_queue_flush(struct tlog_partition *p)
+{
+	struct tlog_store *s = p->store;
+
+	pthread_mutex_lock(&s->unlink_lock);
+	if (!p->flush_queued) {
+		tlog_part_ref(p);
+		p->flush_queued = true;
+		TAILQ_INSERT_TAIL(&s->flushq, p, flushlink);
+		s->nflush++;
+		pthread_cond_broadcast(&s->unlink_cond);
+	}
+	pthread_mutex_unlock(&s->unlink_lock);
+}
+
+void
+tlog_part_drop_unsynced(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+
+	while ((seg = TAILQ_FIRST(&p->unsynced)) != NULL) {
+		TAILQ_REMOVE(&p->unsynced, seg, synclink);
+		p->nunsynced--;
+		seg->foot_pending = 0;
+		tlog_segment_put(seg);
+	}
+}
+
+/*
+ * Writes the footers of up to max (0: all) of p's sealed segments, oldest
+ * first, each after its data and entries are synced; p->sync_lock held.
+ * Returns how many; the first error goes to *errp, and to the partition
+ * for its next fsync if keep_err.
+ */
+static int
+flush_sealed(struct tlog_partition *p, int max, bool keep_err, int *errp)
+{
+	struct tlog_segment *seg;
+	struct tlog_seg_io io;
+	int n = 0, r;
+
+	while (max <= 0 || n < max) {
+		pthread_mutex_lock(&p->lock);
+		if ((seg = TAILQ_FIRST(&p->unsynced)) != NULL)
+			tlog_seg_io_take(seg, &io, true, false);
+		pthread_mutex_unlock(&p->lock);
+		if (seg == NULL)
+			break;
+		r = tlog_seg_io_run(&io, true);
+		tlog_seg_io_finish(&io, r, keep_err);
+		if (r != 0 && *errp == 0)
+			*errp = r;
+		n++;
+	}
+	return n;
+}
+
+/* The append path's back-pressure: flushes all of p's sealed segments. */
+void
+tlog_part_flush(struct tlog_partition *p, bool keep_err)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&p->sync_lock);
+	flush_sealed(p, 0, keep_err, &err);
+	pthread_mutex_unlock(&p->sync_lock);
+}
+
+int
+tlog_store_flush_pending(struct tlog_store *s, int max)
+{
+	struct tlog_partition *p;
+	int done = 0, err;
+	bool more;
+
+	while (max <= 0 || done < max) {
+		pthread_mutex_lock(&s->unlink_lock);
+		if ((p = TAILQ_FIRST(&s->flushq)) != NULL) {
+			TAILQ_REMOVE(&s->flushq, p, flushlink);
+			p->flush_queued = false;
+			s->nflush--;
+		}
+		pthread_mutex_unlock(&s->unlink_lock);
+		if (p == NULL)
+			break;
+		err = 0;
+		pthread_mutex_lock(&p->sync_lock);
+		done += flush_sealed(p, max > 0 ? max - done : 0, true, &err);
+		pthread_mutex_unlock(&p->sync_lock);
+		pthread_mutex_lock(&p->lock);
+		more = !TAILQ_EMPTY(&p->unsynced);
+		pthread_mutex_unlock(&p->lock);
+		if (more)
+			tlog_part_queue_flush(p);
+		tlog_partition_put(p);
+	}
+	return done;
+}
+
+/*
+ * Returns once every record appended before the call is durable: the
+ * sealed segments not yet flushed (each as the flusher does it), then the
+ * active segment (a boundary entry for all of its data, then data and
+ * index synced), then the directory if a segment file was created since
+ * it was last synced. An error kept from the flusher or an eviction is
+ * returned here, once.
+ */
 int
 tlog_part_fsync(struct tlog_partition *p, bool datasync)
 {
 	struct tlog_segment *seg;
-	int r = 0, dfd;
+	struct tlog_seg_io io;
+	bool have_io = false, dir;
+	int r = 0, r2, dfd;
 
+	pthread_mutex_lock(&p->sync_lock);
+	flush_sealed(p, 0, false, &r);
 	pthread_mutex_lock(&p->lock);
 	seg = active_of(p);
-	if (seg != NULL && seg->fd != -1) {
-		if ((datasync ? fdatasync(seg->fd) : fsync(seg->fd)) == -1)
-			r = -errno;
-		if (r == 0 && seg->ifd != -1 && fdatasync(seg->ifd) == -1)
-			r = -errno;
-	}
-	pthread_mutex_unlock(&p->lock);
-	/* New segment files need their directory entries durable too. */
-	if (r == 0) {
-		dfd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0);
-		if (dfd >= 0) {
-			if (fsync(dfd) == -1)
-				r = -errno;
-			close(dfd);
+	if (seg != NULL && seg->records > 0) {
+		bool bound = !(seg->nidx > 0 &&
+		    seg->last_idx_rel == seg->records &&
+		    seg->last_idx_pos == seg->bytes);
+
+		if ((bound || seg->wgen != seg->sgen) &&
+		    (r2 = tlog_seg_open_files(seg, false)) != 0) {
+			if (r == 0)
+				r = r2;
+		} else if (bound || seg->wgen != seg->sgen) {
+			if (bound && (r2 = tlog_seg_write_boundary(seg)) != 0 &&
+			    r == 0)
+				r = r2;
+			tlog_seg_io_take(seg, &io, false, false);
+			have_io = true;
 		}
 	}
+	dir = p->dir_dirty;
+	p->dir_dirty = false;
+	pthread_mutex_unlock(&p->lock);
+	if (have_io) {
+		r2 = tlog_seg_io_run(&io, datasync);
+		tlog_seg_io_finish(&io, r2, false);
+		if (r == 0)
+			r = r2;
+	}
+	/* New segment files need their directory entries durable too. */
+	if (dir) {
+		if ((dfd = tlog_part_dir(p)) < 0)
+			r2 = dfd;
+		else {
+			r2 = fsync(dfd) == -1 && errno != EINVAL ? -errno : 0;
+			close(dfd);
+		}
+		if (r2 != 0) {
+			pthread_mutex_lock(&p->lock);
+			p->dir_dirty = true;
+			pthread_mutex_unlock(&p->lock);
+			if (r == 0)
+				r = r2;
+		}
+	}
+	pthread_mutex_lock(&p->lock);
+	if (r == 0)
+		r = p->sync_err;
+	p->sync_err = 0;
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sync_lock);
 	return r;
+}
+
+int
+tlog_partition_fsync(struct tlog_partition *p, bool datasync)
+{
+	return tlog_part_fsync(p, datasync);
 }
 
 /* ---- sealing and deletion entry points ---- */

@@ -421,8 +421,8 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		if (!footer)
 			seg->sealed_by = TLOG_TRIG_RECOVERY;
 		if (!footer && !rebuild)
-			tlog_log(s, LOG_WARNING, "%s/%s: unsealed behind a newer "
-			    "segment; sealed", where, name);
+			tlog_log(s, LOG_WARNING, "%s/%s: recovery: unsealed "
+			    "behind a newer segment; sealed", where, name);
 	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {
 		seg->prealloc = (uint64_t)st.st_blocks * 512;
 	}
@@ -432,9 +432,17 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 			seg->last_idx_rel = v.e[v.n - 1].rel;
 			seg->last_idx_pos = v.e[v.n - 1].pos;
 		}
+	} else if (seg->sealed && fdatasync(fd) == -1) {
+		/* A footer goes only on data that is on disk. */
+		tlog_log(s, LOG_ERR, "%s/%s: cannot sync: %s; index not "
+		    "rewritten", where, name, strerror(errno));
 	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0)
 		tlog_log(s, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
 		    where, base, strerror(-r));
+	/* Records a crash left in the page cache may not be on disk yet:
+	 * the partition's next fsync must sync them. */
+	if (!seg->sealed)
+		seg->wgen = 1;
 	if (seg->sealed && (uint64_t)st.st_blocks * 512 >
 	    ((end + 4095) & ~4095ULL) + 4096) {
 		seg->trim_pending = 1;
@@ -641,18 +649,21 @@ tlog_part_recover(struct tlog_partition *p)
 	return 0;
 }
 
-void
+int
 tlog_part_close(struct tlog_partition *p)
 {
 	struct tlog_segment *seg;
+	int r;
 
+	if ((r = tlog_part_fsync(p, true)) != 0)
+		tlog_log(p->store, LOG_ERR, "cannot make a partition durable "
+		    "at close: %s", strerror(-r));
 	pthread_mutex_lock(&p->lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
 		if (seg->trim_pending)
 			tlog_seg_trim(seg);
-		if (!seg->sealed && seg->fd != -1)
-			tlog_seg_write_boundary(seg);
 		tlog_seg_close_files(seg);
 	}
 	pthread_mutex_unlock(&p->lock);
+	return r;
 }

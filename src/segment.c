@@ -88,33 +88,77 @@ tlog_seg_close_files(struct tlog_segment *seg)
 }
 
 /*
- * Keeps the descriptors of active segments within the budget: 100,000
+ * Keeps the descriptors of segments within the budget: 100,000
  * partitions cannot all hold their files open. The least recently opened
  * segments whose partition is not busy (trylock: never waits, so never
- * deadlocks) are closed; the next append reopens them.
+ * deadlocks) are closed; the next append reopens them. A segment written
+ * since its last sync, or sealed without its footer yet, is synced (and
+ * its footer written) first, with only its partition's sync_lock held,
+ * so that a close never drops a writeback error: it is kept for the
+ * partition's next fsync.
  */
+#define EVICT_MAX 16
+
+struct evict {
+	struct tlog_seg_io io[EVICT_MAX];
+	size_t n;
+};
+
 static void
 fd_evict_locked(struct tlog_store *s, struct tlog_segment *self,
-    size_t budget)
+    size_t budget, struct evict *ev)
 {
 	struct tlog_segment *v, *next;
+	struct tlog_partition *p;
 	int scanned = 0;
 
 	for (v = TAILQ_FIRST(&s->fdsegs); v != NULL && s->nfdsegs > budget &&
-	    scanned < 128; v = next, scanned++) {
+	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
 		next = TAILQ_NEXT(v, fdlink);
-		if (v == self || pthread_mutex_trylock(&v->part->lock) != 0)
+		p = v->part;
+		if (v == self || pthread_mutex_trylock(&p->sync_lock) != 0)
 			continue;
+		if (pthread_mutex_trylock(&p->lock) != 0) {
+			pthread_mutex_unlock(&p->sync_lock);
+			continue;
+		}
+		if (v->foot_pending || v->wgen != v->sgen) {
+			tlog_seg_io_take(v, &ev->io[ev->n++], true, true);
+			pthread_mutex_unlock(&p->lock);
+			continue;	/* sync_lock held until synced */
+		}
 		close_files(v, true);
-		pthread_mutex_unlock(&v->part->lock);
+		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->sync_lock);
 	}
+}
+
+/* The disk work of the evicted segments; no fd_lock held. */
+static void
+evict_finish(struct evict *ev)
+{
+	struct tlog_partition *p;
+	size_t i;
+	int r;
+
+	for (i = 0; i < ev->n; i++) {
+		p = ev->io[i].seg->part;
+		tlog_part_ref(p);
+		r = tlog_seg_io_run(&ev->io[i], true);
+		tlog_seg_io_finish(&ev->io[i], r, true);
+		pthread_mutex_unlock(&p->sync_lock);
+		tlog_partition_put(p);
+	}
+	ev->n = 0;
 }
 
 static void
 fd_track(struct tlog_segment *seg)
 {
 	struct tlog_store *s = seg->part->store;
+	struct evict ev;
 
+	ev.n = 0;
 	pthread_mutex_lock(&s->fd_lock);
 	if (!seg->fd_listed) {
 		TAILQ_INSERT_TAIL(&s->fdsegs, seg, fdlink);
@@ -122,8 +166,9 @@ fd_track(struct tlog_segment *seg)
 		s->nfdsegs++;
 	}
 	if (s->nfdsegs > s->fd_budget)
-		fd_evict_locked(s, seg, s->fd_budget);
+		fd_evict_locked(s, seg, s->fd_budget, &ev);
 	pthread_mutex_unlock(&s->fd_lock);
+	evict_finish(&ev);
 }
 
 /* Out of descriptors: close every idle segment's files we can. */
@@ -131,10 +176,13 @@ static void
 fd_evict_all(struct tlog_segment *self)
 {
 	struct tlog_store *s = self->part->store;
+	struct evict ev;
 
+	ev.n = 0;
 	pthread_mutex_lock(&s->fd_lock);
-	fd_evict_locked(s, self, 0);
+	fd_evict_locked(s, self, 0, &ev);
 	pthread_mutex_unlock(&s->fd_lock);
+	evict_finish(&ev);
 }
 
 /*
@@ -216,6 +264,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		goto fail;
 	}
 	if (create) {
+		seg->wgen++;
 		seg->part->dir_dirty = true;
 		tlog_idx_encode_header(hdr, seg->base);
 		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
@@ -251,6 +300,7 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 	ssize_t w;
 	int r;
 
+	seg->wgen++;
 	while (n > 0) {
 		k = n < 64 ? n : 64;
 		for (i = 0; i < k; i++)
@@ -327,35 +377,19 @@ tlog_seg_trim(struct tlog_segment *seg)
 }
 
 /*
- * Seals: index tail, footer, trim. A failure to write the footer is
- * logged and leaves the segment to recovery; it never fails an append.
+ * Seals, in memory: from now on the segment never changes. The footer
+ * waits until the data is on disk (a footer is trusted without reading
+ * the data): the segment stays on its partition's unsynced list, with
+ * its descriptors, until the flusher, an fsync or an eviction writes it
+ * (tlog_seg_io_run). Only the preallocated space is given back now.
  */
 int
 tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 {
-	unsigned char buf[TLOG_IDX_FOOT];
-	struct tlog_footer f;
-	int r = 0;
+	struct tlog_partition *p = seg->part;
 
 	if (seg->sealed)
 		return 0;
-	if (tlog_seg_open_files(seg, false) == 0) {
-		tlog_seg_write_boundary(seg);
-		f.records = seg->records;
-		f.bytes = seg->bytes;
-		f.first_ts = seg->first_ts;
-		f.max_ts = seg->max_ts;
-		f.sealed_by = why;
-		tlog_idx_encode_footer(buf, &f);
-		if (pwrite(seg->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
-		    seg->nidx * TLOG_IDX_ENT)) != sizeof(buf)) {
-			r = -EIO;
-			tlog_log_err(seg->part->store,
-			    "segment %020llu: cannot write seal footer; "
-			    "recovery will rebuild it",
-			    (unsigned long long)seg->base);
-		}
-	}
 	seg->sealed = 1;
 	seg->sealed_by = why;
 	if (seg->prealloc) {
@@ -363,8 +397,147 @@ tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 		seg->prealloc = 0;
 	}
 	tlog_seg_trim(seg);
-	tlog_seg_close_files(seg);
-	return r;
+	seg->foot_pending = 1;
+	tlog_seg_ref(seg);
+	TAILQ_INSERT_TAIL(&p->unsynced, seg, synclink);
+	p->nunsynced++;
+	tlog_part_queue_flush(p);
+	return 0;
+}
+
+void
+tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
+    bool steal, bool fd_locked)
+{
+	struct tlog_partition *p = seg->part;
+
+	memset(io, 0, sizeof(*io));
+	io->seg = seg;
+	io->gen = seg->wgen;
+	io->sync = seg->wgen != seg->sgen;
+	io->nidx = seg->nidx;
+	if (seg->foot_pending) {
+		/* Claimed: off the list, whose reference moves to io. */
+		TAILQ_REMOVE(&p->unsynced, seg, synclink);
+		p->nunsynced--;
+		seg->foot_pending = 0;
+		io->footer = true;
+	} else
+		tlog_seg_ref(seg);
+	if (steal) {
+		io->fd = seg->fd;
+		io->ifd = seg->ifd;
+		seg->fd = seg->ifd = -1;
+		close_files(seg, fd_locked);
+	} else {
+		io->fd = seg->fd == -1 ? -1 : fcntl(seg->fd, F_DUPFD_CLOEXEC, 0);
+		io->ifd = seg->ifd == -1 ? -1 :
+		    fcntl(seg->ifd, F_DUPFD_CLOEXEC, 0);
+	}
+	if (!io->footer)
+		return;
+	io->bound = seg->records > 0 && !(seg->nidx > 0 &&
+	    seg->last_idx_rel == seg->records &&
+	    seg->last_idx_pos == seg->bytes);
+	io->be.rel = (uint32_t)seg->records;
+	io->be.pos = (uint32_t)seg->bytes;
+	io->be.ts = seg->max_ts;
+	io->f.records = seg->records;
+	io->f.bytes = seg->bytes;
+	io->f.first_ts = seg->first_ts;
+	io->f.max_ts = seg->max_ts;
+	io->f.sealed_by = seg->sealed_by;
+}
+
+static int
+io_open(struct tlog_seg_io *io)
+{
+	char name[32];
+	int fd;
+
+	if (io->fd == -1) {
+		tlog_seg_name(io->seg->base, ".log", name, sizeof(name));
+		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
+			return fd;
+		io->fd = fd;
+	}
+	if (io->ifd == -1) {
+		tlog_seg_name(io->seg->base, ".idx", name, sizeof(name));
+		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
+			return fd;
+		io->ifd = fd;
+	}
+	return 0;
+}
+
+/*
+ * The order is what makes a power cut safe: the data, then the index
+ * entries that describe it (a boundary entry at the end of a sealed
+ * segment), then the footer. A footer on disk therefore always sits on
+ * durable data and entries, and recovery can trust it without reading
+ * the data. The footer itself is not synced: if it is lost, recovery
+ * checks the segment against the entries' data CRCs instead. Returns 0
+ * or the sync's error (then no footer is written).
+ */
+int
+tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
+{
+	unsigned char buf[TLOG_IDX_FOOT];
+	bool idx_dirty = io->sync;
+	int r;
+
+	if (!io->sync && !io->footer)
+		return 0;
+	if ((r = io_open(io)) != 0)
+		return r;
+	if (io->sync && (datasync ? fdatasync(io->fd) : fsync(io->fd)) == -1)
+		return -errno;
+	if (io->bound) {
+		tlog_idx_encode_entry(buf, &io->be);
+		if (pwrite(io->ifd, buf, TLOG_IDX_ENT, (off_t)(TLOG_IDX_HDR +
+		    io->nidx * TLOG_IDX_ENT)) != TLOG_IDX_ENT)
+			return errno ? -errno : -ENOSPC;
+		io->nidx++;
+		idx_dirty = true;
+	}
+	if (idx_dirty && fdatasync(io->ifd) == -1)
+		return -errno;
+	if (!io->footer)
+		return 0;
+	tlog_idx_encode_footer(buf, &io->f);
+	if (pwrite(io->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
+	    io->nidx * TLOG_IDX_ENT)) != sizeof(buf))
+		tlog_log_err(io->seg->part->store, "segment %020llu: cannot "
+		    "write its seal footer; recovery will rebuild it",
+		    (unsigned long long)io->seg->base);
+	return 0;
+}
+
+void
+tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
+{
+	struct tlog_segment *seg = io->seg;
+	struct tlog_partition *p = seg->part;
+
+	pthread_mutex_lock(&p->lock);
+	if (r == 0 && io->sync && seg->sgen < io->gen)
+		seg->sgen = io->gen;
+	if (io->footer && r == 0 && io->bound) {
+		seg->nidx = io->nidx;
+		seg->last_idx_rel = io->be.rel;
+		seg->last_idx_pos = io->be.pos;
+	}
+	if (r != 0 && keep_err && p->sync_err == 0)
+		p->sync_err = r;
+	pthread_mutex_unlock(&p->lock);
+	if (r != 0)
+		tlog_log_err(p->store, "segment %020llu: cannot sync: %s",
+		    (unsigned long long)seg->base, strerror(-r));
+	if (io->fd != -1)
+		close(io->fd);
+	if (io->ifd != -1)
+		close(io->ifd);
+	tlog_segment_put(seg);
 }
 
 void

@@ -965,7 +965,7 @@ tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms)
 	size_t n;
 
 	pthread_mutex_lock(&s->unlink_lock);
-	if (s->nunlink == 0 && !s->wakeup) {
+	if (s->nunlink == 0 && s->nflush == 0 && !s->wakeup) {
 		if (timeout_ms < 0) {
 			pthread_cond_wait(&s->unlink_cond, &s->unlink_lock);
 		} else {
@@ -975,7 +975,7 @@ tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms)
 		}
 	}
 	s->wakeup = false;
-	n = s->nunlink;
+	n = s->nunlink + s->nflush;
 	pthread_mutex_unlock(&s->unlink_lock);
 	return n;
 }
@@ -1298,9 +1298,15 @@ store_free(struct tlog_store *s)
 		TAILQ_REMOVE(&s->unlinkq, seg, link);
 		tlog_segment_put(seg);
 	}
+	while ((p = TAILQ_FIRST(&s->flushq)) != NULL) {
+		TAILQ_REMOVE(&s->flushq, p, flushlink);
+		p->flush_queued = false;
+		tlog_partition_put(p);
+	}
 	RB_FOREACH_SAFE(t, tlog_topic_tree, &s->topics, tn) {
 		RB_FOREACH_SAFE(p, tlog_part_tree, &t->parts, pn) {
 			RB_REMOVE(tlog_part_tree, &t->parts, p);
+			tlog_part_drop_unsynced(p);
 			while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
 				TAILQ_REMOVE(&p->segs, seg, link);
 				tlog_segment_put(seg);
@@ -1311,6 +1317,7 @@ store_free(struct tlog_store *s)
 		tlog_topic_put(t);
 	}
 	if ((p = s->events) != NULL) {
+		tlog_part_drop_unsynced(p);
 		while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
 			TAILQ_REMOVE(&p->segs, seg, link);
 			tlog_segment_put(seg);
@@ -1392,6 +1399,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	}
 	tlog_reaper_init(s);
 	TAILQ_INIT(&s->unlinkq);
+	TAILQ_INIT(&s->flushq);
 	RB_INIT(&s->topics);
 	tlog_config_init(&s->cfg);
 	if ((s->path = strdup(path)) == NULL) {
@@ -1447,27 +1455,37 @@ fail:
 void
 tlog_store_close(struct tlog_store *s)
 {
-	struct tlog_topic *t;
-	struct tlog_partition *p;
+	struct tlog_partition **v = NULL;
+	size_t n = 0, i;
+	bool bad = false;
 	int fd;
 
 	if (s == NULL)
 		return;
 	tlog_store_unlink_pending(s, 0);
 	tlog_reaper_stop(s);
-	pthread_rwlock_rdlock(&s->tree_lock);
-	RB_FOREACH(t, tlog_topic_tree, &s->topics)
-		RB_FOREACH(p, tlog_part_tree, &t->parts)
-			tlog_part_close(p);
-	pthread_rwlock_unlock(&s->tree_lock);
-	if (s->events != NULL)
-		tlog_part_close(s->events);
-	fd = openat(s->dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC, 0644);
+	tlog_store_flush_pending(s, 0);
+	/* The partitions' syncs run with the tree unlocked: each partition
+	 * is held by a reference. */
+	if (tlog_all_partitions(s, &v, &n) != 0)
+		bad = true;
+	for (i = 0; i < n; i++) {
+		if (tlog_part_close(v[i]) != 0)
+			bad = true;
+		tlog_partition_put(v[i]);
+	}
+	free(v);
+	if (s->events != NULL && tlog_part_close(s->events) != 0)
+		bad = true;
+	/* The mark says everything before it is on disk: only then. */
+	fd = bad ? -1 : openat(s->dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT |
+	    O_TRUNC | O_CLOEXEC, 0644);
 	if (fd != -1) {
 		if (fsync(fd) == 0)
 			tlog_fsync_dir(s->dirfd, ".tlogfs");
 		close(fd);
-	}
+	} else
+		tlog_log(s, LOG_WARNING, "store %s: not everything reached the "
+		    "disk; no clean mark", s->path);
 	store_free(s);
 }

@@ -177,8 +177,9 @@ enum tlog_hook {
  */
 int tlog_store_open(const char *path, const struct tlog_store_opts *opts,
     struct tlog_store **out, char *err, size_t errlen);
-/* Flushes nothing of writers (close them first); writes each active
- * segment's index tail and the clean-shutdown mark; unlocks; frees. */
+/* Flushes nothing of writers (close them first); makes every partition
+ * durable as fsync does, then writes the clean-shutdown mark (only if
+ * all of that worked); unlocks; frees. */
 void tlog_store_close(struct tlog_store *s);
 /* After fork (daemonizing), records the new holder's pid in the lock. */
 void tlog_store_update_pid(struct tlog_store *s);
@@ -388,6 +389,14 @@ int tlog_writer_fsync(struct tlog_writer *w, bool datasync);
 int tlog_writer_close(struct tlog_writer *w);
 size_t tlog_writer_held(struct tlog_writer *w);
 
+/*
+ * fsync(2) of any file of the partition: returns once every record
+ * appended to it before the call is durable (data, index, segments
+ * sealed since, their directory entries), or with the first error,
+ * including one met by the background flusher since the last fsync.
+ */
+int tlog_partition_fsync(struct tlog_partition *p, bool datasync);
+
 /* Seals the active segment now (user.seal). 0 if there is none. */
 int tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why);
 /* Idle trigger: seals the active segment if now - first_ts >= segment.ms
@@ -429,8 +438,16 @@ int tlog_partition_enforce_size(struct tlog_partition *p, int max,
  * deletion events, and returns how many it unlinked.
  */
 int tlog_store_unlink_pending(struct tlog_store *s, int max);
-/* Blocks until the queue is non-empty or timeout_ms passes (-1 forever)
- * or tlog_store_wakeup is called. Returns the queue length. */
+/*
+ * Sealed segments wait for the flusher: it syncs up to max (max <= 0:
+ * all) of them, oldest first, each data then index, and only then
+ * writes their footers and closes their files. Returns how many. Errors
+ * are logged and kept for the partition's next fsync.
+ */
+int tlog_store_flush_pending(struct tlog_store *s, int max);
+/* Blocks until the unlink or flush queue is non-empty or timeout_ms
+ * passes (-1 forever) or tlog_store_wakeup is called. Returns the
+ * length of both queues. */
 size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
 void tlog_store_wakeup(struct tlog_store *s);
 size_t tlog_store_unlink_queued(struct tlog_store *s);

@@ -7,8 +7,10 @@
  *     tree, names, and the dead flags of topics and partitions.
  *   store->conf_lock (mutex): serializes config writers; readers load the
  *     values atomically without it.
+ *   part->sync_lock (mutex): a partition's disk syncs (flush, fsync,
+ *     .next); held while the disk works, so never under part->lock.
  *   part->lock (mutex): the partition's segment list and counters.
- *   store->unlink_lock (mutex): the unlink queue.
+ *   store->unlink_lock (mutex): the unlink and flush queues.
  * The append path takes tree_lock (read) under a partition lock, to open
  * a new segment's files by path; so nothing holding tree_lock for writing
  * ever takes a partition lock. No engine lock is held while a hook runs
@@ -91,9 +93,15 @@ struct tlog_segment {
 	unsigned fd_listed : 1;	/* on the store's open-files list */
 	TAILQ_ENTRY(tlog_segment) fdlink;
 	struct tlog_partition *part;	/* referenced */
+	/* Durability (doc/engine.md, "fsync and the flusher"). */
+	uint64_t wgen;		/* writes to its files so far */
+	uint64_t sgen;		/* wgen as of the last sync covering them */
+	unsigned foot_pending : 1;	/* sealed, footer not yet written */
+	TAILQ_ENTRY(tlog_segment) synclink;	/* partition's unsynced list */
 };
 TAILQ_HEAD(tlog_seglist, tlog_segment);
 TAILQ_HEAD(tlog_fdlist, tlog_segment);
+TAILQ_HEAD(tlog_partq, tlog_partition);
 
 struct tlog_partition {
 	RB_ENTRY(tlog_partition) entry;
@@ -120,11 +128,18 @@ struct tlog_partition {
 	 * is never used to reach this partition's files. */
 	dev_t dir_dev;
 	ino_t dir_ino;
-	/* Durability work that waits on the disk (the end offset kept
-	 * before an unlink). Taken before p->lock, never under it. */
+	/* Durability work that waits on the disk: flushing sealed
+	 * segments, fsync, .next. Taken before p->lock, never under it. */
 	pthread_mutex_t sync_lock;
 	uint64_t saved_end;		/* durable .next (sync_lock) */
+	/* Sealed segments whose footer waits for their data to be synced,
+	 * oldest first, each referenced (p->lock). */
+	struct tlog_seglist unsynced;
+	uint64_t nunsynced;
+	int sync_err;			/* for the next fsync (p->lock) */
 	bool dir_dirty;			/* a file made since the dir sync */
+	bool flush_queued;		/* on the store's flush queue */
+	TAILQ_ENTRY(tlog_partition) flushlink;	/* (unlink_lock) */
 	/* reaper bookkeeping (reaper.c) */
 	size_t heap_idx;
 	int64_t due;
@@ -181,6 +196,9 @@ struct tlog_store {
 	pthread_cond_t unlink_cond;
 	struct tlog_seglist unlinkq;
 	size_t nunlink;
+	/* partitions with sealed segments to flush, each referenced */
+	struct tlog_partq flushq;
+	size_t nflush;
 	bool wakeup;
 	/* the reaper: a min-heap of partitions by due time (reaper.c) */
 	pthread_mutex_t reap_lock;
@@ -285,7 +303,36 @@ int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
 /* Segment file names: 20-digit base + ".log" / ".idx". */
 void tlog_seg_name(uint64_t base, const char *ext, char *buf, size_t len);
 
+/*
+ * Disk work on one segment, done without its partition's lock:
+ * descriptors and what must be written, taken under the lock
+ * (tlog_seg_io_take), the syncs and the footer (tlog_seg_io_run, with
+ * p->sync_lock held), the result recorded under the lock again
+ * (tlog_seg_io_finish). The footer is written only after the data and
+ * the index entries are on disk.
+ */
+struct tlog_seg_io {
+	struct tlog_segment *seg;	/* referenced */
+	int fd, ifd;			/* ours to close; -1: open by name */
+	uint64_t gen;			/* seg->wgen when taken */
+	bool sync;			/* written since the last sync */
+	bool footer;			/* write the boundary and footer */
+	bool bound;			/* the boundary entry is missing */
+	struct tlog_idx_entry be;
+	struct tlog_footer f;
+	uint64_t nidx;
+};
+
 /* segment.c */
+/* Caller holds p->lock; steal: the segment's own descriptors (closed
+ * after), else duplicates. fd_locked: s->fd_lock is held too. A sealed
+ * segment waiting for its footer is claimed: taken off the unsynced
+ * list, the footer is io's to write. */
+void tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
+    bool steal, bool fd_locked);
+int tlog_seg_io_run(struct tlog_seg_io *io, bool datasync);
+/* keep_err: an error goes to the partition for its next fsync. */
+void tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err);
 struct tlog_segment *tlog_seg_new(struct tlog_partition *p, uint64_t base);
 void tlog_seg_ref(struct tlog_segment *seg);
 int tlog_seg_open_files(struct tlog_segment *seg, bool create);
@@ -313,14 +360,21 @@ void tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev);
 size_t tlog_part_append(struct tlog_partition *p, const char *buf,
     size_t len, bool tail_is_record, int *errp);
 int tlog_part_fsync(struct tlog_partition *p, bool datasync);
+/* Flushes all of p's sealed segments (takes p->sync_lock). */
+void tlog_part_flush(struct tlog_partition *p, bool keep_err);
+/* Queues p for the flusher (p->lock held). */
+void tlog_part_queue_flush(struct tlog_partition *p);
+/* Drops the unsynced list without writing (store teardown). */
+void tlog_part_drop_unsynced(struct tlog_partition *p);
 /* Before files ending at offset `need` are unlinked: a durable .next of
  * at least that. 0 or -errno (then the unlink must wait). */
 int tlog_part_save_end(struct tlog_partition *p, uint64_t need);
 
 /* recover.c */
 int tlog_part_recover(struct tlog_partition *p);
-/* Writes index tails of every active segment (clean shutdown). */
-void tlog_part_close(struct tlog_partition *p);
+/* Makes everything durable (as fsync) and closes the files (clean
+ * shutdown); 0 or the first error. */
+int tlog_part_close(struct tlog_partition *p);
 
 /* store.c */
 void tlog_topic_ref(struct tlog_topic *t);

@@ -305,6 +305,356 @@ START_TEST(deletion_end_offset_is_durable)
 }
 END_TEST
 
+/* ---- fsync makes every earlier record durable ---- */
+
+static char *
+path_in(const char *rel)
+{
+	char *p;
+
+	ck_assert_int_ge(asprintf(&p, "%s/%s", dir, rel), 0);
+	return p;
+}
+
+static bool
+exists(const char *rel)
+{
+	char *p = path_in(rel);
+	bool r = access(p, F_OK) == 0;
+
+	free(p);
+	return r;
+}
+
+/* Line k of writer w: "wW KKKKKK xxx...x\n", LINE bytes. */
+static void
+make_line(char *buf, int w, unsigned k)
+{
+	int n = snprintf(buf, LINE, "w%d %06u ", w, k);
+
+	memset(buf + n, 'x', LINE - 1 - (size_t)n);
+	buf[LINE - 1] = '\n';
+}
+
+/*
+ * Checks every record of p: whole test lines of writer w, each at the
+ * offset equal to its number (so nothing is repeated or moved), and the
+ * first `acked` all there. Returns the partition's end offset.
+ */
+static uint64_t
+check_lines(struct tlog_partition *p, int w, unsigned acked)
+{
+	struct tlog_seginfo *si;
+	struct tlog_part_stats st;
+	char want[LINE], *buf;
+	size_t n, i, at;
+	unsigned k, seen = 0;
+	uint64_t off;
+
+	ck_assert_int_eq(tlog_partition_segments(p, &si, &n), 0);
+	for (i = 0; i < n; i++) {
+		struct tlog_segment *seg = tlog_segment_get(p, si[i].base);
+		int fd;
+
+		ck_assert_ptr_nonnull(seg);
+		ck_assert_uint_eq(si[i].bytes, si[i].records * LINE);
+		buf = malloc(si[i].bytes + 1);
+		fd = tlog_segment_open(seg);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(tlog_segment_read(seg, fd, buf, si[i].bytes,
+		    0), (ssize_t)si[i].bytes);
+		close(fd);
+		for (at = 0, off = si[i].base; at < si[i].bytes;
+		    at += LINE, off++) {
+			ck_assert_int_eq(sscanf(buf + at + 3, "%6u", &k), 1);
+			make_line(want, w, k);
+			ck_assert_msg(memcmp(buf + at, want, LINE) == 0,
+			    "segment %llu: a torn or foreign record at byte "
+			    "%zu", (unsigned long long)si[i].base, at);
+			ck_assert_msg(off == k, "line %u at offset %llu", k,
+			    (unsigned long long)off);
+			if (k < acked)
+				seen++;
+		}
+		free(buf);
+		tlog_segment_put(seg);
+	}
+	free(si);
+	ck_assert_msg(seen == acked, "writer %d: %u of %u fsynced lines "
+	    "left", w, seen, acked);
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_ge(st.end_offset, acked);
+	return st.end_offset;
+}
+
+/* A writeback error of a sealed segment reaches the next fsync, once, and
+ * its footer is never written over data that may not be on disk. */
+START_TEST(fsync_reports_sealed_segment_error)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct stat st;
+	char line[LINE], *idx;
+	int i;
+
+	setup();
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	th_set(s, p, "segment.bytes", "1K");
+	w = tlog_writer_open(p);
+	for (i = 0; i < 15; i++) {
+		make_line(line, 0, (unsigned)i);
+		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
+	}
+	th_sync_fail = "/00000000000000000000.log";
+	ck_assert_int_eq(tlog_writer_fsync(w, true), -EIO);
+	th_sync_fail = NULL;
+	idx = path_in("t/0/00000000000000000000.idx");
+	ck_assert_int_eq(stat(idx, &st), 0);
+	ck_assert_int_eq((st.st_size - TLOG_IDX_HDR) % TLOG_IDX_ENT, 0);
+	free(idx);
+	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	teardown();
+}
+END_TEST
+
+/* Closing an idle segment's files to stay within the descriptor budget
+ * syncs them first; an error there reaches the next fsync. */
+START_TEST(eviction_error_reaches_fsync)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	struct tlog_partition *a, *b;
+	struct tlog_writer *wa, *wb;
+
+	setup();
+	memset(&o, 0, sizeof(o));
+	o.max_open_segments = 1;
+	s = th_open_opts(dir, &o);
+	a = th_part(s, "t", "a");
+	b = th_part(s, "t", "b");
+	wa = tlog_writer_open(a);
+	wb = tlog_writer_open(b);
+	th_put(wa, "a line\n");
+	th_sync_fail = "/t/a/";
+	th_put(wb, "b line\n");		/* opens b's files: a's close */
+	th_sync_fail = NULL;
+	ck_assert_uint_gt(th_sync_failed, 0);
+	ck_assert_int_eq(tlog_writer_fsync(wa, false), -EIO);
+	ck_assert_int_eq(tlog_writer_fsync(wa, false), 0);
+	ck_assert_int_eq(tlog_writer_fsync(wb, false), 0);
+	tlog_writer_close(wa);
+	tlog_writer_close(wb);
+	tlog_partition_put(a);
+	tlog_partition_put(b);
+	tlog_store_close(s);
+	teardown();
+}
+END_TEST
+
+/* The background flusher writes footers; its errors are kept for the
+ * next fsync, and an fsync on any descriptor covers the partition. */
+START_TEST(flusher_error_is_sticky)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char line[LINE];
+	int i;
+
+	setup();
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	th_set(s, p, "segment.bytes", "1K");
+	w = tlog_writer_open(p);
+	for (i = 0; i < 25; i++) {
+		make_line(line, 0, (unsigned)i);
+		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
+	}
+	tlog_writer_close(w);
+	th_sync_fail = "/00000000000000000010.log";
+	ck_assert_int_eq(tlog_store_flush_pending(s, 0), 2);
+	th_sync_fail = NULL;
+	ck_assert_int_eq(tlog_store_flush_pending(s, 0), 0);
+	ck_assert_int_eq(tlog_partition_fsync(p, true), -EIO);
+	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
+	/* Segment 0 got its footer, segment 10 did not. */
+	ck_assert(strstr(th_logbuf, "00000000000000000010") != NULL);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	teardown();
+}
+END_TEST
+
+struct sealed_load {
+	unsigned acked;
+};
+
+/* Records made durable by an fsync of the partition from another
+ * descriptor (a reader's), with flushed and unflushed seals around. */
+static void
+partition_fsync_load(void *arg)
+{
+	struct sealed_load *l = arg;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char line[LINE];
+	unsigned i;
+
+	th_dur_start(dir);
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	th_set(s, p, "segment.bytes", "1K");
+	w = tlog_writer_open(p);
+	for (i = 0; i < 95; i++) {
+		make_line(line, 0, i);
+		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
+		if (i == 40)
+			tlog_store_flush_pending(s, 1);
+	}
+	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
+	l->acked = i;
+	th_powercut(dir, 7, TH_CUT_ZERO);
+}
+
+START_TEST(partition_fsync_covers_everything)
+{
+	struct sealed_load l = { 0 };
+	struct tlog_store *s;
+	struct tlog_partition *p;
+
+	setup();
+	in_child(partition_fsync_load, &l, sizeof(l));
+	new_boot();
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	ck_assert_uint_eq(check_lines(p, 0, l.acked), l.acked);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	teardown();
+}
+END_TEST
+
+static void
+clean_close_load(void *arg)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+
+	(void)arg;
+	th_dur_start(dir);
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "kept by a clean close\n");
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_powercut(dir, 1, TH_CUT_ZERO);
+}
+
+static void
+reopen_load(void *arg)
+{
+	(void)arg;
+	th_dur_start(dir);
+	th_open(dir);		/* and the power goes while it runs */
+	th_powercut(dir, 1, TH_CUT_ZERO);
+}
+
+/* A clean close is durable as a whole, clean mark included; the mark's
+ * removal at the next open is durable before anything else happens. */
+START_TEST(clean_mark_is_durable)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	int r;
+	char *d;
+
+	setup();
+	in_child(clean_close_load, &r, sizeof(r));
+	new_boot();
+	s = th_open(dir);
+	ck_assert(tlog_store_was_clean(s));
+	p = th_part(s, "t", "0");
+	d = th_partition_data(p, NULL);
+	ck_assert_str_eq(d, "kept by a clean close\n");
+	free(d);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	in_child(reopen_load, &r, sizeof(r));
+	ck_assert(!exists(".tlogfs/clean"));
+	teardown();
+}
+END_TEST
+
+static void
+check_reopened(unsigned acked, unsigned *left)
+{
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_part_stats st;
+
+	check_lines(p, 0, acked);
+	tlog_partition_stats(p, &st);
+	if (left != NULL)
+		*left = (unsigned)st.end_offset;
+	tlog_partition_put(p);
+	tlog_store_close(s);
+}
+
+/*
+ * Records a killed daemon left in the page cache: the first fsync after
+ * the restart (here through a new writer) makes them durable too. The
+ * kill is simulated in one process, so one tracker sees it all: the
+ * first store is abandoned (its lock dropped), not closed.
+ */
+static void
+crash_restart_fsync(void *arg)
+{
+	unsigned *lines = arg;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char line[LINE];
+	unsigned i;
+
+	th_dur_start(dir);
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	th_set(s, p, "segment.bytes", "16K");
+	w = tlog_writer_open(p);
+	for (i = 0; i < *lines; i++) {
+		make_line(line, 0, i);
+		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
+	}
+	close(s->lockfd);	/* killed: nothing else happens */
+	s->lockfd = -1;
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	th_powercut(dir, 3, TH_CUT_ZERO);
+}
+
+START_TEST(fsync_after_crash_covers_earlier_records)
+{
+	unsigned lines = 300;
+
+	setup();
+	in_child(crash_restart_fsync, &lines, sizeof(lines));
+	new_boot();
+	check_reopened(lines, NULL);
+	teardown();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -314,5 +664,11 @@ main(void)
 	TH_CASE(s, rm_current_keeps_end_offset);
 	TH_CASE(s, racing_drainers_keep_end_offset);
 	TH_CASE(s, deletion_end_offset_is_durable);
+	TH_CASE(s, fsync_reports_sealed_segment_error);
+	TH_CASE(s, eviction_error_reaches_fsync);
+	TH_CASE(s, flusher_error_is_sticky);
+	TH_CASE(s, partition_fsync_covers_everything);
+	TH_CASE(s, clean_mark_is_durable);
+	TH_CASE(s, fsync_after_crash_covers_earlier_records);
 	return th_run(s);
 }
