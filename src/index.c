@@ -4,7 +4,10 @@
  * An index file is a 24-byte header, then 24-byte entries (offset relative
  * to the segment's base, data position, timestamp), then, once the segment
  * is sealed, a 48-byte footer. Every entry and the footer carry a CRC-32C,
- * so a torn or corrupt tail is recognised and cut rather than trusted.
+ * so a torn or corrupt tail is recognised and cut rather than trusted;
+ * with TLOG_IDX_F_DATACRC in the header, each entry also carries the
+ * CRC-32C of the data since the previous entry, which recovery checks
+ * after a power cut.
  * All integers are little-endian.
  */
 #include "config.h"
@@ -43,12 +46,18 @@ get64(const unsigned char *b)
 }
 
 void
-tlog_idx_encode_header(unsigned char *b, uint64_t base)
+tlog_idx_encode_header(unsigned char *b, uint64_t base, uint32_t flags)
 {
 	memcpy(b, TLOG_IDX_MAGIC, 8);
 	put32(b + 8, TLOG_IDX_VERSION);
-	put32(b + 12, 0);
+	put32(b + 12, flags);
 	put64(b + 16, base);
+}
+
+uint32_t
+tlog_idx_header_flags(const unsigned char *b)
+{
+	return get32(b + 12);
 }
 
 int
@@ -67,7 +76,7 @@ tlog_idx_encode_entry(unsigned char *b, const struct tlog_idx_entry *e)
 	put32(b, e->rel);
 	put32(b + 4, e->pos);
 	put64(b + 8, (uint64_t)e->ts);
-	put32(b + 16, 0);
+	put32(b + 16, e->crc);
 	put32(b + 20, tlog_crc32c(0, b, 20));
 }
 
@@ -79,6 +88,7 @@ tlog_idx_decode_entry(const unsigned char *b, struct tlog_idx_entry *e)
 	e->rel = get32(b);
 	e->pos = get32(b + 4);
 	e->ts = (int64_t)get64(b + 8);
+	e->crc = get32(b + 16);
 	return 0;
 }
 

@@ -294,7 +294,20 @@ struct run {
 	uint64_t nrec;
 	struct tlog_idx_entry idx[MAX_PENDING_IDX];
 	size_t nidx;
+	uint32_t crc;		/* data since the last entry, queued or not, */
+	size_t crc_at;		/* up to here in the caller's buffer */
 };
+
+/* The run's data CRC brought up to buffer offset `to`: computed per
+ * chunk between entries, not per record, so a bulk write of short lines
+ * costs one call per 4 KiB. */
+static uint32_t
+run_crc(struct run *run, const char *buf, size_t to)
+{
+	run->crc = tlog_crc32c(run->crc, buf + run->crc_at, to - run->crc_at);
+	run->crc_at = to;
+	return run->crc;
+}
 
 static uint64_t
 run_records(const struct tlog_segment *seg, const struct run *r)
@@ -376,6 +389,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	}
 	if (seg->records == 0)
 		seg->first_ts = ts;
+	seg->run_crc = run_crc(run, buf, run->start + run->len);
 	seg->records += run->nrec;
 	__atomic_store_n(&seg->bytes, seg->bytes + run->len, __ATOMIC_RELEASE);
 	seg->max_ts = ts;
@@ -659,18 +673,30 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 			break;
 		rel = run_records(seg, &run);
 		at = seg->bytes + run.len;
+		/* Each entry carries the CRC of the data since the one
+		 * before (doc/format.md), computed as the records go by. */
+		if (run.len == 0 && run.nrec == 0) {
+			run.crc = seg->run_crc;
+			run.crc_at = pos;
+		}
 		if (rel == 0 ||
 		    at - (run.nidx ? run.idx[run.nidx - 1].pos :
-		    seg->last_idx_pos) >= TLOG_IDX_INTERVAL)
+		    seg->last_idx_pos) >= TLOG_IDX_INTERVAL) {
 			run.idx[run.nidx++] = (struct tlog_idx_entry){
-				(uint32_t)rel, (uint32_t)at, ts };
+				(uint32_t)rel, (uint32_t)at, ts,
+				run_crc(&run, buf, pos) };
+			run.crc = 0;
+		}
 		run.len += rlen;
 		run.nrec++;
 		/* A record without newline is always followed by an entry,
 		 * so counting newlines from an entry stays exact. */
-		if (buf[pos + rlen - 1] != '\n')
+		if (buf[pos + rlen - 1] != '\n') {
 			run.idx[run.nidx++] = (struct tlog_idx_entry){
-				(uint32_t)(rel + 1), (uint32_t)(at + rlen), ts };
+				(uint32_t)(rel + 1), (uint32_t)(at + rlen), ts,
+				run_crc(&run, buf, pos + rlen) };
+			run.crc = 0;
+		}
 		pos += rlen;
 	}
 	if (r == 0)

@@ -36,8 +36,10 @@ struct found {
 struct entries {
 	struct tlog_idx_entry *e;
 	size_t n, cap;
+	size_t crc_from;	/* the first entry without its data CRC */
 };
 
+/* Adds an entry whose data CRC is computed later (data_crcs). */
 static int
 entries_push(struct entries *v, uint64_t rel, uint64_t pos, int64_t ts)
 {
@@ -49,9 +51,81 @@ entries_push(struct entries *v, uint64_t rel, uint64_t pos, int64_t ts)
 		v->e = ne;
 		v->cap = cap;
 	}
+	if (v->crc_from > v->n)
+		v->crc_from = v->n;
 	v->e[v->n++] = (struct tlog_idx_entry){ (uint32_t)rel, (uint32_t)pos,
-		ts };
+		ts, 0 };
 	return 0;
+}
+
+/*
+ * The data CRC of entries k..n-1 of e: each over the bytes from the entry
+ * before (or the start) to its own position. With check, returns the
+ * index of the first entry whose stored CRC differs (n if none);
+ * otherwise stores them and returns n. A read error gives -errno; data
+ * ending early, the index of the first entry it cannot cover.
+ */
+static ssize_t
+data_crcs(int fd, struct tlog_idx_entry *e, size_t k, size_t n, bool check)
+{
+	unsigned char buf[65536];
+	uint64_t cur = k ? e[k - 1].pos : 0;
+	size_t j, have = 0, off = 0, take;
+	uint32_t crc;
+	ssize_t r;
+
+	for (j = k; j < n; j++) {
+		crc = 0;
+		while (cur < e[j].pos) {
+			if (off == have) {
+				r = pread(fd, buf, sizeof(buf), (off_t)cur);
+				if (r <= 0)
+					return r == 0 ? (ssize_t)j : -errno;
+				have = (size_t)r;
+				off = 0;
+			}
+			take = have - off;
+			if (take > e[j].pos - cur)
+				take = (size_t)(e[j].pos - cur);
+			crc = tlog_crc32c(crc, buf + off, take);
+			off += take;
+			cur += take;
+		}
+		/* 0 is what an older engine wrote: not recorded. */
+		if (!check)
+			e[j].crc = crc;
+		else if (e[j].crc != 0 && e[j].crc != crc)
+			return (ssize_t)j;
+	}
+	return (ssize_t)n;
+}
+
+/*
+ * Where a page that never reached the disk begins: the first 4 KiB-
+ * aligned block of zero bytes at or after `from`, or size if none. The
+ * data is written a page at a time; after a power cut a page the file's
+ * size covers but whose data was lost reads back as zeros.
+ */
+static uint64_t
+first_zero_block(int fd, uint64_t from, uint64_t size)
+{
+	unsigned char buf[65536];
+	uint64_t b = (from + 4095) & ~(uint64_t)4095;
+	size_t want, i;
+	ssize_t n;
+
+	while (b + 4096 <= size) {
+		want = sizeof(buf);
+		if (want > ((size - b) & ~(uint64_t)4095))
+			want = (size_t)((size - b) & ~(uint64_t)4095);
+		if ((n = pread(fd, buf, want, (off_t)b)) < 4096)
+			break;
+		for (i = 0; i + 4096 <= (size_t)n; i += 4096)
+			if (buf[i] == 0 && memcmp(buf + i, buf + i + 1, 4095) == 0)
+				return b + i;
+		b += (uint64_t)n & ~(uint64_t)4095;
+	}
+	return size;
 }
 
 static int64_t
@@ -97,9 +171,12 @@ scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
 	last_entry = v->n ? v->e[v->n - 1].pos : 0;
 	*end = pos;
 	while (at < size) {
-		n = pread(fd, buf, sizeof(buf), (off_t)at);
-		if (n <= 0)
-			return n == 0 ? 0 : -errno;
+		n = pread(fd, buf, size - at < sizeof(buf) ? (size_t)(size - at) :
+		    sizeof(buf), (off_t)at);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
 		for (i = 0; i < n; i++) {
 			if (buf[i] != '\n')
 				continue;
@@ -115,19 +192,20 @@ scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
 		}
 		at += (uint64_t)n;
 	}
-	if (keep_tail && rstart < size) {
+	if (keep_tail && rstart < at) {
 		if ((v->n == 0 || rel == 0) &&
 		    (r = entries_push(v, rel, rstart, ts)) != 0)
 			return r;
 		rel++;
-		rstart = size;
+		rstart = at;
 	}
 	*records = rel;
 	*end = rstart;
 	return 0;
 }
 
-/* Writes a complete new index atomically (temporary file and rename). */
+/* Writes a complete new index atomically (temporary file and rename);
+ * every entry has its data CRC. Synced later, with the file system. */
 static int
 write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
     bool sealed)
@@ -141,7 +219,7 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 	len = TLOG_IDX_HDR + v->n * TLOG_IDX_ENT + (sealed ? TLOG_IDX_FOOT : 0);
 	if ((buf = malloc(len)) == NULL)
 		return -ENOMEM;
-	tlog_idx_encode_header(buf, seg->base);
+	tlog_idx_encode_header(buf, seg->base, TLOG_IDX_F_DATACRC);
 	for (i = 0; i < v->n; i++)
 		tlog_idx_encode_entry(buf + TLOG_IDX_HDR + i * TLOG_IDX_ENT,
 		    &v->e[i]);
@@ -154,7 +232,7 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 		tlog_idx_encode_footer(buf + len - TLOG_IDX_FOOT, &f);
 	}
 	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
-	r = tlog_write_atomic(dfd, name, buf, len);
+	r = tlog_write_file_atomic(dfd, name, buf, len, false);
 	free(buf);
 	if (r == 0) {
 		seg->nidx = v->n;
@@ -169,7 +247,7 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 /* Reads and validates the index: header, entries, footer. */
 static int
 read_index(int dfd, uint64_t base, struct entries *v,
-    struct tlog_footer *foot, bool *has_footer, bool *torn)
+    struct tlog_footer *foot, bool *has_footer, bool *torn, bool *crcs)
 {
 	unsigned char *buf = NULL;
 	struct tlog_idx_entry e;
@@ -181,6 +259,7 @@ read_index(int dfd, uint64_t base, struct entries *v,
 
 	*has_footer = false;
 	*torn = false;
+	*crcs = false;
 	tlog_seg_name(base, ".idx", name, sizeof(name));
 	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -errno;
@@ -197,6 +276,7 @@ read_index(int dfd, uint64_t base, struct entries *v,
 		r = -EINVAL;
 		goto out;
 	}
+	*crcs = (tlog_idx_header_flags(buf) & TLOG_IDX_F_DATACRC) != 0;
 	body = (size_t)st.st_size - TLOG_IDX_HDR;
 	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
 	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
@@ -219,6 +299,7 @@ read_index(int dfd, uint64_t base, struct entries *v,
 		}
 		if ((r = entries_push(v, e.rel, e.pos, e.ts)) != 0)
 			goto out;
+		v->e[v->n - 1].crc = e.crc;
 	}
 out:
 	free(buf);
@@ -272,27 +353,41 @@ out:
 
 /*
  * Loads one segment; returns it (not yet linked) or NULL if it holds
- * nothing worth keeping.
+ * nothing worth keeping. *dirty is set when it changed a file.
+ *
+ * After a power cut (s->verify: the last open was in another boot and
+ * the store was not closed cleanly) a segment without an intact footer
+ * may hold data that never reached the disk: zero-filled pages inside
+ * its size, entries whose data did not make it. Its entries' data CRCs
+ * are checked against the data and the segment is cut at the first
+ * chunk that fails; the records after the last good entry are kept up to
+ * the first one holding a zero page, and a line without newline there
+ * is cut, whichever segment it ends. After a kill -9 in the same boot
+ * the page cache still holds everything written: only the tail after the
+ * last entry is scanned, as before.
  */
 static struct tlog_segment *
 load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
-    bool last, const char *where)
+    bool last, const char *where, bool *dirty)
 {
 	struct tlog_store *s = p->store;
 	struct tlog_segment *seg;
 	struct tlog_footer foot;
-	struct entries v = { 0 };
+	struct entries v = { NULL, 0, 0, SIZE_MAX };
 	struct stat st;
-	uint64_t size, pos = 0, rel = 0, records, end;
+	uint64_t size, pos = 0, rel = 0, records, end, scan_end;
 	bool footer = false, torn = false, rebuild = false, keep_tail;
+	bool crcs = false, mismatch = false;
 	int64_t hint;
+	ssize_t k;
 	size_t n0;
 	char name[32];
 	int64_t mt;
 	int fd, r;
 
 	/* The data file is opened only if something must be read or cut:
-	 * the clean path needs its size, from fstatat. */
+	 * the clean path needs its size, from fstatat. Never through a
+	 * symbolic link. */
 	tlog_seg_name(base, ".log", name, sizeof(name));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
 		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
@@ -313,7 +408,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		footer = true;
 		v.n = seg->nidx;	/* entries not needed */
 	} else if (has_idx && (r = read_index(dfd, base, &v, &foot, &footer,
-	    &torn)) != 0) {
+	    &torn, &crcs)) != 0) {
 		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
 		    "index; rebuilding it from the data", where, base);
 		v.n = 0;
@@ -323,6 +418,8 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		    "rebuilding it from the data", where, base);
 		rebuild = true;
 	}
+	if (crcs)
+		v.crc_from = SIZE_MAX;	/* read from the index */
 
 	if (!(footer && foot.bytes == size) &&
 	    (fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
@@ -335,6 +432,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		    "seal; cut", where, name, size - foot.bytes);
 		if (ftruncate(fd, (off_t)foot.bytes) == 0)
 			size = foot.bytes;
+		*dirty = true;
 	}
 	/* The clean path: an intact footer that agrees with the data. */
 	if (footer && foot.bytes == size) {
@@ -368,6 +466,21 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	/* Entries that point past the data are cut. */
 	while (v.n > 0 && v.e[v.n - 1].pos > size)
 		v.n--, torn = true;
+	/* After a power cut: only entries whose data made it. */
+	if (s->verify && crcs && v.n > 0) {
+		if ((k = data_crcs(fd, v.e, 0, v.n, true)) < 0) {
+			tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment "
+			    "skipped", where, name, strerror((int)-k));
+			goto fail;
+		}
+		if ((size_t)k < v.n) {
+			tlog_log(s, LOG_WARNING, "%s/%s: data from byte %" PRIu32
+			    " on does not match its index (lost in a power "
+			    "cut); cut", where, name, v.e[k ? k - 1 : 0].pos);
+			v.n = (size_t)k;
+			torn = mismatch = true;
+		}
+	}
 	if (v.n > 0) {
 		pos = v.e[v.n - 1].pos;
 		rel = v.e[v.n - 1].rel;
@@ -379,25 +492,42 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	}
 	/* The tail after the last newline is a record only where no write
 	 * can have been in flight: a sealed segment's, or an index-less
-	 * segment behind a newer one. */
-	keep_tail = !last && !footer;
+	 * segment behind a newer one; never after a power cut, which can
+	 * tear any line that no entry vouches for. */
+	keep_tail = !last && !footer && !s->verify;
+	/* Past a chunk that failed its CRC nothing is known to be what was
+	 * written: the data is cut at the last good entry. */
+	if (mismatch)
+		scan_end = pos;
+	else
+		scan_end = s->verify ? first_zero_block(fd, pos, size) : size;
 	/* Records found past the last entry: the footer's newest time if
 	 * there is one, else the data's mtime, never before the entries. */
 	hint = footer ? foot.max_ts : mt;
 	if (hint < seg->max_ts)
 		hint = seg->max_ts;
-	if ((r = scan_data(fd, pos, rel, size, keep_tail, hint, &v, &records,
-	    &end)) != 0) {
+	if ((r = scan_data(fd, pos, rel, scan_end, keep_tail, hint, &v,
+	    &records, &end)) != 0) {
 		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
 		    where, name, strerror(-r));
 		goto fail;
 	}
 	if (end < size) {
-		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
-		    "unfinished line cut", where, name, size - end);
+		if (mismatch)
+			;	/* logged above */
+		else if (scan_end < size)
+			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
+			    "page that never reached the disk on, cut", where,
+			    name, size - end);
+		else
+			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
+			    "unfinished line cut", where, name, size - end);
+		/* Synced before the store takes appends (tlog_store_open):
+		 * appends must never land on a cut a power cut could undo. */
 		if (ftruncate(fd, (off_t)end) == -1)
 			tlog_log(s, LOG_ERR, "%s/%s: cannot cut: %s", where,
 			    name, strerror(errno));
+		*dirty = true;
 	}
 	if (end > pos)
 		seg->max_ts = hint;
@@ -414,6 +544,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		unlinkat(dfd, name, 0);
 		tlog_seg_name(base, ".idx", name, sizeof(name));
 		unlinkat(dfd, name, 0);
+		*dirty = true;
 		return NULL;
 	}
 	if (!last || footer) {
@@ -432,16 +563,23 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 			seg->last_idx_rel = v.e[v.n - 1].rel;
 			seg->last_idx_pos = v.e[v.n - 1].pos;
 		}
+	} else if (v.crc_from < v.n &&
+	    (k = data_crcs(fd, v.e, v.crc_from, v.n, false)) != (ssize_t)v.n) {
+		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; index not "
+		    "rewritten", where, name, strerror(k < 0 ? (int)-k : EIO));
 	} else if (seg->sealed && fdatasync(fd) == -1) {
 		/* A footer goes only on data that is on disk. */
 		tlog_log(s, LOG_ERR, "%s/%s: cannot sync: %s; index not "
 		    "rewritten", where, name, strerror(errno));
-	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0)
+	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0) {
 		tlog_log(s, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
 		    where, base, strerror(-r));
+	} else
+		*dirty = true;
 	/* Records a crash left in the page cache may not be on disk yet:
-	 * the partition's next fsync must sync them. */
-	if (!seg->sealed)
+	 * the partition's next fsync must sync them (unless the open's
+	 * syncfs does, see tlog_store_open). */
+	if (!seg->sealed && !s->was_clean)
 		seg->wgen = 1;
 	if (seg->sealed && (uint64_t)st.st_blocks * 512 >
 	    ((end + 4095) & ~4095ULL) + 4096) {
@@ -520,7 +658,7 @@ is_regular(int dfd, const struct dirent *de)
  */
 static int
 list_segments(struct tlog_partition *p, DIR *d, const char *where,
-    struct found **out, size_t *nout)
+    struct found **out, size_t *nout, bool *dirty)
 {
 	struct tlog_store *s = p->store;
 	struct segfile *v = NULL;
@@ -547,6 +685,7 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			tlog_log(s, LOG_WARNING, "%s/%s: stray temporary file "
 			    "removed", where, nm);
 			unlinkat(dirfd(d), nm, 0);
+			*dirty = true;
 			continue;
 		}
 		if (parse_base(nm, ".log", &base))
@@ -598,6 +737,7 @@ tlog_part_recover(struct tlog_partition *p)
 	struct found *f = NULL;
 	char where[2 * TLOG_NAME_MAX + 2], name[32];
 	size_t n = 0, i, lastlog;
+	bool dirty = false;
 	DIR *d;
 	int fd, dfd, r;
 
@@ -611,7 +751,7 @@ tlog_part_recover(struct tlog_partition *p)
 		return -errno;
 	}
 	dfd = dirfd(d);
-	if ((r = list_segments(p, d, where, &f, &n)) != 0) {
+	if ((r = list_segments(p, d, where, &f, &n, &dirty)) != 0) {
 		closedir(d);
 		return r;
 	}
@@ -624,10 +764,11 @@ tlog_part_recover(struct tlog_partition *p)
 			tlog_log(s, LOG_WARNING, "%s/%s: index without data "
 			    "removed", where, name);
 			unlinkat(dfd, name, 0);
+			dirty = true;
 			continue;
 		}
 		seg = load_segment(p, dfd, f[i].base, f[i].idx,
-		    i + 1 == lastlog, where);
+		    i + 1 == lastlog, where, &dirty);
 		if (seg == NULL)
 			continue;
 		if (prev != NULL && seg->base < prev->base + prev->records)
@@ -645,6 +786,10 @@ tlog_part_recover(struct tlog_partition *p)
 	}
 	free(f);
 	read_next_offset(p, dfd);
+	/* Repairs are on disk before the store takes appends: one syncfs
+	 * at the end of the open covers every file and directory. */
+	if (dirty)
+		__atomic_store_n(&s->repaired, true, __ATOMIC_RELAXED);
 	closedir(d);
 	return 0;
 }

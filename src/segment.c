@@ -266,7 +266,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	if (create) {
 		seg->wgen++;
 		seg->part->dir_dirty = true;
-		tlog_idx_encode_header(hdr, seg->base);
+		tlog_idx_encode_header(hdr, seg->base, TLOG_IDX_F_DATACRC);
 		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			r = errno ? -errno : -EIO;
 			tlog_seg_close_files(seg);
@@ -336,6 +336,7 @@ int
 tlog_seg_write_boundary(struct tlog_segment *seg)
 {
 	struct tlog_idx_entry e;
+	int r;
 
 	if (seg->records == 0 || (seg->nidx > 0 &&
 	    seg->last_idx_rel == seg->records &&
@@ -346,7 +347,10 @@ tlog_seg_write_boundary(struct tlog_segment *seg)
 	e.rel = (uint32_t)seg->records;
 	e.pos = (uint32_t)seg->bytes;
 	e.ts = seg->max_ts;
-	return tlog_seg_write_entries(seg, &e, 1);
+	e.crc = seg->run_crc;
+	if ((r = tlog_seg_write_entries(seg, &e, 1)) == 0)
+		seg->run_crc = 0;
+	return r;
 }
 
 /* Gives back space reserved beyond the data; retried later on failure. */
@@ -442,6 +446,7 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	io->be.rel = (uint32_t)seg->records;
 	io->be.pos = (uint32_t)seg->bytes;
 	io->be.ts = seg->max_ts;
+	io->be.crc = seg->run_crc;
 	io->f.records = seg->records;
 	io->f.bytes = seg->bytes;
 	io->f.first_ts = seg->first_ts;
@@ -526,6 +531,7 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 		seg->nidx = io->nidx;
 		seg->last_idx_rel = io->be.rel;
 		seg->last_idx_pos = io->be.pos;
+		seg->run_crc = 0;
 	}
 	if (r != 0 && keep_err && p->sync_err == 0)
 		p->sync_err = r;

@@ -6,6 +6,7 @@
  * STORE/.tlogfs/lock     pid of the holder, flock()ed while open
  * STORE/.tlogfs/config   store-wide config overrides (key=value)
  * STORE/.tlogfs/clean    present only between a clean close and the next open
+ * STORE/.tlogfs/boot     the kernel's boot id at the last open
  * STORE/TOPIC/.config, STORE/TOPIC/PART/.config, STORE/TOPIC/PART/.next
  */
 #include "config.h"
@@ -1086,6 +1087,77 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The kernel's boot id, which changes at every boot: a crash within one
+ * boot leaves everything written in the page cache, a power cut (or any
+ * reboot without a clean close) does not. TLOGFS_BOOT_ID replaces it, so
+ * tests can simulate a reboot. "" if unknown.
+ */
+static void
+boot_id(char *buf, size_t len)
+{
+	const char *env = getenv("TLOGFS_BOOT_ID");
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	if (env != NULL && *env != '\0') {
+		strlcpy(buf, env, len);
+	} else if ((fd = open("/proc/sys/kernel/random/boot_id",
+	    O_RDONLY | O_CLOEXEC)) != -1) {
+		n = read(fd, buf, len - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Reads the boot id of the last open, "" if none was recorded. */
+static void
+last_boot(struct tlog_store *s, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	if ((fd = openat(s->dirfd, ".tlogfs/boot", O_RDONLY | O_CLOEXEC)) ==
+	    -1)
+		return;
+	n = read(fd, buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Every active segment is on disk as it is (after a syncfs). */
+static void
+mark_synced_part(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+
+	pthread_mutex_lock(&p->lock);
+	TAILQ_FOREACH(seg, &p->segs, link)
+		seg->sgen = seg->wgen;
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void
+mark_synced(struct tlog_store *s)
+{
+	struct tlog_partition **v;
+	size_t n, i;
+
+	if (tlog_all_partitions(s, &v, &n) == 0) {
+		for (i = 0; i < n; i++) {
+			mark_synced_part(v[i]);
+			tlog_partition_put(v[i]);
+		}
+		free(v);
+	}
+	if (s->events != NULL)
+		mark_synced_part(s->events);
+}
+
 struct recovery {
 	struct tlog_partition **v;
 	size_t n;
@@ -1366,7 +1438,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
     struct tlog_store **out, char *err, size_t errlen)
 {
 	struct tlog_store *s;
-	int r;
+	char boot[64], prev[64], line[80];
+	int r, n;
 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
@@ -1434,6 +1507,14 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		    strerror(errno));
 		goto fail;
 	}
+	boot_id(boot, sizeof(boot));
+	last_boot(s, prev, sizeof(prev));
+	s->verify = !s->was_clean && (boot[0] == '\0' ||
+	    strcmp(boot, prev) != 0);
+	if (s->verify && prev[0] != '\0')
+		tlog_log(s, LOG_NOTICE, "store %s was not closed cleanly before "
+		    "a reboot: checking unsealed segments against their data",
+		    path);
 	tlog_config_load(s, s->dirfd, ".tlogfs/config", &s->cfg);
 	if ((r = store_load(s)) != 0 || (r = tlog_events_open(s)) != 0) {
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
@@ -1442,6 +1523,30 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	/* Engine time starts no earlier than the newest stamp stored, so
 	 * stamps keep increasing whatever the wall clock says. */
 	tlog_clock_init(s, newest_stamp(s));
+	/*
+	 * Recovery's repairs (cuts, rewritten indexes, removed files) are
+	 * on disk before the store takes an append; and after a crash,
+	 * what the dead daemon wrote may still be only in the page cache.
+	 * One syncfs does both, so that neither recovery nor the first
+	 * fsync of each partition has to sync file by file.
+	 */
+	if (!s->was_clean || s->repaired) {
+		if (syncfs(s->dirfd) == 0)
+			mark_synced(s);
+		else
+			tlog_log(s, LOG_ERR, "store %s: syncfs: %s; recovery's "
+			    "repairs may not be on disk", path,
+			    strerror(errno));
+	}
+	/* Only now, with every repair on disk: a crash before this point
+	 * checks again at the next open. */
+	if (boot[0] != '\0' && strcmp(boot, prev) != 0) {
+		n = snprintf(line, sizeof(line), "%s\n", boot);
+		if ((r = tlog_write_atomic(s->dirfd, ".tlogfs/boot", line,
+		    (size_t)n)) != 0)
+			tlog_log(s, LOG_WARNING, "store %s: cannot record the "
+			    "boot id: %s", path, strerror(-r));
+	}
 	/* Everything that can expire or seal is scheduled; whatever came
 	 * due while the store was closed is due now. */
 	tlog_conf_changed(s, NULL, NULL);

@@ -43,11 +43,15 @@
 #define TLOG_CAP_RECORDS 0xfffffffeULL
 #define TLOG_CAP_BYTES 0xffffffffULL
 #define TLOG_FORMAT_VERSION 1
+/* Header flag: each entry carries the CRC-32C of the data between the
+ * previous entry's position and its own. */
+#define TLOG_IDX_F_DATACRC 0x1
 
 struct tlog_idx_entry {
 	uint32_t rel;		/* offset - base */
 	uint32_t pos;		/* byte position in the data file */
 	int64_t ts;
+	uint32_t crc;		/* data CRC since the previous entry */
 };
 
 struct tlog_footer {
@@ -58,8 +62,11 @@ struct tlog_footer {
 	uint32_t sealed_by;
 };
 
-void tlog_idx_encode_header(unsigned char *b, uint64_t base);
+void tlog_idx_encode_header(unsigned char *b, uint64_t base, uint32_t flags);
 int tlog_idx_decode_header(const unsigned char *b, uint64_t *base);
+uint32_t tlog_idx_header_flags(const unsigned char *b);
+/* The table-driven CRC-32C, whatever the CPU (tests compare). */
+uint32_t tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 void tlog_idx_encode_entry(unsigned char *b, const struct tlog_idx_entry *e);
 int tlog_idx_decode_entry(const unsigned char *b, struct tlog_idx_entry *e);
 void tlog_idx_encode_footer(unsigned char *b, const struct tlog_footer *f);
@@ -80,6 +87,7 @@ struct tlog_segment {
 	uint64_t nidx;		/* index entries in the file */
 	uint64_t last_idx_pos;	/* data position of the last index entry */
 	uint64_t last_idx_rel;
+	uint32_t run_crc;	/* CRC-32C of the data after that entry */
 	int fd;			/* data, O_RDWR; -1 until needed */
 	int ifd;		/* index; -1 until needed */
 	uint64_t prealloc;	/* length reserved from offset 0 (data
@@ -187,6 +195,11 @@ struct tlog_store {
 	uint64_t cap_records;
 	uint64_t cap_bytes;
 	bool was_clean;
+	/* The last open was in another boot (or unknown) and did not close
+	 * cleanly: a power cut may have lost unsynced pages, so recovery
+	 * checks data against the index's data CRCs. */
+	bool verify;
+	bool repaired;			/* recovery changed a file (atomic) */
 	uint64_t next_ino;		/* atomic */
 	pthread_rwlock_t tree_lock;
 	struct tlog_topic_tree topics;

@@ -25,7 +25,108 @@
 #include "tlog_int.h"
 
 static uint32_t crc_table[256];
+static uint32_t (*crc_fn)(uint32_t, const unsigned char *, size_t);
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static uint32_t
+crc_sw(uint32_t crc, const unsigned char *p, size_t len)
+{
+	while (len--)
+		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/*
+ * The SSE4.2 crc32 instruction computes this very CRC (Castagnoli,
+ * reflected), 8 bytes at a time: the append path checksums every byte it
+ * writes, and this keeps that far below the cost of the write itself.
+ * One instruction waits for the one before (3 cycles), so long buffers
+ * run three streams over three consecutive blocks and join them: the
+ * CRC register is linear, so the state after A then B is the state after
+ * A shifted over len(B) zero bytes (a table lookup) xor B's from zero.
+ */
+#define CRC_LONG 8192
+#define CRC_SHORT 256
+static uint32_t crc_long[4][256], crc_short[4][256];
+
+static uint32_t
+crc_shift(uint32_t t[4][256], uint32_t crc)
+{
+	return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^
+	    t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
+}
+
+/* The tables of "append len zero bytes", from the images of the 32
+ * one-bit states. */
+static void
+crc_zeros(uint32_t t[4][256], size_t len)
+{
+	static const unsigned char zero[CRC_LONG];
+	uint32_t basis[32], v;
+	int i, k, n, b;
+
+	for (i = 0; i < 32; i++)
+		basis[i] = crc_sw(1U << i, zero, len);
+	for (k = 0; k < 4; k++)
+		for (n = 0; n < 256; n++) {
+			for (v = 0, b = 0; b < 8; b++)
+				if (n >> b & 1)
+					v ^= basis[8 * k + b];
+			t[k][n] = v;
+		}
+}
+
+__attribute__((target("sse4.2")))
+static uint64_t
+crc_hw_3way(uint64_t c0, const unsigned char **pp, size_t *lenp,
+    size_t blk, uint32_t t[4][256])
+{
+	const unsigned char *p = *pp, *end;
+	uint64_t c1, c2, v;
+
+	while (*lenp >= 3 * blk) {
+		c1 = c2 = 0;
+		for (end = p + blk; p < end; p += 8) {
+			memcpy(&v, p, 8);
+			c0 = __builtin_ia32_crc32di(c0, v);
+			memcpy(&v, p + blk, 8);
+			c1 = __builtin_ia32_crc32di(c1, v);
+			memcpy(&v, p + 2 * blk, 8);
+			c2 = __builtin_ia32_crc32di(c2, v);
+		}
+		c0 = crc_shift(t, (uint32_t)c0) ^ c1;
+		c0 = crc_shift(t, (uint32_t)c0) ^ c2;
+		p += 2 * blk;
+		*lenp -= 3 * blk;
+	}
+	*pp = p;
+	return c0;
+}
+
+__attribute__((target("sse4.2")))
+static uint32_t
+crc_hw(uint32_t crc, const unsigned char *p, size_t len)
+{
+	uint64_t c = crc, v;
+
+	while (len > 0 && ((uintptr_t)p & 7) != 0) {
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+		len--;
+	}
+	c = crc_hw_3way(c, &p, &len, CRC_LONG, crc_long);
+	c = crc_hw_3way(c, &p, &len, CRC_SHORT, crc_short);
+	while (len >= 8) {
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+		p += 8;
+		len -= 8;
+	}
+	while (len-- > 0)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return (uint32_t)c;
+}
+#endif
 
 static void
 crc_init(void)
@@ -39,18 +140,29 @@ crc_init(void)
 			c = (c & 1) ? (c >> 1) ^ 0x82f63b78U : c >> 1;
 		crc_table[i] = c;
 	}
+	crc_fn = crc_sw;
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("sse4.2")) {
+		crc_zeros(crc_long, CRC_LONG);
+		crc_zeros(crc_short, CRC_SHORT);
+		crc_fn = crc_hw;
+	}
+#endif
 }
 
 uint32_t
 tlog_crc32c(uint32_t crc, const void *buf, size_t len)
 {
-	const unsigned char *p = buf;
-
 	pthread_once(&crc_once, crc_init);
-	crc = ~crc;
-	while (len--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
+	return ~crc_fn(~crc, buf, len);
+}
+
+uint32_t
+tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+	pthread_once(&crc_once, crc_init);
+	return ~crc_sw(~crc, buf, len);
 }
 
 /*

@@ -143,6 +143,8 @@ gen(const char *store, const char *topic, long nparts, long segs,
 		if (sfd < 0)
 			die(store);
 		write_file(sfd, ".tlogfs/format", "tlogfs 1\n", 9);
+		/* As after a clean close: nothing to check at the mount. */
+		write_file(sfd, ".tlogfs/clean", "", 0);
 		close(sfd);
 	}
 	snprintf(path, sizeof(path), "%s/%s", store, topic);
@@ -168,15 +170,18 @@ gen(const char *store, const char *topic, long nparts, long segs,
 
 			snprintf(name, sizeof(name), "%020ld.log", j);
 			write_file(pfd, name, rec, sizeof(rec));
-			tlog_idx_encode_header(idx, (uint64_t)j);
+			tlog_idx_encode_header(idx, (uint64_t)j,
+			    TLOG_IDX_F_DATACRC);
 			n += 24;
 			e.rel = 0;
 			e.pos = 0;
 			e.ts = ts;
+			e.crc = 0;
 			tlog_idx_encode_entry(idx + n, &e);
 			n += 24;
 			e.rel = 1;
 			e.pos = sizeof(rec);
+			e.crc = tlog_crc32c(0, rec, sizeof(rec));
 			tlog_idx_encode_entry(idx + n, &e);
 			n += 24;
 			if (j + 1 < segs) {

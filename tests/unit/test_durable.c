@@ -655,6 +655,304 @@ START_TEST(fsync_after_crash_covers_earlier_records)
 }
 END_TEST
 
+/* ---- recovery after a power cut ---- */
+
+struct crash {
+	unsigned lines;		/* written to t/0 */
+	unsigned acked;		/* of which fsynced */
+	const char *segbytes;
+};
+
+/* Writes c->lines lines to t/0, fsyncs after the first c->acked, and
+ * dies without closing: what a kill -9 leaves. */
+static void
+write_and_die(void *arg)
+{
+	struct crash *c = arg;
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_writer *w;
+	char line[LINE];
+	unsigned i;
+
+	th_set(s, p, "segment.bytes", c->segbytes);
+	w = tlog_writer_open(p);
+	for (i = 0; i < c->lines; i++) {
+		make_line(line, 0, i);
+		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
+		if (i + 1 == c->acked)
+			ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	}
+}
+
+struct load {
+	unsigned seed;
+	enum th_cut mode;
+	unsigned acked[2];
+	unsigned written[2];
+};
+
+/*
+ * Two writers on two partitions (segment.bytes=1K, so a segment holds
+ * ten lines and rolls often), each fsyncing every 7 lines, with manual
+ * seals mixed in; then lines nobody synced; then the power goes.
+ */
+static void
+load_and_cut(void *arg)
+{
+	struct load *l = arg;
+	struct tlog_store *s;
+	struct tlog_partition *p[2];
+	struct tlog_writer *w[2];
+	char line[LINE];
+	unsigned i, seed = l->seed;
+	int k;
+
+	th_dur_start(dir);
+	s = th_open(dir);
+	for (k = 0; k < 2; k++) {
+		p[k] = th_part(s, "t", k ? "1" : "0");
+		/* Partition 1 keeps pages of unsynced lines per segment. */
+		th_set(s, p[k], "segment.bytes", k ? "16K" : "1K");
+		w[k] = tlog_writer_open(p[k]);
+	}
+	for (i = 0; i < 600; i++) {
+		k = rand_r(&seed) % 2;
+		make_line(line, k, l->written[k]);
+		ck_assert_int_eq(tlog_writer_write(w[k], line, LINE), LINE);
+		l->written[k]++;
+		th_clock += rand_r(&seed) % 3;
+		if (l->written[k] % (k ? 37 : 7) == 0) {
+			ck_assert_int_eq(tlog_writer_fsync(w[k], k == 0), 0);
+			l->acked[k] = l->written[k];
+		}
+		if (rand_r(&seed) % 40 == 0)
+			tlog_partition_seal(p[k], TLOG_TRIG_MANUAL);
+	}
+	/* Lines nobody synced: pages of them, over several segments. */
+	for (i = 0; i < 800; i++) {
+		k = i % 2;
+		make_line(line, k, l->written[k]);
+		ck_assert_int_eq(tlog_writer_write(w[k], line, LINE), LINE);
+		l->written[k]++;
+	}
+	th_powercut(dir, l->seed, l->mode);
+}
+
+static void
+powercut_round(unsigned seed, enum th_cut mode)
+{
+	struct load l;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char line[LINE];
+	uint64_t end;
+	int k;
+
+	memset(&l, 0, sizeof(l));
+	l.seed = seed;
+	l.mode = mode;
+	th_rmrf(dir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	in_child(load_and_cut, &l, sizeof(l));
+	new_boot();
+	s = th_open(dir);
+	for (k = 0; k < 2; k++) {
+		p = th_part(s, "t", k ? "1" : "0");
+		end = check_lines(p, k, l.acked[k]);
+		/* Appends go on from the end. */
+		make_line(line, k, (unsigned)end);
+		w = tlog_writer_open(p);
+		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
+		tlog_writer_close(w);
+		check_lines(p, k, l.acked[k]);
+		tlog_partition_put(p);
+	}
+	tlog_store_close(s);
+}
+
+START_TEST(fsync_survives_power_loss)
+{
+	unsigned seed;
+
+	setup();
+	for (seed = 1; seed <= 3; seed++) {
+		powercut_round(seed, TH_CUT_TRUNCATE);
+		powercut_round(seed, TH_CUT_ZERO);
+		powercut_round(seed, TH_CUT_MIXED);
+	}
+	teardown();
+}
+END_TEST
+
+static void
+overwrite(const char *rel, off_t at, const void *buf, size_t len)
+{
+	char *path = path_in(rel);
+	int fd = open(path, O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, buf, len, at), (ssize_t)len);
+	close(fd);
+	free(path);
+}
+
+/* The footer of an index, if it has one, never reached the disk. */
+static void
+drop_footer(const char *rel)
+{
+	char *path = path_in(rel), *d;
+	size_t len;
+
+	d = th_slurp(path, &len);
+	ck_assert_ptr_nonnull(d);
+	if (len >= TLOG_IDX_HDR + TLOG_IDX_FOOT &&
+	    memcmp(d + len - TLOG_IDX_FOOT, TLOG_SEAL_MAGIC, 8) == 0)
+		ck_assert_int_eq(truncate(path, (off_t)(len - TLOG_IDX_FOOT)),
+		    0);
+	free(d);
+	free(path);
+}
+
+/* A page inside the file that never reached the disk reads back as
+ * zeros: after the reboot the records from there on are cut, the synced
+ * ones all stay. */
+START_TEST(lost_page_is_cut_after_reboot)
+{
+	struct crash c = { 200, 50, "1M" };
+	char zero[4096];
+	unsigned left;
+
+	setup();
+	in_child(write_and_die, &c, sizeof(c));
+	memset(zero, 0, sizeof(zero));
+	overwrite("t/0/00000000000000000000.log", 12288, zero, sizeof(zero));
+	new_boot();
+	check_reopened(c.acked, &left);
+	ck_assert_uint_ge(left, c.acked);
+	ck_assert_uint_le(left, 12288 / LINE);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "power cut"));
+	teardown();
+}
+END_TEST
+
+/* Index entries that reached the disk before their data: the data CRC
+ * in each entry catches bytes that are not what was written. */
+START_TEST(data_crc_mismatch_is_cut_after_reboot)
+{
+	struct crash c = { 200, 30, "1M" };
+	unsigned left;
+
+	setup();
+	in_child(write_and_die, &c, sizeof(c));
+	overwrite("t/0/00000000000000000000.log", 100 * LINE + 50, "y", 1);
+	new_boot();
+	check_reopened(c.acked, &left);
+	ck_assert_uint_ge(left, c.acked);
+	ck_assert_uint_le(left, 100);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "does not match"));
+	teardown();
+}
+END_TEST
+
+/* In the same boot (kill -9) the page cache kept everything: recovery
+ * reads no data before the last index entry, as it always did. */
+START_TEST(same_boot_recovery_reads_no_data)
+{
+	struct crash c = { 200, 30, "1M" };
+	char line[LINE];
+	unsigned left;
+
+	setup();
+	in_child(write_and_die, &c, sizeof(c));
+	overwrite("t/0/00000000000000000000.log", 20 * LINE + 50, "y", 1);
+	th_logbuf[0] = '\0';
+	{
+		struct tlog_store *s = th_open(dir);
+		struct tlog_partition *p = th_part(s, "t", "0");
+		struct tlog_part_stats st;
+		char *d;
+
+		tlog_partition_stats(p, &st);
+		left = (unsigned)st.end_offset;
+		d = th_partition_data(p, NULL);
+		make_line(line, 0, 20);
+		line[50] = 'y';
+		ck_assert(memcmp(d + 20 * LINE, line, LINE) == 0);
+		free(d);
+		tlog_partition_put(p);
+		tlog_store_close(s);
+	}
+	ck_assert_uint_eq(left, c.lines);
+	ck_assert_ptr_null(strstr(th_logbuf, "does not match"));
+	teardown();
+}
+END_TEST
+
+/* A segment sealed behind a newer one whose footer never made it: a
+ * line torn by the power cut at its end is cut, not kept as a record. */
+START_TEST(torn_line_behind_newer_segment_is_cut)
+{
+	struct crash c = { 15, 0, "1K" };
+	char *path;
+	struct stat st;
+
+	setup();
+	in_child(write_and_die, &c, sizeof(c));
+	path = path_in("t/0/00000000000000000000.log");
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 10 * LINE);
+	ck_assert_int_eq(truncate(path, 7 * LINE + 30), 0);
+	free(path);
+	drop_footer("t/0/00000000000000000000.idx");
+	new_boot();
+	check_reopened(0, NULL);
+	teardown();
+}
+END_TEST
+
+/* A record that holds pages of zero bytes, fsynced: verified by its data
+ * CRC, it is kept whole after a reboot. */
+START_TEST(synced_zero_pages_are_kept)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char rec[10000], *d, *clean;
+	size_t len;
+
+	setup();
+	memset(rec, 0, sizeof(rec));
+	rec[0] = 'z';
+	rec[sizeof(rec) - 1] = '\n';
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "before\n");
+	ck_assert_int_eq(tlog_writer_write(w, rec, sizeof(rec)),
+	    (ssize_t)sizeof(rec));
+	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	/* As if the power went: no clean mark, and another boot. */
+	clean = path_in(".tlogfs/clean");
+	ck_assert_int_eq(unlink(clean), 0);
+	free(clean);
+	new_boot();
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	d = th_partition_data(p, &len);
+	ck_assert_uint_eq(len, 7 + sizeof(rec));
+	ck_assert(memcmp(d + 7, rec, sizeof(rec)) == 0);
+	free(d);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	teardown();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -670,5 +968,11 @@ main(void)
 	TH_CASE(s, partition_fsync_covers_everything);
 	TH_CASE(s, clean_mark_is_durable);
 	TH_CASE(s, fsync_after_crash_covers_earlier_records);
+	TH_CASE(s, fsync_survives_power_loss);
+	TH_CASE(s, lost_page_is_cut_after_reboot);
+	TH_CASE(s, data_crc_mismatch_is_cut_after_reboot);
+	TH_CASE(s, same_boot_recovery_reads_no_data);
+	TH_CASE(s, torn_line_behind_newer_segment_is_cut);
+	TH_CASE(s, synced_zero_pages_are_kept);
 	return th_run(s);
 }

@@ -18,13 +18,17 @@
 START_TEST(entry_round_trip)
 {
 	unsigned char b[TLOG_IDX_ENT];
-	struct tlog_idx_entry e = { 7, 4096, 1700000000123LL }, d;
+	struct tlog_idx_entry e = { 7, 4096, 1700000000123LL, 0xdeadbeef }, d;
 
 	tlog_idx_encode_entry(b, &e);
 	ck_assert_int_eq(tlog_idx_decode_entry(b, &d), 0);
 	ck_assert_uint_eq(d.rel, 7);
 	ck_assert_uint_eq(d.pos, 4096);
 	ck_assert_int_eq(d.ts, 1700000000123LL);
+	ck_assert_uint_eq(d.crc, 0xdeadbeef);
+	b[17] ^= 0x01;		/* the data CRC is covered too */
+	ck_assert_int_eq(tlog_idx_decode_entry(b, &d), -1);
+	b[17] ^= 0x01;
 	b[3] ^= 0x40;
 	ck_assert_int_eq(tlog_idx_decode_entry(b, &d), -1);
 }
@@ -57,11 +61,48 @@ START_TEST(header_round_trip)
 	unsigned char b[TLOG_IDX_HDR];
 	uint64_t base = 0;
 
-	tlog_idx_encode_header(b, 412876);
+	tlog_idx_encode_header(b, 412876, TLOG_IDX_F_DATACRC);
 	ck_assert_int_eq(tlog_idx_decode_header(b, &base), 0);
 	ck_assert_uint_eq(base, 412876);
+	ck_assert_uint_eq(tlog_idx_header_flags(b), TLOG_IDX_F_DATACRC);
 	memcpy(b, "XXXXXXXX", 8);
 	ck_assert_int_eq(tlog_idx_decode_header(b, &base), -1);
+}
+END_TEST
+
+/* Whatever the CPU offers, the same CRC-32C as the table, at any length,
+ * alignment and split. */
+START_TEST(crc32c_any_path)
+{
+	static unsigned char buf[100000];
+	unsigned seed = 42;
+	size_t len, off, cut;
+	uint32_t a, b;
+
+	ck_assert_uint_eq(tlog_crc32c(0, "123456789", 9), 0xe3069283);
+	ck_assert_uint_eq(tlog_crc32c_sw(0, "123456789", 9), 0xe3069283);
+	ck_assert_uint_eq(tlog_crc32c(0, buf, 0), 0);
+	for (len = 0; len < sizeof(buf); len++)
+		buf[len] = (unsigned char)rand_r(&seed);
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len + off <= 520; len++) {
+			a = tlog_crc32c(0, buf + off, len);
+			b = tlog_crc32c_sw(0, buf + off, len);
+			ck_assert_uint_eq(a, b);
+			cut = len / 3;
+			ck_assert_uint_eq(tlog_crc32c(tlog_crc32c(0, buf + off,
+			    cut), buf + off + cut, len - cut), a);
+		}
+	}
+	/* Long enough for the three-stream paths, around their edges. */
+	for (len = 700; len < sizeof(buf) - 8; len += 1 + rand_r(&seed) % 997) {
+		off = (size_t)rand_r(&seed) % 8;
+		ck_assert_uint_eq(tlog_crc32c(7, buf + off, len),
+		    tlog_crc32c_sw(7, buf + off, len));
+	}
+	for (len = 3 * 8192 - 16; len < 3 * 8192 + 16; len++)
+		ck_assert_uint_eq(tlog_crc32c(0, buf, len),
+		    tlog_crc32c_sw(0, buf, len));
 }
 END_TEST
 
@@ -152,6 +193,7 @@ main(void)
 	TH_CASE(s, entry_round_trip);
 	TH_CASE(s, footer_round_trip);
 	TH_CASE(s, header_round_trip);
+	TH_CASE(s, crc32c_any_path);
 	TH_CASE(s, find_offset_and_time);
 	TH_CASE(s, index_is_sparse);
 	return th_run(s);
