@@ -18,10 +18,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 # Build and test dependencies, by Debian package name (clang and its
-# runtime are for the fuzz targets; the runtime is only "recommended").
+# runtime are for the fuzz targets; the runtime is only "recommended";
+# e2fsprogs and mount, for mkfs.ext4, e2fsck and losetup, are for the
+# power-cut test).
 PACKAGES=(build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps mandoc
-	clang libclang-rt-14-dev valgrind)
+	clang libclang-rt-14-dev valgrind e2fsprogs mount util-linux)
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
