@@ -33,7 +33,7 @@ static const char *dir;
 static int64_t ts_of[MAXLINES];		/* writer's time of line seq */
 static int64_t acked_at[MAXLINES];	/* when its write(2) returned */
 static long nacked;			/* lines acknowledged (atomic) */
-static volatile int done;
+static int done;			/* main tells the writer to stop (atomic) */
 
 static int64_t
 now_ms(void)
@@ -57,7 +57,8 @@ writer(void *arg)
 		perror("agecheck: open current");
 		exit(2);
 	}
-	for (seq = 0; !done && seq < MAXLINES; seq++) {
+	for (seq = 0; !__atomic_load_n(&done, __ATOMIC_ACQUIRE) &&
+	    seq < MAXLINES; seq++) {
 		ts_of[seq] = now_ms();
 		n = snprintf(line, sizeof(line), "%lld %ld\n",
 		    (long long)ts_of[seq], seq);
@@ -234,7 +235,7 @@ main(int argc, char **argv)
 		}
 		free(buf);
 	}
-	done = 1;
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	printf("samples %ld lines %ld max_age_ms %lld bound_ms %lld too_old %ld "
 	    "missing %ld broken %ld\n", samples, nacked, (long long)max_age,
