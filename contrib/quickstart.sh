@@ -7,8 +7,8 @@
 #                                run the whole test suite (make check),
 #                                the unit suites under valgrind, the
 #                                whole suite again on an ASan+UBSan
-#                                build, then a short run of every fuzz
-#                                target
+#                                build and on a ThreadSanitizer build,
+#                                then a short run of every fuzz target
 #
 # Environment: DEMO_STORE, DEMO_MNT (demo), JOBS (parallel make),
 # CONFIGURE_FLAGS (extra flags for ./configure).
@@ -66,6 +66,17 @@ cmd_test() {
 	    >/dev/null && make -j"$jobs" >/dev/null &&
 	    make -j"$jobs" check VERBOSE=1)
 	rm -rf _san
+	# And on a ThreadSanitizer build (TSan excludes ASan): the unit
+	# suites, the daemon in every integration, race and torture test.
+	# A report makes the program exit 66 and the test fail; the one
+	# suppression is explained in tests/tsan.supp.
+	echo "quickstart: make check with ThreadSanitizer"
+	rm -rf _tsan
+	make distdir distdir=_tsan >/dev/null
+	(cd _tsan && ./configure --enable-werror --enable-tsan \
+	    >/dev/null && make -j"$jobs" >/dev/null &&
+	    make -j"$jobs" check VERBOSE=1)
+	rm -rf _tsan
 	echo "quickstart: fuzz, ${FUZZ_SECONDS:-30} s per target"
 	tests/fuzz/ci.sh
 }
