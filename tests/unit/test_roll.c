@@ -786,14 +786,14 @@ check_delete(void *arg, const struct tlog_event *ev)
 	}
 }
 
-static volatile int unlinker_stop;
+static int unlinker_stop;	/* atomic: the test tells its unlinker to stop */
 
 /* A slow unlinker: one segment at a time, with a pause before each. */
 static void *
 slow_unlinker(void *arg)
 {
 	(void)arg;
-	while (!unlinker_stop) {
+	while (!__atomic_load_n(&unlinker_stop, __ATOMIC_ACQUIRE)) {
 		tlog_store_unlink_wait(S, 10);
 		usleep(20000);
 		tlog_store_unlink_pending(S, 1);
@@ -822,7 +822,7 @@ ceiling_on_disk(bool with_unlinker)
 	setup_opts(&o);
 	th_set(S, P, "retention.bytes", "64K");
 	th_set(S, P, "segment.bytes", "8K");
-	unlinker_stop = 0;
+	__atomic_store_n(&unlinker_stop, 0, __ATOMIC_RELEASE);
 	if (with_unlinker)
 		ck_assert_int_eq(pthread_create(&th, NULL, slow_unlinker,
 		    NULL), 0);
@@ -837,7 +837,7 @@ ceiling_on_disk(bool with_unlinker)
 	}
 	tlog_writer_close(w);
 	if (with_unlinker) {
-		unlinker_stop = 1;
+		__atomic_store_n(&unlinker_stop, 1, __ATOMIC_RELEASE);
 		tlog_store_wakeup(S);
 		pthread_join(th, NULL);
 	}
