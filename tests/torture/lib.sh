@@ -42,10 +42,10 @@ TT_ROUND=1
 
 # A sanitizer report anywhere in the daemon's output fails the test.
 TT_SANITIZER_ERE='(ERROR|WARNING): (Address|Thread|Leak|Memory|UndefinedBehavior)Sanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer'
-# What the daemon may print during a torture run: the reaper's line per
-# cycle that deleted something, and a held partial line dropped because
-# its partition was removed (a writer in pieces, -p).
-TT_ALLOWED_ERE='^tlogfs: reaper: [0-9]+ segments \([0-9]+ bytes\) expired from [0-9]+ due partitions in [0-9.]+ ms$|^tlogfs: a held partial record is lost at close: No such file or directory$'
+# What the daemon may print during a torture run: the reaper's lines per
+# cycle that deleted something (time rule, size rule), and a held partial
+# line dropped because its partition was removed (a writer in pieces).
+TT_ALLOWED_ERE='^tlogfs: reaper: [0-9]+ segments \([0-9]+ bytes\) (expired|over retention\.bytes removed) from [0-9]+ due partitions in [0-9.]+ ms$|^tlogfs: a held partial record is lost at close: No such file or directory$'
 # What recovery may print after kill -9 (as in crashloop.sh).
 TT_RECOVERY_ERE='^tlogfs: .*(torn or corrupt tail cut|bytes of an unfinished line cut|unsealed behind a newer segment; sealed|index without data removed|stray temporary file removed|\.idx: missing; rebuilding it from the data|\.idx: corrupt index; rebuilding it from the data)$'
 
