@@ -135,25 +135,6 @@ mtime_ms(const struct stat *st)
 	    st->st_mtim.tv_nsec / 1000000;
 }
 
-static bool
-parse_base(const char *name, const char *ext, uint64_t *base)
-{
-	size_t i;
-	uint64_t v = 0;
-
-	if (strlen(name) != 20 + strlen(ext) || strcmp(name + 20, ext) != 0)
-		return false;
-	for (i = 0; i < 20; i++) {
-		if (name[i] < '0' || name[i] > '9')
-			return false;
-		if (v > (UINT64_MAX - (uint64_t)(name[i] - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(name[i] - '0');
-	}
-	*base = v;
-	return true;
-}
-
 /*
  * Scans data from pos (record rel) to the end, adding an index entry every
  * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
@@ -688,9 +669,9 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			*dirty = true;
 			continue;
 		}
-		if (parse_base(nm, ".log", &base))
+		if (tlog_segname_parse(nm, ".log", &base))
 			islog = true;
-		else if (parse_base(nm, ".idx", &base))
+		else if (tlog_segname_parse(nm, ".idx", &base))
 			islog = false;
 		else {
 			tlog_log(s, LOG_WARNING, "%s/%s: stray file ignored",

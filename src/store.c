@@ -444,6 +444,7 @@ static int
 remove_dir(struct tlog_store *s, int dirfd, const char *name)
 {
 	struct dirent *de;
+	uint64_t base;
 	DIR *d;
 	int fd, r = 0;
 
@@ -459,8 +460,13 @@ remove_dir(struct tlog_store *s, int dirfd, const char *name)
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0 || is_bookkeeping(de->d_name))
 			continue;
-		tlog_log(s, LOG_NOTICE, "cannot remove %s: it holds %s, which "
-		    "is not tlogfs's", name, de->d_name);
+		/* A segment's file here is an append that won the race
+		 * (ENOTEMPTY is the answer); anything else is a stray the
+		 * operator must see. */
+		if (!tlog_segname_parse(de->d_name, ".log", &base) &&
+		    !tlog_segname_parse(de->d_name, ".idx", &base))
+			tlog_log(s, LOG_NOTICE, "cannot remove %s: it holds %s, "
+			    "which is not tlogfs's", name, de->d_name);
 		r = -ENOTEMPTY;
 	}
 	if (r == 0) {

@@ -489,6 +489,9 @@ int tlog_metrics_format(struct tlog_store *s, char **out, size_t *len);
 /* ---- small utilities shared by the engine and its users ---- */
 
 uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
+/* Segment file names: "<base, 20 digits><ext>" (ext ".log" or ".idx")
+ * -> base; false for any other name. */
+bool tlog_segname_parse(const char *name, const char *ext, uint64_t *base);
 /* Writes buf to dirfd/path atomically and durably: temporary file,
  * fsync, rename, fsync of the directory. */
 int tlog_write_atomic(int dirfd, const char *path, const void *buf,

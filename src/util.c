@@ -322,6 +322,25 @@ tlog_seg_name(uint64_t base, const char *ext, char *buf, size_t len)
 	snprintf(buf, len, "%020" PRIu64 "%s", base, ext);
 }
 
+bool
+tlog_segname_parse(const char *name, const char *ext, uint64_t *base)
+{
+	size_t i;
+	uint64_t v = 0;
+
+	if (strlen(name) != 20 + strlen(ext) || strcmp(name + 20, ext) != 0)
+		return false;
+	for (i = 0; i < 20; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+		if (v > (UINT64_MAX - (uint64_t)(name[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	*base = v;
+	return true;
+}
+
 uint64_t
 tlog_new_ino(struct tlog_store *s)
 {
