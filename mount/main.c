@@ -519,6 +519,7 @@ main(int argc, char *argv[])
 		goto out_inodes;
 	}
 	fs.events = tlog_store_events(fs.store);
+	fs.start_ms = tlog_now(fs.store);
 
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;

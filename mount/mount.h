@@ -4,9 +4,14 @@
  *
  * The kernel's node ids are the engine's inode numbers: the root is
  * TLOG_ROOT_INO, every topic, partition and segment has its own, never
- * reused while the store is open. The one exception is a partition's
- * `current` while it has no active segment: its node id is the
- * partition's with TL_EMPTY_BIT set.
+ * reused while the store is open. Two exceptions: a partition's
+ * `current` while it has no active segment is the partition's id with
+ * TL_EMPTY_BIT set; and a segment has two nodes, the one `current`
+ * resolved to while the segment was active (its own id) and the one its
+ * sealed name `NNN.log` resolves to (its id with TL_SEALED_BIT set). A
+ * long-lived writer keeps the first open: the kernel grows that inode's
+ * size with every append, wherever the append lands, so readers of the
+ * sealed name must never share it.
  */
 #ifndef TLOGFS_MOUNT_H
 #define TLOGFS_MOUNT_H
@@ -23,6 +28,7 @@
 #include "tlog.h"
 
 #define TL_EMPTY_BIT (1ULL << 63)
+#define TL_SEALED_BIT (1ULL << 61)
 /* The hidden .tlogfs/ directory and its metrics file (DESIGN 7); the
  * events partition inside it has its engine inode number. */
 #define TL_META_INO ((1ULL << 62) | 1)
@@ -53,7 +59,7 @@ struct tl_node {
 	struct tlog_topic *topic;	/* TL_TOPIC */
 	struct tlog_partition *part;	/* TL_PART; borrowed for the others */
 	struct tlog_segment *seg;	/* TL_SEG */
-	int64_t cur_ms;			/* last `current` lookup, monotonic */
+	int64_t empty_ms;		/* TL_EMPTY: its mtime, set once */
 };
 
 /* An open file. Every handle is on the daemon's list, so that a stop
@@ -77,6 +83,8 @@ struct tl_note {
 
 struct tl_fs {
 	struct tlog_store *store;
+	int64_t start_ms;		/* engine time at start: the mtime of
+					   a never-written empty `current` */
 	struct tlog_partition *events;	/* .tlogfs/events (referenced) */
 	struct fuse_session *se;
 	bool debug;
@@ -115,7 +123,6 @@ void tl_node_forget(struct tl_fs *fs, uint64_t ino, uint64_t nlookup);
 /* Up to max inos of the nodes whose parent is pn; returns the count. */
 size_t tl_node_children(struct tl_fs *fs, struct tl_node *pn, uint64_t *inos,
     size_t max);
-int64_t tl_mono_ms(void);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops tl_ops;

@@ -39,16 +39,6 @@
 
 #define DIR_TIMEOUT 1.0		/* names change only through the mount */
 #define SEALED_TIMEOUT 60.0	/* a sealed segment's attributes never change */
-/*
- * A write open of a segment that was looked up as `current` this recently
- * is an open of `current` that lost a race with its roll: it appends. The
- * open does not say which name the kernel resolved, so a lookup of the
- * segment's own name (say, by a concurrent cat of the directory) must not
- * take this away from the writer; the price is that an explicit
- * `>> NNN.log` within this window of its roll appends to the partition
- * instead of failing.
- */
-#define CURRENT_GRACE_MS 2000
 
 static struct tl_fs *
 fs_of(fuse_req_t req)
@@ -97,7 +87,8 @@ dir_attr(struct tl_fs *fs, enum tl_kind kind, uint64_t ino,
  */
 static int
 file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
-    struct tlog_segment *seg, struct stat *st, bool *sealed)
+    struct tlog_segment *seg, int64_t empty_ms, struct stat *st,
+    bool *sealed)
 {
 	struct tlog_seginfo info;
 	struct stat dst;
@@ -119,6 +110,8 @@ file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
 	st->st_blksize = 4096;
 	/* Preallocated space shows, so du sees what the segment takes. */
 	st->st_blocks = (blkcnt_t)((info.alloc + 511) / 512);
+	if (seg == NULL)
+		info.max_ts = empty_ms;
 	if (info.max_ts >= 0)
 		ms_to_ts(info.max_ts, &st->st_mtim);
 	else
@@ -200,8 +193,13 @@ node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
 	switch (n->kind) {
 	case TL_SEG:
 	case TL_EMPTY:
-		r = file_attr(fs, n->ino, n->part, n->seg, st, &sealed);
-		*timeout = sealed ? SEALED_TIMEOUT : 0.0;
+		r = file_attr(fs, n->ino, n->part, n->seg,
+		    __atomic_load_n(&n->empty_ms, __ATOMIC_RELAXED), st,
+		    &sealed);
+		/* Only a sealed name's attributes are cached: the node of a
+		 * former `current` has writers growing its kernel size. */
+		*timeout = sealed && (n->ino & TL_SEALED_BIT) ?
+		    SEALED_TIMEOUT : 0.0;
 		break;
 	case TL_META:
 	case TL_METRICS:
@@ -262,26 +260,6 @@ reply_node(fuse_req_t req, struct tl_node *n)
 	reply_entry(req, n, false);
 }
 
-/* "00000000000000000042.log" -> 42; -1 for any other name. */
-static int
-parse_segname(const char *name, uint64_t *base)
-{
-	uint64_t v = 0;
-	int i;
-
-	if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
-		return -1;
-	for (i = 0; i < 20; i++) {
-		if (name[i] < '0' || name[i] > '9')
-			return -1;
-		if (v > (UINT64_MAX - (uint64_t)(name[i] - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(name[i] - '0');
-	}
-	*base = v;
-	return 0;
-}
-
 static uint64_t
 seg_ino(struct tlog_segment *seg)
 {
@@ -307,13 +285,29 @@ lookup_current(struct tl_fs *fs, struct tl_node *pn)
 	struct tlog_segment *seg = tlog_segment_get_active(pn->part);
 	struct tl_node *n;
 
-	if (seg == NULL)
-		return tl_node_lookup(fs, pn->ino | TL_EMPTY_BIT, TL_EMPTY, pn,
+	struct tlog_part_stats ps;
+	int64_t zero = 0;
+
+	if (seg == NULL) {
+		n = tl_node_lookup(fs, pn->ino | TL_EMPTY_BIT, TL_EMPTY, pn,
 		    NULL, NULL, NULL);
+		if (n == NULL)
+			return NULL;
+		/*
+		 * The empty `current` shows the newest record's time (or the
+		 * daemon's start), frozen when its node is made: a time that
+		 * moved (the directory's does with every new file, the
+		 * partition's newest with every append) would keep a
+		 * follower from noticing that `current` is a new file.
+		 */
+		tlog_partition_stats(pn->part, &ps);
+		__atomic_compare_exchange_n(&n->empty_ms, &zero,
+		    ps.newest_ts >= 0 ? ps.newest_ts : fs->start_ms, false,
+		    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		return n;
+	}
 	n = tl_node_lookup(fs, seg_ino(seg), TL_SEG, pn, NULL,
 	    NULL, seg);
-	if (n != NULL)
-		__atomic_store_n(&n->cur_ms, tl_mono_ms(), __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -366,7 +360,7 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			reply_entry(req, lookup_current(fs, pn), true);
 			return;
 		}
-		if (parse_segname(name, &base) != 0 ||
+		if (!tlog_segname_parse(name, ".log", &base) ||
 		    (seg = tlog_segment_get(pn->part, base)) == NULL)
 			break;
 		/* The active segment is only `current`. */
@@ -374,8 +368,8 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			tlog_segment_put(seg);
 			break;
 		}
-		reply_node(req, tl_node_lookup(fs, seg_ino(seg), TL_SEG, pn,
-		    NULL, NULL, seg));
+		reply_node(req, tl_node_lookup(fs, seg_ino(seg) |
+		    TL_SEALED_BIT, TL_SEG, pn, NULL, NULL, seg));
 		return;
 	default:
 		fuse_reply_err(req, ENOTDIR);
@@ -720,7 +714,7 @@ tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (strcmp(name, "current") == 0)
 		seg = tlog_segment_get_active(pn->part);
-	else if (parse_segname(name, &base) == 0 &&
+	else if (tlog_segname_parse(name, ".log", &base) &&
 	    (seg = tlog_segment_get(pn->part, base)) != NULL &&
 	    !seg_sealed(seg)) {
 		tlog_segment_put(seg);	/* the active one is only `current` */
@@ -786,7 +780,7 @@ dir_parts(struct tl_dir *d, size_t *cap, struct tl_node *n)
 			continue;
 		}
 		snprintf(name, sizeof(name), "%020" PRIu64 ".log", si[i].base);
-		r = dir_push(d, cap, name, si[i].ino, S_IFREG);
+		r = dir_push(d, cap, name, si[i].ino | TL_SEALED_BIT, S_IFREG);
 	}
 	free(si);
 	return r != 0 ? r : dir_push(d, cap, "current", cur, S_IFREG);
@@ -968,23 +962,19 @@ tl_close_handles(struct tl_fs *fs)
 }
 
 /*
- * Write opens must append (O_APPEND, no O_TRUNC) and name `current`:
- * the active segment, the empty `current`, or a segment that was looked
- * up as `current` a moment ago (and not by its own name since) and
- * sealed between that lookup and this open.
+ * Write opens must append (O_APPEND, no O_TRUNC) and name `current`: the
+ * active segment or the empty `current`. The node `current` resolved to
+ * stays appendable after its segment seals (a writer that lost a race
+ * with the roll appends to the partition); a sealed segment's own name
+ * never is.
  */
 static int
 open_check_write(struct tl_node *n, int flags)
 {
-	int64_t cur;
-
 	if ((flags & O_TRUNC) || !(flags & O_APPEND))
 		return -EPERM;
-	if (n->kind == TL_SEG && seg_sealed(n->seg)) {
-		cur = __atomic_load_n(&n->cur_ms, __ATOMIC_RELAXED);
-		if (cur == 0 || tl_mono_ms() - cur > CURRENT_GRACE_MS)
-			return -EPERM;
-	}
+	if (n->kind == TL_SEG && (n->ino & TL_SEALED_BIT))
+		return -EPERM;
 	return 0;
 }
 
@@ -1059,7 +1049,9 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	h->fd = -1;
-	sealed = n->kind == TL_SEG && seg_sealed(n->seg);
+	/* Only a sealed name keeps its page cache (see mount.h). */
+	sealed = n->kind == TL_SEG && (n->ino & TL_SEALED_BIT) &&
+	    seg_sealed(n->seg);
 	if (acc != O_RDONLY && (h->w = tlog_writer_open(n->part)) == NULL) {
 		free(h);
 		fuse_reply_err(req, ENOMEM);
@@ -1598,7 +1590,8 @@ tl_event(void *arg, const struct tlog_event *ev)
 	if (ev->kind != TLOG_EV_DELETE)
 		return;
 	snprintf(name, sizeof(name), "%020" PRIu64 ".log", ev->base);
-	queue_note(fs, ev->partition_ino, ev->segment_ino, name);
+	queue_note(fs, ev->partition_ino, ev->segment_ino | TL_SEALED_BIT,
+	    name);
 }
 
 /* Sends the queued notifications; holds no lock while sending. */

@@ -227,6 +227,27 @@ tl_is "another user reads" OK "$(nob open "$D/current" rdonly)"
 chmod 1777 "$MNT"
 tl_is "another user's new topic is theirs" "65534" \
     "$(nob mkdir "$MNT/nob" >/dev/null; stat -c %u "$MNT/nob")"
+# A long-lived writer keeps the inode `current` had when it opened; the
+# kernel grows that inode's size with each of its appends, wherever they
+# land. Readers of the sealed name must get another inode, or they read
+# NUL bytes past the segment's end (found by tests/torture).
+W=$MNT/w/0
+mkdir -p "$W"
+setfattr -n user.segment.bytes -v 1K "$W"
+printf '%099d\n' 0 >>"$W/current"	# so that current is segment 0
+exec 3>>"$W/current"
+i=1
+while [ $i -lt 25 ]; do
+	printf '%099d\n' $i >&3
+	i=$((i + 1))
+done
+first=$W/00000000000000000000.log
+tl_is "the writer's inode is not its sealed segment's name's" different \
+    "$([ "$(stat -L -c %i /dev/fd/3)" != "$(stat -c %i "$first")" ] &&
+    echo different)"
+tl_is "the sealed segment keeps its size while the writer appends" \
+    "1000 0" "$(stat -c %s "$first") $(tr -cd '\000' <"$first" | wc -c)"
+exec 3>&-
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing after the remount"
 tl_done

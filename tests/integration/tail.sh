@@ -32,6 +32,21 @@ tl_check "tail -F printed every line once, in order" \
     cmp -s "$TMP/want" "$TMP/got"
 [ -s "$TMP/got" ] && diff "$TMP/want" "$TMP/got" | head -5 | sed 's/^/# /'
 sed 's/^/# tail: /' "$TMP/tail.err" | head -3
+# A follower that opened `current` while the partition was empty holds
+# the empty node. tail -F moves on to the new file only after a poll in
+# which the file it holds looked unchanged, so the empty node's stat must
+# not change while appends make segment files (it took the directory's
+# mtime, which does: tail then printed nothing while a fast writer ran;
+# found by tests/torture).
+E=$MNT/f/empty
+mkdir -p "$E"
+setfattr -n user.segment.bytes -v 1K "$E"
+exec 4<"$E/current"
+before=$(stat -L -c '%i %s %y %z' /dev/fd/4)
+"$LINEWRITER" "$E/current" 3 200
+tl_is "the empty current a follower holds looks unchanged while segments appear" \
+    "$before" "$(stat -L -c '%i %s %y %z' /dev/fd/4)"
+exec 4<&-
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
 tl_done
