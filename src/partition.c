@@ -227,7 +227,7 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 	/* Its data is going: no footer to wait for. */
 	if (seg->foot_pending) {
 		TAILQ_REMOVE(&p->unsynced, seg, synclink);
-		p->nunsynced--;
+		__atomic_sub_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
 		seg->foot_pending = 0;
 		tlog_segment_put(seg);
 	}
@@ -745,7 +745,7 @@ tlog_part_drop_unsynced(struct tlog_partition *p)
 
 	while ((seg = TAILQ_FIRST(&p->unsynced)) != NULL) {
 		TAILQ_REMOVE(&p->unsynced, seg, synclink);
-		p->nunsynced--;
+		__atomic_sub_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
 		seg->foot_pending = 0;
 		tlog_segment_put(seg);
 	}

@@ -404,7 +404,7 @@ tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 	seg->foot_pending = 1;
 	tlog_seg_ref(seg);
 	TAILQ_INSERT_TAIL(&p->unsynced, seg, synclink);
-	p->nunsynced++;
+	__atomic_add_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
 	tlog_part_queue_flush(p);
 	return 0;
 }
@@ -423,7 +423,7 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	if (seg->foot_pending) {
 		/* Claimed: off the list, whose reference moves to io. */
 		TAILQ_REMOVE(&p->unsynced, seg, synclink);
-		p->nunsynced--;
+		__atomic_sub_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
 		seg->foot_pending = 0;
 		io->footer = true;
 	} else

@@ -143,7 +143,8 @@ struct tlog_partition {
 	/* Sealed segments whose footer waits for their data to be synced,
 	 * oldest first, each referenced (p->lock). */
 	struct tlog_seglist unsynced;
-	uint64_t nunsynced;
+	uint64_t nunsynced;		/* its length; atomic: the append path
+					   reads it with no lock */
 	int sync_err;			/* for the next fsync (p->lock) */
 	bool dir_dirty;			/* a file made since the dir sync */
 	bool flush_queued;		/* on the store's flush queue */
