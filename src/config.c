@@ -587,6 +587,10 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	int k, n, r;
 
 	set_err(err, errlen, "");
+	if (s->ro) {
+		set_err(err, errlen, "the store is open read-only");
+		return -EROFS;
+	}
 	k = tlog_key_lookup(key);
 	if (k < 0) {
 		quote_value(key, key == NULL ? 0 : strlen(key), q, sizeof(q));
@@ -651,6 +655,8 @@ tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
 	struct tlog_config *chain[3];
 	int k, r;
 
+	if (s->ro)
+		return -EROFS;
 	k = tlog_key_lookup(key);
 	if (k < 0)
 		return -ENOTSUP;

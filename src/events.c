@@ -29,7 +29,9 @@ tlog_events_open(struct tlog_store *s)
 	struct tlog_partition *p;
 	int fd;
 
-	if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == 0)
+	if (s->ro)
+		;	/* made at the first read-write open; none: empty */
+	else if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == 0)
 		tlog_fsync_dir(s->dirfd, ".tlogfs");
 	else if (errno != EEXIST)
 		return -errno;
@@ -50,6 +52,8 @@ tlog_events_open(struct tlog_store *s)
 	}
 	fd = tlog_open_beneath(s->dirfd, ".tlogfs/events",
 	    O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ENOENT && s->ro)
+		goto out;
 	if (fd < 0) {
 		tlog_partition_put(p);
 		tlog_topic_put(t);
@@ -59,6 +63,7 @@ tlog_events_open(struct tlog_store *s)
 	tlog_config_load(s, fd, ".config", &p->cfg);
 	close(fd);
 	tlog_part_recover(p);
+out:
 	s->itopic = t;
 	s->events = p;
 	return 0;

@@ -622,6 +622,10 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	bool unlinked = false;
 	int r = 0;
 
+	if (p->store->ro) {
+		*errp = -EROFS;
+		return 0;
+	}
 	memset(&run, 0, sizeof(run));
 	get_limits(p, &l);
 	pthread_mutex_lock(&p->lock);
@@ -838,6 +842,10 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 	bool have_io = false, dir;
 	int r = 0, r2, dfd;
 
+	/* Nothing was written: everything is as durable as it gets (and
+	 * the boundary entry an fsync writes would change the store). */
+	if (p->store->ro)
+		return 0;
 	pthread_mutex_lock(&p->sync_lock);
 	flush_sealed(p, 0, false, &r);
 	pthread_mutex_lock(&p->lock);
@@ -906,6 +914,8 @@ tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
 {
 	struct evbuf eb = { 0 };
 
+	if (p->store->ro)
+		return -EROFS;
 	pthread_mutex_lock(&p->lock);
 	seal_active(p, why, &eb, tlog_now(p->store));
 	pthread_mutex_unlock(&p->lock);
@@ -958,6 +968,8 @@ tlog_partition_seal_idle(struct tlog_partition *p)
 	int64_t now = tlog_now(p->store);
 	int sealed = 0;
 
+	if (p->store->ro)
+		return -EROFS;
 	pthread_mutex_lock(&p->lock);
 	seg = active_of(p);
 	if (seg != NULL && seg->records > 0 && now >= idle_due_locked(p, seg)) {
@@ -1037,6 +1049,8 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	struct evbuf eb = { 0 };
 	int r = -ENOENT;
 
+	if (p->store->ro)
+		return -EROFS;
 	pthread_mutex_lock(&p->lock);
 	TAILQ_FOREACH(seg, &p->segs, link)
 		if (seg->base == base)
@@ -1125,6 +1139,8 @@ tlog_partition_enforce_size(struct tlog_partition *p, int max,
 	int64_t now = tlog_now(p->store);
 	int n = 0;
 
+	if (p->store->ro)
+		return -EROFS;
 	if (rb < 0)
 		return 0;
 	pthread_mutex_lock(&p->lock);
@@ -1160,6 +1176,8 @@ tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 	int64_t now = tlog_now(p->store);
 	int n = 0;
 
+	if (p->store->ro)
+		return -EROFS;
 	if (rms < 0)
 		return 0;
 	pthread_mutex_lock(&p->lock);

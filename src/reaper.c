@@ -251,6 +251,10 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 	int k;
 
 	memset(st, 0, sizeof(*st));
+	/* A read-only store never schedules anything: nothing may seal or
+	 * go. */
+	if (s->ro)
+		return -1;
 	/* Pop every due partition; the heap keeps their references. */
 	pthread_mutex_lock(&s->reap_lock);
 	while (s->nheap > 0 && s->heap[0]->due <= now) {
@@ -373,7 +377,7 @@ tlog_reaper_start(struct tlog_store *s)
 {
 	int r;
 
-	if (s->reaper_running)
+	if (s->reaper_running || s->ro)
 		return 0;
 	s->reaper_stop = false;
 	if ((r = pthread_create(&s->reaper, NULL, reaper_main, s)) != 0)

@@ -11,6 +11,11 @@
  * is scanned, a missing or corrupt index is rebuilt, and the bytes of a
  * line that was being written when the daemon died (no newline, no entry)
  * are cut. One bad segment is logged and never stops the store opening.
+ *
+ * A read-only open (tlog_store_opts.readonly) makes the same repairs in
+ * memory only: it cuts, removes, trims and rewrites nothing. What a cut
+ * would drop is simply not served (the segment's byte count ends before
+ * it), and a repaired index is kept in memory for look-ups.
  */
 #include "config.h"
 
@@ -32,6 +37,13 @@ struct found {
 	uint64_t base;
 	bool log, idx;
 };
+
+/* What a repair did on disk, for its log line: nothing, read-only. */
+static const char *
+fix(const struct tlog_store *s, const char *verb)
+{
+	return s->ro ? "left as it is (read-only)" : verb;
+}
 
 struct entries {
 	struct tlog_idx_entry *e;
@@ -391,27 +403,29 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	} else if (has_idx && (r = read_index(dfd, base, &v, &foot, &footer,
 	    &torn, &crcs)) != 0) {
 		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
-		    "index; rebuilding it from the data", where, base);
+		    "index; rebuilding it from the data%s", where, base,
+		    s->ro ? " in memory" : "");
 		v.n = 0;
 		rebuild = true;
 	} else if (!has_idx) {
 		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
-		    "rebuilding it from the data", where, base);
+		    "rebuilding it from the data%s", where, base,
+		    s->ro ? " in memory" : "");
 		rebuild = true;
 	}
 	if (crcs)
 		v.crc_from = SIZE_MAX;	/* read from the index */
 
-	if (!(footer && foot.bytes == size) &&
-	    (fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+	if (!(footer && foot.bytes == size) && (fd = openat(dfd, name,
+	    (s->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) == -1) {
 		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
 		    strerror(errno));
 		goto fail;
 	}
 	if (footer && foot.bytes < size) {
 		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
-		    "seal; cut", where, name, size - foot.bytes);
-		if (ftruncate(fd, (off_t)foot.bytes) == 0)
+		    "seal; %s", where, name, size - foot.bytes, fix(s, "cut"));
+		if (s->ro || ftruncate(fd, (off_t)foot.bytes) == 0)
 			size = foot.bytes;
 		*dirty = true;
 	}
@@ -424,8 +438,8 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		seg->sealed = 1;
 		seg->sealed_by = (unsigned char)foot.sealed_by;
 		seg->nidx = v.n;
-		if ((uint64_t)st.st_blocks * 512 > ((size + 4095) & ~4095ULL) +
-		    4096) {
+		if (!s->ro && (uint64_t)st.st_blocks * 512 >
+		    ((size + 4095) & ~4095ULL) + 4096) {
 			seg->trim_pending = 1;
 			tlog_seg_trim(seg);
 		}
@@ -442,7 +456,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	}
 	if (torn && !rebuild)
 		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
-		    "corrupt tail cut", where, base);
+		    "corrupt tail %s", where, base, fix(s, "cut"));
 	n0 = v.n;
 	/* Entries that point past the data are cut. */
 	while (v.n > 0 && v.e[v.n - 1].pos > size)
@@ -457,7 +471,8 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		if ((size_t)k < v.n) {
 			tlog_log(s, LOG_WARNING, "%s/%s: data from byte %" PRIu32
 			    " on does not match its index (lost in a power "
-			    "cut); cut", where, name, v.e[k ? k - 1 : 0].pos);
+			    "cut); %s", where, name, v.e[k ? k - 1 : 0].pos,
+			    fix(s, "cut"));
 			v.n = (size_t)k;
 			torn = mismatch = true;
 		}
@@ -498,14 +513,16 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 			;	/* logged above */
 		else if (scan_end < size)
 			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
-			    "page that never reached the disk on, cut", where,
-			    name, size - end);
+			    "page that never reached the disk on, %s", where,
+			    name, size - end, fix(s, "cut"));
 		else
 			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
-			    "unfinished line cut", where, name, size - end);
+			    "unfinished line %s", where, name, size - end,
+			    fix(s, "cut"));
 		/* Synced before the store takes appends (tlog_store_open):
-		 * appends must never land on a cut a power cut could undo. */
-		if (ftruncate(fd, (off_t)end) == -1)
+		 * appends must never land on a cut a power cut could undo.
+		 * Read-only: the bytes stay, past the end served. */
+		if (!s->ro && ftruncate(fd, (off_t)end) == -1)
 			tlog_log(s, LOG_ERR, "%s/%s: cannot cut: %s", where,
 			    name, strerror(errno));
 		*dirty = true;
@@ -522,9 +539,11 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		free(v.e);
 		close(fd);
 		tlog_segment_put(seg);
-		unlinkat(dfd, name, 0);
-		tlog_seg_name(base, ".idx", name, sizeof(name));
-		unlinkat(dfd, name, 0);
+		if (!s->ro) {
+			unlinkat(dfd, name, 0);
+			tlog_seg_name(base, ".idx", name, sizeof(name));
+			unlinkat(dfd, name, 0);
+		}
 		*dirty = true;
 		return NULL;
 	}
@@ -534,7 +553,8 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 			seg->sealed_by = TLOG_TRIG_RECOVERY;
 		if (!footer && !rebuild)
 			tlog_log(s, LOG_WARNING, "%s/%s: recovery: unsealed "
-			    "behind a newer segment; sealed", where, name);
+			    "behind a newer segment; sealed%s", where, name,
+			    s->ro ? " in memory" : "");
 	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {
 		seg->prealloc = (uint64_t)st.st_blocks * 512;
 	}
@@ -544,6 +564,17 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 			seg->last_idx_rel = v.e[v.n - 1].rel;
 			seg->last_idx_pos = v.e[v.n - 1].pos;
 		}
+	} else if (s->ro) {
+		/* The file stays as it is and says less, or something
+		 * else, than the data: look-ups read these entries. */
+		seg->mem_idx = v.e;
+		seg->nidx = v.n;
+		if (v.n) {
+			seg->last_idx_rel = v.e[v.n - 1].rel;
+			seg->last_idx_pos = v.e[v.n - 1].pos;
+		}
+		v.e = NULL;
+		*dirty = true;
 	} else if (v.crc_from < v.n &&
 	    (k = data_crcs(fd, v.e, v.crc_from, v.n, false)) != (ssize_t)v.n) {
 		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; index not "
@@ -562,7 +593,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	 * syncfs does, see tlog_store_open). */
 	if (!seg->sealed && !s->was_clean)
 		seg->wgen = 1;
-	if (seg->sealed && (uint64_t)st.st_blocks * 512 >
+	if (!s->ro && seg->sealed && (uint64_t)st.st_blocks * 512 >
 	    ((end + 4095) & ~4095ULL) + 4096) {
 		seg->trim_pending = 1;
 		seg->fd = fd;
@@ -664,8 +695,9 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 		}
 		if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
 			tlog_log(s, LOG_WARNING, "%s/%s: stray temporary file "
-			    "removed", where, nm);
-			unlinkat(dirfd(d), nm, 0);
+			    "%s", where, nm, fix(s, "removed"));
+			if (!s->ro)
+				unlinkat(dirfd(d), nm, 0);
 			*dirty = true;
 			continue;
 		}
@@ -743,8 +775,9 @@ tlog_part_recover(struct tlog_partition *p)
 		if (!f[i].log) {
 			tlog_seg_name(f[i].base, ".idx", name, sizeof(name));
 			tlog_log(s, LOG_WARNING, "%s/%s: index without data "
-			    "removed", where, name);
-			unlinkat(dfd, name, 0);
+			    "%s", where, name, fix(s, "removed"));
+			if (!s->ro)
+				unlinkat(dfd, name, 0);
 			dirty = true;
 			continue;
 		}

@@ -55,6 +55,7 @@ tlog_segment_put(struct tlog_segment *seg)
 		return;
 	tlog_seg_close_files(seg);
 	tlog_partition_put(seg->part);
+	free(seg->mem_idx);
 	free(seg);
 }
 
@@ -636,6 +637,15 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 	*n = 0;
 	if (cnt == 0)
 		return 0;
+	/* A read-only open's repaired index; it never changes after. */
+	if (seg->mem_idx != NULL) {
+		if ((e = reallocarray(NULL, cnt, sizeof(*e))) == NULL)
+			return -ENOMEM;
+		memcpy(e, seg->mem_idx, cnt * sizeof(*e));
+		*out = e;
+		*n = cnt;
+		return 0;
+	}
 	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
 	fd = tlog_part_openat(seg->part, name, O_RDONLY, 0);
 	if (fd < 0)

@@ -216,6 +216,8 @@ tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
 {
 	int fd, r = 0;
 
+	if (s->ro)
+		return -EROFS;
 	if ((fd = level_dir(s, t, p)) < 0)
 		return fd;
 	if (fchmod(fd, mode & 07777) == -1)
@@ -230,6 +232,8 @@ tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
 {
 	int fd, r = 0;
 
+	if (s->ro)
+		return -EROFS;
 	if ((fd = level_dir(s, t, p)) < 0)
 		return fd;
 	if (fchown(fd, uid, gid) == -1)
@@ -390,6 +394,8 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 	struct tlog_topic *t;
 	int r, fd;
 
+	if (s->ro)
+		return -EROFS;
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
 	if ((t = topic_alloc(s, name)) == NULL)
@@ -501,6 +507,8 @@ tlog_topic_remove(struct tlog_store *s, const char *name)
 	struct tlog_topic *t;
 	int r;
 
+	if (s->ro)
+		return -EROFS;
 	pthread_rwlock_wrlock(&s->tree_lock);
 	if ((t = topic_find(s, name)) == NULL)
 		r = -ENOENT;
@@ -527,6 +535,8 @@ tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 	char *nname;
 	int r = 0;
 
+	if (s->ro)
+		return -EROFS;
 	if ((r = tlog_name_check(to)) != 0)
 		return r;
 	if ((nname = strdup(to)) == NULL)
@@ -591,6 +601,8 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 	struct tlog_partition *p;
 	int r, tfd = -1, fd;
 
+	if (s->ro)
+		return -EROFS;
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
 	if ((p = tlog_part_alloc(t, name)) == NULL)
@@ -695,6 +707,8 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	struct tlog_partition *p;
 	int r, tfd = -1;
 
+	if (s->ro)
+		return -EROFS;
 	if ((p = tlog_partition_get(t, name)) == NULL)
 		return -ENOENT;
 	r = drain_unlinks(p, -1);
@@ -741,6 +755,8 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	char *nname;
 	int r = 0, tfd = -1;
 
+	if (s->ro)
+		return -EROFS;
 	if ((r = tlog_name_check(to)) != 0)
 		return r;
 	if ((nname = strdup(to)) == NULL)
@@ -1010,12 +1026,21 @@ tlog_store_was_clean(const struct tlog_store *s)
 	return s->was_clean;
 }
 
+bool
+tlog_store_readonly(const struct tlog_store *s)
+{
+	return s->ro;
+}
+
 void
 tlog_store_update_pid(struct tlog_store *s)
 {
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 
+	/* A reader leaves the last writer's pid: it writes nothing. */
+	if (s->ro)
+		return;
 	if (ftruncate(s->lockfd, 0) == 0 &&
 	    pwrite(s->lockfd, buf, (size_t)n, 0) != n)
 		tlog_log(s, LOG_WARNING, "cannot record pid in lock file");
@@ -1027,19 +1052,32 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 	char buf[32] = "";
 	ssize_t n;
 
-	s->lockfd = openat(s->dirfd, ".tlogfs/lock", O_RDWR | O_CREAT |
+	/*
+	 * A reader takes the lock shared: read-only opens, which change
+	 * nothing, coexist; a writer is kept out while any of them runs,
+	 * and keeps them out, so what a reader shows never moves.
+	 */
+	s->lockfd = s->ro ? openat(s->dirfd, ".tlogfs/lock", O_RDONLY |
+	    O_CLOEXEC) : openat(s->dirfd, ".tlogfs/lock", O_RDWR | O_CREAT |
 	    O_CLOEXEC, 0644);
 	if (s->lockfd == -1) {
 		snprintf(err, errlen, "%s/.tlogfs/lock: %s", s->path,
 		    strerror(errno));
 		return -errno;
 	}
-	if (flock(s->lockfd, LOCK_EX | LOCK_NB) == -1) {
+	if (flock(s->lockfd, (s->ro ? LOCK_SH : LOCK_EX) | LOCK_NB) == -1) {
 		int e = errno;
 		n = pread(s->lockfd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
-		if (e == EWOULDBLOCK)
+		/* Held by readers only: the pid in the file is the last
+		 * writer's, not theirs. */
+		if (e == EWOULDBLOCK && !s->ro &&
+		    flock(s->lockfd, LOCK_SH | LOCK_NB) == 0) {
+			flock(s->lockfd, LOCK_UN);
+			snprintf(err, errlen, "store %s is in use by a "
+			    "read-only mount", s->path);
+		} else if (e == EWOULDBLOCK)
 			snprintf(err, errlen, "store %s is in use by pid %s",
 			    s->path, *buf ? buf : "(unknown)");
 		else
@@ -1058,6 +1096,17 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 	ssize_t n;
 	int fd, v;
 
+	if (s->ro) {
+		/* A reader creates nothing: the store must be one. */
+		fd = openat(s->dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
+		if (fd == -1 && errno == ENOENT) {
+			snprintf(err, errlen, "%s is not a tlogfs store (no "
+			    ".tlogfs/format), and a read-only open creates "
+			    "nothing", s->path);
+			return -ENOENT;
+		}
+		goto check;
+	}
 	if (mkdirat(s->dirfd, ".tlogfs", 0755) == 0)
 		tlog_fsync_dir(s->dirfd, ".");
 	else if (errno != EEXIST) {
@@ -1077,6 +1126,7 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 		}
 		return 0;
 	}
+check:
 	if (fd == -1) {
 		snprintf(err, errlen, "%s/.tlogfs/format: %s", s->path,
 		    strerror(errno));
@@ -1452,6 +1502,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		return -ENOMEM;
 	if (opts != NULL)
 		s->opts = *opts;
+	s->ro = s->opts.readonly;
 	s->dirfd = s->lockfd = -1;
 	s->next_ino = TLOG_ROOT_INO + 1;
 	s->cap_records = s->opts.cap_records ? s->opts.cap_records :
@@ -1495,19 +1546,25 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	    (r = store_lock(s, err, errlen)) != 0)
 		goto fail;
 	s->was_clean = faccessat(s->dirfd, ".tlogfs/clean", F_OK, 0) == 0;
-	if (s->was_clean && unlinkat(s->dirfd, ".tlogfs/clean", 0) == -1) {
+	/* A reader leaves the mark as it found it: it changes nothing the
+	 * mark vouches for, and an unclean store stays unclean for the
+	 * next writer's recovery. */
+	if (!s->ro && s->was_clean &&
+	    unlinkat(s->dirfd, ".tlogfs/clean", 0) == -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
 		    strerror(errno));
 		goto fail;
 	}
 	/* The mark must not outlive a power cut while the store runs. */
-	if (s->was_clean && (r = tlog_fsync_dir(s->dirfd, ".tlogfs")) != 0) {
+	if (!s->ro && s->was_clean &&
+	    (r = tlog_fsync_dir(s->dirfd, ".tlogfs")) != 0) {
 		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", path,
 		    strerror(-r));
 		goto fail;
 	}
-	if (!s->was_clean && faccessat(s->dirfd, ".", W_OK, 0) == -1) {
+	if (!s->ro && !s->was_clean && faccessat(s->dirfd, ".", W_OK, 0) ==
+	    -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
 		    strerror(errno));
@@ -1536,7 +1593,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 * One syncfs does both, so that neither recovery nor the first
 	 * fsync of each partition has to sync file by file.
 	 */
-	if (!s->was_clean || s->repaired) {
+	if (!s->ro && (!s->was_clean || s->repaired)) {
 		if (syncfs(s->dirfd) == 0)
 			mark_synced(s);
 		else
@@ -1546,7 +1603,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	}
 	/* Only now, with every repair on disk: a crash before this point
 	 * checks again at the next open. */
-	if (boot[0] != '\0' && strcmp(boot, prev) != 0) {
+	if (!s->ro && boot[0] != '\0' && strcmp(boot, prev) != 0) {
 		n = snprintf(line, sizeof(line), "%s\n", boot);
 		if ((r = tlog_write_atomic(s->dirfd, ".tlogfs/boot", line,
 		    (size_t)n)) != 0)
@@ -1554,8 +1611,14 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 			    "boot id: %s", path, strerror(-r));
 	}
 	/* Everything that can expire or seal is scheduled; whatever came
-	 * due while the store was closed is due now. */
-	tlog_conf_changed(s, NULL, NULL);
+	 * due while the store was closed is due now. A reader's reaper
+	 * has nothing it may do. */
+	if (!s->ro)
+		tlog_conf_changed(s, NULL, NULL);
+	else if (s->repaired)
+		tlog_log(s, LOG_NOTICE, "store %s is open read-only: "
+		    "recovery's repairs are kept in memory, not written; the "
+		    "next read-write open makes them", path);
 	*out = s;
 	return 0;
 fail:
@@ -1573,6 +1636,11 @@ tlog_store_close(struct tlog_store *s)
 
 	if (s == NULL)
 		return;
+	/* A reader wrote nothing: nothing to make durable, no mark. */
+	if (s->ro) {
+		store_free(s);
+		return;
+	}
 	tlog_store_unlink_pending(s, 0);
 	tlog_reaper_stop(s);
 	tlog_store_flush_pending(s, 0);

@@ -15,6 +15,8 @@
  *    of the store's wall and boot-time clocks, which tests replace
  *    (struct tlog_store_opts.clock, .boot_clock).
  *  - Thread safety: every function may be called from any thread.
+ *  - A store opened read-only (tlog_store_opts.readonly) answers -EROFS
+ *    to every call that would change it.
  */
 #ifndef TLOG_H
 #define TLOG_H
@@ -153,6 +155,16 @@ struct tlog_store_opts {
 	 */
 	void (*hook)(void *arg, int point, struct tlog_partition *p);
 	void *hook_arg;
+	/*
+	 * Read-only (the mount's -o ro): nothing in the store changes.
+	 * The store is locked shared (read-only opens coexist, a writer
+	 * is kept out and keeps them out), the lock's pid, the clean
+	 * mark, the boot id and the layout are left as found, and
+	 * recovery repairs in memory only (a torn tail is not served, a
+	 * rebuilt index is kept in memory). Every changing call returns
+	 * -EROFS; the reaper does nothing (doc/engine.md).
+	 */
+	bool readonly;
 };
 
 /* Points at which tlog_store_opts.hook is called. */
@@ -174,6 +186,9 @@ enum tlog_hook {
  * Opens STORE at path, creating its layout (STORE/.tlogfs) if missing.
  * Takes an exclusive lock: a second open fails with -EBUSY and a message
  * naming the holder's pid in err. Recovers every partition (DESIGN 8).
+ * With opts->readonly the layout must exist (-ENOENT otherwise), the
+ * lock is shared (any number of read-only opens; -EBUSY beside a
+ * writer) and nothing is written.
  */
 int tlog_store_open(const char *path, const struct tlog_store_opts *opts,
     struct tlog_store **out, char *err, size_t errlen);
@@ -181,9 +196,11 @@ int tlog_store_open(const char *path, const struct tlog_store_opts *opts,
  * durable as fsync does, then writes the clean-shutdown mark (only if
  * all of that worked); unlocks; frees. */
 void tlog_store_close(struct tlog_store *s);
-/* After fork (daemonizing), records the new holder's pid in the lock. */
+/* After fork (daemonizing), records the new holder's pid in the lock;
+ * nothing when read-only. */
 void tlog_store_update_pid(struct tlog_store *s);
 bool tlog_store_was_clean(const struct tlog_store *s);
+bool tlog_store_readonly(const struct tlog_store *s);
 /*
  * Engine time in ms since the epoch: record stamps and every time rule.
  * The wall clock at open (or the newest stored timestamp, if later), then

@@ -88,6 +88,10 @@ struct tlog_segment {
 	uint64_t last_idx_pos;	/* data position of the last index entry */
 	uint64_t last_idx_rel;
 	uint32_t run_crc;	/* CRC-32C of the data after that entry */
+	/* A read-only open's repaired index, which it may not write:
+	 * nidx entries that look-ups read instead of the file; NULL
+	 * when the file is right. */
+	struct tlog_idx_entry *mem_idx;
 	int fd;			/* data, O_RDWR; -1 until needed */
 	int ifd;		/* index; -1 until needed */
 	uint64_t prealloc;	/* length reserved from offset 0 (data
@@ -196,6 +200,7 @@ struct tlog_store {
 	uint64_t cap_records;
 	uint64_t cap_bytes;
 	bool was_clean;
+	bool ro;			/* opened read-only: nothing changes */
 	/* The last open was in another boot (or unknown) and did not close
 	 * cleanly: a power cut may have lost unsynced pages, so recovery
 	 * checks data against the index's data CRCs. */

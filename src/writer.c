@@ -95,6 +95,9 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 	ssize_t r;
 	int e;
 
+	/* Not even held: the bytes could never be appended. */
+	if (w->part->store->ro)
+		return -EROFS;
 	pthread_mutex_lock(&w->lock);
 	if (w->nheld > 0) {
 		/* Complete the held line from the front of this write. */
