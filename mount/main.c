@@ -48,7 +48,10 @@ struct tl_opts {
 	char *store;
 	bool have_mountpoint;
 	bool failed;		/* a runtime error, not a usage error */
+	bool ro;		/* -o ro (the last of ro, rw wins) */
 };
+
+enum { KEY_RO, KEY_RW };
 
 static bool use_syslog;
 static int log_max = LOG_INFO;
@@ -101,6 +104,8 @@ usage(FILE *f)
 	    "    -V   --version         print version\n"
 	    "    -d   -o debug          enable debug output (implies -f)\n"
 	    "    -f                     foreground operation\n"
+	    "    -o ro                  read-only: nothing in the store "
+	    "changes\n"
 	    "    -s                     disable multi-threaded operation\n"
 	    "    -o clone_fd            use separate fuse device fd for each "
 	    "thread\n"
@@ -254,12 +259,19 @@ tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 		return 1;	/* fuse_parse_cmdline takes it */
 	case FUSE_OPT_KEY_OPT:
 		return fstab_only(arg) ? 0 : 1;
+	case KEY_RO:
+	case KEY_RW:
+		o->ro = key == KEY_RO;
+		return 1;	/* the kernel's flag too */
 	default:
 		return 1;
 	}
 }
 
 static const struct fuse_opt tl_opt_spec[] = {
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-r", KEY_RO),
+	FUSE_OPT_KEY("rw", KEY_RW),
 	FUSE_OPT_END
 };
 
@@ -440,7 +452,7 @@ main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts;
 	struct tlog_store_opts so;
-	struct tl_opts o = { NULL, false, false };
+	struct tl_opts o = { NULL, false, false, false };
 	struct fuse_session *se;
 	static struct tl_fs fs;
 	char err[512] = "", *store = NULL;
@@ -489,6 +501,7 @@ main(int argc, char *argv[])
 	}
 
 	fs.debug = opts.debug != 0;
+	fs.ro = o.ro;
 	pthread_mutex_init(&fs.hlock, NULL);
 	pthread_mutex_init(&fs.nlock, NULL);
 	LIST_INIT(&fs.handles);
@@ -512,6 +525,7 @@ main(int argc, char *argv[])
 	so.log = tl_log;
 	so.event = tl_event;
 	so.event_arg = &fs;
+	so.readonly = o.ro;
 	r = tlog_store_open(store, &so, &fs.store, err, sizeof(err));
 	if (r != 0) {
 		fprintf(stderr, "tlogfs: %s\n", *err ? err : strerror(-r));
@@ -538,7 +552,10 @@ main(int argc, char *argv[])
 	}
 	tlog_store_update_pid(fs.store);
 
-	/* Threads start only now, in the daemon. */
+	/* Threads start only now, in the daemon. A read-only mount has
+	 * none: nothing may seal, be deleted or be flushed. */
+	if (fs.ro)
+		goto ready;
 	if ((r = pthread_create(&fs.unlinker, NULL, tl_unlinker, &fs)) != 0) {
 		tlog_log(fs.store, LOG_ERR, "cannot start the unlinker: %s",
 		    strerror(r));
@@ -551,6 +568,7 @@ main(int argc, char *argv[])
 		stop_unlinker(&fs);
 		goto out_unmount;
 	}
+ready:
 	daemon_ready(0);
 	/* A stop by signal is a clean stop: the loop returns the signal. */
 	r = run_loop(se, &opts);

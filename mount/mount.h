@@ -88,6 +88,7 @@ struct tl_fs {
 	struct tlog_partition *events;	/* .tlogfs/events (referenced) */
 	struct fuse_session *se;
 	bool debug;
+	bool ro;			/* -o ro: every change is EROFS */
 
 	pthread_mutex_t lock;		/* the inode table */
 	struct tl_node **buckets;

@@ -52,6 +52,22 @@ node_of(fuse_req_t req, fuse_ino_t ino)
 	return tl_node_find(fs_of(req), ino);
 }
 
+/*
+ * A read-only mount (-o ro) answers EROFS to every change. The kernel
+ * refuses most of them itself on a read-only mount, but not after a
+ * `mount -o remount,rw`, which the daemon never hears of; and the
+ * engine refuses what reaches it, but not the daemon's own EPERMs.
+ * True if it replied.
+ */
+static bool
+refuse_ro(fuse_req_t req)
+{
+	if (!fs_of(req)->ro)
+		return false;
+	fuse_reply_err(req, EROFS);
+	return true;
+}
+
 /* ---- attributes ---- */
 
 static void
@@ -489,6 +505,8 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if (refuse_ro(req))
+		return;
 	if (n->kind == TL_META || n->kind == TL_METRICS || is_events(fs, n)) {
 		fuse_reply_err(req, EPERM);	/* .tlogfs/ is read-only */
 		return;
@@ -567,6 +585,8 @@ tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if (refuse_ro(req))
+		return;
 	switch (pn->kind) {
 	case TL_ROOT:
 		if ((r = tlog_topic_create(fs->store, name, &t)) != 0)
@@ -602,6 +622,8 @@ tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (pn == NULL)
 		r = -ENOENT;
+	else if (fs->ro)
+		r = -EROFS;
 	else if (pn->kind == TL_META ||
 	    (pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0))
 		r = -EPERM;
@@ -634,6 +656,8 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if (refuse_ro(req))
+		return;
 	/* .tlogfs is not a topic, and no topic can take its name. */
 	if ((pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0) ||
 	    (npn->kind == TL_ROOT && strcmp(newname, ".tlogfs") == 0)) {
@@ -666,7 +690,8 @@ tl_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     dev_t rdev)
 {
 	(void)parent; (void)name; (void)mode; (void)rdev;
-	fuse_reply_err(req, EPERM);
+	if (!refuse_ro(req))
+		fuse_reply_err(req, EPERM);
 }
 
 static void
@@ -674,7 +699,8 @@ tl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     struct fuse_file_info *fi)
 {
 	(void)parent; (void)name; (void)mode; (void)fi;
-	fuse_reply_err(req, EPERM);
+	if (!refuse_ro(req))
+		fuse_reply_err(req, EPERM);
 }
 
 static void
@@ -682,7 +708,8 @@ tl_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
     const char *name)
 {
 	(void)link; (void)parent; (void)name;
-	fuse_reply_err(req, EPERM);
+	if (!refuse_ro(req))
+		fuse_reply_err(req, EPERM);
 }
 
 static void
@@ -690,7 +717,8 @@ tl_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
     const char *newname)
 {
 	(void)ino; (void)newparent; (void)newname;
-	fuse_reply_err(req, EPERM);
+	if (!refuse_ro(req))
+		fuse_reply_err(req, EPERM);
 }
 
 /* rm of a sealed segment or of `current`: a manual deletion. */
@@ -707,6 +735,8 @@ tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if (refuse_ro(req))
+		return;
 	if (pn->kind != TL_PART || is_events(fs_of(req), pn)) {
 		fuse_reply_err(req, pn->kind == TL_SEG || pn->kind == TL_EMPTY ?
 		    ENOTDIR : EPERM);
@@ -1023,6 +1053,8 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if ((acc != O_RDONLY || (fi->flags & O_TRUNC)) && refuse_ro(req))
+		return;
 	/* Nothing here can be truncated, not even by a read-only open. */
 	if (fi->flags & O_TRUNC) {
 		fuse_reply_err(req, EPERM);
@@ -1453,6 +1485,8 @@ tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char err[256];
 	int k, r;
 
+	if (refuse_ro(req))
+		return;
 	if (strncmp(name, "user.", 5) != 0) {
 		fuse_reply_err(req, ENOTSUP);
 		return;
@@ -1490,6 +1524,8 @@ tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	const char *key;
 	int k, r;
 
+	if (refuse_ro(req))
+		return;
 	if (strncmp(name, "user.", 5) != 0) {
 		fuse_reply_err(req, ENOTSUP);
 		return;
