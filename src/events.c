@@ -44,7 +44,7 @@ tlog_events_open(struct tlog_store *s)
 	t->refs = 1;
 	t->store = s;
 	t->ino = tlog_new_ino(s);
-	tlog_config_init(&t->cfg);
+	tlog_conf_init(&t->conf);
 	RB_INIT(&t->parts);
 	if ((p = tlog_part_alloc(t, "events")) == NULL) {
 		tlog_topic_put(t);
@@ -60,7 +60,7 @@ tlog_events_open(struct tlog_store *s)
 		return fd;
 	}
 	tlog_part_set_dir(p, fd);
-	tlog_config_load(s, fd, ".config", &p->cfg);
+	tlog_conf_load(s, fd, ".config", &p->conf);
 	close(fd);
 	tlog_part_recover(p);
 out:

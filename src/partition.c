@@ -49,7 +49,7 @@ tlog_part_alloc(struct tlog_topic *t, const char *name)
 	tlog_topic_ref(t);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->sync_lock, NULL);
-	tlog_config_init(&p->cfg);
+	tlog_conf_init(&p->conf);
 	TAILQ_INIT(&p->segs);
 	p->last_ts = -1;
 	p->heap_idx = SIZE_MAX;
@@ -93,7 +93,7 @@ tlog_partition_ino(const struct tlog_partition *p)
 struct tlog_config *
 tlog_partition_config(struct tlog_partition *p)
 {
-	return &p->cfg;
+	return &p->conf;
 }
 
 struct tlog_topic *
@@ -111,15 +111,15 @@ tlog_partition_name(struct tlog_partition *p, char *buf, size_t len)
 }
 
 int64_t
-tlog_partition_conf(struct tlog_partition *p, enum tlog_key k)
+tlog_part_conf(struct tlog_partition *p, enum tlog_key k)
 {
 	int64_t v;
 
-	if ((v = tlog_cfg_load(&p->cfg, k)) != TLOG_UNSET)
+	if ((v = tlog_conf_value(&p->conf, k)) != TLOG_UNSET)
 		return v;
-	if ((v = tlog_cfg_load(&p->topic->cfg, k)) != TLOG_UNSET)
+	if ((v = tlog_conf_value(&p->topic->conf, k)) != TLOG_UNSET)
 		return v;
-	if ((v = tlog_cfg_load(&p->store->cfg, k)) != TLOG_UNSET)
+	if ((v = tlog_conf_value(&p->store->conf, k)) != TLOG_UNSET)
 		return v;
 	return tlog_key_default(k);
 }
@@ -261,20 +261,20 @@ struct limits {
 static void
 get_limits(struct tlog_partition *p, struct limits *l)
 {
-	int64_t sb = tlog_partition_conf(p, TLOG_SEGMENT_BYTES);
+	int64_t sb = tlog_part_conf(p, TLOG_SEGMENT_BYTES);
 
 	l->seg_bytes = sb;
-	l->seg_ms = tlog_partition_conf(p, TLOG_SEGMENT_MS);
-	l->jitter = tlog_partition_conf(p, TLOG_SEGMENT_JITTER_MS);
+	l->seg_ms = tlog_part_conf(p, TLOG_SEGMENT_MS);
+	l->jitter = tlog_part_conf(p, TLOG_SEGMENT_JITTER_MS);
 	if (l->jitter > l->seg_ms)
 		l->jitter = l->seg_ms;
-	l->ret_bytes = tlog_partition_conf(p, TLOG_RETENTION_BYTES);
+	l->ret_bytes = tlog_part_conf(p, TLOG_RETENTION_BYTES);
 	if (l->ret_bytes >= 0 && l->ret_bytes / 8 < l->seg_bytes)
 		l->seg_bytes = l->ret_bytes / 8 > 0 ? l->ret_bytes / 8 : 1;
 	/* Independent of segment.bytes: a longer record gets a segment of
 	 * its own (roll_check), it is never cut at a segment's size. */
-	l->rec_max = tlog_partition_conf(p, TLOG_RECORD_MAX_BYTES);
-	l->prealloc = tlog_partition_conf(p, TLOG_SEGMENT_PREALLOCATE) == 1;
+	l->rec_max = tlog_part_conf(p, TLOG_RECORD_MAX_BYTES);
+	l->prealloc = tlog_part_conf(p, TLOG_SEGMENT_PREALLOCATE) == 1;
 }
 
 /* The span after which a segment seals on time: segment.ms less its
@@ -430,7 +430,7 @@ sched_new_segment(struct tlog_partition *p, struct tlog_segment *seg,
     const struct limits *l, int64_t ts, bool was_empty)
 {
 	int64_t due = ts + seg_span(seg, l->seg_ms);
-	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 
 	if (was_empty && rms >= 0 && ts + rms + 1 < due)
 		due = ts + rms + 1;
@@ -933,7 +933,7 @@ tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
 static int64_t
 idle_due_locked(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	int64_t ms = tlog_partition_conf(p, TLOG_SEGMENT_MS);
+	int64_t ms = tlog_part_conf(p, TLOG_SEGMENT_MS);
 	int64_t quiet = ms < IDLE_QUIET_MS ? ms : IDLE_QUIET_MS;
 	int64_t a = seg->first_ts + seg_span(seg, ms);
 	int64_t b = seg->max_ts + quiet;
@@ -1076,7 +1076,7 @@ static int64_t
 expire_due_of(struct tlog_partition *p)
 {
 	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
-	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 
 	return rms >= 0 && seg != NULL && seg->records > 0 ?
 	    seg->max_ts + rms + 1 : -1;
@@ -1114,7 +1114,7 @@ tlog_part_due_locked(struct tlog_partition *p)
 	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
 
 	/* Over its ceiling (lowered since the last append): due at once. */
-	if (over_ceiling(p, tlog_partition_conf(p, TLOG_RETENTION_BYTES)))
+	if (over_ceiling(p, tlog_part_conf(p, TLOG_RETENTION_BYTES)))
 		return 0;
 	if (idle < 0)
 		return exp;
@@ -1135,7 +1135,7 @@ tlog_partition_enforce_size(struct tlog_partition *p, int max,
 {
 	struct tlog_segment *old;
 	struct evbuf eb = { 0 };
-	int64_t rb = tlog_partition_conf(p, TLOG_RETENTION_BYTES);
+	int64_t rb = tlog_part_conf(p, TLOG_RETENTION_BYTES);
 	int64_t now = tlog_now(p->store);
 	int n = 0;
 
@@ -1172,7 +1172,7 @@ tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 {
 	struct tlog_segment *seg;
 	struct evbuf eb = { 0 };
-	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 	int64_t now = tlog_now(p->store);
 	int n = 0;
 
@@ -1200,7 +1200,7 @@ void
 tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 {
 	struct tlog_segment *first, *last;
-	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 
 	pthread_mutex_lock(&p->lock);
 	first = TAILQ_FIRST(&p->segs);
@@ -1222,7 +1222,7 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 {
 	struct tlog_segment *seg;
 	struct tlog_seginfo *a;
-	int64_t rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 	size_t i = 0;
 
 	pthread_mutex_lock(&p->lock);

@@ -564,7 +564,7 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	info->sealed = seg->sealed;
 	info->sealed_by = seg->sealed_by;
 	pthread_mutex_unlock(&p->lock);
-	rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
+	rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 	info->expires_at = (rms < 0 || info->max_ts < 0) ? -1 :
 	    info->max_ts + rms + 1;
 }

@@ -313,7 +313,7 @@ topic_alloc(struct tlog_store *s, const char *name)
 	t->refs = 1;
 	t->store = s;
 	t->ino = tlog_new_ino(s);
-	tlog_config_init(&t->cfg);
+	tlog_conf_init(&t->conf);
 	RB_INIT(&t->parts);
 	return t;
 }
@@ -345,7 +345,7 @@ tlog_topic_ino(const struct tlog_topic *t)
 struct tlog_config *
 tlog_topic_config(struct tlog_topic *t)
 {
-	return &t->cfg;
+	return &t->conf;
 }
 
 void
@@ -1017,7 +1017,7 @@ tlog_store_wakeup(struct tlog_store *s)
 struct tlog_config *
 tlog_store_config(struct tlog_store *s)
 {
-	return &s->cfg;
+	return &s->conf;
 }
 
 bool
@@ -1364,7 +1364,7 @@ load_topic(struct tlog_store *s, struct tlog_topic *t, int tfd)
 			return -ENOMEM;
 		}
 		tlog_part_set_dir(p, fd);
-		tlog_config_load(s, fd, ".config", &p->cfg);
+		tlog_conf_load(s, fd, ".config", &p->conf);
 		close(fd);
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
@@ -1397,7 +1397,7 @@ store_load(struct tlog_store *s)
 			closedir(d);
 			return -ENOMEM;
 		}
-		tlog_config_load(s, fd, ".config", &t->cfg);
+		tlog_conf_load(s, fd, ".config", &t->conf);
 		RB_INSERT(tlog_topic_tree, &s->topics, t);
 		r = load_topic(s, t, fd);
 		close(fd);
@@ -1531,7 +1531,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	TAILQ_INIT(&s->unlinkq);
 	TAILQ_INIT(&s->flushq);
 	RB_INIT(&s->topics);
-	tlog_config_init(&s->cfg);
+	tlog_conf_init(&s->conf);
 	if ((s->path = strdup(path)) == NULL) {
 		r = -ENOMEM;
 		goto fail;
@@ -1578,7 +1578,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		tlog_log(s, LOG_NOTICE, "store %s was not closed cleanly before "
 		    "a reboot: checking unsealed segments against their data",
 		    path);
-	tlog_config_load(s, s->dirfd, ".tlogfs/config", &s->cfg);
+	tlog_conf_load(s, s->dirfd, ".tlogfs/config", &s->conf);
 	if ((r = store_load(s)) != 0 || (r = tlog_events_open(s)) != 0) {
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
 		goto fail;

@@ -37,7 +37,7 @@ struct tlog_partition;
 struct tlog_segment;
 struct tlog_writer;
 
-/* ---- configuration keys (DESIGN 5) ---- */
+/* ---- configuration keys (doc/design.md §5) ---- */
 
 enum tlog_key {
 	TLOG_RETENTION_MS,
@@ -67,16 +67,16 @@ int64_t tlog_key_default(enum tlog_key k);
  * bad value returns -EINVAL and writes a message naming the key, the value
  * and the accepted range into err.
  */
-int tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
+int tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
     char *err, size_t errlen);
 
-void tlog_config_init(struct tlog_config *c);	/* all unset */
+void tlog_conf_init(struct tlog_config *c);	/* all unset */
 /* Reads a key=value file; missing file = all unset. Bad lines are logged
  * through the store (may be NULL) and skipped. */
-int tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
+int tlog_conf_load(struct tlog_store *s, int dirfd, const char *path,
     struct tlog_config *c);
 /* Writes the set keys atomically (temporary file, fsync, rename). */
-int tlog_config_save(int dirfd, const char *path, const struct tlog_config *c);
+int tlog_conf_save(int dirfd, const char *path, const struct tlog_config *c);
 
 /* ---- roll triggers and deletion rules ---- */
 
@@ -185,7 +185,7 @@ enum tlog_hook {
 /*
  * Opens STORE at path, creating its layout (STORE/.tlogfs) if missing.
  * Takes an exclusive lock: a second open fails with -EBUSY and a message
- * naming the holder's pid in err. Recovers every partition (DESIGN 8).
+ * naming the holder's pid in err. Recovers every partition (doc/design.md §8).
  * With opts->readonly the layout must exist (-ENOENT otherwise), the
  * lock is shared (any number of read-only opens; -EBUSY beside a
  * writer) and nothing is written.
@@ -267,7 +267,7 @@ struct tlog_config *tlog_partition_config(struct tlog_partition *p);
 struct tlog_topic *tlog_partition_topic(struct tlog_partition *p);
 
 /* Effective value of a key for p: partition, topic, store, built-in. */
-int64_t tlog_partition_conf(struct tlog_partition *p, enum tlog_key k);
+int64_t tlog_part_conf(struct tlog_partition *p, enum tlog_key k);
 
 struct tlog_part_stats {
 	uint64_t start_offset;	/* base of the oldest segment (end if none) */

@@ -123,7 +123,7 @@ struct tlog_partition {
 	struct tlog_topic *topic;	/* referenced */
 	struct tlog_store *store;
 	pthread_mutex_t lock;
-	struct tlog_config cfg;
+	struct tlog_config conf;
 	struct tlog_seglist segs;	/* oldest first */
 	uint64_t nsegs;
 	uint64_t bytes;
@@ -165,7 +165,7 @@ struct tlog_topic {
 	uint64_t ino;
 	char *name;			/* under tree_lock */
 	struct tlog_store *store;
-	struct tlog_config cfg;
+	struct tlog_config conf;
 	struct tlog_part_tree parts;
 	bool dead;
 };
@@ -210,7 +210,7 @@ struct tlog_store {
 	pthread_rwlock_t tree_lock;
 	struct tlog_topic_tree topics;
 	pthread_mutex_t conf_lock;
-	struct tlog_config cfg;
+	struct tlog_config conf;
 	pthread_mutex_t unlink_lock;
 	pthread_cond_t unlink_cond;
 	struct tlog_seglist unlinkq;
@@ -277,13 +277,13 @@ void tlog_log_err(struct tlog_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static inline int64_t
-tlog_cfg_load(const struct tlog_config *c, enum tlog_key k)
+tlog_conf_value(const struct tlog_config *c, enum tlog_key k)
 {
 	return __atomic_load_n(&c->v[k], __ATOMIC_RELAXED);
 }
 
 static inline void
-tlog_cfg_store(struct tlog_config *c, enum tlog_key k, int64_t v)
+tlog_conf_assign(struct tlog_config *c, enum tlog_key k, int64_t v)
 {
 	__atomic_store_n(&c->v[k], v, __ATOMIC_RELAXED);
 }

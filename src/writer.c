@@ -90,7 +90,7 @@ ssize_t
 tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 {
 	const char *buf = data, *nl;
-	int64_t max = tlog_partition_conf(w->part, TLOG_RECORD_MAX_BYTES);
+	int64_t max = tlog_part_conf(w->part, TLOG_RECORD_MAX_BYTES);
 	size_t room, take = 0, done;
 	ssize_t r;
 	int e;

@@ -1,5 +1,5 @@
 /*
- * config.c - configuration keys (DESIGN 5): the key table, the value
+ * conf.c - configuration keys (doc/design.md §5): the key table, the value
  * parser, the per-level key=value files, and set/get/unset on a level
  * (store, topic or partition) with inheritance.
  *
@@ -314,7 +314,7 @@ parse_syntax(enum tlog_key k, const char *s, size_t len, int64_t *out)
 }
 
 int
-tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
+tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
     char *err, size_t errlen)
 {
 	int64_t v;
@@ -338,7 +338,7 @@ tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
 /* ---- key=value files ---- */
 
 void
-tlog_config_init(struct tlog_config *c)
+tlog_conf_init(struct tlog_config *c)
 {
 	int k;
 
@@ -347,7 +347,7 @@ tlog_config_init(struct tlog_config *c)
 }
 
 int
-tlog_config_save(int dirfd, const char *path, const struct tlog_config *c)
+tlog_conf_save(int dirfd, const char *path, const struct tlog_config *c)
 {
 	char buf[TLOG_NKEYS * 64];
 	size_t n = 0;
@@ -355,7 +355,7 @@ tlog_config_save(int dirfd, const char *path, const struct tlog_config *c)
 	int k;
 
 	for (k = 0; k < TLOG_NKEYS; k++) {
-		v = tlog_cfg_load(c, k);
+		v = tlog_conf_value(c, k);
 		if (v == TLOG_UNSET)
 			continue;
 		/* cannot truncate: 19 bytes of key, 20 of digits */
@@ -438,7 +438,7 @@ load_line(struct tlog_store *s, const char *path, unsigned lineno,
 			    "\"%s\", ignored", path, lineno, q);
 		return;
 	}
-	if (tlog_parse_value(k, eq + 1, len - (size_t)(eq + 1 - l), &v, err,
+	if (tlog_key_parse(k, eq + 1, len - (size_t)(eq + 1 - l), &v, err,
 	    sizeof(err)) != 0) {
 		if (s != NULL)
 			tlog_log(s, LOG_WARNING, "%s: line %u: %s; ignored",
@@ -449,7 +449,7 @@ load_line(struct tlog_store *s, const char *path, unsigned lineno,
 }
 
 int
-tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
+tlog_conf_load(struct tlog_store *s, int dirfd, const char *path,
     struct tlog_config *c)
 {
 	struct tlog_config nc;
@@ -459,7 +459,7 @@ tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
 	unsigned lineno = 0;
 	int fd, r;
 
-	tlog_config_init(c);
+	tlog_conf_init(c);
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -errno;
@@ -468,7 +468,7 @@ tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
 	if (r != 0)
 		return r;
 
-	tlog_config_init(&nc);
+	tlog_conf_init(&nc);
 	end = buf + len;
 	for (l = buf; l < end; l = nl + 1) {
 		nl = memchr(l, '\n', (size_t)(end - l));
@@ -494,12 +494,12 @@ level_chain(struct tlog_store *s, struct tlog_topic *t,
 	int n = 0;
 
 	if (p != NULL) {
-		chain[n++] = &p->cfg;
+		chain[n++] = &p->conf;
 		t = p->topic;
 	}
 	if (t != NULL)
-		chain[n++] = &t->cfg;
-	chain[n++] = &s->cfg;
+		chain[n++] = &t->conf;
+	chain[n++] = &s->conf;
 	return n;
 }
 
@@ -510,7 +510,7 @@ chain_value(struct tlog_config *const chain[], int n, enum tlog_key k)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		v = tlog_cfg_load(chain[i], k);
+		v = tlog_conf_value(chain[i], k);
 		if (v != TLOG_UNSET)
 			return v;
 	}
@@ -549,7 +549,7 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 	int i, r, dfd;
 
 	for (i = 0; i < TLOG_NKEYS; i++)
-		copy.v[i] = tlog_cfg_load(live, i);
+		copy.v[i] = tlog_conf_value(live, i);
 	copy.v[k] = v;
 	if (tlog_level_conf_path(s, t, p, path, sizeof(path)) != 0)
 		strlcpy(path, ".config", sizeof(path));
@@ -561,14 +561,14 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 		    "%s: %s", keys[k].name, path, strerror(-r));
 		goto fail;
 	}
-	r = tlog_config_save(dfd, file, &copy);
+	r = tlog_conf_save(dfd, file, &copy);
 	close(dfd);
 	if (r != 0) {
 		snprintf(msg, sizeof(msg), "%s: cannot save %s: %s",
 		    keys[k].name, path, strerror(-r));
 		goto fail;
 	}
-	tlog_cfg_store(live, k, v);
+	tlog_conf_assign(live, k, v);
 	return 0;
 fail:
 	set_err(err, errlen, msg);
@@ -598,7 +598,7 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		set_err(err, errlen, msg);
 		return -ENOTSUP;
 	}
-	r = tlog_parse_value(k, value, len, &v, msg, sizeof(msg));
+	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
 	if (r != 0) {
 		set_err(err, errlen, msg);
 		tlog_log(s, LOG_WARNING, "%s", msg);
@@ -666,7 +666,7 @@ tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
 		r = -ENOENT;
 	else {
 		level_chain(s, t, p, chain);
-		if (tlog_cfg_load(chain[0], k) == TLOG_UNSET)
+		if (tlog_conf_value(chain[0], k) == TLOG_UNSET)
 			r = -ENODATA;
 		else
 			r = level_commit(s, t, p, chain[0], k, TLOG_UNSET,
