@@ -418,7 +418,7 @@ load_line(struct tlog_store *s, const char *path, unsigned lineno,
 	if (eq == NULL) {
 		quote_value(l + i, len - i, q, sizeof(q));
 		if (s != NULL)
-			tlog_log(s, LOG_WARNING, "%s: line %u: \"%s\": "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: line %u: \"%s\": "
 			    "not key=value, ignored", path, lineno, q);
 		return;
 	}
@@ -434,14 +434,14 @@ load_line(struct tlog_store *s, const char *path, unsigned lineno,
 	if (k < 0) {
 		quote_value(l + i, kend - i, q, sizeof(q));
 		if (s != NULL)
-			tlog_log(s, LOG_WARNING, "%s: line %u: unknown key "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: line %u: unknown key "
 			    "\"%s\", ignored", path, lineno, q);
 		return;
 	}
 	if (tlog_key_parse(k, eq + 1, len - (size_t)(eq + 1 - l), &v, err,
 	    sizeof(err)) != 0) {
 		if (s != NULL)
-			tlog_log(s, LOG_WARNING, "%s: line %u: %s; ignored",
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: line %u: %s; ignored",
 			    path, lineno, err);
 		return;
 	}
@@ -572,7 +572,7 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 	return 0;
 fail:
 	set_err(err, errlen, msg);
-	tlog_log(s, LOG_ERR, "%s", msg);
+	tlog_ctx_log(&s->ctx, LOG_ERR, "%s", msg);
 	return r;
 }
 
@@ -587,7 +587,7 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	int k, n, r;
 
 	set_err(err, errlen, "");
-	if (s->ro) {
+	if (s->ctx.ro) {
 		set_err(err, errlen, "the store is open read-only");
 		return -EROFS;
 	}
@@ -601,7 +601,7 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
 	if (r != 0) {
 		set_err(err, errlen, msg);
-		tlog_log(s, LOG_WARNING, "%s", msg);
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
 		return r;
 	}
 
@@ -619,7 +619,7 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		if (v > lim) {
 			bad_value(k, value, len, lim, msg, sizeof(msg));
 			set_err(err, errlen, msg);
-			tlog_log(s, LOG_WARNING, "%s", msg);
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
 			r = -EINVAL;
 			goto out;
 		}
@@ -655,7 +655,7 @@ tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
 	struct tlog_config *chain[3];
 	int k, r;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	k = tlog_key_lookup(key);
 	if (k < 0)

@@ -29,7 +29,7 @@ tlog_events_open(struct tlog_store *s)
 	struct tlog_partition *p;
 	int fd;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		;	/* made at the first read-write open; none: empty */
 	else if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == 0)
 		tlog_fsync_dir(s->dirfd, ".tlogfs");
@@ -43,7 +43,7 @@ tlog_events_open(struct tlog_store *s)
 	}
 	t->refs = 1;
 	t->store = s;
-	t->ino = tlog_new_ino(s);
+	t->ino = tlog_ctx_ino(&s->ctx);
 	tlog_conf_init(&t->conf);
 	RB_INIT(&t->parts);
 	if ((p = tlog_part_alloc(t, "events")) == NULL) {
@@ -52,7 +52,7 @@ tlog_events_open(struct tlog_store *s)
 	}
 	fd = tlog_open_beneath(s->dirfd, ".tlogfs/events",
 	    O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ENOENT && s->ro)
+	if (fd == -ENOENT && s->ctx.ro)
 		goto out;
 	if (fd < 0) {
 		tlog_partition_put(p);
@@ -101,7 +101,7 @@ tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
 		return;
 	tlog_part_append(s->events, line, (size_t)n, true, &r);
 	if (r != 0)
-		tlog_log_err(s, "cannot record an event in .tlogfs/events: "
+		tlog_ctx_log_err(&s->ctx, "cannot record an event in .tlogfs/events: "
 		    "%s", strerror(-r));
 }
 
@@ -169,7 +169,7 @@ gauge(struct sbuf *sb, const char *name, const char *help, double v)
 int
 tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 {
-	struct tlog_metrics *m = &s->metrics;
+	struct tlog_metrics *m = &s->ctx.metrics;
 	struct sbuf sb = { NULL, 0, 0, 0 };
 	struct tlog_topic *t;
 	struct tlog_partition *p;
@@ -224,7 +224,7 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    get(&m->errors));
 	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "
 	    "(non-zero after a wall clock step).",
-	    (double)tlog_clock_offset(s) / 1e3);
+	    (double)tlog_clock_offset(&s->ctx.clock) / 1e3);
 	if (sb.err != 0) {
 		free(sb.b);
 		return sb.err;

@@ -43,8 +43,9 @@ tlog_part_alloc(struct tlog_topic *t, const char *name)
 	}
 	p->refs = 1;
 	p->store = t->store;
+	p->ctx = &t->store->ctx;
 	TAILQ_INIT(&p->unsynced);
-	p->ino = tlog_new_ino(t->store);
+	p->ino = tlog_ctx_ino(p->ctx);
 	p->topic = t;
 	tlog_topic_ref(t);
 	pthread_mutex_init(&p->lock, NULL);
@@ -186,8 +187,8 @@ tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev)
 	struct tlog_store *s = p->store;
 
 	if (ev->kind == TLOG_EV_SEAL)
-		TLOG_METRIC_ADD(s, rolls[ev->trigger], 1);
-	if (s->opts.event == NULL && (s->events == NULL || p == s->events))
+		TLOG_METRIC_ADD(&s->ctx, rolls[ev->trigger], 1);
+	if (s->ctx.opts.event == NULL && (s->events == NULL || p == s->events))
 		return;
 	pthread_rwlock_rdlock(&s->tree_lock);
 	strlcpy(topic, p->topic->name, sizeof(topic));
@@ -197,8 +198,8 @@ tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev)
 	ev->partition = part;
 	ev->partition_ino = p->ino;
 	tlog_events_record(s, p, ev);
-	if (s->opts.event != NULL)
-		s->opts.event(s->opts.event_arg, ev);
+	if (s->ctx.opts.event != NULL)
+		s->ctx.opts.event(s->ctx.opts.event_arg, ev);
 }
 
 /* ---- sealing and detaching (partition lock held) ---- */
@@ -330,7 +331,7 @@ roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
 		return TLOG_TRIG_SIZE;
 	if (ts - first >= seg_span(seg, l->seg_ms))
 		return TLOG_TRIG_TIME;
-	if (recs + 1 > s->cap_records || bytes + rlen > s->cap_bytes)
+	if (recs + 1 > s->ctx.cap_records || bytes + rlen > s->ctx.cap_bytes)
 		return TLOG_TRIG_CAPACITY;
 	return TLOG_TRIG_NONE;
 }
@@ -374,7 +375,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	if (r != 0) {
 		/* No partial record may stay. */
 		if (ftruncate(seg->fd, (off_t)seg->bytes) == -1)
-			tlog_log_err(p->store, "cannot cut a failed append: %s",
+			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
 			    strerror(errno));
 		goto fail;
 	}
@@ -383,7 +384,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	if (run->nidx &&
 	    (r = tlog_seg_write_entries(seg, run->idx, run->nidx)) != 0) {
 		if (ftruncate(seg->fd, (off_t)seg->bytes) == -1)
-			tlog_log_err(p->store, "cannot cut a failed append: %s",
+			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
 			    strerror(errno));
 		goto fail;
 	}
@@ -397,8 +398,8 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	p->next_offset += run->nrec;
 	p->last_ts = ts;
 	if (p != p->store->events) {	/* users' data only */
-		TLOG_METRIC_ADD(p->store, records, run->nrec);
-		TLOG_METRIC_ADD(p->store, bytes, run->len);
+		TLOG_METRIC_ADD(p->ctx, records, run->nrec);
+		TLOG_METRIC_ADD(p->ctx, bytes, run->len);
 	}
 	run->start += run->len;
 	r = 0;
@@ -448,7 +449,7 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 		seg = tlog_seg_new(p, p->next_offset);
 		if (seg == NULL)
 			return -ENOMEM;
-		TLOG_HOOK(p->store, TLOG_HOOK_NEW_SEGMENT, p);
+		TLOG_HOOK(p->ctx, TLOG_HOOK_NEW_SEGMENT, p);
 		if ((r = tlog_seg_open_files(seg, true)) == 0)
 			break;
 		tlog_segment_put(seg);
@@ -464,7 +465,7 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 		    (off_t)l->seg_bytes) == 0)
 			seg->prealloc = (uint64_t)l->seg_bytes;
 		else
-			tlog_log_err(p->store, "cannot preallocate %" PRId64
+			tlog_ctx_log_err(p->ctx, "cannot preallocate %" PRId64
 			    " bytes: %s", l->seg_bytes, strerror(errno));
 	}
 	TAILQ_INSERT_TAIL(&p->segs, seg, link);
@@ -493,7 +494,7 @@ record_len(const char *buf, size_t len, int64_t rec_max, bool tail_is_record)
 static int64_t
 stamp(struct tlog_partition *p)
 {
-	int64_t ts = tlog_now(p->store);
+	int64_t ts = tlog_ctx_now(p->ctx);
 
 	return ts < p->last_ts ? p->last_ts : ts;
 }
@@ -581,7 +582,7 @@ log_refused(struct tlog_partition *p, size_t rlen, int err,
 		    "(%" PRId64 ")", l->ret_bytes);
 	else
 		strlcpy(why, strerror(-err), sizeof(why));
-	tlog_log_err(p->store, "%s: a record of %zu bytes is refused and "
+	tlog_ctx_log_err(p->ctx, "%s: a record of %zu bytes is refused and "
 	    "dropped: %s", where, rlen, why);
 }
 
@@ -622,7 +623,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	bool unlinked = false;
 	int r = 0;
 
-	if (p->store->ro) {
+	if (p->ctx->ro) {
 		*errp = -EROFS;
 		return 0;
 	}
@@ -642,7 +643,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		/* The cap keeps index positions in their 32 bits; the
 		 * ceiling is the partition's. */
 		if ((l.ret_bytes >= 0 && rlen > (uint64_t)l.ret_bytes) ||
-		    rlen > p->store->cap_bytes) {
+		    rlen > p->ctx->cap_bytes) {
 			r = -EFBIG;
 			break;
 		}
@@ -711,7 +712,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 out:
 	pthread_mutex_unlock(&p->lock);
 	if (pos > 0 && p != p->store->events)
-		TLOG_METRIC_ADD(p->store, appends, 1);
+		TLOG_METRIC_ADD(p->ctx, appends, 1);
 	evbuf_emit(p, &eb);
 	if (r != 0)
 		log_refused(p, record_len(buf + pos, len - pos, l.rec_max,
@@ -844,7 +845,7 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 
 	/* Nothing was written: everything is as durable as it gets (and
 	 * the boundary entry an fsync writes would change the store). */
-	if (p->store->ro)
+	if (p->ctx->ro)
 		return 0;
 	pthread_mutex_lock(&p->sync_lock);
 	flush_sealed(p, 0, false, &r);
@@ -914,10 +915,10 @@ tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
 {
 	struct evbuf eb = { 0 };
 
-	if (p->store->ro)
+	if (p->ctx->ro)
 		return -EROFS;
 	pthread_mutex_lock(&p->lock);
-	seal_active(p, why, &eb, tlog_now(p->store));
+	seal_active(p, why, &eb, tlog_ctx_now(p->ctx));
 	pthread_mutex_unlock(&p->lock);
 	evbuf_emit(p, &eb);
 	return 0;
@@ -965,10 +966,10 @@ tlog_partition_seal_idle(struct tlog_partition *p)
 {
 	struct tlog_segment *seg;
 	struct evbuf eb = { 0 };
-	int64_t now = tlog_now(p->store);
+	int64_t now = tlog_ctx_now(p->ctx);
 	int sealed = 0;
 
-	if (p->store->ro)
+	if (p->ctx->ro)
 		return -EROFS;
 	pthread_mutex_lock(&p->lock);
 	seg = active_of(p);
@@ -1034,7 +1035,7 @@ tlog_part_save_end(struct tlog_partition *p, uint64_t need)
 			p->saved_end = end;
 	}
 	if (r != 0)
-		tlog_log_err(p->store, "cannot save the end offset of a "
+		tlog_ctx_log_err(p->ctx, "cannot save the end offset of a "
 		    "partition before deleting a segment: %s", strerror(-r));
 	close(dfd);
 out:
@@ -1049,7 +1050,7 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	struct evbuf eb = { 0 };
 	int r = -ENOENT;
 
-	if (p->store->ro)
+	if (p->ctx->ro)
 		return -EROFS;
 	pthread_mutex_lock(&p->lock);
 	TAILQ_FOREACH(seg, &p->segs, link)
@@ -1063,7 +1064,7 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	} else if (seg != NULL) {
 		if (!seg->sealed)
 			seal_active(p, TLOG_TRIG_MANUAL, &eb,
-			    tlog_now(p->store));
+			    tlog_ctx_now(p->ctx));
 		tlog_part_detach(p, seg, TLOG_RULE_MANUAL);
 		r = 0;
 	}
@@ -1136,10 +1137,10 @@ tlog_partition_enforce_size(struct tlog_partition *p, int max,
 	struct tlog_segment *old;
 	struct evbuf eb = { 0 };
 	int64_t rb = tlog_part_conf(p, TLOG_RETENTION_BYTES);
-	int64_t now = tlog_now(p->store);
+	int64_t now = tlog_ctx_now(p->ctx);
 	int n = 0;
 
-	if (p->store->ro)
+	if (p->ctx->ro)
 		return -EROFS;
 	if (rb < 0)
 		return 0;
@@ -1173,10 +1174,10 @@ tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 	struct tlog_segment *seg;
 	struct evbuf eb = { 0 };
 	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
-	int64_t now = tlog_now(p->store);
+	int64_t now = tlog_ctx_now(p->ctx);
 	int n = 0;
 
-	if (p->store->ro)
+	if (p->ctx->ro)
 		return -EROFS;
 	if (rms < 0)
 		return 0;

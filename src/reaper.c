@@ -128,7 +128,7 @@ heap_update(struct tlog_store *s, struct tlog_partition *p, int64_t due)
 	p->due = due;
 	if (p->heap_idx == SIZE_MAX) {
 		if (heap_insert(s, p) != 0)
-			tlog_log_err(s, "reaper: out of memory scheduling a "
+			tlog_ctx_log_err(&s->ctx, "reaper: out of memory scheduling a "
 			    "partition");
 	} else {
 		sift_up(s, p->heap_idx);
@@ -179,7 +179,7 @@ tlog_resched(struct tlog_partition *p)
 
 	pthread_mutex_lock(&p->lock);
 	due = tlog_part_due_locked(p);
-	TLOG_HOOK(s, TLOG_HOOK_RESCHED, p);
+	TLOG_HOOK(&s->ctx, TLOG_HOOK_RESCHED, p);
 	pthread_mutex_lock(&s->reap_lock);
 	drop = heap_update(s, p, due);
 	pthread_mutex_unlock(&s->reap_lock);
@@ -246,14 +246,14 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 {
 	struct tlog_partition **due = NULL, *p;
 	size_t n = 0, i, cap = 0;
-	int64_t now = tlog_now(s), next;
+	int64_t now = tlog_ctx_now(&s->ctx), next;
 	uint64_t t0 = tlog_mono_ns(), ns;
 	int k;
 
 	memset(st, 0, sizeof(*st));
 	/* A read-only store never schedules anything: nothing may seal or
 	 * go. */
-	if (s->ro)
+	if (s->ctx.ro)
 		return -1;
 	/* Pop every due partition; the heap keeps their references. */
 	pthread_mutex_lock(&s->reap_lock);
@@ -293,12 +293,12 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 	}
 	free(due);
 	ns = tlog_mono_ns() - t0;
-	TLOG_METRIC_ADD(s, reaper_wakeups, 1);
-	TLOG_METRIC_ADD(s, reaper_due, st->visited);
-	__atomic_store_n(&s->metrics.reaper_last_due, st->visited,
+	TLOG_METRIC_ADD(&s->ctx, reaper_wakeups, 1);
+	TLOG_METRIC_ADD(&s->ctx, reaper_due, st->visited);
+	__atomic_store_n(&s->ctx.metrics.reaper_last_due, st->visited,
 	    __ATOMIC_RELAXED);
-	TLOG_METRIC_ADD(s, reaper_ns, ns);
-	__atomic_store_n(&s->metrics.reaper_last_ns, ns, __ATOMIC_RELAXED);
+	TLOG_METRIC_ADD(&s->ctx, reaper_ns, ns);
+	__atomic_store_n(&s->ctx.metrics.reaper_last_ns, ns, __ATOMIC_RELAXED);
 	next = tlog_reaper_next_due(s);
 	return next;
 }
@@ -337,7 +337,7 @@ reaper_main(void *arg)
 	pthread_mutex_lock(&s->reap_lock);
 	while (!s->reaper_stop) {
 		due = s->nheap ? s->heap[0]->due : -1;
-		now = tlog_now(s);
+		now = tlog_ctx_now(&s->ctx);
 		if (due < 0) {
 			pthread_cond_wait(&s->reap_cond, &s->reap_lock);
 			continue;
@@ -355,12 +355,12 @@ reaper_main(void *arg)
 		t0 = tlog_mono_ns();
 		tlog_reaper_cycle(s, &st);
 		if (st.expired > 0)
-			tlog_log(s, LOG_INFO, "reaper: %" PRIu64 " segments "
+			tlog_ctx_log(&s->ctx, LOG_INFO, "reaper: %" PRIu64 " segments "
 			    "(%" PRIu64 " bytes) expired from %" PRIu64
 			    " due partitions in %.3f ms", st.expired, st.bytes,
 			    st.visited, (double)(tlog_mono_ns() - t0) / 1e6);
 		if (st.sized > 0)
-			tlog_log(s, LOG_INFO, "reaper: %" PRIu64 " segments "
+			tlog_ctx_log(&s->ctx, LOG_INFO, "reaper: %" PRIu64 " segments "
 			    "(%" PRIu64 " bytes) over retention.bytes removed "
 			    "from %" PRIu64 " due partitions in %.3f ms",
 			    st.sized, st.sized_bytes, st.visited,
@@ -377,7 +377,7 @@ tlog_reaper_start(struct tlog_store *s)
 {
 	int r;
 
-	if (s->reaper_running || s->ro)
+	if (s->reaper_running || s->ctx.ro)
 		return 0;
 	s->reaper_stop = false;
 	if ((r = pthread_create(&s->reaper, NULL, reaper_main, s)) != 0)

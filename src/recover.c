@@ -42,7 +42,7 @@ struct found {
 static const char *
 fix(const struct tlog_store *s, const char *verb)
 {
-	return s->ro ? "left as it is (read-only)" : verb;
+	return s->ctx.ro ? "left as it is (read-only)" : verb;
 }
 
 struct entries {
@@ -224,7 +224,7 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 		f.sealed_by = seg->sealed_by;
 		tlog_idx_encode_footer(buf + len - TLOG_IDX_FOOT, &f);
 	}
-	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	r = tlog_write_file_atomic(dfd, name, buf, len, false);
 	free(buf);
 	if (r == 0) {
@@ -253,7 +253,7 @@ read_index(int dfd, uint64_t base, struct entries *v,
 	*has_footer = false;
 	*torn = false;
 	*crcs = false;
-	tlog_seg_name(base, ".idx", name, sizeof(name));
+	tlog_segname_format(base, ".idx", name, sizeof(name));
 	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -errno;
 	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR) {
@@ -316,7 +316,7 @@ quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
 	bool ok = false;
 	int fd;
 
-	tlog_seg_name(base, ".idx", name, sizeof(name));
+	tlog_segname_format(base, ".idx", name, sizeof(name));
 	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return false;
 	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR + TLOG_IDX_FOOT)
@@ -381,14 +381,14 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	/* The data file is opened only if something must be read or cut:
 	 * the clean path needs its size, from fstatat. Never through a
 	 * symbolic link. */
-	tlog_seg_name(base, ".log", name, sizeof(name));
+	tlog_segname_format(base, ".log", name, sizeof(name));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
 		    strerror(errno));
 		return NULL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		tlog_log(s, LOG_ERR, "%s/%s: not a regular file; segment "
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: not a regular file; segment "
 		    "skipped", where, name);
 		return NULL;
 	}
@@ -402,30 +402,30 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		v.n = seg->nidx;	/* entries not needed */
 	} else if (has_idx && (r = read_index(dfd, base, &v, &foot, &footer,
 	    &torn, &crcs)) != 0) {
-		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
 		    "index; rebuilding it from the data%s", where, base,
-		    s->ro ? " in memory" : "");
+		    s->ctx.ro ? " in memory" : "");
 		v.n = 0;
 		rebuild = true;
 	} else if (!has_idx) {
-		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
 		    "rebuilding it from the data%s", where, base,
-		    s->ro ? " in memory" : "");
+		    s->ctx.ro ? " in memory" : "");
 		rebuild = true;
 	}
 	if (crcs)
 		v.crc_from = SIZE_MAX;	/* read from the index */
 
 	if (!(footer && foot.bytes == size) && (fd = openat(dfd, name,
-	    (s->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
+	    (s->ctx.ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
 		    strerror(errno));
 		goto fail;
 	}
 	if (footer && foot.bytes < size) {
-		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
 		    "seal; %s", where, name, size - foot.bytes, fix(s, "cut"));
-		if (s->ro || ftruncate(fd, (off_t)foot.bytes) == 0)
+		if (s->ctx.ro || ftruncate(fd, (off_t)foot.bytes) == 0)
 			size = foot.bytes;
 		*dirty = true;
 	}
@@ -438,7 +438,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		seg->sealed = 1;
 		seg->sealed_by = (unsigned char)foot.sealed_by;
 		seg->nidx = v.n;
-		if (!s->ro && (uint64_t)st.st_blocks * 512 >
+		if (!s->ctx.ro && (uint64_t)st.st_blocks * 512 >
 		    ((size + 4095) & ~4095ULL) + 4096) {
 			seg->trim_pending = 1;
 			tlog_seg_trim(seg);
@@ -448,14 +448,14 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	if (footer) {
 		/* Shorter than its seal: the entries that still point into
 		 * the data stay, and the whole records after them. */
-		tlog_log(s, LOG_WARNING, "%s/%s: data shorter than its seal "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: data shorter than its seal "
 		    "(%" PRIu64 " of %" PRIu64 " bytes); keeping its whole "
 		    "records", where, name, size, foot.bytes);
 		seg->sealed_by = (unsigned char)foot.sealed_by;
 		rebuild = true;
 	}
 	if (torn && !rebuild)
-		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
 		    "corrupt tail %s", where, base, fix(s, "cut"));
 	n0 = v.n;
 	/* Entries that point past the data are cut. */
@@ -464,12 +464,12 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	/* After a power cut: only entries whose data made it. */
 	if (s->verify && crcs && v.n > 0) {
 		if ((k = data_crcs(fd, v.e, 0, v.n, true)) < 0) {
-			tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment "
+			tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
 			    "skipped", where, name, strerror((int)-k));
 			goto fail;
 		}
 		if ((size_t)k < v.n) {
-			tlog_log(s, LOG_WARNING, "%s/%s: data from byte %" PRIu32
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
 			    " on does not match its index (lost in a power "
 			    "cut); %s", where, name, v.e[k ? k - 1 : 0].pos,
 			    fix(s, "cut"));
@@ -504,7 +504,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		hint = seg->max_ts;
 	if ((r = scan_data(fd, pos, rel, scan_end, keep_tail, hint, &v,
 	    &records, &end)) != 0) {
-		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
 		    where, name, strerror(-r));
 		goto fail;
 	}
@@ -512,18 +512,18 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		if (mismatch)
 			;	/* logged above */
 		else if (scan_end < size)
-			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
 			    "page that never reached the disk on, %s", where,
 			    name, size - end, fix(s, "cut"));
 		else
-			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
 			    "unfinished line %s", where, name, size - end,
 			    fix(s, "cut"));
 		/* Synced before the store takes appends (tlog_store_open):
 		 * appends must never land on a cut a power cut could undo.
 		 * Read-only: the bytes stay, past the end served. */
-		if (!s->ro && ftruncate(fd, (off_t)end) == -1)
-			tlog_log(s, LOG_ERR, "%s/%s: cannot cut: %s", where,
+		if (!s->ctx.ro && ftruncate(fd, (off_t)end) == -1)
+			tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot cut: %s", where,
 			    name, strerror(errno));
 		*dirty = true;
 	}
@@ -539,9 +539,9 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		free(v.e);
 		close(fd);
 		tlog_segment_put(seg);
-		if (!s->ro) {
+		if (!s->ctx.ro) {
 			unlinkat(dfd, name, 0);
-			tlog_seg_name(base, ".idx", name, sizeof(name));
+			tlog_segname_format(base, ".idx", name, sizeof(name));
 			unlinkat(dfd, name, 0);
 		}
 		*dirty = true;
@@ -552,9 +552,9 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		if (!footer)
 			seg->sealed_by = TLOG_TRIG_RECOVERY;
 		if (!footer && !rebuild)
-			tlog_log(s, LOG_WARNING, "%s/%s: recovery: unsealed "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: recovery: unsealed "
 			    "behind a newer segment; sealed%s", where, name,
-			    s->ro ? " in memory" : "");
+			    s->ctx.ro ? " in memory" : "");
 	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {
 		seg->prealloc = (uint64_t)st.st_blocks * 512;
 	}
@@ -564,7 +564,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 			seg->last_idx_rel = v.e[v.n - 1].rel;
 			seg->last_idx_pos = v.e[v.n - 1].pos;
 		}
-	} else if (s->ro) {
+	} else if (s->ctx.ro) {
 		/* The file stays as it is and says less, or something
 		 * else, than the data: look-ups read these entries. */
 		seg->mem_idx = v.e;
@@ -577,14 +577,14 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		*dirty = true;
 	} else if (v.crc_from < v.n &&
 	    (k = data_crcs(fd, v.e, v.crc_from, v.n, false)) != (ssize_t)v.n) {
-		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; index not "
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot read: %s; index not "
 		    "rewritten", where, name, strerror(k < 0 ? (int)-k : EIO));
 	} else if (seg->sealed && fdatasync(fd) == -1) {
 		/* A footer goes only on data that is on disk. */
-		tlog_log(s, LOG_ERR, "%s/%s: cannot sync: %s; index not "
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot sync: %s; index not "
 		    "rewritten", where, name, strerror(errno));
 	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0) {
-		tlog_log(s, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
 		    where, base, strerror(-r));
 	} else
 		*dirty = true;
@@ -593,7 +593,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	 * syncfs does, see tlog_store_open). */
 	if (!seg->sealed && !s->was_clean)
 		seg->wgen = 1;
-	if (!s->ro && seg->sealed && (uint64_t)st.st_blocks * 512 >
+	if (!s->ctx.ro && seg->sealed && (uint64_t)st.st_blocks * 512 >
 	    ((end + 4095) & ~4095ULL) + 4096) {
 		seg->trim_pending = 1;
 		seg->fd = fd;
@@ -689,14 +689,14 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			continue;
 		if (!is_regular(dirfd(d), de)) {
 			/* Never followed, never touched. */
-			tlog_log(s, LOG_WARNING, "%s/%s: not a regular file; "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: not a regular file; "
 			    "ignored", where, nm);
 			continue;
 		}
 		if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
-			tlog_log(s, LOG_WARNING, "%s/%s: stray temporary file "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: stray temporary file "
 			    "%s", where, nm, fix(s, "removed"));
-			if (!s->ro)
+			if (!s->ctx.ro)
 				unlinkat(dirfd(d), nm, 0);
 			*dirty = true;
 			continue;
@@ -706,7 +706,7 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 		else if (tlog_segname_parse(nm, ".idx", &base))
 			islog = false;
 		else {
-			tlog_log(s, LOG_WARNING, "%s/%s: stray file ignored",
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: stray file ignored",
 			    where, nm);
 			continue;
 		}
@@ -773,10 +773,10 @@ tlog_part_recover(struct tlog_partition *p)
 		;
 	for (i = 0; i < n; i++) {
 		if (!f[i].log) {
-			tlog_seg_name(f[i].base, ".idx", name, sizeof(name));
-			tlog_log(s, LOG_WARNING, "%s/%s: index without data "
+			tlog_segname_format(f[i].base, ".idx", name, sizeof(name));
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: index without data "
 			    "%s", where, name, fix(s, "removed"));
-			if (!s->ro)
+			if (!s->ctx.ro)
 				unlinkat(dfd, name, 0);
 			dirty = true;
 			continue;
@@ -786,7 +786,7 @@ tlog_part_recover(struct tlog_partition *p)
 		if (seg == NULL)
 			continue;
 		if (prev != NULL && seg->base < prev->base + prev->records)
-			tlog_log(s, LOG_WARNING, "%s: segments %020" PRIu64
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: segments %020" PRIu64
 			    " and %020" PRIu64 " overlap", where, prev->base,
 			    seg->base);
 		TAILQ_INSERT_TAIL(&p->segs, seg, link);
@@ -815,7 +815,7 @@ tlog_part_close(struct tlog_partition *p)
 	int r;
 
 	if ((r = tlog_part_fsync(p, true)) != 0)
-		tlog_log(p->store, LOG_ERR, "cannot make a partition durable "
+		tlog_ctx_log(p->ctx, LOG_ERR, "cannot make a partition durable "
 		    "at close: %s", strerror(-r));
 	pthread_mutex_lock(&p->lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {

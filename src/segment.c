@@ -30,7 +30,7 @@ tlog_seg_new(struct tlog_partition *p, uint64_t base)
 	if (seg == NULL)
 		return NULL;
 	seg->refs = 1;
-	seg->ino = tlog_new_ino(p->store);
+	seg->ino = tlog_ctx_ino(p->ctx);
 	seg->base = base;
 	seg->first_ts = -1;
 	seg->max_ts = -1;
@@ -202,16 +202,16 @@ set_aside(struct tlog_segment *seg, const char *name)
 	int dfd;
 
 	snprintf(to, sizeof(to), "%s.orphan-%llu", name,
-	    (unsigned long long)tlog_now(s));
+	    (unsigned long long)tlog_ctx_now(&s->ctx));
 	if ((dfd = tlog_part_dir(seg->part)) < 0)
 		return false;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode))
-		tlog_log_err(s, "%s is in the way of a new segment and is not "
+		tlog_ctx_log_err(&s->ctx, "%s is in the way of a new segment and is not "
 		    "a regular file: left alone, its offset skipped", name);
 	else if (renameat(dfd, name, dfd, to) == 0) {
 		seg->part->dir_dirty = true;
-		tlog_log(s, LOG_ERR, "%s was in the way of a new segment: kept "
+		tlog_ctx_log(&s->ctx, LOG_ERR, "%s was in the way of a new segment: kept "
 		    "as %s", name, to);
 		done = true;
 	}
@@ -227,7 +227,7 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 	char name[32];
 	int fd;
 
-	tlog_seg_name(seg->base, ext, name, sizeof(name));
+	tlog_segname_format(seg->base, ext, name, sizeof(name));
 	fd = tlog_part_openat(seg->part, name, flags, 0644);
 	if (fd == -EMFILE || fd == -ENFILE) {
 		fd_evict_all(seg);
@@ -271,7 +271,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			r = errno ? -errno : -EIO;
 			tlog_seg_close_files(seg);
-			tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+			tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 			tlog_part_unlinkat(seg->part, name);
 			goto unlink_log;
 		}
@@ -284,7 +284,7 @@ fail:
 unlink_log:
 	/* Only what this call created. */
 	if (create) {
-		tlog_seg_name(seg->base, ".log", name, sizeof(name));
+		tlog_segname_format(seg->base, ".log", name, sizeof(name));
 		tlog_part_unlinkat(seg->part, name);
 	}
 	return r;
@@ -364,14 +364,14 @@ tlog_seg_trim(struct tlog_segment *seg)
 	if (!seg->trim_pending)
 		return 0;
 	if (fd == -1) {
-		tlog_seg_name(seg->base, ".log", name, sizeof(name));
+		tlog_segname_format(seg->base, ".log", name, sizeof(name));
 		fd = tlog_part_openat(seg->part, name, O_WRONLY, 0);
 		if (fd < 0)
 			return fd;
 	}
 	if (ftruncate(fd, (off_t)seg->bytes) == -1) {
 		r = -errno;
-		tlog_log_err(seg->part->store,
+		tlog_ctx_log_err(seg->part->ctx,
 		    "segment %020llu: cannot trim preallocated space: %s",
 		    (unsigned long long)seg->base, strerror(errno));
 	} else
@@ -462,13 +462,13 @@ io_open(struct tlog_seg_io *io)
 	int fd;
 
 	if (io->fd == -1) {
-		tlog_seg_name(io->seg->base, ".log", name, sizeof(name));
+		tlog_segname_format(io->seg->base, ".log", name, sizeof(name));
 		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
 			return fd;
 		io->fd = fd;
 	}
 	if (io->ifd == -1) {
-		tlog_seg_name(io->seg->base, ".idx", name, sizeof(name));
+		tlog_segname_format(io->seg->base, ".idx", name, sizeof(name));
 		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
 			return fd;
 		io->ifd = fd;
@@ -513,7 +513,7 @@ tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 	tlog_idx_encode_footer(buf, &io->f);
 	if (pwrite(io->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
 	    io->nidx * TLOG_IDX_ENT)) != sizeof(buf))
-		tlog_log_err(io->seg->part->store, "segment %020llu: cannot "
+		tlog_ctx_log_err(io->seg->part->ctx, "segment %020llu: cannot "
 		    "write its seal footer; recovery will rebuild it",
 		    (unsigned long long)io->seg->base);
 	return 0;
@@ -538,7 +538,7 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 		p->sync_err = r;
 	pthread_mutex_unlock(&p->lock);
 	if (r != 0)
-		tlog_log_err(p->store, "segment %020llu: cannot sync: %s",
+		tlog_ctx_log_err(p->ctx, "segment %020llu: cannot sync: %s",
 		    (unsigned long long)seg->base, strerror(-r));
 	if (io->fd != -1)
 		close(io->fd);
@@ -585,7 +585,7 @@ tlog_segment_open(struct tlog_segment *seg)
 {
 	char name[32];
 
-	tlog_seg_name(seg->base, ".log", name, sizeof(name));
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	return tlog_part_openat(seg->part, name, O_RDONLY, 0);
 }
 
@@ -646,7 +646,7 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 		*n = cnt;
 		return 0;
 	}
-	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	fd = tlog_part_openat(seg->part, name, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;

@@ -216,7 +216,7 @@ tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
 {
 	int fd, r = 0;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	if ((fd = level_dir(s, t, p)) < 0)
 		return fd;
@@ -232,7 +232,7 @@ tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
 {
 	int fd, r = 0;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	if ((fd = level_dir(s, t, p)) < 0)
 		return fd;
@@ -276,7 +276,7 @@ sync_parent(struct tlog_store *s, int fd, const char *what)
 	if (fd < 0)
 		return;
 	if (fsync(fd) == -1 && errno != EINVAL)
-		tlog_log_err(s, "cannot sync the directory holding %s: %s",
+		tlog_ctx_log_err(&s->ctx, "cannot sync the directory holding %s: %s",
 		    what, strerror(errno));
 	if (fd != s->dirfd)
 		close(fd);
@@ -312,7 +312,7 @@ topic_alloc(struct tlog_store *s, const char *name)
 	}
 	t->refs = 1;
 	t->store = s;
-	t->ino = tlog_new_ino(s);
+	t->ino = tlog_ctx_ino(&s->ctx);
 	tlog_conf_init(&t->conf);
 	RB_INIT(&t->parts);
 	return t;
@@ -394,7 +394,7 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 	struct tlog_topic *t;
 	int r, fd;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
@@ -471,7 +471,7 @@ remove_dir(struct tlog_store *s, int dirfd, const char *name)
 		 * operator must see. */
 		if (!tlog_segname_parse(de->d_name, ".log", &base) &&
 		    !tlog_segname_parse(de->d_name, ".idx", &base))
-			tlog_log(s, LOG_NOTICE, "cannot remove %s: it holds %s, "
+			tlog_ctx_log(&s->ctx, LOG_NOTICE, "cannot remove %s: it holds %s, "
 			    "which is not tlogfs's", name, de->d_name);
 		r = -ENOTEMPTY;
 	}
@@ -507,7 +507,7 @@ tlog_topic_remove(struct tlog_store *s, const char *name)
 	struct tlog_topic *t;
 	int r;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	pthread_rwlock_wrlock(&s->tree_lock);
 	if ((t = topic_find(s, name)) == NULL)
@@ -535,7 +535,7 @@ tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 	char *nname;
 	int r = 0;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	if ((r = tlog_name_check(to)) != 0)
 		return r;
@@ -601,7 +601,7 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 	struct tlog_partition *p;
 	int r, tfd = -1, fd;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
@@ -675,7 +675,7 @@ drain_unlinks(struct tlog_partition *p, int64_t limit)
 		}
 		if (!hooked) {
 			pthread_mutex_unlock(&s->unlink_lock);
-			TLOG_HOOK(s, TLOG_HOOK_RMDIR_WAIT, p);
+			TLOG_HOOK(&s->ctx, TLOG_HOOK_RMDIR_WAIT, p);
 			hooked = true;
 			continue;
 		}
@@ -707,7 +707,7 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	struct tlog_partition *p;
 	int r, tfd = -1;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	if ((p = tlog_partition_get(t, name)) == NULL)
 		return -ENOENT;
@@ -755,7 +755,7 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	char *nname;
 	int r = 0, tfd = -1;
 
-	if (s->ro)
+	if (s->ctx.ro)
 		return -EROFS;
 	if ((r = tlog_name_check(to)) != 0)
 		return r;
@@ -897,10 +897,10 @@ unlink_one(struct tlog_segment *seg)
 		 * is removed only once none is left). */
 		return dfd == -ENOENT && __atomic_load_n(&seg->part->dead,
 		    __ATOMIC_ACQUIRE) ? 0 : dfd;
-	tlog_seg_name(seg->base, ".log", name, sizeof(name));
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
 		r = -errno;
-	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
 		r = -errno;
 	close(dfd);
@@ -920,11 +920,11 @@ unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
 	struct tlog_event ev;
 	int r;
 
-	TLOG_HOOK(s, TLOG_HOOK_UNLINK, p);
+	TLOG_HOOK(&s->ctx, TLOG_HOOK_UNLINK, p);
 	/* The end offset outlives the files it was read from. */
 	if ((r = tlog_part_save_end(p, seg->base + seg->records)) != 0 ||
 	    (r = unlink_one(seg)) != 0) {
-		tlog_log_err(s, "cannot delete segment %020" PRIu64 ": %s; "
+		tlog_ctx_log_err(&s->ctx, "cannot delete segment %020" PRIu64 ": %s; "
 		    "will retry", seg->base, strerror(-r));
 		pthread_mutex_lock(&s->unlink_lock);
 		TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
@@ -940,7 +940,7 @@ unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
 	pthread_mutex_unlock(&s->unlink_lock);
 	memset(&ev, 0, sizeof(ev));
 	ev.kind = TLOG_EV_DELETE;
-	ev.ts = tlog_now(s);
+	ev.ts = tlog_ctx_now(&s->ctx);
 	ev.segment_ino = seg->ino;
 	ev.base = seg->base;
 	ev.records = seg->records;
@@ -949,8 +949,8 @@ unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
 	ev.max_ts = seg->max_ts;
 	ev.trigger = seg->sealed_by;
 	ev.rule = seg->rule;
-	TLOG_METRIC_ADD(s, deletions[seg->rule], 1);
-	TLOG_METRIC_ADD(s, deleted_bytes, seg->bytes);
+	TLOG_METRIC_ADD(&s->ctx, deletions[seg->rule], 1);
+	TLOG_METRIC_ADD(&s->ctx, deleted_bytes, seg->bytes);
 	tlog_emit_event(p, &ev);
 	tlog_segment_put(seg);
 	return 0;
@@ -1014,6 +1014,22 @@ tlog_store_wakeup(struct tlog_store *s)
 
 /* ---- open and close ---- */
 
+int64_t
+tlog_now(struct tlog_store *s)
+{
+	return tlog_ctx_now(s != NULL ? &s->ctx : NULL);
+}
+
+void
+tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tlog_ctx_vlog(s != NULL ? &s->ctx : NULL, prio, fmt, ap);
+	va_end(ap);
+}
+
 struct tlog_config *
 tlog_store_config(struct tlog_store *s)
 {
@@ -1029,7 +1045,7 @@ tlog_store_was_clean(const struct tlog_store *s)
 bool
 tlog_store_readonly(const struct tlog_store *s)
 {
-	return s->ro;
+	return s->ctx.ro;
 }
 
 void
@@ -1039,11 +1055,11 @@ tlog_store_update_pid(struct tlog_store *s)
 	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 
 	/* A reader leaves the last writer's pid: it writes nothing. */
-	if (s->ro)
+	if (s->ctx.ro)
 		return;
 	if (ftruncate(s->lockfd, 0) == 0 &&
 	    pwrite(s->lockfd, buf, (size_t)n, 0) != n)
-		tlog_log(s, LOG_WARNING, "cannot record pid in lock file");
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "cannot record pid in lock file");
 }
 
 static int
@@ -1057,7 +1073,7 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 	 * nothing, coexist; a writer is kept out while any of them runs,
 	 * and keeps them out, so what a reader shows never moves.
 	 */
-	s->lockfd = s->ro ? openat(s->dirfd, ".tlogfs/lock", O_RDONLY |
+	s->lockfd = s->ctx.ro ? openat(s->dirfd, ".tlogfs/lock", O_RDONLY |
 	    O_CLOEXEC) : openat(s->dirfd, ".tlogfs/lock", O_RDWR | O_CREAT |
 	    O_CLOEXEC, 0644);
 	if (s->lockfd == -1) {
@@ -1065,14 +1081,14 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 		    strerror(errno));
 		return -errno;
 	}
-	if (flock(s->lockfd, (s->ro ? LOCK_SH : LOCK_EX) | LOCK_NB) == -1) {
+	if (flock(s->lockfd, (s->ctx.ro ? LOCK_SH : LOCK_EX) | LOCK_NB) == -1) {
 		int e = errno;
 		n = pread(s->lockfd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
 		/* Held by readers only: the pid in the file is the last
 		 * writer's, not theirs. */
-		if (e == EWOULDBLOCK && !s->ro &&
+		if (e == EWOULDBLOCK && !s->ctx.ro &&
 		    flock(s->lockfd, LOCK_SH | LOCK_NB) == 0) {
 			flock(s->lockfd, LOCK_UN);
 			snprintf(err, errlen, "store %s is in use by a "
@@ -1096,7 +1112,7 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 	ssize_t n;
 	int fd, v;
 
-	if (s->ro) {
+	if (s->ctx.ro) {
 		/* A reader creates nothing: the store must be one. */
 		fd = openat(s->dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
 		if (fd == -1 && errno == ENOENT) {
@@ -1319,7 +1335,7 @@ open_level(struct tlog_store *s, int dirfd, const char *where,
 	int fd;
 
 	if (tlog_name_check(name) != 0) {
-		tlog_log(s, LOG_WARNING, "ignoring %s%s: not a valid topic or "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "ignoring %s%s: not a valid topic or "
 		    "partition name", where, name);
 		return -1;
 	}
@@ -1329,10 +1345,10 @@ open_level(struct tlog_store *s, int dirfd, const char *where,
 		return fd;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode))
-		tlog_log(s, LOG_WARNING, "ignoring %s%s: a symbolic link, "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "ignoring %s%s: a symbolic link, "
 		    "never followed", where, name);
 	else
-		tlog_log(s, LOG_WARNING, "ignoring stray %s%s: not a "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "ignoring stray %s%s: not a "
 		    "directory", where, name);
 	return -1;
 }
@@ -1463,8 +1479,7 @@ store_free(struct tlog_store *s)
 	pthread_mutex_destroy(&s->conf_lock);
 	pthread_mutex_destroy(&s->unlink_lock);
 	pthread_cond_destroy(&s->unlink_cond);
-	pthread_mutex_destroy(&s->log_lock);
-	pthread_mutex_destroy(&s->clock_lock);
+	tlog_ctx_destroy(&s->ctx);
 	pthread_mutex_destroy(&s->fd_lock);
 	free(s->path);
 	free(s);
@@ -1500,25 +1515,19 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
-	if (opts != NULL)
-		s->opts = *opts;
-	s->ro = s->opts.readonly;
+	tlog_ctx_init(&s->ctx, opts);
 	s->dirfd = s->lockfd = -1;
-	s->next_ino = TLOG_ROOT_INO + 1;
-	s->cap_records = s->opts.cap_records ? s->opts.cap_records :
+	s->ctx.cap_records = s->ctx.opts.cap_records ? s->ctx.opts.cap_records :
 	    TLOG_CAP_RECORDS;
-	s->cap_bytes = s->opts.cap_bytes ? s->opts.cap_bytes :
+	s->ctx.cap_bytes = s->ctx.opts.cap_bytes ? s->ctx.opts.cap_bytes :
 	    TLOG_CAP_BYTES;
 	pthread_rwlock_init(&s->tree_lock, NULL);
 	pthread_mutex_init(&s->conf_lock, NULL);
 	pthread_mutex_init(&s->unlink_lock, NULL);
 	tlog_cond_init_mono(&s->unlink_cond);
-	pthread_mutex_init(&s->log_lock, NULL);
-	pthread_mutex_init(&s->clock_lock, NULL);
-	tlog_clock_init(s, -1);
 	pthread_mutex_init(&s->fd_lock, NULL);
 	TAILQ_INIT(&s->fdsegs);
-	s->fd_budget = s->opts.max_open_segments;
+	s->fd_budget = s->ctx.opts.max_open_segments;
 	if (s->fd_budget == 0) {
 		struct rlimit rl;
 		s->fd_budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
@@ -1549,7 +1558,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	/* A reader leaves the mark as it found it: it changes nothing the
 	 * mark vouches for, and an unclean store stays unclean for the
 	 * next writer's recovery. */
-	if (!s->ro && s->was_clean &&
+	if (!s->ctx.ro && s->was_clean &&
 	    unlinkat(s->dirfd, ".tlogfs/clean", 0) == -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
@@ -1557,13 +1566,13 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		goto fail;
 	}
 	/* The mark must not outlive a power cut while the store runs. */
-	if (!s->ro && s->was_clean &&
+	if (!s->ctx.ro && s->was_clean &&
 	    (r = tlog_fsync_dir(s->dirfd, ".tlogfs")) != 0) {
 		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", path,
 		    strerror(-r));
 		goto fail;
 	}
-	if (!s->ro && !s->was_clean && faccessat(s->dirfd, ".", W_OK, 0) ==
+	if (!s->ctx.ro && !s->was_clean && faccessat(s->dirfd, ".", W_OK, 0) ==
 	    -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
@@ -1575,7 +1584,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	s->verify = !s->was_clean && (boot[0] == '\0' ||
 	    strcmp(boot, prev) != 0);
 	if (s->verify && prev[0] != '\0')
-		tlog_log(s, LOG_NOTICE, "store %s was not closed cleanly before "
+		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
 		    "a reboot: checking unsealed segments against their data",
 		    path);
 	tlog_conf_load(s, s->dirfd, ".tlogfs/config", &s->conf);
@@ -1585,7 +1594,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	}
 	/* Engine time starts no earlier than the newest stamp stored, so
 	 * stamps keep increasing whatever the wall clock says. */
-	tlog_clock_init(s, newest_stamp(s));
+	tlog_clock_anchor(&s->ctx.clock, newest_stamp(s));
 	/*
 	 * Recovery's repairs (cuts, rewritten indexes, removed files) are
 	 * on disk before the store takes an append; and after a crash,
@@ -1593,30 +1602,30 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 * One syncfs does both, so that neither recovery nor the first
 	 * fsync of each partition has to sync file by file.
 	 */
-	if (!s->ro && (!s->was_clean || s->repaired)) {
+	if (!s->ctx.ro && (!s->was_clean || s->repaired)) {
 		if (syncfs(s->dirfd) == 0)
 			mark_synced(s);
 		else
-			tlog_log(s, LOG_ERR, "store %s: syncfs: %s; recovery's "
+			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; recovery's "
 			    "repairs may not be on disk", path,
 			    strerror(errno));
 	}
 	/* Only now, with every repair on disk: a crash before this point
 	 * checks again at the next open. */
-	if (!s->ro && boot[0] != '\0' && strcmp(boot, prev) != 0) {
+	if (!s->ctx.ro && boot[0] != '\0' && strcmp(boot, prev) != 0) {
 		n = snprintf(line, sizeof(line), "%s\n", boot);
 		if ((r = tlog_write_atomic(s->dirfd, ".tlogfs/boot", line,
 		    (size_t)n)) != 0)
-			tlog_log(s, LOG_WARNING, "store %s: cannot record the "
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot record the "
 			    "boot id: %s", path, strerror(-r));
 	}
 	/* Everything that can expire or seal is scheduled; whatever came
 	 * due while the store was closed is due now. A reader's reaper
 	 * has nothing it may do. */
-	if (!s->ro)
+	if (!s->ctx.ro)
 		tlog_conf_changed(s, NULL, NULL);
 	else if (s->repaired)
-		tlog_log(s, LOG_NOTICE, "store %s is open read-only: "
+		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s is open read-only: "
 		    "recovery's repairs are kept in memory, not written; the "
 		    "next read-write open makes them", path);
 	*out = s;
@@ -1637,7 +1646,7 @@ tlog_store_close(struct tlog_store *s)
 	if (s == NULL)
 		return;
 	/* A reader wrote nothing: nothing to make durable, no mark. */
-	if (s->ro) {
+	if (s->ctx.ro) {
 		store_free(s);
 		return;
 	}
@@ -1664,7 +1673,7 @@ tlog_store_close(struct tlog_store *s)
 			tlog_fsync_dir(s->dirfd, ".tlogfs");
 		close(fd);
 	} else
-		tlog_log(s, LOG_WARNING, "store %s: not everything reached the "
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything reached the "
 		    "disk; no clean mark", s->path);
 	store_free(s);
 }

@@ -29,6 +29,8 @@
 #include <time.h>
 
 #include "tlog.h"
+#include "ctx.h"
+#include "util.h"
 
 /* ---- on-disk index format (doc/format.md) ---- */
 
@@ -65,8 +67,6 @@ struct tlog_footer {
 void tlog_idx_encode_header(unsigned char *b, uint64_t base, uint32_t flags);
 int tlog_idx_decode_header(const unsigned char *b, uint64_t *base);
 uint32_t tlog_idx_header_flags(const unsigned char *b);
-/* The table-driven CRC-32C, whatever the CPU (tests compare). */
-uint32_t tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 void tlog_idx_encode_entry(unsigned char *b, const struct tlog_idx_entry *e);
 int tlog_idx_decode_entry(const unsigned char *b, struct tlog_idx_entry *e);
 void tlog_idx_encode_footer(unsigned char *b, const struct tlog_footer *f);
@@ -122,6 +122,7 @@ struct tlog_partition {
 	char *name;			/* under tree_lock */
 	struct tlog_topic *topic;	/* referenced */
 	struct tlog_store *store;
+	struct tlog_ctx *ctx;		/* the store's */
 	pthread_mutex_t lock;
 	struct tlog_config conf;
 	struct tlog_seglist segs;	/* oldest first */
@@ -173,40 +174,17 @@ RB_HEAD(tlog_topic_tree, tlog_topic);
 RB_PROTOTYPE(tlog_topic_tree, tlog_topic, entry, topic_cmp)
 RB_PROTOTYPE(tlog_part_tree, tlog_partition, entry, part_cmp)
 
-/* Counters behind .tlogfs/metrics; updated with atomic adds. */
-struct tlog_metrics {
-	uint64_t appends;		/* append calls that stored records */
-	uint64_t records;
-	uint64_t bytes;
-	uint64_t rolls[TLOG_NTRIGGERS];
-	uint64_t deletions[TLOG_NRULES];
-	uint64_t deleted_bytes;
-	uint64_t reaper_wakeups;
-	uint64_t reaper_due;		/* partitions visited, all wake-ups */
-	uint64_t reaper_last_due;
-	uint64_t reaper_ns;		/* time spent in reaper cycles */
-	uint64_t reaper_last_ns;
-	uint64_t errors;
-};
-
-#define TLOG_METRIC_ADD(s, field, n) \
-	__atomic_add_fetch(&(s)->metrics.field, (n), __ATOMIC_RELAXED)
-
 struct tlog_store {
 	char *path;
 	int dirfd;
 	int lockfd;
-	struct tlog_store_opts opts;
-	uint64_t cap_records;
-	uint64_t cap_bytes;
+	struct tlog_ctx ctx;		/* options, clock, log, metrics */
 	bool was_clean;
-	bool ro;			/* opened read-only: nothing changes */
 	/* The last open was in another boot (or unknown) and did not close
 	 * cleanly: a power cut may have lost unsynced pages, so recovery
 	 * checks data against the index's data CRCs. */
 	bool verify;
 	bool repaired;			/* recovery changed a file (atomic) */
-	uint64_t next_ino;		/* atomic */
 	pthread_rwlock_t tree_lock;
 	struct tlog_topic_tree topics;
 	pthread_mutex_t conf_lock;
@@ -230,51 +208,15 @@ struct tlog_store {
 	/* the internal events partition, .tlogfs/events (events.c) */
 	struct tlog_topic *itopic;
 	struct tlog_partition *events;
-	struct tlog_metrics metrics;
 	/* segments holding open descriptors, oldest opened first: past the
 	 * budget the oldest idle ones are closed (segment.c) */
 	pthread_mutex_t fd_lock;
 	struct tlog_fdlist fdsegs;
 	size_t nfdsegs;
 	size_t fd_budget;
-	/* engine time (util.c): a function of the boot-time clock,
-	 * anchored to the wall clock at open (doc/engine.md) */
-	pthread_mutex_t clock_lock;	/* a leaf */
-	int64_t clk_e0;			/* engine time at boot time clk_m0 */
-	int64_t clk_m0;
-	int64_t clk_m1;			/* half speed until this boot time */
-	int64_t clk_off;		/* wall - boot at the last anchor */
-	/* rate limit for repeated errors */
-	pthread_mutex_t log_lock;
-	int64_t last_err_ts;
-	unsigned suppressed;
 };
 
 /* ---- internal helpers ---- */
-
-/* Calls the test hook, if a test set one (tlog_store_opts.hook). */
-#define TLOG_HOOK(s, point, p) do {					\
-	if ((s)->opts.hook != NULL)					\
-		(s)->opts.hook((s)->opts.hook_arg, (point), (p));	\
-} while (0)
-/* Anchors engine time at max(wall clock, newest), newest being the
- * newest timestamp the store holds (-1: none). */
-void tlog_clock_init(struct tlog_store *s, int64_t newest);
-/* The wall clock minus engine time, in ms. */
-int64_t tlog_clock_offset(struct tlog_store *s);
-/* Not time of day: for durations (monotonic ns) and for sleeps (a
- * condition variable on CLOCK_MONOTONIC and a deadline ms from now). */
-uint64_t tlog_mono_ns(void);
-void tlog_cond_init_mono(pthread_cond_t *c);
-void tlog_deadline(int64_t ms, struct timespec *ts);
-
-uint64_t tlog_new_ino(struct tlog_store *s);
-/* openat(2) below dirfd that never follows a symbolic link; -errno. */
-int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
-void tlog_vlog(struct tlog_store *s, int prio, const char *fmt, va_list ap);
-/* An error that may repeat: at most one line per 30 s. */
-void tlog_log_err(struct tlog_store *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 static inline int64_t
 tlog_conf_value(const struct tlog_config *c, enum tlog_key k)
@@ -311,16 +253,6 @@ int tlog_part_set_dir(struct tlog_partition *p, int dfd);
 int tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
     mode_t mode);
 int tlog_part_unlinkat(struct tlog_partition *p, const char *file);
-
-/* fsync of directory dirfd/path ("." for dirfd itself). */
-int tlog_fsync_dir(int dirfd, const char *path);
-/* tlog_write_atomic; with !sync, neither the file nor the directory is
- * synced: recovery syncs the whole file system once (syncfs). */
-int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
-    size_t len, bool sync);
-
-/* Segment file names: 20-digit base + ".log" / ".idx". */
-void tlog_seg_name(uint64_t base, const char *ext, char *buf, size_t len);
 
 /*
  * Disk work on one segment, done without its partition's lock:

@@ -96,7 +96,7 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 	int e;
 
 	/* Not even held: the bytes could never be appended. */
-	if (w->part->store->ro)
+	if (w->part->ctx->ro)
 		return -EROFS;
 	pthread_mutex_lock(&w->lock);
 	if (w->nheld > 0) {
