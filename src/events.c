@@ -31,26 +31,17 @@ tlog_events_open(struct tlog_store *s)
 
 	if (s->ctx.ro)
 		;	/* made at the first read-write open; none: empty */
-	else if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == 0)
-		tlog_fsync_dir(s->dirfd, ".tlogfs");
+	else if (mkdirat(s->tree.dirfd, ".tlogfs/events", 0755) == 0)
+		tlog_fsync_dir(s->tree.dirfd, ".tlogfs");
 	else if (errno != EEXIST)
 		return -errno;
-	if ((t = calloc(1, sizeof(*t))) == NULL)
+	if ((t = tlog_topic_alloc(s, ".tlogfs")) == NULL)
 		return -ENOMEM;
-	if ((t->name = strdup(".tlogfs")) == NULL) {
-		free(t);
-		return -ENOMEM;
-	}
-	t->refs = 1;
-	t->store = s;
-	t->ino = tlog_ctx_ino(&s->ctx);
-	tlog_conf_init(&t->conf);
-	RB_INIT(&t->parts);
 	if ((p = tlog_part_alloc(t, "events")) == NULL) {
 		tlog_topic_put(t);
 		return -ENOMEM;
 	}
-	fd = tlog_open_beneath(s->dirfd, ".tlogfs/events",
+	fd = tlog_open_beneath(s->tree.dirfd, ".tlogfs/events",
 	    O_RDONLY | O_DIRECTORY, 0);
 	if (fd == -ENOENT && s->ctx.ro)
 		goto out;
@@ -59,8 +50,8 @@ tlog_events_open(struct tlog_store *s)
 		tlog_topic_put(t);
 		return fd;
 	}
-	tlog_part_set_dir(p, fd);
-	tlog_conf_load(s, fd, ".config", &p->conf);
+	tlog_level_set_dir(&p->lv, fd);
+	tlog_conf_load(&s->ctx, fd, ".config", &p->lv.conf);
 	close(fd);
 	tlog_part_recover(p);
 out:
@@ -214,11 +205,11 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    (double)tlog_reaper_scheduled(s));
 	gauge(&sb, "unlink_queue", "Deleted segments whose files wait to be "
 	    "unlinked.", (double)tlog_store_unlink_queued(s));
-	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_rwlock_rdlock(&s->tree.lock);
 	RB_FOREACH(t, tlog_topic_tree, &s->topics)
 		RB_FOREACH(p, tlog_part_tree, &t->parts)
 			nparts++;
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	gauge(&sb, "partitions", "Partitions in the store.", (double)nparts);
 	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
 	    get(&m->errors));

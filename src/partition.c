@@ -28,6 +28,8 @@
 #define MAX_UNSYNCED 8		/* sealed segments waiting for the flusher */
 #define IDLE_QUIET_MS 1000	/* no append this long before an idle seal */
 
+static void part_free(struct tlog_level *lv);
+
 struct tlog_partition *
 tlog_part_alloc(struct tlog_topic *t, const char *name)
 {
@@ -36,21 +38,16 @@ tlog_part_alloc(struct tlog_topic *t, const char *name)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	p->name = strdup(name);
-	if (p->name == NULL) {
+	p->store = t->store;
+	p->ctx = &t->store->ctx;
+	if (tlog_level_init(&p->lv, t->lv.tree, &t->lv, name,
+	    tlog_ctx_ino(p->ctx), part_free) != 0) {
 		free(p);
 		return NULL;
 	}
-	p->refs = 1;
-	p->store = t->store;
-	p->ctx = &t->store->ctx;
 	TAILQ_INIT(&p->unsynced);
-	p->ino = tlog_ctx_ino(p->ctx);
-	p->topic = t;
-	tlog_topic_ref(t);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->sync_lock, NULL);
-	tlog_conf_init(&p->conf);
 	TAILQ_INIT(&p->segs);
 	p->last_ts = -1;
 	p->heap_idx = SIZE_MAX;
@@ -61,16 +58,23 @@ tlog_part_alloc(struct tlog_topic *t, const char *name)
 void
 tlog_part_ref(struct tlog_partition *p)
 {
-	__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+	tlog_level_ref(&p->lv);
 }
 
 void
 tlog_partition_put(struct tlog_partition *p)
 {
+	if (p != NULL)
+		tlog_level_put(&p->lv);
+}
+
+static void
+part_free(struct tlog_level *lv)
+{
+	struct tlog_partition *p = TLOG_CONTAINER_OF(lv, struct tlog_partition,
+	    lv);
 	struct tlog_segment *seg;
 
-	if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
 	/* Segments hold a reference, so the list is empty here unless the
 	 * store is being torn down, which releases them first. */
 	while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
@@ -80,49 +84,38 @@ tlog_partition_put(struct tlog_partition *p)
 	}
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->sync_lock);
-	tlog_topic_put(p->topic);
-	free(p->name);
+	tlog_level_destroy(&p->lv);
 	free(p);
 }
 
 uint64_t
 tlog_partition_ino(const struct tlog_partition *p)
 {
-	return p->ino;
+	return p->lv.ino;
 }
 
 struct tlog_config *
 tlog_partition_config(struct tlog_partition *p)
 {
-	return &p->conf;
+	return &p->lv.conf;
 }
 
 struct tlog_topic *
 tlog_partition_topic(struct tlog_partition *p)
 {
-	return p->topic;
+	return TLOG_CONTAINER_OF(p->lv.parent, struct tlog_topic, lv);
 }
 
 void
 tlog_partition_name(struct tlog_partition *p, char *buf, size_t len)
 {
-	pthread_rwlock_rdlock(&p->store->tree_lock);
-	strlcpy(buf, p->name, len);
-	pthread_rwlock_unlock(&p->store->tree_lock);
+	tlog_level_name(&p->lv, buf, len);
 }
 
 int64_t
 tlog_part_conf(struct tlog_partition *p, enum tlog_key k)
 {
-	int64_t v;
-
-	if ((v = tlog_conf_value(&p->conf, k)) != TLOG_UNSET)
-		return v;
-	if ((v = tlog_conf_value(&p->topic->conf, k)) != TLOG_UNSET)
-		return v;
-	if ((v = tlog_conf_value(&p->store->conf, k)) != TLOG_UNSET)
-		return v;
-	return tlog_key_default(k);
+	return tlog_level_conf(&p->lv, k);
 }
 
 static struct tlog_segment *
@@ -190,13 +183,13 @@ tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev)
 		TLOG_METRIC_ADD(&s->ctx, rolls[ev->trigger], 1);
 	if (s->ctx.opts.event == NULL && (s->events == NULL || p == s->events))
 		return;
-	pthread_rwlock_rdlock(&s->tree_lock);
-	strlcpy(topic, p->topic->name, sizeof(topic));
-	strlcpy(part, p->name, sizeof(part));
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_rdlock(&p->lv.tree->lock);
+	strlcpy(topic, p->lv.parent->name, sizeof(topic));
+	strlcpy(part, p->lv.name, sizeof(part));
+	pthread_rwlock_unlock(&p->lv.tree->lock);
 	ev->topic = topic;
 	ev->partition = part;
-	ev->partition_ino = p->ino;
+	ev->partition_ino = p->lv.ino;
 	tlog_events_record(s, p, ev);
 	if (s->ctx.opts.event != NULL)
 		s->ctx.opts.event(s->ctx.opts.event_arg, ev);
@@ -572,10 +565,10 @@ log_refused(struct tlog_partition *p, size_t rlen, int err,
 
 	if (err == -ENOENT)
 		return;
-	pthread_rwlock_rdlock(&p->store->tree_lock);
-	if (tlog_part_path(p, where, sizeof(where)) != 0)
+	pthread_rwlock_rdlock(&p->lv.tree->lock);
+	if (tlog_level_path(&p->lv, where, sizeof(where)) != 0)
 		strlcpy(where, "?", sizeof(where));
-	pthread_rwlock_unlock(&p->store->tree_lock);
+	pthread_rwlock_unlock(&p->lv.tree->lock);
 	if (err == -EFBIG && l->ret_bytes >= 0 &&
 	    rlen > (uint64_t)l->ret_bytes)
 		snprintf(why, sizeof(why), "larger than retention.bytes "
@@ -605,7 +598,7 @@ unlink_detached(struct tlog_partition *p, struct run *run, const char *buf,
 	pthread_mutex_unlock(&p->lock);
 	tlog_store_unlink_part(p->store, p, (uint64_t)l->seg_bytes);
 	pthread_mutex_lock(&p->lock);
-	return __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
+	return __atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
 }
 
 size_t
@@ -630,7 +623,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	memset(&run, 0, sizeof(run));
 	get_limits(p, &l);
 	pthread_mutex_lock(&p->lock);
-	if (__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE)) {
 		r = -ENOENT;
 		goto out;
 	}
@@ -879,7 +872,7 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 	}
 	/* New segment files need their directory entries durable too. */
 	if (dir) {
-		if ((dfd = tlog_part_dir(p)) < 0)
+		if ((dfd = tlog_level_dir(&p->lv)) < 0)
 			r2 = dfd;
 		else {
 			r2 = fsync(dfd) == -1 && errno != EINVAL ? -errno : 0;
@@ -1017,7 +1010,7 @@ tlog_part_save_end(struct tlog_partition *p, uint64_t need)
 	pthread_mutex_unlock(&p->lock);
 	if (end < need)
 		end = need;
-	if ((dfd = tlog_part_dir(p)) < 0) {
+	if ((dfd = tlog_level_dir(&p->lv)) < 0) {
 		/* A partition removed with its directory: nothing to keep. */
 		r = dfd == -ENOENT ? 0 : dfd;
 		goto out;

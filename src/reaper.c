@@ -118,7 +118,7 @@ heap_update(struct tlog_store *s, struct tlog_partition *p, int64_t due)
 	bool was_top = s->nheap > 0 && s->heap[0] == p;
 	int64_t old_top = s->nheap ? s->heap[0]->due : -1;
 
-	if (due < 0 || p->dead) {
+	if (due < 0 || tlog_level_dead(&p->lv)) {
 		if (p->heap_idx == SIZE_MAX)
 			return NULL;
 		heap_remove(s, p);
@@ -159,7 +159,7 @@ tlog_sched_earlier(struct tlog_partition *p, int64_t due)
 	struct tlog_store *s = p->store;
 
 	pthread_mutex_lock(&s->reap_lock);
-	if (!p->dead && (p->heap_idx == SIZE_MAX || due < p->due))
+	if (!tlog_level_dead(&p->lv) && (p->heap_idx == SIZE_MAX || due < p->due))
 		heap_update(s, p, due);
 	pthread_mutex_unlock(&s->reap_lock);
 }

@@ -754,10 +754,10 @@ tlog_part_recover(struct tlog_partition *p)
 	DIR *d;
 	int fd, dfd, r;
 
-	tlog_part_path(p, where, sizeof(where));
+	tlog_level_path(&p->lv, where, sizeof(where));
 	/* Everything is opened relative to the partition's directory:
 	 * one path lookup for the whole partition. */
-	if ((fd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
+	if ((fd = tlog_level_openat(&p->lv, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
 		return fd;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);

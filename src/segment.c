@@ -203,7 +203,7 @@ set_aside(struct tlog_segment *seg, const char *name)
 
 	snprintf(to, sizeof(to), "%s.orphan-%llu", name,
 	    (unsigned long long)tlog_ctx_now(&s->ctx));
-	if ((dfd = tlog_part_dir(seg->part)) < 0)
+	if ((dfd = tlog_level_dir(&seg->part->lv)) < 0)
 		return false;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode))
@@ -228,13 +228,13 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 	int fd;
 
 	tlog_segname_format(seg->base, ext, name, sizeof(name));
-	fd = tlog_part_openat(seg->part, name, flags, 0644);
+	fd = tlog_level_openat(&seg->part->lv, name, flags, 0644);
 	if (fd == -EMFILE || fd == -ENFILE) {
 		fd_evict_all(seg);
-		fd = tlog_part_openat(seg->part, name, flags, 0644);
+		fd = tlog_level_openat(&seg->part->lv, name, flags, 0644);
 	}
 	if (create && fd == -EEXIST && set_aside(seg, name))
-		fd = tlog_part_openat(seg->part, name, flags, 0644);
+		fd = tlog_level_openat(&seg->part->lv, name, flags, 0644);
 	return fd;
 }
 
@@ -272,7 +272,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 			r = errno ? -errno : -EIO;
 			tlog_seg_close_files(seg);
 			tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-			tlog_part_unlinkat(seg->part, name);
+			tlog_level_unlinkat(&seg->part->lv, name);
 			goto unlink_log;
 		}
 		seg->nidx = 0;
@@ -285,7 +285,7 @@ unlink_log:
 	/* Only what this call created. */
 	if (create) {
 		tlog_segname_format(seg->base, ".log", name, sizeof(name));
-		tlog_part_unlinkat(seg->part, name);
+		tlog_level_unlinkat(&seg->part->lv, name);
 	}
 	return r;
 }
@@ -365,7 +365,7 @@ tlog_seg_trim(struct tlog_segment *seg)
 		return 0;
 	if (fd == -1) {
 		tlog_segname_format(seg->base, ".log", name, sizeof(name));
-		fd = tlog_part_openat(seg->part, name, O_WRONLY, 0);
+		fd = tlog_level_openat(&seg->part->lv, name, O_WRONLY, 0);
 		if (fd < 0)
 			return fd;
 	}
@@ -463,13 +463,13 @@ io_open(struct tlog_seg_io *io)
 
 	if (io->fd == -1) {
 		tlog_segname_format(io->seg->base, ".log", name, sizeof(name));
-		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
+		if ((fd = tlog_level_openat(&io->seg->part->lv, name, O_RDWR, 0)) < 0)
 			return fd;
 		io->fd = fd;
 	}
 	if (io->ifd == -1) {
 		tlog_segname_format(io->seg->base, ".idx", name, sizeof(name));
-		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
+		if ((fd = tlog_level_openat(&io->seg->part->lv, name, O_RDWR, 0)) < 0)
 			return fd;
 		io->ifd = fd;
 	}
@@ -586,7 +586,7 @@ tlog_segment_open(struct tlog_segment *seg)
 	char name[32];
 
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	return tlog_part_openat(seg->part, name, O_RDONLY, 0);
+	return tlog_level_openat(&seg->part->lv, name, O_RDONLY, 0);
 }
 
 ssize_t
@@ -647,7 +647,7 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 		return 0;
 	}
 	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-	fd = tlog_part_openat(seg->part, name, O_RDONLY, 0);
+	fd = tlog_level_openat(&seg->part->lv, name, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
 	buf = reallocarray(NULL, cnt, TLOG_IDX_ENT);

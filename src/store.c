@@ -30,244 +30,29 @@
 static int
 topic_cmp(struct tlog_topic *a, struct tlog_topic *b)
 {
-	return strcmp(a->name, b->name);
+	return strcmp(a->lv.name, b->lv.name);
 }
 
 static int
 part_cmp(struct tlog_partition *a, struct tlog_partition *b)
 {
-	return strcmp(a->name, b->name);
+	return strcmp(a->lv.name, b->lv.name);
 }
 
 RB_GENERATE(tlog_topic_tree, tlog_topic, entry, topic_cmp)
 RB_GENERATE(tlog_part_tree, tlog_partition, entry, part_cmp)
 
-/* ---- paths ---- */
-
-int
-tlog_part_path(struct tlog_partition *p, char *buf, size_t len)
-{
-	if ((size_t)snprintf(buf, len, "%s/%s", p->topic->name, p->name) >=
-	    len)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-int
-tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, char *buf, size_t len)
-{
-	int n;
-
-	(void)s;
-	if (p != NULL)
-		n = snprintf(buf, len, "%s/%s/.config", p->topic->name,
-		    p->name);
-	else if (t != NULL)
-		n = snprintf(buf, len, "%s/.config", t->name);
-	else
-		n = snprintf(buf, len, ".tlogfs/config");
-	return (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-int
-tlog_part_set_dir(struct tlog_partition *p, int dfd)
-{
-	struct stat st;
-
-	if (fstat(dfd, &st) == -1)
-		return -errno;
-	p->dir_dev = st.st_dev;
-	p->dir_ino = st.st_ino;
-	return 0;
-}
-
-/* Caller holds tree_lock (read or write). */
-static int
-part_dir_locked(struct tlog_partition *p)
-{
-	char path[2 * TLOG_NAME_MAX + 2];
-	struct stat st;
-	int fd;
-
-	if (__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) || p->topic->dead)
-		return -ENOENT;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", p->topic->name,
-	    p->name) >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = tlog_open_beneath(p->store->dirfd, path, O_RDONLY | O_DIRECTORY,
-	    0);
-	if (fd >= 0 && (fstat(fd, &st) == -1 || st.st_dev != p->dir_dev ||
-	    st.st_ino != p->dir_ino)) {
-		close(fd);
-		fd = -ENOENT;
-	}
-	return fd;
-}
-
-int
-tlog_part_dir(struct tlog_partition *p)
-{
-	int fd;
-
-	pthread_rwlock_rdlock(&p->store->tree_lock);
-	fd = part_dir_locked(p);
-	pthread_rwlock_unlock(&p->store->tree_lock);
-	return fd;
-}
-
-int
-tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
-    mode_t mode)
-{
-	int dfd, fd;
-
-	if ((dfd = tlog_part_dir(p)) < 0)
-		return dfd;
-	if (strcmp(file, ".") == 0)
-		return dfd;
-	fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd == -1)
-		fd = -errno;
-	close(dfd);
-	return fd;
-}
-
-int
-tlog_part_unlinkat(struct tlog_partition *p, const char *file)
-{
-	int dfd, r = 0;
-
-	/* The unlink itself runs with no engine lock held. */
-	if ((dfd = tlog_part_dir(p)) < 0)
-		return dfd;
-	if (unlinkat(dfd, file, 0) == -1)
-		r = -errno;
-	close(dfd);
-	return r;
-}
-
-/* A topic's directory (caller holds tree_lock so its name is stable). */
-static int
-topic_dir_locked(struct tlog_topic *t)
-{
-	return tlog_open_beneath(t->store->dirfd, t->name,
-	    O_RDONLY | O_DIRECTORY, 0);
-}
-
-/* The backing directory of a level: the store root, a topic or a
- * partition; a new descriptor. Caller holds tree_lock. */
-static int
-level_dir_locked(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p)
-{
-	int fd;
-
-	if (p != NULL)
-		return part_dir_locked(p);
-	if (t != NULL)
-		return t->dead ? -ENOENT : topic_dir_locked(t);
-	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return fd == -1 ? -errno : fd;
-}
-
-static int
-level_dir(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p)
-{
-	int fd;
-
-	pthread_rwlock_rdlock(&s->tree_lock);
-	fd = level_dir_locked(s, t, p);
-	pthread_rwlock_unlock(&s->tree_lock);
-	return fd;
-}
-
-int
-tlog_level_conf_dir(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, const char **file)
-{
-	*file = ".config";
-	if (t == NULL && p == NULL) {
-		*file = "config";
-		return tlog_open_beneath(s->dirfd, ".tlogfs",
-		    O_RDONLY | O_DIRECTORY, 0);
-	}
-	return level_dir_locked(s, t, p);
-}
-
-int
-tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, struct stat *st)
-{
-	int fd, r = 0;
-
-	if ((fd = level_dir(s, t, p)) < 0)
-		return fd;
-	if (fstat(fd, st) == -1)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-int
-tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, mode_t mode)
-{
-	int fd, r = 0;
-
-	if (s->ctx.ro)
-		return -EROFS;
-	if ((fd = level_dir(s, t, p)) < 0)
-		return fd;
-	if (fchmod(fd, mode & 07777) == -1)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-int
-tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, uid_t uid, gid_t gid)
-{
-	int fd, r = 0;
-
-	if (s->ctx.ro)
-		return -EROFS;
-	if ((fd = level_dir(s, t, p)) < 0)
-		return fd;
-	if (fchown(fd, uid, gid) == -1)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-int
-tlog_level_fsync(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p)
-{
-	int fd, r = 0;
-
-	if ((fd = level_dir(s, t, p)) < 0)
-		return fd;
-	/* No lock held while the disk works. */
-	if (fsync(fd) == -1 && errno != EINVAL)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 int
 tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
 {
-	return fstatvfs(s->dirfd, sv) == -1 ? -errno : 0;
+	return fstatvfs(s->tree.dirfd, sv) == -1 ? -errno : 0;
 }
 
 /*
  * After an entry of a level directory changed (mkdir, rmdir, rename),
  * syncs that directory so the change survives a power cut, with no
- * engine lock held. fd is a descriptor of the directory (s->dirfd for
- * the root); it is closed here, unless it is s->dirfd. A failure is
+ * engine lock held. fd is a descriptor of the directory (s->tree.dirfd for
+ * the root); it is closed here, unless it is s->tree.dirfd. A failure is
  * logged; the change itself stands.
  */
 static void
@@ -278,7 +63,7 @@ sync_parent(struct tlog_store *s, int fd, const char *what)
 	if (fsync(fd) == -1 && errno != EINVAL)
 		tlog_ctx_log_err(&s->ctx, "cannot sync the directory holding %s: %s",
 		    what, strerror(errno));
-	if (fd != s->dirfd)
+	if (fd != s->tree.dirfd)
 		close(fd);
 }
 
@@ -287,33 +72,38 @@ sync_parent(struct tlog_store *s, int fd, const char *what)
 void
 tlog_topic_ref(struct tlog_topic *t)
 {
-	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+	tlog_level_ref(&t->lv);
 }
 
 void
 tlog_topic_put(struct tlog_topic *t)
 {
-	if (t == NULL || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL))
-		return;
-	free(t->name);
+	if (t != NULL)
+		tlog_level_put(&t->lv);
+}
+
+static void
+topic_free(struct tlog_level *lv)
+{
+	struct tlog_topic *t = TLOG_CONTAINER_OF(lv, struct tlog_topic, lv);
+
+	tlog_level_destroy(&t->lv);
 	free(t);
 }
 
-static struct tlog_topic *
-topic_alloc(struct tlog_store *s, const char *name)
+struct tlog_topic *
+tlog_topic_alloc(struct tlog_store *s, const char *name)
 {
 	struct tlog_topic *t;
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
-	if ((t->name = strdup(name)) == NULL) {
+	if (tlog_level_init(&t->lv, &s->tree, &s->root, name,
+	    tlog_ctx_ino(&s->ctx), topic_free) != 0) {
 		free(t);
 		return NULL;
 	}
-	t->refs = 1;
 	t->store = s;
-	t->ino = tlog_ctx_ino(&s->ctx);
-	tlog_conf_init(&t->conf);
 	RB_INIT(&t->parts);
 	return t;
 }
@@ -323,7 +113,7 @@ topic_find(struct tlog_store *s, const char *name)
 {
 	struct tlog_topic key;
 
-	key.name = (char *)name;
+	key.lv.name = (char *)name;
 	return RB_FIND(tlog_topic_tree, &s->topics, &key);
 }
 
@@ -332,28 +122,26 @@ part_find(struct tlog_topic *t, const char *name)
 {
 	struct tlog_partition key;
 
-	key.name = (char *)name;
+	key.lv.name = (char *)name;
 	return RB_FIND(tlog_part_tree, &t->parts, &key);
 }
 
 uint64_t
 tlog_topic_ino(const struct tlog_topic *t)
 {
-	return t->ino;
+	return t->lv.ino;
 }
 
 struct tlog_config *
 tlog_topic_config(struct tlog_topic *t)
 {
-	return &t->conf;
+	return &t->lv.conf;
 }
 
 void
 tlog_topic_name(struct tlog_topic *t, char *buf, size_t len)
 {
-	pthread_rwlock_rdlock(&t->store->tree_lock);
-	strlcpy(buf, t->name, len);
-	pthread_rwlock_unlock(&t->store->tree_lock);
+	tlog_level_name(&t->lv, buf, len);
 }
 
 struct tlog_topic *
@@ -361,10 +149,10 @@ tlog_topic_get(struct tlog_store *s, const char *name)
 {
 	struct tlog_topic *t;
 
-	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_rwlock_rdlock(&s->tree.lock);
 	if ((t = topic_find(s, name)) != NULL)
 		tlog_topic_ref(t);
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	return t;
 }
 
@@ -398,12 +186,12 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 		return -EROFS;
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
-	if ((t = topic_alloc(s, name)) == NULL)
+	if ((t = tlog_topic_alloc(s, name)) == NULL)
 		return -ENOMEM;
-	pthread_rwlock_wrlock(&s->tree_lock);
+	pthread_rwlock_wrlock(&s->tree.lock);
 	if (topic_find(s, name) != NULL) {
 		r = -EEXIST;
-	} else if ((fd = make_dir(s->dirfd, name)) < 0) {
+	} else if ((fd = make_dir(s->tree.dirfd, name)) < 0) {
 		r = fd;
 	} else {
 		close(fd);
@@ -415,10 +203,10 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 		t = NULL;
 		r = 0;
 	}
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	tlog_topic_put(t);
 	if (r == 0)
-		sync_parent(s, s->dirfd, name);
+		sync_parent(s, s->tree.dirfd, name);
 	return r;
 }
 
@@ -509,20 +297,20 @@ tlog_topic_remove(struct tlog_store *s, const char *name)
 
 	if (s->ctx.ro)
 		return -EROFS;
-	pthread_rwlock_wrlock(&s->tree_lock);
+	pthread_rwlock_wrlock(&s->tree.lock);
 	if ((t = topic_find(s, name)) == NULL)
 		r = -ENOENT;
 	else if (!RB_EMPTY(&t->parts))
 		r = -ENOTEMPTY;
-	else if ((r = remove_dir(s, s->dirfd, name)) == 0) {
+	else if ((r = remove_dir(s, s->tree.dirfd, name)) == 0) {
 		RB_REMOVE(tlog_topic_tree, &s->topics, t);
-		t->dead = true;
+		__atomic_store_n(&t->lv.dead, true, __ATOMIC_RELEASE);
 	} else
 		t = NULL;
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	if (r == 0) {
 		tlog_topic_put(t);
-		sync_parent(s, s->dirfd, name);
+		sync_parent(s, s->tree.dirfd, name);
 	}
 	return r;
 }
@@ -541,7 +329,7 @@ tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 		return r;
 	if ((nname = strdup(to)) == NULL)
 		return -ENOMEM;
-	pthread_rwlock_wrlock(&s->tree_lock);
+	pthread_rwlock_wrlock(&s->tree.lock);
 	if ((t = topic_find(s, from)) == NULL) {
 		r = -ENOENT;
 		goto out;
@@ -553,29 +341,29 @@ tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
 		r = -ENOTEMPTY;
 		goto out;
 	}
-	if (victim != NULL && (r = clear_dir(s, s->dirfd, to)) != 0)
+	if (victim != NULL && (r = clear_dir(s, s->tree.dirfd, to)) != 0)
 		goto out;
 	/* rename(2) replaces an empty directory atomically. */
-	if (renameat(s->dirfd, from, s->dirfd, to) == -1) {
+	if (renameat(s->tree.dirfd, from, s->tree.dirfd, to) == -1) {
 		r = -errno;
 		goto out;
 	}
 	if (victim != NULL) {
 		RB_REMOVE(tlog_topic_tree, &s->topics, victim);
-		victim->dead = true;
+		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
 		tlog_topic_put(victim);
 	}
 	RB_REMOVE(tlog_topic_tree, &s->topics, t);
-	free(t->name);
-	t->name = nname;
+	free(t->lv.name);
+	t->lv.name = nname;
 	nname = NULL;
 	RB_INSERT(tlog_topic_tree, &s->topics, t);
 	renamed = true;
 out:
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	free(nname);
 	if (renamed)
-		sync_parent(s, s->dirfd, to);
+		sync_parent(s, s->tree.dirfd, to);
 	return r;
 }
 
@@ -586,10 +374,10 @@ tlog_partition_get(struct tlog_topic *t, const char *name)
 {
 	struct tlog_partition *p;
 
-	pthread_rwlock_rdlock(&t->store->tree_lock);
+	pthread_rwlock_rdlock(&t->lv.tree->lock);
 	if ((p = part_find(t, name)) != NULL)
 		tlog_part_ref(p);
-	pthread_rwlock_unlock(&t->store->tree_lock);
+	pthread_rwlock_unlock(&t->lv.tree->lock);
 	return p;
 }
 
@@ -607,17 +395,17 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 		return r;
 	if ((p = tlog_part_alloc(t, name)) == NULL)
 		return -ENOMEM;
-	pthread_rwlock_wrlock(&s->tree_lock);
-	if (t->dead) {
+	pthread_rwlock_wrlock(&s->tree.lock);
+	if (tlog_level_dead(&t->lv)) {
 		r = -ENOENT;
 	} else if (part_find(t, name) != NULL) {
 		r = -EEXIST;
-	} else if ((tfd = topic_dir_locked(t)) < 0) {
+	} else if ((tfd = tlog_level_dir_locked(&t->lv)) < 0) {
 		r = tfd;
 	} else if ((fd = make_dir(tfd, name)) < 0) {
 		r = fd;
 	} else {
-		r = tlog_part_set_dir(p, fd);
+		r = tlog_level_set_dir(&p->lv, fd);
 		close(fd);
 	}
 	if (r == 0) {
@@ -628,7 +416,7 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 		}
 		p = NULL;
 	}
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	if (r == 0)
 		sync_parent(s, tfd, name);
 	else if (tfd >= 0)
@@ -715,7 +503,7 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	tlog_partition_put(p);
 	if (r != 0)
 		return r;
-	pthread_rwlock_wrlock(&s->tree_lock);
+	pthread_rwlock_wrlock(&s->tree.lock);
 	if ((p = part_find(t, name)) == NULL) {
 		r = -ENOENT;
 		goto out;
@@ -727,16 +515,16 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	 * partition dead when it reaches for its directory (ENOENT).
 	 */
 	r = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0 ? -ENOTEMPTY : 0;
-	if (r == 0 && (tfd = topic_dir_locked(t)) < 0)
+	if (r == 0 && (tfd = tlog_level_dir_locked(&t->lv)) < 0)
 		r = tfd;
 	else if (r == 0)
 		r = remove_dir(s, tfd, name);
 	if (r == 0) {
-		__atomic_store_n(&p->dead, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&p->lv.dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, p);
 	}
 out:
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	if (r == 0) {
 		tlog_unsched(p);
 		tlog_partition_put(p);
@@ -769,14 +557,14 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 		if (r != 0)
 			goto out_free;
 	}
-	pthread_rwlock_wrlock(&s->tree_lock);
+	pthread_rwlock_wrlock(&s->tree.lock);
 	if ((p = part_find(t, from)) == NULL) {
 		r = -ENOENT;
 		goto out;
 	}
 	if (strcmp(from, to) == 0)
 		goto out;
-	if ((tfd = topic_dir_locked(t)) < 0) {
+	if ((tfd = tlog_level_dir_locked(&t->lv)) < 0) {
 		r = tfd;
 		goto out;
 	}
@@ -796,19 +584,19 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	}
 	if (victim != NULL) {
 		/* Its appends now find it dead, or its directory replaced. */
-		__atomic_store_n(&victim->dead, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, victim);
 		tlog_unsched(victim);
 		tlog_partition_put(victim);
 	}
 	RB_REMOVE(tlog_part_tree, &t->parts, p);
-	free(p->name);
-	p->name = nname;
+	free(p->lv.name);
+	p->lv.name = nname;
 	nname = NULL;
 	RB_INSERT(tlog_part_tree, &t->parts, p);
 	renamed = true;
 out:
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	if (renamed)
 		sync_parent(s, tfd, to);
 	else if (tfd >= 0)
@@ -847,11 +635,11 @@ tlog_topic_list(struct tlog_store *s, struct tlog_dirent **out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
-	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_rwlock_rdlock(&s->tree.lock);
 	RB_FOREACH(t, tlog_topic_tree, &s->topics)
-		if ((r = dirent_push(out, n, &cap, t->name, t->ino)) != 0)
+		if ((r = dirent_push(out, n, &cap, t->lv.name, t->lv.ino)) != 0)
 			break;
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	return r;
 }
 
@@ -865,11 +653,11 @@ tlog_partition_list(struct tlog_topic *t, struct tlog_dirent **out,
 
 	*out = NULL;
 	*n = 0;
-	pthread_rwlock_rdlock(&t->store->tree_lock);
+	pthread_rwlock_rdlock(&t->lv.tree->lock);
 	RB_FOREACH(p, tlog_part_tree, &t->parts)
-		if ((r = dirent_push(out, n, &cap, p->name, p->ino)) != 0)
+		if ((r = dirent_push(out, n, &cap, p->lv.name, p->lv.ino)) != 0)
 			break;
-	pthread_rwlock_unlock(&t->store->tree_lock);
+	pthread_rwlock_unlock(&t->lv.tree->lock);
 	return r;
 }
 
@@ -892,10 +680,10 @@ unlink_one(struct tlog_segment *seg)
 	char name[32];
 	int dfd, r = 0;
 
-	if ((dfd = tlog_part_dir(seg->part)) < 0)
+	if ((dfd = tlog_level_dir(&seg->part->lv)) < 0)
 		/* A removed partition's directory went with its files (it
 		 * is removed only once none is left). */
-		return dfd == -ENOENT && __atomic_load_n(&seg->part->dead,
+		return dfd == -ENOENT && __atomic_load_n(&seg->part->lv.dead,
 		    __ATOMIC_ACQUIRE) ? 0 : dfd;
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
@@ -1033,7 +821,7 @@ tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
 struct tlog_config *
 tlog_store_config(struct tlog_store *s)
 {
-	return &s->conf;
+	return &s->root.conf;
 }
 
 bool
@@ -1073,8 +861,8 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 	 * nothing, coexist; a writer is kept out while any of them runs,
 	 * and keeps them out, so what a reader shows never moves.
 	 */
-	s->lockfd = s->ctx.ro ? openat(s->dirfd, ".tlogfs/lock", O_RDONLY |
-	    O_CLOEXEC) : openat(s->dirfd, ".tlogfs/lock", O_RDWR | O_CREAT |
+	s->lockfd = s->ctx.ro ? openat(s->tree.dirfd, ".tlogfs/lock", O_RDONLY |
+	    O_CLOEXEC) : openat(s->tree.dirfd, ".tlogfs/lock", O_RDWR | O_CREAT |
 	    O_CLOEXEC, 0644);
 	if (s->lockfd == -1) {
 		snprintf(err, errlen, "%s/.tlogfs/lock: %s", s->path,
@@ -1114,7 +902,7 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 
 	if (s->ctx.ro) {
 		/* A reader creates nothing: the store must be one. */
-		fd = openat(s->dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
+		fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
 		if (fd == -1 && errno == ENOENT) {
 			snprintf(err, errlen, "%s is not a tlogfs store (no "
 			    ".tlogfs/format), and a read-only open creates "
@@ -1123,18 +911,18 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 		}
 		goto check;
 	}
-	if (mkdirat(s->dirfd, ".tlogfs", 0755) == 0)
-		tlog_fsync_dir(s->dirfd, ".");
+	if (mkdirat(s->tree.dirfd, ".tlogfs", 0755) == 0)
+		tlog_fsync_dir(s->tree.dirfd, ".");
 	else if (errno != EEXIST) {
 		snprintf(err, errlen, "%s/.tlogfs: %s", s->path,
 		    strerror(errno));
 		return -errno;
 	}
-	fd = openat(s->dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
+	fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
 	if (fd == -1 && errno == ENOENT) {
 		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
 		    TLOG_FORMAT_VERSION);
-		if ((v = tlog_write_atomic(s->dirfd, ".tlogfs/format", buf,
+		if ((v = tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
 		    (size_t)n)) != 0) {
 			snprintf(err, errlen, "%s: cannot write format: %s",
 			    s->path, strerror(-v));
@@ -1192,7 +980,7 @@ last_boot(struct tlog_store *s, char *buf, size_t len)
 	int fd;
 
 	buf[0] = '\0';
-	if ((fd = openat(s->dirfd, ".tlogfs/boot", O_RDONLY | O_CLOEXEC)) ==
+	if ((fd = openat(s->tree.dirfd, ".tlogfs/boot", O_RDONLY | O_CLOEXEC)) ==
 	    -1)
 		return;
 	n = read(fd, buf, len - 1);
@@ -1258,7 +1046,7 @@ tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***out,
 	int r = 0;
 
 	*n = 0;
-	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_rwlock_rdlock(&s->tree.lock);
 	RB_FOREACH(t, tlog_topic_tree, &s->topics) {
 		RB_FOREACH(p, tlog_part_tree, &t->parts) {
 			if (*n == cap) {
@@ -1276,7 +1064,7 @@ tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***out,
 		}
 	}
 out:
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	if (r != 0) {
 		while (*n > 0)
 			tlog_partition_put(v[--*n]);
@@ -1363,7 +1151,7 @@ load_topic(struct tlog_store *s, struct tlog_topic *t, int tfd)
 	DIR *pd;
 	int fd, dup_fd;
 
-	snprintf(where, sizeof(where), "%s/", t->name);
+	snprintf(where, sizeof(where), "%s/", t->lv.name);
 	if ((dup_fd = dup(tfd)) == -1 || (pd = fdopendir(dup_fd)) == NULL) {
 		if (dup_fd != -1)
 			close(dup_fd);
@@ -1379,8 +1167,8 @@ load_topic(struct tlog_store *s, struct tlog_topic *t, int tfd)
 			closedir(pd);
 			return -ENOMEM;
 		}
-		tlog_part_set_dir(p, fd);
-		tlog_conf_load(s, fd, ".config", &p->conf);
+		tlog_level_set_dir(&p->lv, fd);
+		tlog_conf_load(&s->ctx, fd, ".config", &p->lv.conf);
 		close(fd);
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
@@ -1397,7 +1185,7 @@ store_load(struct tlog_store *s)
 	DIR *d;
 	int fd, r;
 
-	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(s->tree.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);
@@ -1406,14 +1194,14 @@ store_load(struct tlog_store *s)
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		if ((fd = open_level(s, s->dirfd, "", de->d_name)) < 0)
+		if ((fd = open_level(s, s->tree.dirfd, "", de->d_name)) < 0)
 			continue;
-		if ((t = topic_alloc(s, de->d_name)) == NULL) {
+		if ((t = tlog_topic_alloc(s, de->d_name)) == NULL) {
 			close(fd);
 			closedir(d);
 			return -ENOMEM;
 		}
-		tlog_conf_load(s, fd, ".config", &t->conf);
+		tlog_conf_load(&s->ctx, fd, ".config", &t->lv.conf);
 		RB_INSERT(tlog_topic_tree, &s->topics, t);
 		r = load_topic(s, t, fd);
 		close(fd);
@@ -1473,9 +1261,10 @@ store_free(struct tlog_store *s)
 	s->itopic = NULL;
 	if (s->lockfd != -1)
 		close(s->lockfd);
-	if (s->dirfd != -1)
-		close(s->dirfd);
-	pthread_rwlock_destroy(&s->tree_lock);
+	if (s->tree.dirfd != -1)
+		close(s->tree.dirfd);
+	tlog_level_destroy(&s->root);
+	pthread_rwlock_destroy(&s->tree.lock);
 	pthread_mutex_destroy(&s->conf_lock);
 	pthread_mutex_destroy(&s->unlink_lock);
 	pthread_cond_destroy(&s->unlink_cond);
@@ -1516,12 +1305,12 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
 	tlog_ctx_init(&s->ctx, opts);
-	s->dirfd = s->lockfd = -1;
+	s->tree.dirfd = s->lockfd = -1;
 	s->ctx.cap_records = s->ctx.opts.cap_records ? s->ctx.opts.cap_records :
 	    TLOG_CAP_RECORDS;
 	s->ctx.cap_bytes = s->ctx.opts.cap_bytes ? s->ctx.opts.cap_bytes :
 	    TLOG_CAP_BYTES;
-	pthread_rwlock_init(&s->tree_lock, NULL);
+	pthread_rwlock_init(&s->tree.lock, NULL);
 	pthread_mutex_init(&s->conf_lock, NULL);
 	pthread_mutex_init(&s->unlink_lock, NULL);
 	tlog_cond_init_mono(&s->unlink_cond);
@@ -1540,13 +1329,13 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	TAILQ_INIT(&s->unlinkq);
 	TAILQ_INIT(&s->flushq);
 	RB_INIT(&s->topics);
-	tlog_conf_init(&s->conf);
+	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
 	if ((s->path = strdup(path)) == NULL) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (s->dirfd == -1) {
+	s->tree.dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->tree.dirfd == -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s: %s", path, strerror(errno));
 		goto fail;
@@ -1554,12 +1343,12 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	if ((r = store_layout(s, err, errlen)) != 0 ||
 	    (r = store_lock(s, err, errlen)) != 0)
 		goto fail;
-	s->was_clean = faccessat(s->dirfd, ".tlogfs/clean", F_OK, 0) == 0;
+	s->was_clean = faccessat(s->tree.dirfd, ".tlogfs/clean", F_OK, 0) == 0;
 	/* A reader leaves the mark as it found it: it changes nothing the
 	 * mark vouches for, and an unclean store stays unclean for the
 	 * next writer's recovery. */
 	if (!s->ctx.ro && s->was_clean &&
-	    unlinkat(s->dirfd, ".tlogfs/clean", 0) == -1) {
+	    unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
 		    strerror(errno));
@@ -1567,12 +1356,12 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	}
 	/* The mark must not outlive a power cut while the store runs. */
 	if (!s->ctx.ro && s->was_clean &&
-	    (r = tlog_fsync_dir(s->dirfd, ".tlogfs")) != 0) {
+	    (r = tlog_fsync_dir(s->tree.dirfd, ".tlogfs")) != 0) {
 		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", path,
 		    strerror(-r));
 		goto fail;
 	}
-	if (!s->ctx.ro && !s->was_clean && faccessat(s->dirfd, ".", W_OK, 0) ==
+	if (!s->ctx.ro && !s->was_clean && faccessat(s->tree.dirfd, ".", W_OK, 0) ==
 	    -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
@@ -1587,7 +1376,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
 		    "a reboot: checking unsealed segments against their data",
 		    path);
-	tlog_conf_load(s, s->dirfd, ".tlogfs/config", &s->conf);
+	tlog_conf_load(&s->ctx, s->tree.dirfd, ".tlogfs/config", &s->root.conf);
 	if ((r = store_load(s)) != 0 || (r = tlog_events_open(s)) != 0) {
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
 		goto fail;
@@ -1603,7 +1392,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 * fsync of each partition has to sync file by file.
 	 */
 	if (!s->ctx.ro && (!s->was_clean || s->repaired)) {
-		if (syncfs(s->dirfd) == 0)
+		if (syncfs(s->tree.dirfd) == 0)
 			mark_synced(s);
 		else
 			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; recovery's "
@@ -1614,7 +1403,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 * checks again at the next open. */
 	if (!s->ctx.ro && boot[0] != '\0' && strcmp(boot, prev) != 0) {
 		n = snprintf(line, sizeof(line), "%s\n", boot);
-		if ((r = tlog_write_atomic(s->dirfd, ".tlogfs/boot", line,
+		if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/boot", line,
 		    (size_t)n)) != 0)
 			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot record the "
 			    "boot id: %s", path, strerror(-r));
@@ -1666,11 +1455,11 @@ tlog_store_close(struct tlog_store *s)
 	if (s->events != NULL && tlog_part_close(s->events) != 0)
 		bad = true;
 	/* The mark says everything before it is on disk: only then. */
-	fd = bad ? -1 : openat(s->dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT |
+	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT |
 	    O_TRUNC | O_CLOEXEC, 0644);
 	if (fd != -1) {
 		if (fsync(fd) == 0)
-			tlog_fsync_dir(s->dirfd, ".tlogfs");
+			tlog_fsync_dir(s->tree.dirfd, ".tlogfs");
 		close(fd);
 	} else
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything reached the "

@@ -58,25 +58,6 @@ struct tlog_config {
 /* "retention.ms" -> TLOG_RETENTION_MS; -1 if unknown. */
 int tlog_key_lookup(const char *name);
 const char *tlog_key_name(enum tlog_key k);
-int64_t tlog_key_default(enum tlog_key k);
-
-/*
- * Parses a value for key k: a plain integer in the key's unit, or a number
- * with a unit suffix (ms s m h d w; K M G KiB MiB GiB). Leading and trailing
- * whitespace (and one trailing newline, as `echo` adds) is accepted. On a
- * bad value returns -EINVAL and writes a message naming the key, the value
- * and the accepted range into err.
- */
-int tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
-    char *err, size_t errlen);
-
-void tlog_conf_init(struct tlog_config *c);	/* all unset */
-/* Reads a key=value file; missing file = all unset. Bad lines are logged
- * through the store (may be NULL) and skipped. */
-int tlog_conf_load(struct tlog_store *s, int dirfd, const char *path,
-    struct tlog_config *c);
-/* Writes the set keys atomically (temporary file, fsync, rename). */
-int tlog_conf_save(int dirfd, const char *path, const struct tlog_config *c);
 
 /* ---- roll triggers and deletion rules ---- */
 

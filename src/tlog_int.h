@@ -30,6 +30,8 @@
 
 #include "tlog.h"
 #include "ctx.h"
+#include "conf.h"
+#include "level.h"
 #include "util.h"
 
 /* ---- on-disk index format (doc/format.md) ---- */
@@ -116,15 +118,15 @@ TAILQ_HEAD(tlog_fdlist, tlog_segment);
 TAILQ_HEAD(tlog_partq, tlog_partition);
 
 struct tlog_partition {
+	/* Name, topic (the parent), settings, inode, references, dead
+	 * flag, and the identity of its own directory: a path that names
+	 * another directory (after a rename over it, or rmdir + mkdir) is
+	 * never used to reach this partition's files. */
+	struct tlog_level lv;
 	RB_ENTRY(tlog_partition) entry;
-	int refs;
-	uint64_t ino;
-	char *name;			/* under tree_lock */
-	struct tlog_topic *topic;	/* referenced */
 	struct tlog_store *store;
 	struct tlog_ctx *ctx;		/* the store's */
 	pthread_mutex_t lock;
-	struct tlog_config conf;
 	struct tlog_seglist segs;	/* oldest first */
 	uint64_t nsegs;
 	uint64_t bytes;
@@ -135,12 +137,6 @@ struct tlog_partition {
 	uint64_t pending_bytes;		/* their bytes, counted against the
 					   ceiling; changed under unlink_lock,
 					   read atomically */
-	bool dead;
-	/* Identity of the partition's own directory: a path that names
-	 * another directory (after a rename over it, or rmdir + mkdir)
-	 * is never used to reach this partition's files. */
-	dev_t dir_dev;
-	ino_t dir_ino;
 	/* Durability work that waits on the disk: flushing sealed
 	 * segments, fsync, .next. Taken before p->lock, never under it. */
 	pthread_mutex_t sync_lock;
@@ -161,14 +157,10 @@ struct tlog_partition {
 RB_HEAD(tlog_part_tree, tlog_partition);
 
 struct tlog_topic {
+	struct tlog_level lv;		/* name, settings, inode, refs, dead */
 	RB_ENTRY(tlog_topic) entry;
-	int refs;
-	uint64_t ino;
-	char *name;			/* under tree_lock */
 	struct tlog_store *store;
-	struct tlog_config conf;
 	struct tlog_part_tree parts;
-	bool dead;
 };
 RB_HEAD(tlog_topic_tree, tlog_topic);
 RB_PROTOTYPE(tlog_topic_tree, tlog_topic, entry, topic_cmp)
@@ -176,7 +168,8 @@ RB_PROTOTYPE(tlog_part_tree, tlog_partition, entry, part_cmp)
 
 struct tlog_store {
 	char *path;
-	int dirfd;
+	struct tlog_tree tree;		/* the tree lock; the directory */
+	struct tlog_level root;		/* the store's level: its settings */
 	int lockfd;
 	struct tlog_ctx ctx;		/* options, clock, log, metrics */
 	bool was_clean;
@@ -185,10 +178,8 @@ struct tlog_store {
 	 * checks data against the index's data CRCs. */
 	bool verify;
 	bool repaired;			/* recovery changed a file (atomic) */
-	pthread_rwlock_t tree_lock;
 	struct tlog_topic_tree topics;
 	pthread_mutex_t conf_lock;
-	struct tlog_config conf;
 	pthread_mutex_t unlink_lock;
 	pthread_cond_t unlink_cond;
 	struct tlog_seglist unlinkq;
@@ -218,41 +209,10 @@ struct tlog_store {
 
 /* ---- internal helpers ---- */
 
-static inline int64_t
-tlog_conf_value(const struct tlog_config *c, enum tlog_key k)
-{
-	return __atomic_load_n(&c->v[k], __ATOMIC_RELAXED);
-}
-
-static inline void
-tlog_conf_assign(struct tlog_config *c, enum tlog_key k, int64_t v)
-{
-	__atomic_store_n(&c->v[k], v, __ATOMIC_RELAXED);
-}
-
 /* Path of a level's config file relative to the store dir; the caller
- * holds tree_lock (read) so names are stable. */
+ * holds the tree lock (read) so names are stable. */
 int tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, char *buf, size_t len);
-/* The directory holding a level's config file, and the file's name in
- * it: a new descriptor, or -errno. Caller holds tree_lock. */
-int tlog_level_conf_dir(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, const char **file);
-/* Relative path "topic/partition" of p; caller holds tree_lock. */
-int tlog_part_path(struct tlog_partition *p, char *buf, size_t len);
-/*
- * The partition's own directory, opened by its current path under
- * tree_lock (read) and checked against its identity: -ENOENT once the
- * partition is dead, or if the path now names another directory. What
- * is created through the descriptor lands in this partition or fails.
- */
-int tlog_part_dir(struct tlog_partition *p);
-/* Records the identity of p's directory from an open descriptor of it. */
-int tlog_part_set_dir(struct tlog_partition *p, int dfd);
-/* Opens file in p's directory (O_CLOEXEC | O_NOFOLLOW added). */
-int tlog_part_openat(struct tlog_partition *p, const char *file, int flags,
-    mode_t mode);
-int tlog_part_unlinkat(struct tlog_partition *p, const char *file);
 
 /*
  * Disk work on one segment, done without its partition's lock:
@@ -328,6 +288,7 @@ int tlog_part_recover(struct tlog_partition *p);
 int tlog_part_close(struct tlog_partition *p);
 
 /* store.c */
+struct tlog_topic *tlog_topic_alloc(struct tlog_store *s, const char *name);
 void tlog_topic_ref(struct tlog_topic *t);
 /*
  * Unlinks p's detached segments now, on the caller's thread, and waits

@@ -527,9 +527,9 @@ level_file(const char *dir, struct tlog_store *s, struct tlog_topic *t,
 	char rel[PATH_MAX], *out;
 	int r;
 
-	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_rwlock_rdlock(&s->tree.lock);
 	r = tlog_level_conf_path(s, t, p, rel, sizeof(rel));
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	ck_assert_int_eq(r, 0);
 	ck_assert_int_ne(asprintf(&out, "%s/%s", dir, rel), -1);
 	return out;
@@ -1042,9 +1042,9 @@ START_TEST(test_concurrent_set)
 	pfile = level_file(dir, s, NULL, p);
 	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, pfile, &c), 0);
 	for (i = 0; i < TLOG_NKEYS; i++)
-		ck_assert_msg(c.v[i] == p->conf.v[i], "%s: file %lld, live "
+		ck_assert_msg(c.v[i] == p->lv.conf.v[i], "%s: file %lld, live "
 		    "%lld", tlog_key_name(i), (long long)c.v[i],
-		    (long long)p->conf.v[i]);
+		    (long long)p->lv.conf.v[i]);
 	ck_assert_int_eq(get(s, NULL, p, "retention.bytes"), 25 * MiB);
 	ck_assert_int_eq(get(s, NULL, p, "segment.bytes"), 25 * MiB);
 	ck_assert_int_eq(get(s, NULL, p, "record.max.bytes"), 25 * 1024);

@@ -321,7 +321,7 @@ append_between(void *arg, int point, struct tlog_partition *p)
 {
 	(void)arg;
 	if (point != TLOG_HOOK_RESCHED || !race_armed || race_ran ||
-	    strcmp(p->name, "0") != 0)
+	    strcmp(p->lv.name, "0") != 0)
 		return;
 	if (pthread_mutex_trylock(&p->lock) != 0)
 		return;		/* held through the update: it would wait */
