@@ -45,9 +45,7 @@ tlog_part_alloc(struct tlog_topic *t, const char *name)
 		free(p);
 		return NULL;
 	}
-	TAILQ_INIT(&p->unsynced);
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_mutex_init(&p->sync_lock, NULL);
+	tlog_segdir_init(&p->sd, p->ctx, &p->lv, &t->store->fdb);
 	TAILQ_INIT(&p->segs);
 	p->last_ts = -1;
 	p->heap_idx = SIZE_MAX;
@@ -82,8 +80,7 @@ part_free(struct tlog_level *lv)
 		tlog_seg_close_files(seg);
 		free(seg);
 	}
-	pthread_mutex_destroy(&p->lock);
-	pthread_mutex_destroy(&p->sync_lock);
+	tlog_segdir_destroy(&p->sd);
 	tlog_level_destroy(&p->lv);
 	free(p);
 }
@@ -207,6 +204,7 @@ seal_active(struct tlog_partition *p, enum tlog_trigger why,
 	if (seg == NULL || seg->records == 0)
 		return 0;
 	r = tlog_seg_seal(seg, why);
+	tlog_part_queue_flush(p);
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
 	return r;
@@ -220,8 +218,8 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 
 	/* Its data is going: no footer to wait for. */
 	if (seg->foot_pending) {
-		TAILQ_REMOVE(&p->unsynced, seg, synclink);
-		__atomic_sub_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
+		TAILQ_REMOVE(&p->sd.unsynced, seg, synclink);
+		__atomic_sub_fetch(&p->sd.nunsynced, 1, __ATOMIC_RELAXED);
 		seg->foot_pending = 0;
 		tlog_segment_put(seg);
 	}
@@ -439,7 +437,7 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 	int r, tries = 0;
 
 	for (;;) {
-		seg = tlog_seg_new(p, p->next_offset);
+		seg = tlog_seg_new(&p->sd, p->next_offset);
 		if (seg == NULL)
 			return -ENOMEM;
 		TLOG_HOOK(p->ctx, TLOG_HOOK_NEW_SEGMENT, p);
@@ -595,9 +593,9 @@ unlink_detached(struct tlog_partition *p, struct run *run, const char *buf,
 
 	if ((r = run_flush(p, run, buf, ts)) != 0)
 		return r;
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	tlog_store_unlink_part(p->store, p, (uint64_t)l->seg_bytes);
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	return __atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
 }
 
@@ -622,7 +620,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	}
 	memset(&run, 0, sizeof(run));
 	get_limits(p, &l);
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	if (__atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE)) {
 		r = -ENOENT;
 		goto out;
@@ -703,7 +701,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		run_flush(p, &run, buf, ts);
 	pos = run.start;
 out:
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	if (pos > 0 && p != p->store->events)
 		TLOG_METRIC_ADD(p->ctx, appends, 1);
 	evbuf_emit(p, &eb);
@@ -712,7 +710,7 @@ out:
 		    true), r, &l);
 	/* Sealing faster than the flusher syncs: the writer waits for the
 	 * disk instead of holding ever more descriptors. */
-	if (__atomic_load_n(&p->nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
+	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
 		tlog_part_flush(p, true);
 	*errp = r;
 	return pos;
@@ -736,57 +734,15 @@ tlog_part_queue_flush(struct tlog_partition *p)
 	pthread_mutex_unlock(&s->unlink_lock);
 }
 
-void
-tlog_part_drop_unsynced(struct tlog_partition *p)
-{
-	struct tlog_segment *seg;
-
-	while ((seg = TAILQ_FIRST(&p->unsynced)) != NULL) {
-		TAILQ_REMOVE(&p->unsynced, seg, synclink);
-		__atomic_sub_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
-		seg->foot_pending = 0;
-		tlog_segment_put(seg);
-	}
-}
-
-/*
- * Writes the footers of up to max (0: all) of p's sealed segments, oldest
- * first, each after its data and entries are synced; p->sync_lock held.
- * Returns how many; the first error goes to *errp, and to the partition
- * for its next fsync if keep_err.
- */
-static int
-flush_sealed(struct tlog_partition *p, int max, bool keep_err, int *errp)
-{
-	struct tlog_segment *seg;
-	struct tlog_seg_io io;
-	int n = 0, r;
-
-	while (max <= 0 || n < max) {
-		pthread_mutex_lock(&p->lock);
-		if ((seg = TAILQ_FIRST(&p->unsynced)) != NULL)
-			tlog_seg_io_take(seg, &io, true, false);
-		pthread_mutex_unlock(&p->lock);
-		if (seg == NULL)
-			break;
-		r = tlog_seg_io_run(&io, true);
-		tlog_seg_io_finish(&io, r, keep_err);
-		if (r != 0 && *errp == 0)
-			*errp = r;
-		n++;
-	}
-	return n;
-}
-
 /* The append path's back-pressure: flushes all of p's sealed segments. */
 void
 tlog_part_flush(struct tlog_partition *p, bool keep_err)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&p->sync_lock);
-	flush_sealed(p, 0, keep_err, &err);
-	pthread_mutex_unlock(&p->sync_lock);
+	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_flush(&p->sd, 0, keep_err, &err);
+	pthread_mutex_unlock(&p->sd.sync_lock);
 }
 
 int
@@ -807,12 +763,12 @@ tlog_store_flush_pending(struct tlog_store *s, int max)
 		if (p == NULL)
 			break;
 		err = 0;
-		pthread_mutex_lock(&p->sync_lock);
-		done += flush_sealed(p, max > 0 ? max - done : 0, true, &err);
-		pthread_mutex_unlock(&p->sync_lock);
-		pthread_mutex_lock(&p->lock);
-		more = !TAILQ_EMPTY(&p->unsynced);
-		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_lock(&p->sd.sync_lock);
+		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0, true, &err);
+		pthread_mutex_unlock(&p->sd.sync_lock);
+		pthread_mutex_lock(&p->sd.lock);
+		more = !TAILQ_EMPTY(&p->sd.unsynced);
+		pthread_mutex_unlock(&p->sd.lock);
 		if (more)
 			tlog_part_queue_flush(p);
 		tlog_partition_put(p);
@@ -840,9 +796,9 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 	 * the boundary entry an fsync writes would change the store). */
 	if (p->ctx->ro)
 		return 0;
-	pthread_mutex_lock(&p->sync_lock);
-	flush_sealed(p, 0, false, &r);
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_flush(&p->sd, 0, false, &r);
+	pthread_mutex_lock(&p->sd.lock);
 	seg = active_of(p);
 	if (seg != NULL && seg->records > 0) {
 		bool bound = !(seg->nidx > 0 &&
@@ -861,9 +817,9 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 			have_io = true;
 		}
 	}
-	dir = p->dir_dirty;
-	p->dir_dirty = false;
-	pthread_mutex_unlock(&p->lock);
+	dir = p->sd.dir_dirty;
+	p->sd.dir_dirty = false;
+	pthread_mutex_unlock(&p->sd.lock);
 	if (have_io) {
 		r2 = tlog_seg_io_run(&io, datasync);
 		tlog_seg_io_finish(&io, r2, false);
@@ -879,19 +835,19 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 			close(dfd);
 		}
 		if (r2 != 0) {
-			pthread_mutex_lock(&p->lock);
-			p->dir_dirty = true;
-			pthread_mutex_unlock(&p->lock);
+			pthread_mutex_lock(&p->sd.lock);
+			p->sd.dir_dirty = true;
+			pthread_mutex_unlock(&p->sd.lock);
 			if (r == 0)
 				r = r2;
 		}
 	}
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	if (r == 0)
-		r = p->sync_err;
-	p->sync_err = 0;
-	pthread_mutex_unlock(&p->lock);
-	pthread_mutex_unlock(&p->sync_lock);
+		r = p->sd.sync_err;
+	p->sd.sync_err = 0;
+	pthread_mutex_unlock(&p->sd.lock);
+	pthread_mutex_unlock(&p->sd.sync_lock);
 	return r;
 }
 
@@ -910,9 +866,9 @@ tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
 
 	if (p->ctx->ro)
 		return -EROFS;
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	seal_active(p, why, &eb, tlog_ctx_now(p->ctx));
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	evbuf_emit(p, &eb);
 	return 0;
 }
@@ -948,9 +904,9 @@ tlog_partition_idle_due(struct tlog_partition *p)
 {
 	int64_t due;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	due = idle_due_of(p);
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	return due;
 }
 
@@ -964,13 +920,13 @@ tlog_partition_seal_idle(struct tlog_partition *p)
 
 	if (p->ctx->ro)
 		return -EROFS;
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	seg = active_of(p);
 	if (seg != NULL && seg->records > 0 && now >= idle_due_locked(p, seg)) {
 		seal_active(p, TLOG_TRIG_IDLE, &eb, now);
 		sealed = 1;
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	evbuf_emit(p, &eb);
 	return sealed;
 }
@@ -985,7 +941,7 @@ tlog_partition_seal_idle(struct tlog_partition *p)
  * partition's end offset. Retention, which deletes the oldest segments,
  * thus costs at most a directory sync, and .next is written only when
  * the newest segments go (rm current, an emptied partition); never on
- * a full disk for the oldest. Runs with no lock but p->sync_lock held,
+ * a full disk for the oldest. Runs with no lock but p->sd.sync_lock held,
  * which also serializes concurrent unlinkers.
  */
 int
@@ -997,17 +953,17 @@ tlog_part_save_end(struct tlog_partition *p, uint64_t need)
 	bool witness, dir;
 	int n, dfd, r = 0;
 
-	pthread_mutex_lock(&p->sync_lock);
+	pthread_mutex_lock(&p->sd.sync_lock);
 	if (p->saved_end >= need)
 		goto out;
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	end = p->next_offset;
 	last = TAILQ_LAST(&p->segs, tlog_seglist);
 	witness = last != NULL && last->base >= need;
-	dir = p->dir_dirty;
+	dir = p->sd.dir_dirty;
 	if (witness)
-		p->dir_dirty = false;
-	pthread_mutex_unlock(&p->lock);
+		p->sd.dir_dirty = false;
+	pthread_mutex_unlock(&p->sd.lock);
 	if (end < need)
 		end = need;
 	if ((dfd = tlog_level_dir(&p->lv)) < 0) {
@@ -1018,9 +974,9 @@ tlog_part_save_end(struct tlog_partition *p, uint64_t need)
 	if (witness) {
 		if (dir && fsync(dfd) == -1 && errno != EINVAL) {
 			r = -errno;
-			pthread_mutex_lock(&p->lock);
-			p->dir_dirty = true;
-			pthread_mutex_unlock(&p->lock);
+			pthread_mutex_lock(&p->sd.lock);
+			p->sd.dir_dirty = true;
+			pthread_mutex_unlock(&p->sd.lock);
 		}
 	} else {
 		n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
@@ -1032,7 +988,7 @@ tlog_part_save_end(struct tlog_partition *p, uint64_t need)
 		    "partition before deleting a segment: %s", strerror(-r));
 	close(dfd);
 out:
-	pthread_mutex_unlock(&p->sync_lock);
+	pthread_mutex_unlock(&p->sd.sync_lock);
 	return r;
 }
 
@@ -1045,7 +1001,7 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 
 	if (p->ctx->ro)
 		return -EROFS;
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link)
 		if (seg->base == base)
 			break;
@@ -1061,7 +1017,7 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 		tlog_part_detach(p, seg, TLOG_RULE_MANUAL);
 		r = 0;
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	evbuf_emit(p, &eb);
 	return r;
 }
@@ -1081,9 +1037,9 @@ tlog_partition_expire_due(struct tlog_partition *p)
 {
 	int64_t due;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	due = expire_due_of(p);
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	return due;
 }
 
@@ -1137,7 +1093,7 @@ tlog_partition_enforce_size(struct tlog_partition *p, int max,
 		return -EROFS;
 	if (rb < 0)
 		return 0;
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	while (n < max && over_ceiling(p, rb) &&
 	    (old = TAILQ_FIRST(&p->segs)) != NULL) {
 		if (!old->sealed) {
@@ -1156,7 +1112,7 @@ tlog_partition_enforce_size(struct tlog_partition *p, int max,
 		tlog_part_detach(p, old, TLOG_RULE_SIZE);
 		n++;
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	evbuf_emit(p, &eb);
 	return n;
 }
@@ -1174,7 +1130,7 @@ tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 		return -EROFS;
 	if (rms < 0)
 		return 0;
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
 		if (seg->records == 0 || now - seg->max_ts <= rms)
 			break;
@@ -1185,7 +1141,7 @@ tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 		tlog_part_detach(p, seg, TLOG_RULE_TIME);
 		n++;
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	evbuf_emit(p, &eb);
 	return n;
 }
@@ -1196,7 +1152,7 @@ tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 	struct tlog_segment *first, *last;
 	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	first = TAILQ_FIRST(&p->segs);
 	last = TAILQ_LAST(&p->segs, tlog_seglist);
 	st->end_offset = p->next_offset;
@@ -1207,7 +1163,7 @@ tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 	st->newest_ts = last && last->records ? last->max_ts : -1;
 	st->next_expiry = (rms < 0 || !first || !first->records) ? -1 :
 	    first->max_ts + rms + 1;
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 }
 
 int
@@ -1219,10 +1175,10 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 	size_t i = 0;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	a = reallocarray(NULL, p->nsegs ? p->nsegs : 1, sizeof(*a));
 	if (a == NULL) {
-		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->sd.lock);
 		return -ENOMEM;
 	}
 	TAILQ_FOREACH(seg, &p->segs, link) {
@@ -1240,10 +1196,32 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 		    seg->max_ts + rms + 1;
 		i++;
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	*out = a;
 	*n = i;
 	return 0;
+}
+
+void
+tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
+{
+	struct tlog_partition *p = tlog_seg_part(seg);
+	int64_t rms;
+
+	pthread_mutex_lock(&p->sd.lock);
+	info->ino = seg->ino;
+	info->base = seg->base;
+	info->records = seg->records;
+	info->bytes = seg->bytes;
+	info->alloc = seg->prealloc > seg->bytes ? seg->prealloc : seg->bytes;
+	info->first_ts = seg->first_ts;
+	info->max_ts = seg->max_ts;
+	info->sealed = seg->sealed;
+	info->sealed_by = seg->sealed_by;
+	pthread_mutex_unlock(&p->sd.lock);
+	rms = tlog_part_conf(p, TLOG_RETENTION_MS);
+	info->expires_at = (rms < 0 || info->max_ts < 0) ? -1 :
+	    info->max_ts + rms + 1;
 }
 
 static struct tlog_segment *
@@ -1252,13 +1230,13 @@ seg_find(struct tlog_partition *p, bool (*match)(struct tlog_segment *,
 {
 	struct tlog_segment *seg;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link)
 		if (match(seg, key))
 			break;
 	if (seg != NULL)
 		tlog_seg_ref(seg);
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	return seg;
 }
 
@@ -1305,9 +1283,9 @@ seek_pick(struct tlog_partition *p, bool by_time, uint64_t offset, int64_t t,
 	struct tlog_segment *seg, *act;
 
 	*err = 0;
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	if (!by_time && offset > p->next_offset) {
-		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->sd.lock);
 		*err = -ENODATA;
 		return NULL;
 	}
@@ -1326,7 +1304,7 @@ seek_pick(struct tlog_partition *p, bool by_time, uint64_t offset, int64_t t,
 		end->base = act != NULL ? act->base : p->next_offset;
 		end->pos = act != NULL ? act->bytes : 0;
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	return seg;
 }
 

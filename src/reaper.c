@@ -147,9 +147,9 @@ tlog_part_due(struct tlog_partition *p)
 {
 	int64_t due;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	due = tlog_part_due_locked(p);
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	return due;
 }
 
@@ -177,13 +177,13 @@ tlog_resched(struct tlog_partition *p)
 	struct tlog_partition *drop;
 	int64_t due;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	due = tlog_part_due_locked(p);
 	TLOG_HOOK(&s->ctx, TLOG_HOOK_RESCHED, p);
 	pthread_mutex_lock(&s->reap_lock);
 	drop = heap_update(s, p, due);
 	pthread_mutex_unlock(&s->reap_lock);
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	tlog_partition_put(drop);
 }
 

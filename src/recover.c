@@ -392,7 +392,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		    "skipped", where, name);
 		return NULL;
 	}
-	if ((seg = tlog_seg_new(p, base)) == NULL)
+	if ((seg = tlog_seg_new(&p->sd, base)) == NULL)
 		return NULL;
 	fd = -1;
 	size = (uint64_t)st.st_size;
@@ -817,12 +817,12 @@ tlog_part_close(struct tlog_partition *p)
 	if ((r = tlog_part_fsync(p, true)) != 0)
 		tlog_ctx_log(p->ctx, LOG_ERR, "cannot make a partition durable "
 		    "at close: %s", strerror(-r));
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
 		if (seg->trim_pending)
 			tlog_seg_trim(seg);
 		tlog_seg_close_files(seg);
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	return r;
 }

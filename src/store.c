@@ -451,7 +451,7 @@ drain_unlinks(struct tlog_partition *p, int64_t limit)
 			return 0;
 		}
 		TAILQ_FOREACH(seg, &s->unlinkq, link)
-			if (seg->part == p)
+			if (seg->sd == &p->sd)
 				break;
 		if (seg != NULL) {
 			TAILQ_REMOVE(&s->unlinkq, seg, link);
@@ -680,10 +680,10 @@ unlink_one(struct tlog_segment *seg)
 	char name[32];
 	int dfd, r = 0;
 
-	if ((dfd = tlog_level_dir(&seg->part->lv)) < 0)
+	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		/* A removed partition's directory went with its files (it
 		 * is removed only once none is left). */
-		return dfd == -ENOENT && __atomic_load_n(&seg->part->lv.dead,
+		return dfd == -ENOENT && __atomic_load_n(&seg->sd->lv->dead,
 		    __ATOMIC_ACQUIRE) ? 0 : dfd;
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
@@ -704,7 +704,7 @@ unlink_one(struct tlog_segment *seg)
 static int
 unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
 {
-	struct tlog_partition *p = seg->part;
+	struct tlog_partition *p = tlog_seg_part(seg);
 	struct tlog_event ev;
 	int r;
 
@@ -995,10 +995,10 @@ mark_synced_part(struct tlog_partition *p)
 {
 	struct tlog_segment *seg;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link)
 		seg->sgen = seg->wgen;
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 }
 
 static void
@@ -1238,7 +1238,7 @@ store_free(struct tlog_store *s)
 	RB_FOREACH_SAFE(t, tlog_topic_tree, &s->topics, tn) {
 		RB_FOREACH_SAFE(p, tlog_part_tree, &t->parts, pn) {
 			RB_REMOVE(tlog_part_tree, &t->parts, p);
-			tlog_part_drop_unsynced(p);
+			tlog_segdir_drop_unsynced(&p->sd);
 			while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
 				TAILQ_REMOVE(&p->segs, seg, link);
 				tlog_segment_put(seg);
@@ -1249,7 +1249,7 @@ store_free(struct tlog_store *s)
 		tlog_topic_put(t);
 	}
 	if ((p = s->events) != NULL) {
-		tlog_part_drop_unsynced(p);
+		tlog_segdir_drop_unsynced(&p->sd);
 		while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
 			TAILQ_REMOVE(&p->segs, seg, link);
 			tlog_segment_put(seg);
@@ -1269,7 +1269,7 @@ store_free(struct tlog_store *s)
 	pthread_mutex_destroy(&s->unlink_lock);
 	pthread_cond_destroy(&s->unlink_cond);
 	tlog_ctx_destroy(&s->ctx);
-	pthread_mutex_destroy(&s->fd_lock);
+	tlog_fdbudget_destroy(&s->fdb);
 	free(s->path);
 	free(s);
 }
@@ -1314,17 +1314,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	pthread_mutex_init(&s->conf_lock, NULL);
 	pthread_mutex_init(&s->unlink_lock, NULL);
 	tlog_cond_init_mono(&s->unlink_cond);
-	pthread_mutex_init(&s->fd_lock, NULL);
-	TAILQ_INIT(&s->fdsegs);
-	s->fd_budget = s->ctx.opts.max_open_segments;
-	if (s->fd_budget == 0) {
-		struct rlimit rl;
-		s->fd_budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-		    rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur / 4 :
-		    4096;
-		if (s->fd_budget < 16)
-			s->fd_budget = 16;
-	}
+	tlog_fdbudget_init(&s->fdb, s->ctx.opts.max_open_segments);
 	tlog_reaper_init(s);
 	TAILQ_INIT(&s->unlinkq);
 	TAILQ_INIT(&s->flushq);

@@ -104,9 +104,9 @@ struct tlog_segment {
 	unsigned trim_pending : 1;
 	unsigned char sealed_by;
 	unsigned char rule;	/* why it was detached */
-	unsigned fd_listed : 1;	/* on the store's open-files list */
+	unsigned fd_listed : 1;	/* on the open-file budget's list */
 	TAILQ_ENTRY(tlog_segment) fdlink;
-	struct tlog_partition *part;	/* referenced */
+	struct tlog_segdir *sd;		/* its partition's; referenced */
 	/* Durability (doc/engine.md, "fsync and the flusher"). */
 	uint64_t wgen;		/* writes to its files so far */
 	uint64_t sgen;		/* wgen as of the last sync covering them */
@@ -117,6 +117,41 @@ TAILQ_HEAD(tlog_seglist, tlog_segment);
 TAILQ_HEAD(tlog_fdlist, tlog_segment);
 TAILQ_HEAD(tlog_partq, tlog_partition);
 
+/*
+ * The open-file budget: segments holding open descriptors, oldest opened
+ * first; past max the oldest idle ones are closed (segment.c).
+ */
+struct tlog_fdbudget {
+	pthread_mutex_t lock;
+	struct tlog_fdlist segs;
+	size_t n;
+	size_t max;
+};
+
+/*
+ * What the segments of one partition share; the partition embeds it
+ * (struct tlog_partition.sd) and each of its segments points to it.
+ */
+struct tlog_segdir {
+	struct tlog_ctx *ctx;
+	struct tlog_level *lv;		/* the partition's: its directory,
+					   its references */
+	struct tlog_fdbudget *fdb;	/* the store's */
+	/* The partition lock: the partition's segment list and counters,
+	 * its segments' counters, the unsynced list, sync_err. */
+	pthread_mutex_t lock;
+	/* Durability work that waits on the disk: flushing sealed
+	 * segments, fsync, .next. Taken before lock, never under it. */
+	pthread_mutex_t sync_lock;
+	/* Sealed segments whose footer waits for their data to be synced,
+	 * oldest first, each referenced (lock). */
+	struct tlog_seglist unsynced;
+	uint64_t nunsynced;		/* its length; atomic: the append path
+					   reads it with no lock */
+	int sync_err;			/* for the next fsync (lock) */
+	bool dir_dirty;			/* a file made since the dir sync */
+};
+
 struct tlog_partition {
 	/* Name, topic (the parent), settings, inode, references, dead
 	 * flag, and the identity of its own directory: a path that names
@@ -124,9 +159,9 @@ struct tlog_partition {
 	 * never used to reach this partition's files. */
 	struct tlog_level lv;
 	RB_ENTRY(tlog_partition) entry;
+	struct tlog_segdir sd;		/* lock, sync lock, unsynced list */
 	struct tlog_store *store;
 	struct tlog_ctx *ctx;		/* the store's */
-	pthread_mutex_t lock;
 	struct tlog_seglist segs;	/* oldest first */
 	uint64_t nsegs;
 	uint64_t bytes;
@@ -137,17 +172,7 @@ struct tlog_partition {
 	uint64_t pending_bytes;		/* their bytes, counted against the
 					   ceiling; changed under unlink_lock,
 					   read atomically */
-	/* Durability work that waits on the disk: flushing sealed
-	 * segments, fsync, .next. Taken before p->lock, never under it. */
-	pthread_mutex_t sync_lock;
-	uint64_t saved_end;		/* durable .next (sync_lock) */
-	/* Sealed segments whose footer waits for their data to be synced,
-	 * oldest first, each referenced (p->lock). */
-	struct tlog_seglist unsynced;
-	uint64_t nunsynced;		/* its length; atomic: the append path
-					   reads it with no lock */
-	int sync_err;			/* for the next fsync (p->lock) */
-	bool dir_dirty;			/* a file made since the dir sync */
+	uint64_t saved_end;		/* durable .next (sd.sync_lock) */
 	bool flush_queued;		/* on the store's flush queue */
 	TAILQ_ENTRY(tlog_partition) flushlink;	/* (unlink_lock) */
 	/* reaper bookkeeping (reaper.c) */
@@ -155,6 +180,13 @@ struct tlog_partition {
 	int64_t due;
 };
 RB_HEAD(tlog_part_tree, tlog_partition);
+
+/* The partition a segment belongs to. */
+static inline struct tlog_partition *
+tlog_seg_part(const struct tlog_segment *seg)
+{
+	return TLOG_CONTAINER_OF(seg->sd, struct tlog_partition, sd);
+}
 
 struct tlog_topic {
 	struct tlog_level lv;		/* name, settings, inode, refs, dead */
@@ -199,12 +231,7 @@ struct tlog_store {
 	/* the internal events partition, .tlogfs/events (events.c) */
 	struct tlog_topic *itopic;
 	struct tlog_partition *events;
-	/* segments holding open descriptors, oldest opened first: past the
-	 * budget the oldest idle ones are closed (segment.c) */
-	pthread_mutex_t fd_lock;
-	struct tlog_fdlist fdsegs;
-	size_t nfdsegs;
-	size_t fd_budget;
+	struct tlog_fdbudget fdb;	/* the open-file budget */
 };
 
 /* ---- internal helpers ---- */
@@ -244,7 +271,15 @@ void tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 int tlog_seg_io_run(struct tlog_seg_io *io, bool datasync);
 /* keep_err: an error goes to the partition for its next fsync. */
 void tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err);
-struct tlog_segment *tlog_seg_new(struct tlog_partition *p, uint64_t base);
+struct tlog_segment *tlog_seg_new(struct tlog_segdir *sd, uint64_t base);
+void tlog_segdir_init(struct tlog_segdir *sd, struct tlog_ctx *ctx,
+    struct tlog_level *lv, struct tlog_fdbudget *fdb);
+void tlog_segdir_destroy(struct tlog_segdir *sd);
+int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
+    int *errp);
+void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
+void tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max);
+void tlog_fdbudget_destroy(struct tlog_fdbudget *b);
 void tlog_seg_ref(struct tlog_segment *seg);
 int tlog_seg_open_files(struct tlog_segment *seg, bool create);
 void tlog_seg_close_files(struct tlog_segment *seg);
@@ -275,8 +310,6 @@ int tlog_part_fsync(struct tlog_partition *p, bool datasync);
 void tlog_part_flush(struct tlog_partition *p, bool keep_err);
 /* Queues p for the flusher (p->lock held). */
 void tlog_part_queue_flush(struct tlog_partition *p);
-/* Drops the unsynced list without writing (store teardown). */
-void tlog_part_drop_unsynced(struct tlog_partition *p);
 /* Before files ending at offset `need` are unlinked: a durable .next of
  * at least that. 0 or -errno (then the unlink must wait). */
 int tlog_part_save_end(struct tlog_partition *p, uint64_t need);

@@ -323,9 +323,9 @@ append_between(void *arg, int point, struct tlog_partition *p)
 	if (point != TLOG_HOOK_RESCHED || !race_armed || race_ran ||
 	    strcmp(p->lv.name, "0") != 0)
 		return;
-	if (pthread_mutex_trylock(&p->lock) != 0)
+	if (pthread_mutex_trylock(&p->sd.lock) != 0)
 		return;		/* held through the update: it would wait */
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	race_ran = 1;
 	put(p, "appended in between\n");
 }

@@ -781,8 +781,8 @@ check_delete(void *arg, const struct tlog_event *ev)
 	/* Alone (no unlinker thread), the appender announces them: not
 	 * under the partition's lock. */
 	if (arg == NULL) {
-		ck_assert_int_eq(pthread_mutex_trylock(&P->lock), 0);
-		pthread_mutex_unlock(&P->lock);
+		ck_assert_int_eq(pthread_mutex_trylock(&P->sd.lock), 0);
+		pthread_mutex_unlock(&P->sd.lock);
 	}
 }
 
