@@ -26,7 +26,6 @@
 
 #define MAX_PENDING_IDX 128
 #define MAX_UNSYNCED 8		/* sealed segments waiting for the flusher */
-#define IDLE_QUIET_MS 1000	/* no append this long before an idle seal */
 
 static void part_free(struct tlog_level *lv);
 
@@ -115,8 +114,8 @@ tlog_part_conf(struct tlog_partition *p, enum tlog_key k)
 	return tlog_level_conf(&p->lv, k);
 }
 
-static struct tlog_segment *
-active_of(struct tlog_partition *p)
+struct tlog_segment *
+tlog_part_active(struct tlog_partition *p)
 {
 	struct tlog_segment *seg = TAILQ_LAST(&p->segs, tlog_seglist);
 
@@ -125,13 +124,8 @@ active_of(struct tlog_partition *p)
 
 /* ---- events: collected under the lock, emitted after ---- */
 
-struct evbuf {
-	struct tlog_event *ev;
-	size_t n, cap;
-};
-
 static void
-evbuf_add_seal(struct evbuf *b, struct tlog_segment *seg,
+evbuf_add_seal(struct tlog_evbuf *b, struct tlog_segment *seg,
     enum tlog_trigger why, int64_t now)
 {
 	struct tlog_event *e;
@@ -157,8 +151,8 @@ evbuf_add_seal(struct evbuf *b, struct tlog_segment *seg,
 	e->trigger = why;
 }
 
-static void
-evbuf_emit(struct tlog_partition *p, struct evbuf *b)
+void
+tlog_part_emit(struct tlog_partition *p, struct tlog_evbuf *b)
 {
 	size_t i;
 
@@ -194,11 +188,11 @@ tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev)
 
 /* ---- sealing and detaching (partition lock held) ---- */
 
-static int
-seal_active(struct tlog_partition *p, enum tlog_trigger why,
-    struct evbuf *eb, int64_t now)
+int
+tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
+    struct tlog_evbuf *eb, int64_t now)
 {
-	struct tlog_segment *seg = active_of(p);
+	struct tlog_segment *seg = tlog_part_active(p);
 	int r;
 
 	if (seg == NULL || seg->records == 0)
@@ -271,8 +265,8 @@ get_limits(struct tlog_partition *p, struct limits *l)
 
 /* The span after which a segment seals on time: segment.ms less its
  * jitter, never below 1 ms. */
-static int64_t
-seg_span(const struct tlog_segment *seg, int64_t seg_ms)
+int64_t
+tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms)
 {
 	int64_t j = seg->jitter < seg_ms ? seg->jitter : seg_ms;
 
@@ -320,7 +314,7 @@ roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
 		return TLOG_TRIG_NONE;
 	if (bytes + rlen > (uint64_t)l->seg_bytes)
 		return TLOG_TRIG_SIZE;
-	if (ts - first >= seg_span(seg, l->seg_ms))
+	if (ts - first >= tlog_seg_span(seg, l->seg_ms))
 		return TLOG_TRIG_TIME;
 	if (recs + 1 > s->ctx.cap_records || bytes + rlen > s->ctx.cap_bytes)
 		return TLOG_TRIG_CAPACITY;
@@ -353,7 +347,7 @@ static int
 run_flush(struct tlog_partition *p, struct run *run, const char *buf,
     int64_t ts)
 {
-	struct tlog_segment *seg = active_of(p);
+	struct tlog_segment *seg = tlog_part_active(p);
 	int r;
 
 	if (run->len == 0 && run->nrec == 0)
@@ -421,7 +415,7 @@ static void
 sched_new_segment(struct tlog_partition *p, struct tlog_segment *seg,
     const struct limits *l, int64_t ts, bool was_empty)
 {
-	int64_t due = ts + seg_span(seg, l->seg_ms);
+	int64_t due = ts + tlog_seg_span(seg, l->seg_ms);
 	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 
 	if (was_empty && rms >= 0 && ts + rms + 1 < due)
@@ -501,7 +495,7 @@ static uint64_t
 reserve_after(struct tlog_partition *p, const struct run *run, size_t rlen,
     const struct limits *l)
 {
-	struct tlog_segment *seg = active_of(p);
+	struct tlog_segment *seg = tlog_part_active(p);
 	uint64_t end;
 
 	if (seg != NULL) {
@@ -520,7 +514,7 @@ reserve_after(struct tlog_partition *p, const struct run *run, size_t rlen,
  */
 static int
 make_room(struct tlog_partition *p, struct run *run, const char *buf,
-    size_t rlen, const struct limits *l, int64_t ts, struct evbuf *eb)
+    size_t rlen, const struct limits *l, int64_t ts, struct tlog_evbuf *eb)
 {
 	struct tlog_segment *old;
 	int r;
@@ -542,7 +536,7 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 				tlog_seg_trim(old);
 				continue;
 			}
-			seal_active(p, TLOG_TRIG_RETENTION, eb, ts);
+			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb, ts);
 		}
 		tlog_part_detach(p, old, TLOG_RULE_SIZE);
 	}
@@ -604,7 +598,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
     bool tail_is_record, int *errp)
 {
 	struct tlog_segment *seg;
-	struct evbuf eb = { 0 };
+	struct tlog_evbuf eb = { 0 };
 	struct limits l;
 	struct run run;
 	enum tlog_trigger trig;
@@ -638,11 +632,11 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 			r = -EFBIG;
 			break;
 		}
-		if ((seg = active_of(p)) != NULL &&
+		if ((seg = tlog_part_active(p)) != NULL &&
 		    (trig = roll_check(p, seg, &run, rlen, ts, &l))) {
 			if ((r = run_flush(p, &run, buf, ts)) != 0)
 				break;
-			seal_active(p, trig, &eb, ts);
+			tlog_part_seal_active(p, trig, &eb, ts);
 		}
 		if (l.ret_bytes >= 0 &&
 		    (r = make_room(p, &run, buf, rlen, &l, ts, &eb)) != 0)
@@ -658,11 +652,11 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 			continue;
 		}
 		unlinked = false;
-		if ((seg = active_of(p)) == NULL) {
+		if ((seg = tlog_part_active(p)) == NULL) {
 			if ((r = run_flush(p, &run, buf, ts)) != 0 ||
 			    (r = new_segment(p, &l, ts)) != 0)
 				break;
-			seg = active_of(p);
+			seg = tlog_part_active(p);
 		}
 		if (run.nidx + 2 > MAX_PENDING_IDX &&
 		    (r = run_flush(p, &run, buf, ts)) != 0)
@@ -704,7 +698,7 @@ out:
 	pthread_mutex_unlock(&p->sd.lock);
 	if (pos > 0 && p != p->store->events)
 		TLOG_METRIC_ADD(p->ctx, appends, 1);
-	evbuf_emit(p, &eb);
+	tlog_part_emit(p, &eb);
 	if (r != 0)
 		log_refused(p, record_len(buf + pos, len - pos, l.rec_max,
 		    true), r, &l);
@@ -716,23 +710,7 @@ out:
 	return pos;
 }
 
-/* ---- durability: the flusher and fsync ---- */
-
-void
-tlog_part_queue_flush(struct tlog_partition *p)
-{
-	struct tlog_store *s = p->store;
-
-	pthread_mutex_lock(&s->unlink_lock);
-	if (!p->flush_queued) {
-		tlog_part_ref(p);
-		p->flush_queued = true;
-		TAILQ_INSERT_TAIL(&s->flushq, p, flushlink);
-		s->nflush++;
-		pthread_cond_broadcast(&s->unlink_cond);
-	}
-	pthread_mutex_unlock(&s->unlink_lock);
-}
+/* ---- durability: the append path's back-pressure ---- */
 
 /* The append path's back-pressure: flushes all of p's sealed segments. */
 void
@@ -745,406 +723,7 @@ tlog_part_flush(struct tlog_partition *p, bool keep_err)
 	pthread_mutex_unlock(&p->sd.sync_lock);
 }
 
-int
-tlog_store_flush_pending(struct tlog_store *s, int max)
-{
-	struct tlog_partition *p;
-	int done = 0, err;
-	bool more;
-
-	while (max <= 0 || done < max) {
-		pthread_mutex_lock(&s->unlink_lock);
-		if ((p = TAILQ_FIRST(&s->flushq)) != NULL) {
-			TAILQ_REMOVE(&s->flushq, p, flushlink);
-			p->flush_queued = false;
-			s->nflush--;
-		}
-		pthread_mutex_unlock(&s->unlink_lock);
-		if (p == NULL)
-			break;
-		err = 0;
-		pthread_mutex_lock(&p->sd.sync_lock);
-		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0, true, &err);
-		pthread_mutex_unlock(&p->sd.sync_lock);
-		pthread_mutex_lock(&p->sd.lock);
-		more = !TAILQ_EMPTY(&p->sd.unsynced);
-		pthread_mutex_unlock(&p->sd.lock);
-		if (more)
-			tlog_part_queue_flush(p);
-		tlog_partition_put(p);
-	}
-	return done;
-}
-
-/*
- * Returns once every record appended before the call is durable: the
- * sealed segments not yet flushed (each as the flusher does it), then the
- * active segment (a boundary entry for all of its data, then data and
- * index synced), then the directory if a segment file was created since
- * it was last synced. An error kept from the flusher or an eviction is
- * returned here, once.
- */
-int
-tlog_part_fsync(struct tlog_partition *p, bool datasync)
-{
-	struct tlog_segment *seg;
-	struct tlog_seg_io io;
-	bool have_io = false, dir;
-	int r = 0, r2, dfd;
-
-	/* Nothing was written: everything is as durable as it gets (and
-	 * the boundary entry an fsync writes would change the store). */
-	if (p->ctx->ro)
-		return 0;
-	pthread_mutex_lock(&p->sd.sync_lock);
-	tlog_segdir_flush(&p->sd, 0, false, &r);
-	pthread_mutex_lock(&p->sd.lock);
-	seg = active_of(p);
-	if (seg != NULL && seg->records > 0) {
-		bool bound = !(seg->nidx > 0 &&
-		    seg->last_idx_rel == seg->records &&
-		    seg->last_idx_pos == seg->bytes);
-
-		if ((bound || seg->wgen != seg->sgen) &&
-		    (r2 = tlog_seg_open_files(seg, false)) != 0) {
-			if (r == 0)
-				r = r2;
-		} else if (bound || seg->wgen != seg->sgen) {
-			if (bound && (r2 = tlog_seg_write_boundary(seg)) != 0 &&
-			    r == 0)
-				r = r2;
-			tlog_seg_io_take(seg, &io, false, false);
-			have_io = true;
-		}
-	}
-	dir = p->sd.dir_dirty;
-	p->sd.dir_dirty = false;
-	pthread_mutex_unlock(&p->sd.lock);
-	if (have_io) {
-		r2 = tlog_seg_io_run(&io, datasync);
-		tlog_seg_io_finish(&io, r2, false);
-		if (r == 0)
-			r = r2;
-	}
-	/* New segment files need their directory entries durable too. */
-	if (dir) {
-		if ((dfd = tlog_level_dir(&p->lv)) < 0)
-			r2 = dfd;
-		else {
-			r2 = fsync(dfd) == -1 && errno != EINVAL ? -errno : 0;
-			close(dfd);
-		}
-		if (r2 != 0) {
-			pthread_mutex_lock(&p->sd.lock);
-			p->sd.dir_dirty = true;
-			pthread_mutex_unlock(&p->sd.lock);
-			if (r == 0)
-				r = r2;
-		}
-	}
-	pthread_mutex_lock(&p->sd.lock);
-	if (r == 0)
-		r = p->sd.sync_err;
-	p->sd.sync_err = 0;
-	pthread_mutex_unlock(&p->sd.lock);
-	pthread_mutex_unlock(&p->sd.sync_lock);
-	return r;
-}
-
-int
-tlog_partition_fsync(struct tlog_partition *p, bool datasync)
-{
-	return tlog_part_fsync(p, datasync);
-}
-
-/* ---- sealing and deletion entry points ---- */
-
-int
-tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
-{
-	struct evbuf eb = { 0 };
-
-	if (p->ctx->ro)
-		return -EROFS;
-	pthread_mutex_lock(&p->sd.lock);
-	seal_active(p, why, &eb, tlog_ctx_now(p->ctx));
-	pthread_mutex_unlock(&p->sd.lock);
-	evbuf_emit(p, &eb);
-	return 0;
-}
-
-/*
- * The idle trigger is for partitions that stopped receiving writes: the
- * span has passed and nothing was appended for min(segment.ms, 1 s). A
- * partition still being written rolls on record time instead, so the
- * wall clock never races the record that would roll it. (Deletion does
- * not wait for this seal: the time rule seals an expired active segment.)
- */
-static int64_t
-idle_due_locked(struct tlog_partition *p, struct tlog_segment *seg)
-{
-	int64_t ms = tlog_part_conf(p, TLOG_SEGMENT_MS);
-	int64_t quiet = ms < IDLE_QUIET_MS ? ms : IDLE_QUIET_MS;
-	int64_t a = seg->first_ts + seg_span(seg, ms);
-	int64_t b = seg->max_ts + quiet;
-
-	return a > b ? a : b;
-}
-
-static int64_t
-idle_due_of(struct tlog_partition *p)
-{
-	struct tlog_segment *seg = active_of(p);
-
-	return seg != NULL && seg->records > 0 ? idle_due_locked(p, seg) : -1;
-}
-
-int64_t
-tlog_partition_idle_due(struct tlog_partition *p)
-{
-	int64_t due;
-
-	pthread_mutex_lock(&p->sd.lock);
-	due = idle_due_of(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	return due;
-}
-
-int
-tlog_partition_seal_idle(struct tlog_partition *p)
-{
-	struct tlog_segment *seg;
-	struct evbuf eb = { 0 };
-	int64_t now = tlog_ctx_now(p->ctx);
-	int sealed = 0;
-
-	if (p->ctx->ro)
-		return -EROFS;
-	pthread_mutex_lock(&p->sd.lock);
-	seg = active_of(p);
-	if (seg != NULL && seg->records > 0 && now >= idle_due_locked(p, seg)) {
-		seal_active(p, TLOG_TRIG_IDLE, &eb, now);
-		sealed = 1;
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	evbuf_emit(p, &eb);
-	return sealed;
-}
-
-/*
- * Offsets are never handed out twice, however the daemon stops: at open
- * the end offset is the largest of the segments' ends and .next. So
- * before the files of a segment ending at `need` are unlinked, the disk
- * must keep a witness of an offset at least that: a segment based at or
- * above it whose directory entry is durable (the directory is synced if
- * a file was made since it last was), or else .next, written with the
- * partition's end offset. Retention, which deletes the oldest segments,
- * thus costs at most a directory sync, and .next is written only when
- * the newest segments go (rm current, an emptied partition); never on
- * a full disk for the oldest. Runs with no lock but p->sd.sync_lock held,
- * which also serializes concurrent unlinkers.
- */
-int
-tlog_part_save_end(struct tlog_partition *p, uint64_t need)
-{
-	struct tlog_segment *last;
-	char buf[32];
-	uint64_t end;
-	bool witness, dir;
-	int n, dfd, r = 0;
-
-	pthread_mutex_lock(&p->sd.sync_lock);
-	if (p->saved_end >= need)
-		goto out;
-	pthread_mutex_lock(&p->sd.lock);
-	end = p->next_offset;
-	last = TAILQ_LAST(&p->segs, tlog_seglist);
-	witness = last != NULL && last->base >= need;
-	dir = p->sd.dir_dirty;
-	if (witness)
-		p->sd.dir_dirty = false;
-	pthread_mutex_unlock(&p->sd.lock);
-	if (end < need)
-		end = need;
-	if ((dfd = tlog_level_dir(&p->lv)) < 0) {
-		/* A partition removed with its directory: nothing to keep. */
-		r = dfd == -ENOENT ? 0 : dfd;
-		goto out;
-	}
-	if (witness) {
-		if (dir && fsync(dfd) == -1 && errno != EINVAL) {
-			r = -errno;
-			pthread_mutex_lock(&p->sd.lock);
-			p->sd.dir_dirty = true;
-			pthread_mutex_unlock(&p->sd.lock);
-		}
-	} else {
-		n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
-		if ((r = tlog_write_atomic(dfd, ".next", buf, (size_t)n)) == 0)
-			p->saved_end = end;
-	}
-	if (r != 0)
-		tlog_ctx_log_err(p->ctx, "cannot save the end offset of a "
-		    "partition before deleting a segment: %s", strerror(-r));
-	close(dfd);
-out:
-	pthread_mutex_unlock(&p->sd.sync_lock);
-	return r;
-}
-
-int
-tlog_partition_delete(struct tlog_partition *p, uint64_t base)
-{
-	struct tlog_segment *seg;
-	struct evbuf eb = { 0 };
-	int r = -ENOENT;
-
-	if (p->ctx->ro)
-		return -EROFS;
-	pthread_mutex_lock(&p->sd.lock);
-	TAILQ_FOREACH(seg, &p->segs, link)
-		if (seg->base == base)
-			break;
-	if (seg != NULL && seg->records == 0) {
-		/* An empty active segment holds nothing to delete; it stays,
-		 * so its base is never queued for unlinking while a new
-		 * segment could take the same name. */
-		r = 0;
-	} else if (seg != NULL) {
-		if (!seg->sealed)
-			seal_active(p, TLOG_TRIG_MANUAL, &eb,
-			    tlog_ctx_now(p->ctx));
-		tlog_part_detach(p, seg, TLOG_RULE_MANUAL);
-		r = 0;
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	evbuf_emit(p, &eb);
-	return r;
-}
-
-static int64_t
-expire_due_of(struct tlog_partition *p)
-{
-	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
-	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
-
-	return rms >= 0 && seg != NULL && seg->records > 0 ?
-	    seg->max_ts + rms + 1 : -1;
-}
-
-int64_t
-tlog_partition_expire_due(struct tlog_partition *p)
-{
-	int64_t due;
-
-	pthread_mutex_lock(&p->sd.lock);
-	due = expire_due_of(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	return due;
-}
-
-/*
- * Whether p holds more than rb: its bytes plus what is left of the active
- * segment's preallocation, which the ceiling counts (doc/engine.md).
- */
-static bool
-over_ceiling(struct tlog_partition *p, int64_t rb)
-{
-	struct tlog_segment *seg = active_of(p);
-	uint64_t held = p->bytes;
-
-	if (seg != NULL && seg->prealloc > seg->bytes)
-		held += seg->prealloc - seg->bytes;
-	return rb >= 0 && held > (uint64_t)rb;
-}
-
-int64_t
-tlog_part_due_locked(struct tlog_partition *p)
-{
-	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
-
-	/* Over its ceiling (lowered since the last append): due at once. */
-	if (over_ceiling(p, tlog_part_conf(p, TLOG_RETENTION_BYTES)))
-		return 0;
-	if (idle < 0)
-		return exp;
-	if (exp < 0)
-		return idle;
-	return idle < exp ? idle : exp;
-}
-
-/*
- * The size rule off the append path, for a partition over a ceiling that
- * was lowered (or found over it at open): the reaper's bounded step. As
- * in make_room, oldest first, the active segment last (sealed first), an
- * empty one's reservation given back.
- */
-int
-tlog_partition_enforce_size(struct tlog_partition *p, int max,
-    uint64_t *bytes)
-{
-	struct tlog_segment *old;
-	struct evbuf eb = { 0 };
-	int64_t rb = tlog_part_conf(p, TLOG_RETENTION_BYTES);
-	int64_t now = tlog_ctx_now(p->ctx);
-	int n = 0;
-
-	if (p->ctx->ro)
-		return -EROFS;
-	if (rb < 0)
-		return 0;
-	pthread_mutex_lock(&p->sd.lock);
-	while (n < max && over_ceiling(p, rb) &&
-	    (old = TAILQ_FIRST(&p->segs)) != NULL) {
-		if (!old->sealed) {
-			if (old->records == 0 && old->prealloc == 0)
-				break;
-			if (old->records == 0) {
-				old->prealloc = 0;
-				old->trim_pending = 1;
-				tlog_seg_trim(old);
-				continue;
-			}
-			seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
-		}
-		if (bytes != NULL)
-			*bytes += old->bytes;
-		tlog_part_detach(p, old, TLOG_RULE_SIZE);
-		n++;
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	evbuf_emit(p, &eb);
-	return n;
-}
-
-int
-tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
-{
-	struct tlog_segment *seg;
-	struct evbuf eb = { 0 };
-	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
-	int64_t now = tlog_ctx_now(p->ctx);
-	int n = 0;
-
-	if (p->ctx->ro)
-		return -EROFS;
-	if (rms < 0)
-		return 0;
-	pthread_mutex_lock(&p->sd.lock);
-	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
-		if (seg->records == 0 || now - seg->max_ts <= rms)
-			break;
-		if (!seg->sealed)
-			seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
-		if (bytes != NULL)
-			*bytes += seg->bytes;
-		tlog_part_detach(p, seg, TLOG_RULE_TIME);
-		n++;
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	evbuf_emit(p, &eb);
-	return n;
-}
+/* ---- statistics and segments ---- */
 
 void
 tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
@@ -1263,100 +842,4 @@ struct tlog_segment *
 tlog_segment_get_active(struct tlog_partition *p)
 {
 	return seg_find(p, match_active, 0);
-}
-
-/* ---- where a reader starts ---- */
-
-#define SEEK_TRIES 8	/* segments that may vanish under one look-up */
-
-/*
- * Picks, under the lock, the first segment holding a record the reader
- * wants (offset below its end, or newest timestamp >= t) and returns it
- * referenced; with none, fills the end position and returns NULL. The
- * look-up inside the segment runs after the lock is dropped: it reads
- * the index file, and segment.c takes the lock for the counters itself.
- */
-static struct tlog_segment *
-seek_pick(struct tlog_partition *p, bool by_time, uint64_t offset, int64_t t,
-    struct tlog_pos *end, int *err)
-{
-	struct tlog_segment *seg, *act;
-
-	*err = 0;
-	pthread_mutex_lock(&p->sd.lock);
-	if (!by_time && offset > p->next_offset) {
-		pthread_mutex_unlock(&p->sd.lock);
-		*err = -ENODATA;
-		return NULL;
-	}
-	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (seg->records == 0)
-			continue;
-		if (by_time ? seg->max_ts >= t :
-		    seg->base + seg->records > offset)
-			break;
-	}
-	if (seg != NULL)
-		tlog_seg_ref(seg);
-	else {
-		act = active_of(p);
-		end->offset = p->next_offset;
-		end->base = act != NULL ? act->base : p->next_offset;
-		end->pos = act != NULL ? act->bytes : 0;
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	return seg;
-}
-
-int
-tlog_partition_seek(struct tlog_partition *p, uint64_t offset,
-    struct tlog_pos *out)
-{
-	struct tlog_segment *seg;
-	uint64_t pos = 0;
-	int r = 0, tries;
-
-	for (tries = 0; tries < SEEK_TRIES; tries++) {
-		if ((seg = seek_pick(p, false, offset, 0, out, &r)) == NULL)
-			return r;
-		if (seg->base >= offset) {
-			/* The record itself, or the first one after a gap. */
-			out->offset = out->base = seg->base;
-			out->pos = 0;
-			tlog_segment_put(seg);
-			return 0;
-		}
-		r = tlog_segment_find_offset(seg, offset, &pos);
-		out->offset = offset;
-		out->base = seg->base;
-		out->pos = pos;
-		tlog_segment_put(seg);
-		/* -ENOENT: its files were unlinked meanwhile; the next pick
-		 * no longer sees it. */
-		if (r != -ENOENT)
-			return r;
-	}
-	return r;
-}
-
-int
-tlog_partition_seek_time(struct tlog_partition *p, int64_t t,
-    struct tlog_pos *out)
-{
-	struct tlog_segment *seg;
-	uint64_t off = 0, pos = 0;
-	int r = 0, tries;
-
-	for (tries = 0; tries < SEEK_TRIES; tries++) {
-		if ((seg = seek_pick(p, true, 0, t, out, &r)) == NULL)
-			return r;
-		r = tlog_segment_find_time(seg, t, &off, &pos);
-		out->offset = off;
-		out->base = seg->base;
-		out->pos = pos;
-		tlog_segment_put(seg);
-		if (r != -ENOENT)
-			return r;
-	}
-	return r;
 }

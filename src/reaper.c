@@ -142,17 +142,6 @@ heap_update(struct tlog_store *s, struct tlog_partition *p, int64_t due)
 
 /* ---- due times ---- */
 
-int64_t
-tlog_part_due(struct tlog_partition *p)
-{
-	int64_t due;
-
-	pthread_mutex_lock(&p->sd.lock);
-	due = tlog_part_due_locked(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	return due;
-}
-
 void
 tlog_sched_earlier(struct tlog_partition *p, int64_t due)
 {

@@ -808,21 +808,54 @@ tlog_part_recover(struct tlog_partition *p)
 	return 0;
 }
 
-int
-tlog_part_close(struct tlog_partition *p)
+struct recovery {
+	struct tlog_partition **v;
+	size_t n;
+	size_t next;		/* atomic: the next partition to take */
+};
+
+static void *
+recover_worker(void *arg)
 {
-	struct tlog_segment *seg;
+	struct recovery *rc = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&rc->next, 1, __ATOMIC_RELAXED)) <
+	    rc->n)
+		tlog_part_recover(rc->v[i]);
+	return NULL;
+}
+
+/*
+ * Recovers every partition, on up to 4 threads (one per core): opening a
+ * store is mostly system calls, one partition independent of the next.
+ * The threads are joined before this returns, so none exists when the
+ * daemon forks.
+ */
+int
+tlog_recover_all(struct tlog_store *s)
+{
+	struct recovery rc = { NULL, 0, 0 };
+	pthread_t th[3];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nth, i, started = 0;
 	int r;
 
-	if ((r = tlog_part_fsync(p, true)) != 0)
-		tlog_ctx_log(p->ctx, LOG_ERR, "cannot make a partition durable "
-		    "at close: %s", strerror(-r));
-	pthread_mutex_lock(&p->sd.lock);
-	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (seg->trim_pending)
-			tlog_seg_trim(seg);
-		tlog_seg_close_files(seg);
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	return r;
+	if ((r = tlog_all_partitions(s, &rc.v, &rc.n)) != 0)
+		return r;
+	nth = ncpu > 1 ? (size_t)ncpu : 1;
+	if (nth > 4)
+		nth = 4;
+	if (nth > rc.n / 64 + 1)
+		nth = rc.n / 64 + 1;
+	for (i = 0; i + 1 < nth; i++)
+		if (pthread_create(&th[i], NULL, recover_worker, &rc) == 0)
+			started++;
+	recover_worker(&rc);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < rc.n; i++)
+		tlog_partition_put(rc.v[i]);
+	free(rc.v);
+	return 0;
 }

@@ -290,6 +290,21 @@ int tlog_seg_trim(struct tlog_segment *seg);
 int tlog_seg_write_boundary(struct tlog_segment *seg);
 
 /* partition.c */
+/* Events collected under the partition lock, emitted after it. */
+struct tlog_evbuf {
+	struct tlog_event *ev;
+	size_t n, cap;
+};
+/* The active segment (unsealed, the last), or NULL; p->sd.lock held. */
+struct tlog_segment *tlog_part_active(struct tlog_partition *p);
+/* Seals the active segment if it has records; its event goes to eb. */
+int tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
+    struct tlog_evbuf *eb, int64_t now);
+/* Emits and frees the events of eb; no lock held. */
+void tlog_part_emit(struct tlog_partition *p, struct tlog_evbuf *eb);
+/* The span after which a segment seals on time: segment.ms less its
+ * jitter, never below 1 ms. */
+int64_t tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms);
 struct tlog_partition *tlog_part_alloc(struct tlog_topic *t, const char *name);
 void tlog_part_ref(struct tlog_partition *p);
 /* Caller holds p->lock. */
@@ -316,12 +331,16 @@ int tlog_part_save_end(struct tlog_partition *p, uint64_t need);
 
 /* recover.c */
 int tlog_part_recover(struct tlog_partition *p);
+/* Recovers every partition, on up to 4 threads. */
+int tlog_recover_all(struct tlog_store *s);
 /* Makes everything durable (as fsync) and closes the files (clean
  * shutdown); 0 or the first error. */
 int tlog_part_close(struct tlog_partition *p);
 
-/* store.c */
+/* registry.c */
 struct tlog_topic *tlog_topic_alloc(struct tlog_store *s, const char *name);
+/* Loads every topic and partition directory and recovers partitions. */
+int tlog_store_load(struct tlog_store *s);
 void tlog_topic_ref(struct tlog_topic *t);
 /*
  * Unlinks p's detached segments now, on the caller's thread, and waits
@@ -331,6 +350,9 @@ void tlog_topic_ref(struct tlog_topic *t);
  */
 void tlog_store_unlink_part(struct tlog_store *s, struct tlog_partition *p,
     uint64_t limit);
+/* Waits until no file of p's deleted segments is left (limit < 0) or
+ * they hold at most limit bytes (unlink.c). */
+int tlog_unlink_drain(struct tlog_partition *p, int64_t limit);
 /* A referenced snapshot of every user partition (put each, free v). */
 int tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***v,
     size_t *n);
