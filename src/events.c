@@ -1,12 +1,6 @@
 /*
- * events.c - observability: the internal partition .tlogfs/events, one
- * JSON line per seal and per deletion, and the Prometheus text behind
- * .tlogfs/metrics.
- *
- * The events partition is an ordinary partition of a hidden topic named
- * ".tlogfs" (so it lives in STORE/.tlogfs/events and expires by the same
- * rules), kept out of the topic tree so no listing shows it. Events about
- * its own segments are not recorded, so recording can never recurse.
+ * events.c - the internal events partition, .tlogfs/events (events.h):
+ * one JSON line per seal and per deletion.
  */
 #include "config.h"
 
@@ -20,30 +14,34 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "events.h"
 
 int
-tlog_events_open(struct tlog_store *s)
+tlog_events_open(struct tlog_events *e, struct tlog_registry *reg,
+    struct tlog_recovery *rc)
 {
+	struct tlog_ctx *ctx = reg->penv->ctx;
+	int dirfd = reg->root->tree->dirfd;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int fd;
 
-	if (s->ctx.ro)
+	if (ctx->ro)
 		;	/* made at the first read-write open; none: empty */
-	else if (mkdirat(s->tree.dirfd, ".tlogfs/events", 0755) == 0)
-		tlog_fsync_dir(s->tree.dirfd, ".tlogfs");
+	else if (mkdirat(dirfd, ".tlogfs/events", 0755) == 0)
+		tlog_fsync_dir(dirfd, ".tlogfs");
 	else if (errno != EEXIST)
 		return -errno;
-	if ((t = tlog_topic_alloc(s, ".tlogfs")) == NULL)
+	if ((t = tlog_topic_alloc(reg, ".tlogfs")) == NULL)
 		return -ENOMEM;
-	if ((p = tlog_part_alloc(t, "events")) == NULL) {
+	if ((p = tlog_part_alloc(&t->lv, "events", reg->penv)) == NULL) {
 		tlog_topic_put(t);
 		return -ENOMEM;
 	}
-	fd = tlog_open_beneath(s->tree.dirfd, ".tlogfs/events",
+	p->quiet = true;
+	fd = tlog_open_beneath(dirfd, ".tlogfs/events",
 	    O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ENOENT && s->ctx.ro)
+	if (fd == -ENOENT && ctx->ro)
 		goto out;
 	if (fd < 0) {
 		tlog_partition_put(p);
@@ -51,31 +49,42 @@ tlog_events_open(struct tlog_store *s)
 		return fd;
 	}
 	tlog_level_set_dir(&p->lv, fd);
-	tlog_conf_load(&s->ctx, fd, ".config", &p->lv.conf);
+	tlog_conf_load(ctx, fd, ".config", &p->lv.conf);
 	close(fd);
-	tlog_part_recover(p);
+	tlog_part_recover(p, rc);
 out:
-	s->itopic = t;
-	s->events = p;
+	e->topic = t;
+	e->p = p;
 	return 0;
 }
 
-struct tlog_partition *
-tlog_store_events(struct tlog_store *s)
+void
+tlog_events_close(struct tlog_events *e)
 {
-	if (s->events != NULL)
-		tlog_part_ref(s->events);
-	return s->events;
+	struct tlog_partition *p;
+	struct tlog_segment *seg;
+
+	if ((p = e->p) != NULL) {
+		tlog_segdir_drop_unsynced(&p->sd);
+		while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+			TAILQ_REMOVE(&p->segs, seg, link);
+			tlog_segment_put(seg);
+		}
+		tlog_partition_put(p);
+		e->p = NULL;
+	}
+	tlog_topic_put(e->topic);
+	e->topic = NULL;
 }
 
 void
-tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
+tlog_events_record(struct tlog_events *e, struct tlog_partition *p,
     const struct tlog_event *ev)
 {
 	char line[1024];
 	int n, r;
 
-	if (s->events == NULL || p == s->events)
+	if (e->p == NULL || p == e->p)
 		return;
 	n = snprintf(line, sizeof(line),
 	    "{\"ts\":%" PRId64 ",\"event\":\"%s\",\"topic\":\"%s\","
@@ -90,8 +99,8 @@ tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
 	    tlog_rule_name(ev->rule));
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	tlog_part_append(s->events, line, (size_t)n, true, &r);
+	tlog_part_append(e->p, line, (size_t)n, true, &r);
 	if (r != 0)
-		tlog_ctx_log_err(&s->ctx, "cannot record an event in .tlogfs/events: "
-		    "%s", strerror(-r));
+		tlog_ctx_log_err(e->p->ctx, "cannot record an event in "
+		    ".tlogfs/events: %s", strerror(-r));
 }

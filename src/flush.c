@@ -1,7 +1,7 @@
 /*
- * flush.c - durability: the flusher, which writes the footers of sealed
- * segments once their data is on disk, fsync of a partition, and the
- * partition's part of a clean close.
+ * flush.c - durability (doc/engine.md, "fsync and the flusher"): the
+ * flusher, which writes the footers of sealed segments once their data is
+ * on disk, fsync of a partition, and a partition's part of a clean close.
  */
 #include "config.h"
 
@@ -17,50 +17,35 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "flush.h"
 
-void
-tlog_part_queue_flush(struct tlog_partition *p)
-{
-	struct tlog_store *s = p->store;
-
-	pthread_mutex_lock(&s->unlink_lock);
-	if (!p->flush_queued) {
-		tlog_part_ref(p);
-		p->flush_queued = true;
-		TAILQ_INSERT_TAIL(&s->flushq, p, flushlink);
-		s->nflush++;
-		pthread_cond_broadcast(&s->unlink_cond);
-	}
-	pthread_mutex_unlock(&s->unlink_lock);
-}
-
+/*
+ * The flusher's step: takes queued partitions, oldest first, and writes
+ * the footers of at most max (max <= 0: all) of their sealed segments,
+ * each after its data and index are synced, with only that partition's
+ * sync lock held. Errors are kept for the partition's next fsync. A
+ * partition with more left is queued again, behind the others.
+ */
 int
-tlog_store_flush_pending(struct tlog_store *s, int max)
+tlog_flush_pending(struct tlog_queue *q, int max)
 {
 	struct tlog_partition *p;
 	int done = 0, err;
 	bool more;
 
 	while (max <= 0 || done < max) {
-		pthread_mutex_lock(&s->unlink_lock);
-		if ((p = TAILQ_FIRST(&s->flushq)) != NULL) {
-			TAILQ_REMOVE(&s->flushq, p, flushlink);
-			p->flush_queued = false;
-			s->nflush--;
-		}
-		pthread_mutex_unlock(&s->unlink_lock);
-		if (p == NULL)
+		if ((p = tlog_queue_flush_pop(q)) == NULL)
 			break;
 		err = 0;
 		pthread_mutex_lock(&p->sd.sync_lock);
-		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0, true, &err);
+		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0,
+		    true, &err);
 		pthread_mutex_unlock(&p->sd.sync_lock);
 		pthread_mutex_lock(&p->sd.lock);
 		more = !TAILQ_EMPTY(&p->sd.unsynced);
 		pthread_mutex_unlock(&p->sd.lock);
 		if (more)
-			tlog_part_queue_flush(p);
+			tlog_queue_flush(q, p);
 		tlog_partition_put(p);
 	}
 	return done;
@@ -147,6 +132,8 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 	return tlog_part_fsync(p, datasync);
 }
 
+/* Makes everything durable (as fsync) and closes the files (clean
+ * shutdown); 0 or the first error. */
 int
 tlog_part_close(struct tlog_partition *p)
 {

@@ -6,7 +6,7 @@
  * A setting is written to the level's key=value file (atomically and
  * durably, through the level's own directory) before the value applies:
  * if the file cannot be written nothing changes, in memory or on disk.
- * Then the partitions it governs are rescheduled.
+ * Then the partitions it governs are rescheduled (tlog_store_resched).
  */
 #include "config.h"
 
@@ -20,7 +20,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "levels.h"
 
 static struct tlog_level *
 level_of(struct tlog_store *s, struct tlog_topic *t, struct tlog_partition *p)
@@ -165,7 +165,7 @@ out:
 	pthread_mutex_unlock(&s->conf_lock);
 	pthread_rwlock_unlock(&s->tree.lock);
 	if (r == 0)
-		tlog_conf_changed(s, t, p);
+		tlog_store_resched(s, t, p);
 	return r;
 }
 
@@ -205,7 +205,7 @@ tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
 	pthread_mutex_unlock(&s->conf_lock);
 	pthread_rwlock_unlock(&s->tree.lock);
 	if (r == 0)
-		tlog_conf_changed(s, t, p);
+		tlog_store_resched(s, t, p);
 	return r;
 }
 

@@ -16,7 +16,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "reaper.h"
+#include "store.h"
 
 struct sbuf {
 	char *b;
@@ -82,9 +83,6 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 {
 	struct tlog_metrics *m = &s->ctx.metrics;
 	struct sbuf sb = { NULL, 0, 0, 0 };
-	struct tlog_topic *t;
-	struct tlog_partition *p;
-	uint64_t nparts = 0;
 	int i;
 
 	if ((sb.b = malloc(4096)) == NULL)
@@ -125,12 +123,8 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    (double)tlog_reaper_scheduled(s));
 	gauge(&sb, "unlink_queue", "Deleted segments whose files wait to be "
 	    "unlinked.", (double)tlog_store_unlink_queued(s));
-	pthread_rwlock_rdlock(&s->tree.lock);
-	RB_FOREACH(t, tlog_topic_tree, &s->topics)
-		RB_FOREACH(p, tlog_part_tree, &t->parts)
-			nparts++;
-	pthread_rwlock_unlock(&s->tree.lock);
-	gauge(&sb, "partitions", "Partitions in the store.", (double)nparts);
+	gauge(&sb, "partitions", "Partitions in the store.",
+	    (double)tlog_reg_count(&s->reg));
 	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
 	    get(&m->errors));
 	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "

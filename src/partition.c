@@ -6,8 +6,9 @@
  * The append path takes the partition lock once per call, reads the clock
  * once, decides the roll before each record, and writes runs of records
  * with one pwrite each. It never unlinks a file: detached segments go to
- * the store's unlink queue. Hooks (seal events) run after the lock is
- * dropped.
+ * the unlink queue. Events (seals) are emitted after the lock is dropped.
+ * What lies above a partition (the queues, the events, the scheduler) it
+ * reaches only through the hooks in p->env, which the store fills in.
  */
 #include "config.h"
 
@@ -22,7 +23,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "partition.h"
 
 #define MAX_PENDING_IDX 128
 #define MAX_UNSYNCED 8		/* sealed segments waiting for the flusher */
@@ -30,25 +31,25 @@
 static void part_free(struct tlog_level *lv);
 
 struct tlog_partition *
-tlog_part_alloc(struct tlog_topic *t, const char *name)
+tlog_part_alloc(struct tlog_level *parent, const char *name,
+    const struct tlog_part_env *env)
 {
 	struct tlog_partition *p;
 
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	p->store = t->store;
-	p->ctx = &t->store->ctx;
-	if (tlog_level_init(&p->lv, t->lv.tree, &t->lv, name,
+	p->env = env;
+	p->ctx = env->ctx;
+	if (tlog_level_init(&p->lv, parent->tree, parent, name,
 	    tlog_ctx_ino(p->ctx), part_free) != 0) {
 		free(p);
 		return NULL;
 	}
-	tlog_segdir_init(&p->sd, p->ctx, &p->lv, &t->store->fdb);
+	tlog_segdir_init(&p->sd, p->ctx, &p->lv, env->fdb);
 	TAILQ_INIT(&p->segs);
 	p->last_ts = -1;
-	p->heap_idx = SIZE_MAX;
-	p->due = -1;
+	tlog_heap_node_init(&p->sched);
 	return p;
 }
 
@@ -96,14 +97,8 @@ tlog_partition_config(struct tlog_partition *p)
 	return &p->lv.conf;
 }
 
-struct tlog_topic *
-tlog_partition_topic(struct tlog_partition *p)
-{
-	return TLOG_CONTAINER_OF(p->lv.parent, struct tlog_topic, lv);
-}
-
 void
-tlog_partition_name(struct tlog_partition *p, char *buf, size_t len)
+tlog_part_name(struct tlog_partition *p, char *buf, size_t len)
 {
 	tlog_level_name(&p->lv, buf, len);
 }
@@ -112,6 +107,47 @@ int64_t
 tlog_part_conf(struct tlog_partition *p, enum tlog_key k)
 {
 	return tlog_level_conf(&p->lv, k);
+}
+
+int64_t
+tlog_part_expires_at(int64_t max_ts, int64_t rms)
+{
+	return rms < 0 ? -1 : max_ts + rms + 1;
+}
+
+/* ---- the scheduler, if one is attached (the reaper) ---- */
+
+static void *
+sched_arg(struct tlog_partition *p)
+{
+	return __atomic_load_n(&p->env->sched_arg, __ATOMIC_ACQUIRE);
+}
+
+void
+tlog_part_sched_earlier(struct tlog_partition *p, int64_t due)
+{
+	void *arg = sched_arg(p);
+
+	if (arg != NULL)
+		p->env->sched->earlier(arg, p, due);
+}
+
+void
+tlog_part_resched(struct tlog_partition *p)
+{
+	void *arg = sched_arg(p);
+
+	if (arg != NULL)
+		p->env->sched->resched(arg, p);
+}
+
+void
+tlog_part_unsched(struct tlog_partition *p)
+{
+	void *arg = sched_arg(p);
+
+	if (arg != NULL)
+		p->env->sched->unsched(arg, p);
 }
 
 struct tlog_segment *
@@ -156,34 +192,14 @@ tlog_part_emit(struct tlog_partition *p, struct tlog_evbuf *b)
 {
 	size_t i;
 
-	for (i = 0; i < b->n; i++)
-		tlog_emit_event(p, &b->ev[i]);
+	for (i = 0; i < b->n; i++) {
+		if (b->ev[i].kind == TLOG_EV_SEAL)
+			TLOG_METRIC_ADD(p->ctx, rolls[b->ev[i].trigger], 1);
+		p->env->emit(p->env->arg, p, &b->ev[i]);
+	}
 	free(b->ev);
 	b->ev = NULL;
 	b->n = b->cap = 0;
-}
-
-/* Fills in the names and calls the store's event hook; no lock held. */
-void
-tlog_emit_event(struct tlog_partition *p, struct tlog_event *ev)
-{
-	char topic[TLOG_NAME_MAX + 1], part[TLOG_NAME_MAX + 1];
-	struct tlog_store *s = p->store;
-
-	if (ev->kind == TLOG_EV_SEAL)
-		TLOG_METRIC_ADD(&s->ctx, rolls[ev->trigger], 1);
-	if (s->ctx.opts.event == NULL && (s->events == NULL || p == s->events))
-		return;
-	pthread_rwlock_rdlock(&p->lv.tree->lock);
-	strlcpy(topic, p->lv.parent->name, sizeof(topic));
-	strlcpy(part, p->lv.name, sizeof(part));
-	pthread_rwlock_unlock(&p->lv.tree->lock);
-	ev->topic = topic;
-	ev->partition = part;
-	ev->partition_ino = p->lv.ino;
-	tlog_events_record(s, p, ev);
-	if (s->ctx.opts.event != NULL)
-		s->ctx.opts.event(s->ctx.opts.event_arg, ev);
 }
 
 /* ---- sealing and detaching (partition lock held) ---- */
@@ -198,7 +214,7 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
 	if (seg == NULL || seg->records == 0)
 		return 0;
 	r = tlog_seg_seal(seg, why);
-	tlog_part_queue_flush(p);
+	p->env->sealed(p->env->arg, p);
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
 	return r;
@@ -208,8 +224,6 @@ void
 tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
     enum tlog_rule rule)
 {
-	struct tlog_store *s = p->store;
-
 	/* Its data is going: no footer to wait for. */
 	if (seg->foot_pending) {
 		TAILQ_REMOVE(&p->sd.unsynced, seg, synclink);
@@ -224,13 +238,7 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 	seg->rule = rule;
 	tlog_seg_close_files(seg);
 	/* The partition's reference moves to the queue. */
-	pthread_mutex_lock(&s->unlink_lock);
-	p->pending_unlinks++;
-	__atomic_add_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
-	TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
-	s->nunlink++;
-	pthread_cond_broadcast(&s->unlink_cond);
-	pthread_mutex_unlock(&s->unlink_lock);
+	p->env->detached(p->env->arg, seg);
 }
 
 /* ---- the append path ---- */
@@ -261,16 +269,6 @@ get_limits(struct tlog_partition *p, struct limits *l)
 	 * its own (roll_check), it is never cut at a segment's size. */
 	l->rec_max = tlog_part_conf(p, TLOG_RECORD_MAX_BYTES);
 	l->prealloc = tlog_part_conf(p, TLOG_SEGMENT_PREALLOCATE) == 1;
-}
-
-/* The span after which a segment seals on time: segment.ms less its
- * jitter, never below 1 ms. */
-int64_t
-tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms)
-{
-	int64_t j = seg->jitter < seg_ms ? seg->jitter : seg_ms;
-
-	return seg_ms - j > 0 ? seg_ms - j : 1;
 }
 
 /* Records appended in memory but not yet written with one pwrite. */
@@ -308,7 +306,6 @@ roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
 	uint64_t recs = run_records(seg, run);
 	uint64_t bytes = seg->bytes + run->len;
 	int64_t first = seg->records ? seg->first_ts : ts;
-	struct tlog_store *s = p->store;
 
 	if (recs == 0)
 		return TLOG_TRIG_NONE;
@@ -316,7 +313,7 @@ roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
 		return TLOG_TRIG_SIZE;
 	if (ts - first >= tlog_seg_span(seg, l->seg_ms))
 		return TLOG_TRIG_TIME;
-	if (recs + 1 > s->ctx.cap_records || bytes + rlen > s->ctx.cap_bytes)
+	if (recs + 1 > p->ctx->cap_records || bytes + rlen > p->ctx->cap_bytes)
 		return TLOG_TRIG_CAPACITY;
 	return TLOG_TRIG_NONE;
 }
@@ -382,7 +379,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	p->bytes += run->len;
 	p->next_offset += run->nrec;
 	p->last_ts = ts;
-	if (p != p->store->events) {	/* users' data only */
+	if (!p->quiet) {	/* users' data only */
 		TLOG_METRIC_ADD(p->ctx, records, run->nrec);
 		TLOG_METRIC_ADD(p->ctx, bytes, run->len);
 	}
@@ -416,11 +413,12 @@ sched_new_segment(struct tlog_partition *p, struct tlog_segment *seg,
     const struct limits *l, int64_t ts, bool was_empty)
 {
 	int64_t due = ts + tlog_seg_span(seg, l->seg_ms);
-	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
+	int64_t exp = tlog_part_expires_at(ts,
+	    tlog_part_conf(p, TLOG_RETENTION_MS));
 
-	if (was_empty && rms >= 0 && ts + rms + 1 < due)
-		due = ts + rms + 1;
-	tlog_sched_earlier(p, due);
+	if (was_empty && exp >= 0 && exp < due)
+		due = exp;
+	tlog_part_sched_earlier(p, due);
 }
 
 static int
@@ -588,7 +586,7 @@ unlink_detached(struct tlog_partition *p, struct run *run, const char *buf,
 	if ((r = run_flush(p, run, buf, ts)) != 0)
 		return r;
 	pthread_mutex_unlock(&p->sd.lock);
-	tlog_store_unlink_part(p->store, p, (uint64_t)l->seg_bytes);
+	p->env->unlink(p->env->arg, p, (uint64_t)l->seg_bytes);
 	pthread_mutex_lock(&p->sd.lock);
 	return __atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
 }
@@ -696,7 +694,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	pos = run.start;
 out:
 	pthread_mutex_unlock(&p->sd.lock);
-	if (pos > 0 && p != p->store->events)
+	if (pos > 0 && !p->quiet)
 		TLOG_METRIC_ADD(p->ctx, appends, 1);
 	tlog_part_emit(p, &eb);
 	if (r != 0)
@@ -740,8 +738,8 @@ tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 	st->segments = p->nsegs;
 	st->oldest_ts = first && first->records ? first->first_ts : -1;
 	st->newest_ts = last && last->records ? last->max_ts : -1;
-	st->next_expiry = (rms < 0 || !first || !first->records) ? -1 :
-	    first->max_ts + rms + 1;
+	st->next_expiry = first && first->records ?
+	    tlog_part_expires_at(first->max_ts, rms) : -1;
 	pthread_mutex_unlock(&p->sd.lock);
 }
 
@@ -771,8 +769,8 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 		a[i].max_ts = seg->records ? seg->max_ts : -1;
 		a[i].sealed = seg->sealed;
 		a[i].sealed_by = seg->sealed_by;
-		a[i].expires_at = (rms < 0 || !seg->records) ? -1 :
-		    seg->max_ts + rms + 1;
+		a[i].expires_at = seg->records ?
+		    tlog_part_expires_at(seg->max_ts, rms) : -1;
 		i++;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
@@ -799,8 +797,8 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	info->sealed_by = seg->sealed_by;
 	pthread_mutex_unlock(&p->sd.lock);
 	rms = tlog_part_conf(p, TLOG_RETENTION_MS);
-	info->expires_at = (rms < 0 || info->max_ts < 0) ? -1 :
-	    info->max_ts + rms + 1;
+	info->expires_at = info->max_ts >= 0 ?
+	    tlog_part_expires_at(info->max_ts, rms) : -1;
 }
 
 static struct tlog_segment *

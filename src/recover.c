@@ -31,7 +31,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "recover.h"
 
 struct found {
 	uint64_t base;
@@ -40,9 +40,9 @@ struct found {
 
 /* What a repair did on disk, for its log line: nothing, read-only. */
 static const char *
-fix(const struct tlog_store *s, const char *verb)
+fix(const struct tlog_ctx *ctx, const char *verb)
 {
-	return s->ctx.ro ? "left as it is (read-only)" : verb;
+	return ctx->ro ? "left as it is (read-only)" : verb;
 }
 
 struct entries {
@@ -348,7 +348,7 @@ out:
  * Loads one segment; returns it (not yet linked) or NULL if it holds
  * nothing worth keeping. *dirty is set when it changed a file.
  *
- * After a power cut (s->verify: the last open was in another boot and
+ * After a power cut (rc->verify: the last open was in another boot and
  * the store was not closed cleanly) a segment without an intact footer
  * may hold data that never reached the disk: zero-filled pages inside
  * its size, entries whose data did not make it. Its entries' data CRCs
@@ -360,10 +360,11 @@ out:
  * last entry is scanned, as before.
  */
 static struct tlog_segment *
-load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
-    bool last, const char *where, bool *dirty)
+load_segment(struct tlog_partition *p, const struct tlog_recovery *rc,
+    int dfd, uint64_t base, bool has_idx, bool last, const char *where,
+    bool *dirty)
 {
-	struct tlog_store *s = p->store;
+	struct tlog_ctx *ctx = p->ctx;
 	struct tlog_segment *seg;
 	struct tlog_footer foot;
 	struct entries v = { NULL, 0, 0, SIZE_MAX };
@@ -383,12 +384,12 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	 * symbolic link. */
 	tlog_segname_format(base, ".log", name, sizeof(name));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
 		    strerror(errno));
 		return NULL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: not a regular file; segment "
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: not a regular file; segment "
 		    "skipped", where, name);
 		return NULL;
 	}
@@ -402,30 +403,30 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		v.n = seg->nidx;	/* entries not needed */
 	} else if (has_idx && (r = read_index(dfd, base, &v, &foot, &footer,
 	    &torn, &crcs)) != 0) {
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
 		    "index; rebuilding it from the data%s", where, base,
-		    s->ctx.ro ? " in memory" : "");
+		    ctx->ro ? " in memory" : "");
 		v.n = 0;
 		rebuild = true;
 	} else if (!has_idx) {
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
 		    "rebuilding it from the data%s", where, base,
-		    s->ctx.ro ? " in memory" : "");
+		    ctx->ro ? " in memory" : "");
 		rebuild = true;
 	}
 	if (crcs)
 		v.crc_from = SIZE_MAX;	/* read from the index */
 
 	if (!(footer && foot.bytes == size) && (fd = openat(dfd, name,
-	    (s->ctx.ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
+	    (ctx->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
 		    strerror(errno));
 		goto fail;
 	}
 	if (footer && foot.bytes < size) {
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
-		    "seal; %s", where, name, size - foot.bytes, fix(s, "cut"));
-		if (s->ctx.ro || ftruncate(fd, (off_t)foot.bytes) == 0)
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
+		    "seal; %s", where, name, size - foot.bytes, fix(ctx, "cut"));
+		if (ctx->ro || ftruncate(fd, (off_t)foot.bytes) == 0)
 			size = foot.bytes;
 		*dirty = true;
 	}
@@ -438,7 +439,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		seg->sealed = 1;
 		seg->sealed_by = (unsigned char)foot.sealed_by;
 		seg->nidx = v.n;
-		if (!s->ctx.ro && (uint64_t)st.st_blocks * 512 >
+		if (!ctx->ro && (uint64_t)st.st_blocks * 512 >
 		    ((size + 4095) & ~4095ULL) + 4096) {
 			seg->trim_pending = 1;
 			tlog_seg_trim(seg);
@@ -448,31 +449,31 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	if (footer) {
 		/* Shorter than its seal: the entries that still point into
 		 * the data stay, and the whole records after them. */
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: data shorter than its seal "
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data shorter than its seal "
 		    "(%" PRIu64 " of %" PRIu64 " bytes); keeping its whole "
 		    "records", where, name, size, foot.bytes);
 		seg->sealed_by = (unsigned char)foot.sealed_by;
 		rebuild = true;
 	}
 	if (torn && !rebuild)
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
-		    "corrupt tail %s", where, base, fix(s, "cut"));
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
+		    "corrupt tail %s", where, base, fix(ctx, "cut"));
 	n0 = v.n;
 	/* Entries that point past the data are cut. */
 	while (v.n > 0 && v.e[v.n - 1].pos > size)
 		v.n--, torn = true;
 	/* After a power cut: only entries whose data made it. */
-	if (s->verify && crcs && v.n > 0) {
+	if (rc->verify && crcs && v.n > 0) {
 		if ((k = data_crcs(fd, v.e, 0, v.n, true)) < 0) {
-			tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
+			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
 			    "skipped", where, name, strerror((int)-k));
 			goto fail;
 		}
 		if ((size_t)k < v.n) {
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
 			    " on does not match its index (lost in a power "
 			    "cut); %s", where, name, v.e[k ? k - 1 : 0].pos,
-			    fix(s, "cut"));
+			    fix(ctx, "cut"));
 			v.n = (size_t)k;
 			torn = mismatch = true;
 		}
@@ -490,13 +491,13 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 	 * can have been in flight: a sealed segment's, or an index-less
 	 * segment behind a newer one; never after a power cut, which can
 	 * tear any line that no entry vouches for. */
-	keep_tail = !last && !footer && !s->verify;
+	keep_tail = !last && !footer && !rc->verify;
 	/* Past a chunk that failed its CRC nothing is known to be what was
 	 * written: the data is cut at the last good entry. */
 	if (mismatch)
 		scan_end = pos;
 	else
-		scan_end = s->verify ? first_zero_block(fd, pos, size) : size;
+		scan_end = rc->verify ? first_zero_block(fd, pos, size) : size;
 	/* Records found past the last entry: the footer's newest time if
 	 * there is one, else the data's mtime, never before the entries. */
 	hint = footer ? foot.max_ts : mt;
@@ -504,7 +505,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		hint = seg->max_ts;
 	if ((r = scan_data(fd, pos, rel, scan_end, keep_tail, hint, &v,
 	    &records, &end)) != 0) {
-		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
 		    where, name, strerror(-r));
 		goto fail;
 	}
@@ -512,18 +513,18 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		if (mismatch)
 			;	/* logged above */
 		else if (scan_end < size)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
 			    "page that never reached the disk on, %s", where,
-			    name, size - end, fix(s, "cut"));
+			    name, size - end, fix(ctx, "cut"));
 		else
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
 			    "unfinished line %s", where, name, size - end,
-			    fix(s, "cut"));
+			    fix(ctx, "cut"));
 		/* Synced before the store takes appends (tlog_store_open):
 		 * appends must never land on a cut a power cut could undo.
 		 * Read-only: the bytes stay, past the end served. */
-		if (!s->ctx.ro && ftruncate(fd, (off_t)end) == -1)
-			tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot cut: %s", where,
+		if (!ctx->ro && ftruncate(fd, (off_t)end) == -1)
+			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot cut: %s", where,
 			    name, strerror(errno));
 		*dirty = true;
 	}
@@ -539,7 +540,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		free(v.e);
 		close(fd);
 		tlog_segment_put(seg);
-		if (!s->ctx.ro) {
+		if (!ctx->ro) {
 			unlinkat(dfd, name, 0);
 			tlog_segname_format(base, ".idx", name, sizeof(name));
 			unlinkat(dfd, name, 0);
@@ -552,9 +553,9 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		if (!footer)
 			seg->sealed_by = TLOG_TRIG_RECOVERY;
 		if (!footer && !rebuild)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: recovery: unsealed "
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: recovery: unsealed "
 			    "behind a newer segment; sealed%s", where, name,
-			    s->ctx.ro ? " in memory" : "");
+			    ctx->ro ? " in memory" : "");
 	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {
 		seg->prealloc = (uint64_t)st.st_blocks * 512;
 	}
@@ -564,7 +565,7 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 			seg->last_idx_rel = v.e[v.n - 1].rel;
 			seg->last_idx_pos = v.e[v.n - 1].pos;
 		}
-	} else if (s->ctx.ro) {
+	} else if (ctx->ro) {
 		/* The file stays as it is and says less, or something
 		 * else, than the data: look-ups read these entries. */
 		seg->mem_idx = v.e;
@@ -577,23 +578,23 @@ load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
 		*dirty = true;
 	} else if (v.crc_from < v.n &&
 	    (k = data_crcs(fd, v.e, v.crc_from, v.n, false)) != (ssize_t)v.n) {
-		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot read: %s; index not "
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; index not "
 		    "rewritten", where, name, strerror(k < 0 ? (int)-k : EIO));
 	} else if (seg->sealed && fdatasync(fd) == -1) {
 		/* A footer goes only on data that is on disk. */
-		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%s: cannot sync: %s; index not "
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot sync: %s; index not "
 		    "rewritten", where, name, strerror(errno));
 	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0) {
-		tlog_ctx_log(&s->ctx, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
 		    where, base, strerror(-r));
 	} else
 		*dirty = true;
 	/* Records a crash left in the page cache may not be on disk yet:
 	 * the partition's next fsync must sync them (unless the open's
 	 * syncfs does, see tlog_store_open). */
-	if (!seg->sealed && !s->was_clean)
+	if (!seg->sealed && !rc->was_clean)
 		seg->wgen = 1;
-	if (!s->ctx.ro && seg->sealed && (uint64_t)st.st_blocks * 512 >
+	if (!ctx->ro && seg->sealed && (uint64_t)st.st_blocks * 512 >
 	    ((end + 4095) & ~4095ULL) + 4096) {
 		seg->trim_pending = 1;
 		seg->fd = fd;
@@ -672,7 +673,7 @@ static int
 list_segments(struct tlog_partition *p, DIR *d, const char *where,
     struct found **out, size_t *nout, bool *dirty)
 {
-	struct tlog_store *s = p->store;
+	struct tlog_ctx *ctx = p->ctx;
 	struct segfile *v = NULL;
 	struct found *f;
 	struct dirent *de;
@@ -689,14 +690,14 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			continue;
 		if (!is_regular(dirfd(d), de)) {
 			/* Never followed, never touched. */
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: not a regular file; "
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: not a regular file; "
 			    "ignored", where, nm);
 			continue;
 		}
 		if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: stray temporary file "
-			    "%s", where, nm, fix(s, "removed"));
-			if (!s->ctx.ro)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: stray temporary file "
+			    "%s", where, nm, fix(ctx, "removed"));
+			if (!ctx->ro)
 				unlinkat(dirfd(d), nm, 0);
 			*dirty = true;
 			continue;
@@ -706,7 +707,7 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 		else if (tlog_segname_parse(nm, ".idx", &base))
 			islog = false;
 		else {
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: stray file ignored",
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: stray file ignored",
 			    where, nm);
 			continue;
 		}
@@ -743,9 +744,9 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 }
 
 int
-tlog_part_recover(struct tlog_partition *p)
+tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 {
-	struct tlog_store *s = p->store;
+	struct tlog_ctx *ctx = p->ctx;
 	struct tlog_segment *seg, *prev = NULL;
 	struct found *f = NULL;
 	char where[2 * TLOG_NAME_MAX + 2], name[32];
@@ -774,19 +775,19 @@ tlog_part_recover(struct tlog_partition *p)
 	for (i = 0; i < n; i++) {
 		if (!f[i].log) {
 			tlog_segname_format(f[i].base, ".idx", name, sizeof(name));
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s/%s: index without data "
-			    "%s", where, name, fix(s, "removed"));
-			if (!s->ctx.ro)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data "
+			    "%s", where, name, fix(ctx, "removed"));
+			if (!ctx->ro)
 				unlinkat(dfd, name, 0);
 			dirty = true;
 			continue;
 		}
-		seg = load_segment(p, dfd, f[i].base, f[i].idx,
+		seg = load_segment(p, rc, dfd, f[i].base, f[i].idx,
 		    i + 1 == lastlog, where, &dirty);
 		if (seg == NULL)
 			continue;
 		if (prev != NULL && seg->base < prev->base + prev->records)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: segments %020" PRIu64
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: segments %020" PRIu64
 			    " and %020" PRIu64 " overlap", where, prev->base,
 			    seg->base);
 		TAILQ_INSERT_TAIL(&p->segs, seg, link);
@@ -803,26 +804,26 @@ tlog_part_recover(struct tlog_partition *p)
 	/* Repairs are on disk before the store takes appends: one syncfs
 	 * at the end of the open covers every file and directory. */
 	if (dirty)
-		__atomic_store_n(&s->repaired, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&rc->repaired, true, __ATOMIC_RELAXED);
 	closedir(d);
 	return 0;
 }
 
-struct recovery {
+struct workers {
 	struct tlog_partition **v;
 	size_t n;
 	size_t next;		/* atomic: the next partition to take */
+	struct tlog_recovery *rc;
 };
 
 static void *
 recover_worker(void *arg)
 {
-	struct recovery *rc = arg;
+	struct workers *w = arg;
 	size_t i;
 
-	while ((i = __atomic_fetch_add(&rc->next, 1, __ATOMIC_RELAXED)) <
-	    rc->n)
-		tlog_part_recover(rc->v[i]);
+	while ((i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED)) < w->n)
+		tlog_part_recover(w->v[i], w->rc);
 	return NULL;
 }
 
@@ -832,30 +833,23 @@ recover_worker(void *arg)
  * The threads are joined before this returns, so none exists when the
  * daemon forks.
  */
-int
-tlog_recover_all(struct tlog_store *s)
+void
+tlog_recover_all(struct tlog_partition **v, size_t n, struct tlog_recovery *rc)
 {
-	struct recovery rc = { NULL, 0, 0 };
+	struct workers w = { v, n, 0, rc };
 	pthread_t th[3];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nth, i, started = 0;
-	int r;
 
-	if ((r = tlog_all_partitions(s, &rc.v, &rc.n)) != 0)
-		return r;
 	nth = ncpu > 1 ? (size_t)ncpu : 1;
 	if (nth > 4)
 		nth = 4;
-	if (nth > rc.n / 64 + 1)
-		nth = rc.n / 64 + 1;
+	if (nth > n / 64 + 1)
+		nth = n / 64 + 1;
 	for (i = 0; i + 1 < nth; i++)
-		if (pthread_create(&th[i], NULL, recover_worker, &rc) == 0)
+		if (pthread_create(&th[i], NULL, recover_worker, &w) == 0)
 			started++;
-	recover_worker(&rc);
+	recover_worker(&w);
 	for (i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	for (i = 0; i < rc.n; i++)
-		tlog_partition_put(rc.v[i]);
-	free(rc.v);
-	return 0;
 }

@@ -17,7 +17,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "registry.h"
+#include "unlink.h"
 
 static int
 topic_cmp(struct tlog_topic *a, struct tlog_topic *b)
@@ -34,23 +35,78 @@ part_cmp(struct tlog_partition *a, struct tlog_partition *b)
 RB_GENERATE(tlog_topic_tree, tlog_topic, entry, topic_cmp)
 RB_GENERATE(tlog_part_tree, tlog_partition, entry, part_cmp)
 
+void
+tlog_reg_init(struct tlog_registry *reg, struct tlog_level *root,
+    const struct tlog_part_env *penv, struct tlog_queue *q)
+{
+	reg->root = root;
+	reg->penv = penv;
+	reg->q = q;
+	RB_INIT(&reg->topics);
+}
+
+/* Partitions first: each holds its topic. What is still queued or
+ * referenced elsewhere goes when its last reference does. */
+void
+tlog_reg_destroy(struct tlog_registry *reg)
+{
+	struct tlog_topic *t, *tn;
+	struct tlog_partition *p, *pn;
+	struct tlog_segment *seg;
+
+	RB_FOREACH_SAFE(t, tlog_topic_tree, &reg->topics, tn) {
+		RB_FOREACH_SAFE(p, tlog_part_tree, &t->parts, pn) {
+			RB_REMOVE(tlog_part_tree, &t->parts, p);
+			tlog_segdir_drop_unsynced(&p->sd);
+			while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+				TAILQ_REMOVE(&p->segs, seg, link);
+				tlog_segment_put(seg);
+			}
+			tlog_partition_put(p);
+		}
+		RB_REMOVE(tlog_topic_tree, &reg->topics, t);
+		tlog_topic_put(t);
+	}
+}
+
+size_t
+tlog_reg_count(struct tlog_registry *reg)
+{
+	struct tlog_topic *t;
+	struct tlog_partition *p;
+	size_t n = 0;
+
+	pthread_rwlock_rdlock(&reg->root->tree->lock);
+	RB_FOREACH(t, tlog_topic_tree, &reg->topics)
+		RB_FOREACH(p, tlog_part_tree, &t->parts)
+			n++;
+	pthread_rwlock_unlock(&reg->root->tree->lock);
+	return n;
+}
+
+struct tlog_topic *
+tlog_partition_topic(struct tlog_partition *p)
+{
+	return TLOG_CONTAINER_OF(p->lv.parent, struct tlog_topic, lv);
+}
+
 
 /*
  * After an entry of a level directory changed (mkdir, rmdir, rename),
  * syncs that directory so the change survives a power cut, with no
- * engine lock held. fd is a descriptor of the directory (s->tree.dirfd for
- * the root); it is closed here, unless it is s->tree.dirfd. A failure is
+ * engine lock held. fd is a descriptor of the directory (reg->root->tree->dirfd for
+ * the root); it is closed here, unless it is reg->root->tree->dirfd. A failure is
  * logged; the change itself stands.
  */
 static void
-sync_parent(struct tlog_store *s, int fd, const char *what)
+sync_parent(struct tlog_registry *reg, int fd, const char *what)
 {
 	if (fd < 0)
 		return;
 	if (fsync(fd) == -1 && errno != EINVAL)
-		tlog_ctx_log_err(&s->ctx, "cannot sync the directory holding %s: %s",
+		tlog_ctx_log_err(reg->penv->ctx, "cannot sync the directory holding %s: %s",
 		    what, strerror(errno));
-	if (fd != s->tree.dirfd)
+	if (fd != reg->root->tree->dirfd)
 		close(fd);
 }
 
@@ -77,29 +133,29 @@ topic_free(struct tlog_level *lv)
 }
 
 struct tlog_topic *
-tlog_topic_alloc(struct tlog_store *s, const char *name)
+tlog_topic_alloc(struct tlog_registry *reg, const char *name)
 {
 	struct tlog_topic *t;
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
-	if (tlog_level_init(&t->lv, &s->tree, &s->root, name,
-	    tlog_ctx_ino(&s->ctx), topic_free) != 0) {
+	if (tlog_level_init(&t->lv, reg->root->tree, reg->root, name,
+	    tlog_ctx_ino(reg->penv->ctx), topic_free) != 0) {
 		free(t);
 		return NULL;
 	}
-	t->store = s;
+	t->reg = reg;
 	RB_INIT(&t->parts);
 	return t;
 }
 
 static struct tlog_topic *
-topic_find(struct tlog_store *s, const char *name)
+topic_find(struct tlog_registry *reg, const char *name)
 {
 	struct tlog_topic key;
 
 	key.lv.name = (char *)name;
-	return RB_FIND(tlog_topic_tree, &s->topics, &key);
+	return RB_FIND(tlog_topic_tree, &reg->topics, &key);
 }
 
 static struct tlog_partition *
@@ -130,14 +186,14 @@ tlog_topic_name(struct tlog_topic *t, char *buf, size_t len)
 }
 
 struct tlog_topic *
-tlog_topic_get(struct tlog_store *s, const char *name)
+tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 {
 	struct tlog_topic *t;
 
-	pthread_rwlock_rdlock(&s->tree.lock);
-	if ((t = topic_find(s, name)) != NULL)
+	pthread_rwlock_rdlock(&reg->root->tree->lock);
+	if ((t = topic_find(reg, name)) != NULL)
 		tlog_topic_ref(t);
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	return t;
 }
 
@@ -161,26 +217,26 @@ make_dir(int dirfd, const char *name)
 }
 
 int
-tlog_topic_create(struct tlog_store *s, const char *name,
+tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
     struct tlog_topic **out)
 {
 	struct tlog_topic *t;
 	int r, fd;
 
-	if (s->ctx.ro)
+	if (reg->penv->ctx->ro)
 		return -EROFS;
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
-	if ((t = tlog_topic_alloc(s, name)) == NULL)
+	if ((t = tlog_topic_alloc(reg, name)) == NULL)
 		return -ENOMEM;
-	pthread_rwlock_wrlock(&s->tree.lock);
-	if (topic_find(s, name) != NULL) {
+	pthread_rwlock_wrlock(&reg->root->tree->lock);
+	if (topic_find(reg, name) != NULL) {
 		r = -EEXIST;
-	} else if ((fd = make_dir(s->tree.dirfd, name)) < 0) {
+	} else if ((fd = make_dir(reg->root->tree->dirfd, name)) < 0) {
 		r = fd;
 	} else {
 		close(fd);
-		RB_INSERT(tlog_topic_tree, &s->topics, t);
+		RB_INSERT(tlog_topic_tree, &reg->topics, t);
 		if (out != NULL) {
 			tlog_topic_ref(t);
 			*out = t;
@@ -188,10 +244,10 @@ tlog_topic_create(struct tlog_store *s, const char *name,
 		t = NULL;
 		r = 0;
 	}
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	tlog_topic_put(t);
 	if (r == 0)
-		sync_parent(s, s->tree.dirfd, name);
+		sync_parent(reg, reg->root->tree->dirfd, name);
 	return r;
 }
 
@@ -220,7 +276,7 @@ is_bookkeeping(const char *name)
  * those and the directory.
  */
 static int
-remove_dir(struct tlog_store *s, int dirfd, const char *name)
+remove_dir(struct tlog_registry *reg, int dirfd, const char *name)
 {
 	struct dirent *de;
 	uint64_t base;
@@ -244,7 +300,7 @@ remove_dir(struct tlog_store *s, int dirfd, const char *name)
 		 * operator must see. */
 		if (!tlog_segname_parse(de->d_name, ".log", &base) &&
 		    !tlog_segname_parse(de->d_name, ".idx", &base))
-			tlog_ctx_log(&s->ctx, LOG_NOTICE, "cannot remove %s: it holds %s, "
+			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot remove %s: it holds %s, "
 			    "which is not tlogfs's", name, de->d_name);
 		r = -ENOTEMPTY;
 	}
@@ -265,9 +321,9 @@ remove_dir(struct tlog_store *s, int dirfd, const char *name)
 /* Makes an empty level directory ready to be renamed over: ENOTEMPTY if
  * it holds more than its bookkeeping files, which then go. */
 static int
-clear_dir(struct tlog_store *s, int dirfd, const char *name)
+clear_dir(struct tlog_registry *reg, int dirfd, const char *name)
 {
-	int r = remove_dir(s, dirfd, name);
+	int r = remove_dir(reg, dirfd, name);
 
 	if (r == 0 && mkdirat(dirfd, name, 0755) == -1)
 		r = -errno;
@@ -275,80 +331,80 @@ clear_dir(struct tlog_store *s, int dirfd, const char *name)
 }
 
 int
-tlog_topic_remove(struct tlog_store *s, const char *name)
+tlog_reg_topic_remove(struct tlog_registry *reg, const char *name)
 {
 	struct tlog_topic *t;
 	int r;
 
-	if (s->ctx.ro)
+	if (reg->penv->ctx->ro)
 		return -EROFS;
-	pthread_rwlock_wrlock(&s->tree.lock);
-	if ((t = topic_find(s, name)) == NULL)
+	pthread_rwlock_wrlock(&reg->root->tree->lock);
+	if ((t = topic_find(reg, name)) == NULL)
 		r = -ENOENT;
 	else if (!RB_EMPTY(&t->parts))
 		r = -ENOTEMPTY;
-	else if ((r = remove_dir(s, s->tree.dirfd, name)) == 0) {
-		RB_REMOVE(tlog_topic_tree, &s->topics, t);
+	else if ((r = remove_dir(reg, reg->root->tree->dirfd, name)) == 0) {
+		RB_REMOVE(tlog_topic_tree, &reg->topics, t);
 		__atomic_store_n(&t->lv.dead, true, __ATOMIC_RELEASE);
 	} else
 		t = NULL;
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (r == 0) {
 		tlog_topic_put(t);
-		sync_parent(s, s->tree.dirfd, name);
+		sync_parent(reg, reg->root->tree->dirfd, name);
 	}
 	return r;
 }
 
 int
-tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
+tlog_reg_topic_rename(struct tlog_registry *reg, const char *from, const char *to)
 {
 	struct tlog_topic *t, *victim;
 	bool renamed = false;
 	char *nname;
 	int r = 0;
 
-	if (s->ctx.ro)
+	if (reg->penv->ctx->ro)
 		return -EROFS;
 	if ((r = tlog_name_check(to)) != 0)
 		return r;
 	if ((nname = strdup(to)) == NULL)
 		return -ENOMEM;
-	pthread_rwlock_wrlock(&s->tree.lock);
-	if ((t = topic_find(s, from)) == NULL) {
+	pthread_rwlock_wrlock(&reg->root->tree->lock);
+	if ((t = topic_find(reg, from)) == NULL) {
 		r = -ENOENT;
 		goto out;
 	}
 	if (strcmp(from, to) == 0)
 		goto out;
-	victim = topic_find(s, to);
+	victim = topic_find(reg, to);
 	if (victim != NULL && !RB_EMPTY(&victim->parts)) {
 		r = -ENOTEMPTY;
 		goto out;
 	}
-	if (victim != NULL && (r = clear_dir(s, s->tree.dirfd, to)) != 0)
+	if (victim != NULL && (r = clear_dir(reg, reg->root->tree->dirfd, to)) != 0)
 		goto out;
 	/* rename(2) replaces an empty directory atomically. */
-	if (renameat(s->tree.dirfd, from, s->tree.dirfd, to) == -1) {
+	if (renameat(reg->root->tree->dirfd, from, reg->root->tree->dirfd, to) == -1) {
 		r = -errno;
 		goto out;
 	}
 	if (victim != NULL) {
-		RB_REMOVE(tlog_topic_tree, &s->topics, victim);
+		RB_REMOVE(tlog_topic_tree, &reg->topics, victim);
 		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
 		tlog_topic_put(victim);
 	}
-	RB_REMOVE(tlog_topic_tree, &s->topics, t);
+	RB_REMOVE(tlog_topic_tree, &reg->topics, t);
 	free(t->lv.name);
 	t->lv.name = nname;
 	nname = NULL;
-	RB_INSERT(tlog_topic_tree, &s->topics, t);
+	RB_INSERT(tlog_topic_tree, &reg->topics, t);
 	renamed = true;
 out:
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	free(nname);
 	if (renamed)
-		sync_parent(s, s->tree.dirfd, to);
+		sync_parent(reg, reg->root->tree->dirfd, to);
 	return r;
 }
 
@@ -368,17 +424,17 @@ int
 tlog_partition_create(struct tlog_topic *t, const char *name,
     struct tlog_partition **out)
 {
-	struct tlog_store *s = t->store;
+	struct tlog_registry *reg = t->reg;
 	struct tlog_partition *p;
 	int r, tfd = -1, fd;
 
-	if (s->ctx.ro)
+	if (reg->penv->ctx->ro)
 		return -EROFS;
 	if ((r = tlog_name_check(name)) != 0)
 		return r;
-	if ((p = tlog_part_alloc(t, name)) == NULL)
+	if ((p = tlog_part_alloc(&t->lv, name, reg->penv)) == NULL)
 		return -ENOMEM;
-	pthread_rwlock_wrlock(&s->tree.lock);
+	pthread_rwlock_wrlock(&reg->root->tree->lock);
 	if (tlog_level_dead(&t->lv)) {
 		r = -ENOENT;
 	} else if (part_find(t, name) != NULL) {
@@ -399,9 +455,9 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 		}
 		p = NULL;
 	}
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (r == 0)
-		sync_parent(s, tfd, name);
+		sync_parent(reg, tfd, name);
 	else if (tfd >= 0)
 		close(tfd);
 	tlog_partition_put(p);
@@ -411,19 +467,19 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 int
 tlog_partition_remove(struct tlog_topic *t, const char *name)
 {
-	struct tlog_store *s = t->store;
+	struct tlog_registry *reg = t->reg;
 	struct tlog_partition *p;
 	int r, tfd = -1;
 
-	if (s->ctx.ro)
+	if (reg->penv->ctx->ro)
 		return -EROFS;
 	if ((p = tlog_partition_get(t, name)) == NULL)
 		return -ENOENT;
-	r = tlog_unlink_drain(p, -1);
+	r = tlog_unlink_drain(reg->q, p, -1);
 	tlog_partition_put(p);
 	if (r != 0)
 		return r;
-	pthread_rwlock_wrlock(&s->tree.lock);
+	pthread_rwlock_wrlock(&reg->root->tree->lock);
 	if ((p = part_find(t, name)) == NULL) {
 		r = -ENOENT;
 		goto out;
@@ -438,17 +494,17 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	if (r == 0 && (tfd = tlog_level_dir_locked(&t->lv)) < 0)
 		r = tfd;
 	else if (r == 0)
-		r = remove_dir(s, tfd, name);
+		r = remove_dir(reg, tfd, name);
 	if (r == 0) {
 		__atomic_store_n(&p->lv.dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, p);
 	}
 out:
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (r == 0) {
-		tlog_unsched(p);
+		tlog_part_unsched(p);
 		tlog_partition_put(p);
-		sync_parent(s, tfd, name);
+		sync_parent(reg, tfd, name);
 	} else if (tfd >= 0)
 		close(tfd);
 	return r;
@@ -457,13 +513,13 @@ out:
 int
 tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 {
-	struct tlog_store *s = t->store;
+	struct tlog_registry *reg = t->reg;
 	struct tlog_partition *p, *victim;
 	bool renamed = false;
 	char *nname;
 	int r = 0, tfd = -1;
 
-	if (s->ctx.ro)
+	if (reg->penv->ctx->ro)
 		return -EROFS;
 	if ((r = tlog_name_check(to)) != 0)
 		return r;
@@ -472,12 +528,12 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	/* A partition whose segments were just deleted is empty once its
 	 * files are gone. */
 	if ((victim = tlog_partition_get(t, to)) != NULL) {
-		r = tlog_unlink_drain(victim, -1);
+		r = tlog_unlink_drain(reg->q, victim, -1);
 		tlog_partition_put(victim);
 		if (r != 0)
 			goto out_free;
 	}
-	pthread_rwlock_wrlock(&s->tree.lock);
+	pthread_rwlock_wrlock(&reg->root->tree->lock);
 	if ((p = part_find(t, from)) == NULL) {
 		r = -ENOENT;
 		goto out;
@@ -493,7 +549,7 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 		r = __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0 ?
 		    -ENOTEMPTY : 0;
 		if (r == 0)
-			r = clear_dir(s, tfd, to);
+			r = clear_dir(reg, tfd, to);
 		if (r != 0)
 			goto out;
 	}
@@ -506,7 +562,7 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 		/* Its appends now find it dead, or its directory replaced. */
 		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, victim);
-		tlog_unsched(victim);
+		tlog_part_unsched(victim);
 		tlog_partition_put(victim);
 	}
 	RB_REMOVE(tlog_part_tree, &t->parts, p);
@@ -516,9 +572,9 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	RB_INSERT(tlog_part_tree, &t->parts, p);
 	renamed = true;
 out:
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (renamed)
-		sync_parent(s, tfd, to);
+		sync_parent(reg, tfd, to);
 	else if (tfd >= 0)
 		close(tfd);
 out_free:
@@ -545,7 +601,7 @@ dirent_push(struct tlog_dirent **a, size_t *n, size_t *cap, const char *name,
 }
 
 int
-tlog_topic_list(struct tlog_store *s, struct tlog_dirent **out, size_t *n)
+tlog_reg_topic_list(struct tlog_registry *reg, struct tlog_dirent **out, size_t *n)
 {
 	struct tlog_topic *t;
 	size_t cap = 0;
@@ -553,11 +609,11 @@ tlog_topic_list(struct tlog_store *s, struct tlog_dirent **out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
-	pthread_rwlock_rdlock(&s->tree.lock);
-	RB_FOREACH(t, tlog_topic_tree, &s->topics)
+	pthread_rwlock_rdlock(&reg->root->tree->lock);
+	RB_FOREACH(t, tlog_topic_tree, &reg->topics)
 		if ((r = dirent_push(out, n, &cap, t->lv.name, t->lv.ino)) != 0)
 			break;
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	return r;
 }
 
@@ -580,7 +636,7 @@ tlog_partition_list(struct tlog_topic *t, struct tlog_dirent **out,
 }
 
 int
-tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***out,
+tlog_reg_partitions(struct tlog_registry *reg, struct tlog_partition ***out,
     size_t *n)
 {
 	struct tlog_partition **v = NULL, *p;
@@ -589,8 +645,8 @@ tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***out,
 	int r = 0;
 
 	*n = 0;
-	pthread_rwlock_rdlock(&s->tree.lock);
-	RB_FOREACH(t, tlog_topic_tree, &s->topics) {
+	pthread_rwlock_rdlock(&reg->root->tree->lock);
+	RB_FOREACH(t, tlog_topic_tree, &reg->topics) {
 		RB_FOREACH(p, tlog_part_tree, &t->parts) {
 			if (*n == cap) {
 				size_t nc = cap ? cap * 2 : 256;
@@ -607,7 +663,7 @@ tlog_all_partitions(struct tlog_store *s, struct tlog_partition ***out,
 		}
 	}
 out:
-	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (r != 0) {
 		while (*n > 0)
 			tlog_partition_put(v[--*n]);
@@ -625,14 +681,14 @@ out:
  * descriptor or -1.
  */
 static int
-open_level(struct tlog_store *s, int dirfd, const char *where,
+open_level(struct tlog_registry *reg, int dirfd, const char *where,
     const char *name)
 {
 	struct stat st;
 	int fd;
 
 	if (tlog_name_check(name) != 0) {
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "ignoring %s%s: not a valid topic or "
+		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring %s%s: not a valid topic or "
 		    "partition name", where, name);
 		return -1;
 	}
@@ -642,17 +698,17 @@ open_level(struct tlog_store *s, int dirfd, const char *where,
 		return fd;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode))
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "ignoring %s%s: a symbolic link, "
+		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring %s%s: a symbolic link, "
 		    "never followed", where, name);
 	else
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "ignoring stray %s%s: not a "
+		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring stray %s%s: not a "
 		    "directory", where, name);
 	return -1;
 }
 
 /* Loads one topic's partitions from its open directory tfd. */
 static int
-load_topic(struct tlog_store *s, struct tlog_topic *t, int tfd)
+load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 {
 	struct tlog_partition *p;
 	struct dirent *pe;
@@ -669,15 +725,15 @@ load_topic(struct tlog_store *s, struct tlog_topic *t, int tfd)
 	while ((pe = readdir(pd)) != NULL) {
 		if (pe->d_name[0] == '.')
 			continue;
-		if ((fd = open_level(s, tfd, where, pe->d_name)) < 0)
+		if ((fd = open_level(reg, tfd, where, pe->d_name)) < 0)
 			continue;
-		if ((p = tlog_part_alloc(t, pe->d_name)) == NULL) {
+		if ((p = tlog_part_alloc(&t->lv, pe->d_name, reg->penv)) == NULL) {
 			close(fd);
 			closedir(pd);
 			return -ENOMEM;
 		}
 		tlog_level_set_dir(&p->lv, fd);
-		tlog_conf_load(&s->ctx, fd, ".config", &p->lv.conf);
+		tlog_conf_load(reg->penv->ctx, fd, ".config", &p->lv.conf);
 		close(fd);
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
@@ -685,16 +741,15 @@ load_topic(struct tlog_store *s, struct tlog_topic *t, int tfd)
 	return 0;
 }
 
-/* Loads every topic and partition directory and recovers partitions. */
 int
-tlog_store_load(struct tlog_store *s)
+tlog_reg_load(struct tlog_registry *reg)
 {
 	struct tlog_topic *t;
 	struct dirent *de;
 	DIR *d;
 	int fd, r;
 
-	fd = openat(s->tree.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(reg->root->tree->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);
@@ -703,16 +758,16 @@ tlog_store_load(struct tlog_store *s)
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		if ((fd = open_level(s, s->tree.dirfd, "", de->d_name)) < 0)
+		if ((fd = open_level(reg, reg->root->tree->dirfd, "", de->d_name)) < 0)
 			continue;
-		if ((t = tlog_topic_alloc(s, de->d_name)) == NULL) {
+		if ((t = tlog_topic_alloc(reg, de->d_name)) == NULL) {
 			close(fd);
 			closedir(d);
 			return -ENOMEM;
 		}
-		tlog_conf_load(&s->ctx, fd, ".config", &t->lv.conf);
-		RB_INSERT(tlog_topic_tree, &s->topics, t);
-		r = load_topic(s, t, fd);
+		tlog_conf_load(reg->penv->ctx, fd, ".config", &t->lv.conf);
+		RB_INSERT(tlog_topic_tree, &reg->topics, t);
+		r = load_topic(reg, t, fd);
 		close(fd);
 		if (r != 0) {
 			closedir(d);
@@ -720,5 +775,5 @@ tlog_store_load(struct tlog_store *s)
 		}
 	}
 	closedir(d);
-	return tlog_recover_all(s);
+	return 0;
 }

@@ -1,23 +1,17 @@
 /*
- * retention.c - what takes segments away, off the append path: the time
- * rule, the size rule for a lowered ceiling, manual deletion and sealing,
- * the idle seal, and the due time the reaper schedules by.
+ * retention.c - what seals and takes segments away off the append path
+ * (doc/design.md §3, §4): the time rule, the size rule for a ceiling
+ * lowered since the last append, manual deletion and sealing, the idle
+ * seal, and a partition's due time, which the reaper schedules by
+ * (doc/reaper.md). Each call holds the partition lock once; detached
+ * segments go to the unlink queue, and events are emitted after the lock
+ * is dropped.
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <syslog.h>
-#include <unistd.h>
 
-#include "tlog_int.h"
+#include "retention.h"
 
 #define IDLE_QUIET_MS 1000	/* no append this long before an idle seal */
 
@@ -62,7 +56,7 @@ idle_due_of(struct tlog_partition *p)
 }
 
 int64_t
-tlog_partition_idle_due(struct tlog_partition *p)
+tlog_part_idle_due(struct tlog_partition *p)
 {
 	int64_t due;
 
@@ -73,7 +67,7 @@ tlog_partition_idle_due(struct tlog_partition *p)
 }
 
 int
-tlog_partition_seal_idle(struct tlog_partition *p)
+tlog_part_seal_idle(struct tlog_partition *p)
 {
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
@@ -129,12 +123,12 @@ expire_due_of(struct tlog_partition *p)
 	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
 	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 
-	return rms >= 0 && seg != NULL && seg->records > 0 ?
-	    seg->max_ts + rms + 1 : -1;
+	return seg != NULL && seg->records > 0 ?
+	    tlog_part_expires_at(seg->max_ts, rms) : -1;
 }
 
 int64_t
-tlog_partition_expire_due(struct tlog_partition *p)
+tlog_part_expire_due(struct tlog_partition *p)
 {
 	int64_t due;
 
@@ -181,7 +175,7 @@ tlog_part_due_locked(struct tlog_partition *p)
  * empty one's reservation given back.
  */
 int
-tlog_partition_enforce_size(struct tlog_partition *p, int max,
+tlog_part_enforce_size(struct tlog_partition *p, int max,
     uint64_t *bytes)
 {
 	struct tlog_segment *old;
@@ -219,7 +213,7 @@ tlog_partition_enforce_size(struct tlog_partition *p, int max,
 }
 
 int
-tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
+tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 {
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
@@ -233,7 +227,8 @@ tlog_partition_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 		return 0;
 	pthread_mutex_lock(&p->sd.lock);
 	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
-		if (seg->records == 0 || now - seg->max_ts <= rms)
+		if (seg->records == 0 ||
+		    now < tlog_part_expires_at(seg->max_ts, rms))
 			break;
 		if (!seg->sealed)
 			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);

@@ -4,19 +4,9 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <syslog.h>
-#include <unistd.h>
 
-#include "tlog_int.h"
+#include "partition.h"
 
 #define SEEK_TRIES 8	/* segments that may vanish under one look-up */
 
@@ -77,7 +67,7 @@ tlog_partition_seek(struct tlog_partition *p, uint64_t offset,
 			tlog_segment_put(seg);
 			return 0;
 		}
-		r = tlog_segment_find_offset(seg, offset, &pos);
+		r = tlog_seg_find_offset(seg, offset, &pos);
 		out->offset = offset;
 		out->base = seg->base;
 		out->pos = pos;
@@ -101,7 +91,7 @@ tlog_partition_seek_time(struct tlog_partition *p, int64_t t,
 	for (tries = 0; tries < SEEK_TRIES; tries++) {
 		if ((seg = seek_pick(p, true, 0, t, out, &r)) == NULL)
 			return r;
-		r = tlog_segment_find_time(seg, t, &off, &pos);
+		r = tlog_seg_find_time(seg, t, &off, &pos);
 		out->offset = off;
 		out->base = seg->base;
 		out->pos = pos;

@@ -20,7 +20,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "segment.h"
 
 /* ---- what a partition's segments share ---- */
 
@@ -747,6 +747,16 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 	return 0;
 }
 
+/* The span after which a segment seals on time: segment.ms less its
+ * jitter, never below 1 ms. */
+int64_t
+tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms)
+{
+	int64_t j = seg->jitter < seg_ms ? seg->jitter : seg_ms;
+
+	return seg_ms - j > 0 ? seg_ms - j : 1;
+}
+
 /*
  * Between two index entries every record ends with a newline, except that
  * the record just before an entry may end without one (records without a
@@ -754,7 +764,7 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
  * nearest entry finds any offset.
  */
 int
-tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
+tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
     uint64_t *pos)
 {
 	struct tlog_idx_entry *e;
@@ -813,7 +823,7 @@ tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
 }
 
 int
-tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
+tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
     uint64_t *offset, uint64_t *pos)
 {
 	struct tlog_idx_entry *e;

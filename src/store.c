@@ -1,13 +1,9 @@
 /*
- * store.c - the store: its on-disk layout and lock, the registry of topics
- * and partitions (red-black trees by name), paths, and the unlink queue.
- *
- * STORE/.tlogfs/format   "tlogfs <version>"
- * STORE/.tlogfs/lock     pid of the holder, flock()ed while open
- * STORE/.tlogfs/config   store-wide config overrides (key=value)
- * STORE/.tlogfs/clean    present only between a clean close and the next open
- * STORE/.tlogfs/boot     the kernel's boot id at the last open
- * STORE/TOPIC/.config, STORE/TOPIC/PART/.config, STORE/TOPIC/PART/.next
+ * store.c - an open store (store.h): open and close with the store's
+ * layout, lock, clean mark and boot id; the hooks the partitions reach
+ * the layers above them through (events, queues, the scheduler); and the
+ * calls of tlog.h that the store answers by delegating to its registry,
+ * its queues and its events partition.
  */
 #include "config.h"
 
@@ -25,7 +21,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "flush.h"
+#include "store.h"
+#include "unlink.h"
 
 int
 tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
@@ -33,7 +31,7 @@ tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
 	return fstatvfs(s->tree.dirfd, sv) == -1 ? -errno : 0;
 }
 
-/* ---- open and close ---- */
+/* ---- what the store answers itself ---- */
 
 int64_t
 tlog_now(struct tlog_store *s)
@@ -60,7 +58,7 @@ tlog_store_config(struct tlog_store *s)
 bool
 tlog_store_was_clean(const struct tlog_store *s)
 {
-	return s->was_clean;
+	return s->rc.was_clean;
 }
 
 bool
@@ -240,62 +238,38 @@ mark_synced(struct tlog_store *s)
 	struct tlog_partition **v;
 	size_t n, i;
 
-	if (tlog_all_partitions(s, &v, &n) == 0) {
+	if (tlog_store_partitions(s, &v, &n) == 0) {
 		for (i = 0; i < n; i++) {
 			mark_synced_part(v[i]);
 			tlog_partition_put(v[i]);
 		}
 		free(v);
 	}
-	if (s->events != NULL)
-		mark_synced_part(s->events);
+	if (s->ev.p != NULL)
+		mark_synced_part(s->ev.p);
+}
+
+/* A scheduler still attached lets go first: it holds partitions. */
+static void
+sched_detach(struct tlog_store *s)
+{
+	void *arg = tlog_store_sched(s);
+
+	if (arg != NULL)
+		s->penv.sched->detach(arg);
 }
 
 static void
 store_free(struct tlog_store *s)
 {
-	struct tlog_topic *t, *tn;
-	struct tlog_partition *p, *pn;
-	struct tlog_segment *seg;
-
 	if (s == NULL)
 		return;
-	tlog_reaper_fini(s);
+	sched_detach(s);
 	/* Detached segments not yet unlinked are simply released; their
 	 * files are found again (and kept) at the next open. */
-	while ((seg = TAILQ_FIRST(&s->unlinkq)) != NULL) {
-		TAILQ_REMOVE(&s->unlinkq, seg, link);
-		tlog_segment_put(seg);
-	}
-	while ((p = TAILQ_FIRST(&s->flushq)) != NULL) {
-		TAILQ_REMOVE(&s->flushq, p, flushlink);
-		p->flush_queued = false;
-		tlog_partition_put(p);
-	}
-	RB_FOREACH_SAFE(t, tlog_topic_tree, &s->topics, tn) {
-		RB_FOREACH_SAFE(p, tlog_part_tree, &t->parts, pn) {
-			RB_REMOVE(tlog_part_tree, &t->parts, p);
-			tlog_segdir_drop_unsynced(&p->sd);
-			while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
-				TAILQ_REMOVE(&p->segs, seg, link);
-				tlog_segment_put(seg);
-			}
-			tlog_partition_put(p);
-		}
-		RB_REMOVE(tlog_topic_tree, &s->topics, t);
-		tlog_topic_put(t);
-	}
-	if ((p = s->events) != NULL) {
-		tlog_segdir_drop_unsynced(&p->sd);
-		while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
-			TAILQ_REMOVE(&p->segs, seg, link);
-			tlog_segment_put(seg);
-		}
-		tlog_partition_put(p);
-		s->events = NULL;
-	}
-	tlog_topic_put(s->itopic);
-	s->itopic = NULL;
+	tlog_queue_destroy(&s->q);
+	tlog_reg_destroy(&s->reg);
+	tlog_events_close(&s->ev);
 	if (s->lockfd != -1)
 		close(s->lockfd);
 	if (s->tree.dirfd != -1)
@@ -303,8 +277,6 @@ store_free(struct tlog_store *s)
 	tlog_level_destroy(&s->root);
 	pthread_rwlock_destroy(&s->tree.lock);
 	pthread_mutex_destroy(&s->conf_lock);
-	pthread_mutex_destroy(&s->unlink_lock);
-	pthread_cond_destroy(&s->unlink_cond);
 	tlog_ctx_destroy(&s->ctx);
 	tlog_fdbudget_destroy(&s->fdb);
 	free(s->path);
@@ -316,10 +288,10 @@ static int64_t
 newest_stamp(struct tlog_store *s)
 {
 	struct tlog_partition **v;
-	int64_t newest = s->events != NULL ? s->events->last_ts : -1;
+	int64_t newest = s->ev.p != NULL ? s->ev.p->last_ts : -1;
 	size_t n, i;
 
-	if (tlog_all_partitions(s, &v, &n) != 0)
+	if (tlog_store_partitions(s, &v, &n) != 0)
 		return newest;
 	for (i = 0; i < n; i++) {
 		if (v[i]->last_ts > newest)
@@ -329,6 +301,150 @@ newest_stamp(struct tlog_store *s)
 	free(v);
 	return newest;
 }
+
+/* ---- the hooks of the layers below ---- */
+
+/* A seal or a deletion: the names filled in, recorded in .tlogfs/events
+ * and passed to the opener's hook. No engine lock is held. */
+static void
+store_emit(void *arg, struct tlog_partition *p, struct tlog_event *ev)
+{
+	char topic[TLOG_NAME_MAX + 1], part[TLOG_NAME_MAX + 1];
+	struct tlog_store *s = arg;
+
+	if (s->ctx.opts.event == NULL && (s->ev.p == NULL || p == s->ev.p))
+		return;
+	pthread_rwlock_rdlock(&p->lv.tree->lock);
+	strlcpy(topic, p->lv.parent->name, sizeof(topic));
+	strlcpy(part, p->lv.name, sizeof(part));
+	pthread_rwlock_unlock(&p->lv.tree->lock);
+	ev->topic = topic;
+	ev->partition = part;
+	ev->partition_ino = p->lv.ino;
+	tlog_events_record(&s->ev, p, ev);
+	if (s->ctx.opts.event != NULL)
+		s->ctx.opts.event(s->ctx.opts.event_arg, ev);
+}
+
+static void
+store_detached(void *arg, struct tlog_segment *seg)
+{
+	struct tlog_store *s = arg;
+
+	tlog_queue_unlink(&s->q, seg);
+}
+
+static void
+store_sealed(void *arg, struct tlog_partition *p)
+{
+	struct tlog_store *s = arg;
+
+	tlog_queue_flush(&s->q, p);
+}
+
+static void
+store_unlink(void *arg, struct tlog_partition *p, uint64_t limit)
+{
+	struct tlog_store *s = arg;
+
+	tlog_unlink_part(&s->q, p, limit);
+}
+
+static void
+penv_init(struct tlog_store *s)
+{
+	s->penv.ctx = &s->ctx;
+	s->penv.fdb = &s->fdb;
+	s->penv.emit = store_emit;
+	s->penv.detached = store_detached;
+	s->penv.sealed = store_sealed;
+	s->penv.unlink = store_unlink;
+	s->penv.arg = s;
+	s->penv.sched = NULL;
+	s->penv.sched_arg = NULL;
+}
+
+void
+tlog_store_set_sched(struct tlog_store *s, const struct tlog_sched_ops *ops,
+    void *arg)
+{
+	if (arg != NULL)
+		s->penv.sched = ops;
+	__atomic_store_n(&s->penv.sched_arg, arg, __ATOMIC_RELEASE);
+}
+
+void *
+tlog_store_sched(struct tlog_store *s)
+{
+	return __atomic_load_n(&s->penv.sched_arg, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A setting changed at a level: every partition it governs gets its due
+ * time recomputed. The partitions are collected under the tree lock and
+ * visited after it is dropped.
+ */
+void
+tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p)
+{
+	struct tlog_partition **v = NULL, *q;
+	struct tlog_dirent *d = NULL;
+	size_t n = 0, i;
+
+	if (p != NULL) {
+		tlog_part_resched(p);
+		return;
+	}
+	if (t == NULL && s->ev.p != NULL)
+		tlog_part_resched(s->ev.p);
+	if (t != NULL) {
+		if (tlog_partition_list(t, &d, &n) != 0)
+			return;
+		for (i = 0; i < n; i++)
+			if ((q = tlog_partition_get(t, d[i].name)) != NULL) {
+				tlog_part_resched(q);
+				tlog_partition_put(q);
+			}
+		free(d);
+		return;
+	}
+	/* The store level: every partition of every topic. */
+	if (tlog_store_partitions(s, &v, &n) != 0)
+		return;
+	for (i = 0; i < n; i++) {
+		tlog_part_resched(v[i]);
+		tlog_partition_put(v[i]);
+	}
+	free(v);
+}
+
+int
+tlog_store_partitions(struct tlog_store *s, struct tlog_partition ***v,
+    size_t *n)
+{
+	return tlog_reg_partitions(&s->reg, v, n);
+}
+
+/* Loads every topic and partition directory and recovers partitions. */
+static int
+store_load(struct tlog_store *s)
+{
+	struct tlog_partition **v;
+	size_t n, i;
+	int r;
+
+	if ((r = tlog_reg_load(&s->reg)) != 0 ||
+	    (r = tlog_reg_partitions(&s->reg, &v, &n)) != 0)
+		return r;
+	tlog_recover_all(v, n, &s->rc);
+	for (i = 0; i < n; i++)
+		tlog_partition_put(v[i]);
+	free(v);
+	return 0;
+}
+
+/* ---- open and close ---- */
 
 int
 tlog_store_open(const char *path, const struct tlog_store_opts *opts,
@@ -349,14 +465,11 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	    TLOG_CAP_BYTES;
 	pthread_rwlock_init(&s->tree.lock, NULL);
 	pthread_mutex_init(&s->conf_lock, NULL);
-	pthread_mutex_init(&s->unlink_lock, NULL);
-	tlog_cond_init_mono(&s->unlink_cond);
 	tlog_fdbudget_init(&s->fdb, s->ctx.opts.max_open_segments);
-	tlog_reaper_init(s);
-	TAILQ_INIT(&s->unlinkq);
-	TAILQ_INIT(&s->flushq);
-	RB_INIT(&s->topics);
+	tlog_queue_init(&s->q);
+	penv_init(s);
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
+	tlog_reg_init(&s->reg, &s->root, &s->penv, &s->q);
 	if ((s->path = strdup(path)) == NULL) {
 		r = -ENOMEM;
 		goto fail;
@@ -370,11 +483,11 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	if ((r = store_layout(s, err, errlen)) != 0 ||
 	    (r = store_lock(s, err, errlen)) != 0)
 		goto fail;
-	s->was_clean = faccessat(s->tree.dirfd, ".tlogfs/clean", F_OK, 0) == 0;
+	s->rc.was_clean = faccessat(s->tree.dirfd, ".tlogfs/clean", F_OK, 0) == 0;
 	/* A reader leaves the mark as it found it: it changes nothing the
 	 * mark vouches for, and an unclean store stays unclean for the
 	 * next writer's recovery. */
-	if (!s->ctx.ro && s->was_clean &&
+	if (!s->ctx.ro && s->rc.was_clean &&
 	    unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
@@ -382,13 +495,13 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		goto fail;
 	}
 	/* The mark must not outlive a power cut while the store runs. */
-	if (!s->ctx.ro && s->was_clean &&
+	if (!s->ctx.ro && s->rc.was_clean &&
 	    (r = tlog_fsync_dir(s->tree.dirfd, ".tlogfs")) != 0) {
 		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", path,
 		    strerror(-r));
 		goto fail;
 	}
-	if (!s->ctx.ro && !s->was_clean && faccessat(s->tree.dirfd, ".", W_OK, 0) ==
+	if (!s->ctx.ro && !s->rc.was_clean && faccessat(s->tree.dirfd, ".", W_OK, 0) ==
 	    -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", path,
@@ -397,14 +510,15 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	}
 	boot_id(boot, sizeof(boot));
 	last_boot(s, prev, sizeof(prev));
-	s->verify = !s->was_clean && (boot[0] == '\0' ||
+	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
 	    strcmp(boot, prev) != 0);
-	if (s->verify && prev[0] != '\0')
+	if (s->rc.verify && prev[0] != '\0')
 		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
 		    "a reboot: checking unsealed segments against their data",
 		    path);
 	tlog_conf_load(&s->ctx, s->tree.dirfd, ".tlogfs/config", &s->root.conf);
-	if ((r = tlog_store_load(s)) != 0 || (r = tlog_events_open(s)) != 0) {
+	if ((r = store_load(s)) != 0 ||
+	    (r = tlog_events_open(&s->ev, &s->reg, &s->rc)) != 0) {
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
 		goto fail;
 	}
@@ -418,7 +532,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 * One syncfs does both, so that neither recovery nor the first
 	 * fsync of each partition has to sync file by file.
 	 */
-	if (!s->ctx.ro && (!s->was_clean || s->repaired)) {
+	if (!s->ctx.ro && (!s->rc.was_clean || s->rc.repaired)) {
 		if (syncfs(s->tree.dirfd) == 0)
 			mark_synced(s);
 		else
@@ -435,12 +549,9 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot record the "
 			    "boot id: %s", path, strerror(-r));
 	}
-	/* Everything that can expire or seal is scheduled; whatever came
-	 * due while the store was closed is due now. A reader's reaper
-	 * has nothing it may do. */
-	if (!s->ctx.ro)
-		tlog_conf_changed(s, NULL, NULL);
-	else if (s->repaired)
+	/* Nothing is scheduled yet: whoever opened the store attaches the
+	 * reaper (tlog_reaper_start), which schedules everything then. */
+	if (s->ctx.ro && s->rc.repaired)
 		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s is open read-only: "
 		    "recovery's repairs are kept in memory, not written; the "
 		    "next read-write open makes them", path);
@@ -467,11 +578,11 @@ tlog_store_close(struct tlog_store *s)
 		return;
 	}
 	tlog_store_unlink_pending(s, 0);
-	tlog_reaper_stop(s);
+	sched_detach(s);
 	tlog_store_flush_pending(s, 0);
 	/* The partitions' syncs run with the tree unlocked: each partition
 	 * is held by a reference. */
-	if (tlog_all_partitions(s, &v, &n) != 0)
+	if (tlog_store_partitions(s, &v, &n) != 0)
 		bad = true;
 	for (i = 0; i < n; i++) {
 		if (tlog_part_close(v[i]) != 0)
@@ -479,7 +590,7 @@ tlog_store_close(struct tlog_store *s)
 		tlog_partition_put(v[i]);
 	}
 	free(v);
-	if (s->events != NULL && tlog_part_close(s->events) != 0)
+	if (s->ev.p != NULL && tlog_part_close(s->ev.p) != 0)
 		bad = true;
 	/* The mark says everything before it is on disk: only then. */
 	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT |
@@ -492,4 +603,75 @@ tlog_store_close(struct tlog_store *s)
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything reached the "
 		    "disk; no clean mark", s->path);
 	store_free(s);
+}
+
+/* ---- calls of tlog.h answered by the registry, queues and events ---- */
+
+int
+tlog_topic_create(struct tlog_store *s, const char *name,
+    struct tlog_topic **out)
+{
+	return tlog_reg_topic_create(&s->reg, name, out);
+}
+
+struct tlog_topic *
+tlog_topic_get(struct tlog_store *s, const char *name)
+{
+	return tlog_reg_topic_get(&s->reg, name);
+}
+
+int
+tlog_topic_remove(struct tlog_store *s, const char *name)
+{
+	return tlog_reg_topic_remove(&s->reg, name);
+}
+
+int
+tlog_topic_rename(struct tlog_store *s, const char *from, const char *to)
+{
+	return tlog_reg_topic_rename(&s->reg, from, to);
+}
+
+int
+tlog_topic_list(struct tlog_store *s, struct tlog_dirent **out, size_t *n)
+{
+	return tlog_reg_topic_list(&s->reg, out, n);
+}
+
+int
+tlog_store_unlink_pending(struct tlog_store *s, int max)
+{
+	return tlog_unlink_pending(&s->q, max);
+}
+
+int
+tlog_store_flush_pending(struct tlog_store *s, int max)
+{
+	return tlog_flush_pending(&s->q, max);
+}
+
+size_t
+tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms)
+{
+	return tlog_queue_wait(&s->q, timeout_ms);
+}
+
+void
+tlog_store_wakeup(struct tlog_store *s)
+{
+	tlog_queue_wakeup(&s->q);
+}
+
+size_t
+tlog_store_unlink_queued(struct tlog_store *s)
+{
+	return tlog_queue_unlinks(&s->q);
+}
+
+struct tlog_partition *
+tlog_store_events(struct tlog_store *s)
+{
+	if (s->ev.p != NULL)
+		tlog_part_ref(s->ev.p);
+	return s->ev.p;
 }

@@ -242,13 +242,10 @@ int tlog_partition_remove(struct tlog_topic *t, const char *name);
 int tlog_partition_rename(struct tlog_topic *t, const char *from,
     const char *to);
 uint64_t tlog_partition_ino(const struct tlog_partition *p);
-void tlog_partition_name(struct tlog_partition *p, char *buf, size_t len);
 struct tlog_config *tlog_partition_config(struct tlog_partition *p);
 /* The partition's topic (borrowed; valid while p is referenced). */
 struct tlog_topic *tlog_partition_topic(struct tlog_partition *p);
 
-/* Effective value of a key for p: partition, topic, store, built-in. */
-int64_t tlog_part_conf(struct tlog_partition *p, enum tlog_key k);
 
 struct tlog_part_stats {
 	uint64_t start_offset;	/* base of the oldest segment (end if none) */
@@ -332,15 +329,6 @@ int tlog_segment_open(struct tlog_segment *seg);
 ssize_t tlog_segment_read(struct tlog_segment *seg, int fd, void *buf,
     size_t len, off_t pos);
 
-/* Position of the record with this offset within the segment; -ENOENT
- * if the offset is outside it. */
-int tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
-    uint64_t *pos);
-/* Offset and position of the first record that can have ts >= t
- * (conservative: from the nearest index entry at or before). */
-int tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
-    uint64_t *offset, uint64_t *pos);
-
 /*
  * Where a reader starts (the mount's user.tlog.at.N and user.tlog.since.MS,
  * doc/seek.md). tlog_partition_seek finds the first live record with
@@ -397,13 +385,6 @@ int tlog_partition_fsync(struct tlog_partition *p, bool datasync);
 
 /* Seals the active segment now (user.seal). 0 if there is none. */
 int tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why);
-/* Idle trigger: seals the active segment if now - first_ts >= segment.ms
- * (less its jitter) and nothing was appended for min(segment.ms, 1 s).
- * Returns 1 if it sealed, 0 if not due. */
-int tlog_partition_seal_idle(struct tlog_partition *p);
-/* Earliest engine time at which the idle trigger can fire; -1 if
- * there is no non-empty active segment. */
-int64_t tlog_partition_idle_due(struct tlog_partition *p);
 
 /* ---- deletion ---- */
 
@@ -412,23 +393,6 @@ int64_t tlog_partition_idle_due(struct tlog_partition *p);
  * first if active) and queues its files for unlinking. -ENOENT if gone.
  */
 int tlog_partition_delete(struct tlog_partition *p, uint64_t base);
-/*
- * Time rule: detaches, oldest first, at most max segments whose
- * now - max_ts > retention.ms, stopping at the first young one; an
- * expired active segment is sealed first. Returns the count detached.
- */
-int tlog_partition_expire(struct tlog_partition *p, int max,
-    uint64_t *bytes /* may be NULL: their bytes */);
-/* Earliest time the time rule can delete something; -1 if never. */
-int64_t tlog_partition_expire_due(struct tlog_partition *p);
-/*
- * Size rule for a partition over retention.bytes without an append (the
- * ceiling was lowered): detaches, oldest first, at most max segments
- * until its bytes are within the ceiling; the active segment, last, is
- * sealed first. Returns the count detached (rule size).
- */
-int tlog_partition_enforce_size(struct tlog_partition *p, int max,
-    uint64_t *bytes /* may be NULL: their bytes */);
 
 /*
  * Detached segments wait in the store's unlink queue. This unlinks up to
@@ -452,28 +416,16 @@ size_t tlog_store_unlink_queued(struct tlog_store *s);
 
 /* ---- the reaper (reaper.c) ---- */
 
-struct tlog_reap_stats {
-	uint64_t visited;	/* due partitions this wake-up touched */
-	uint64_t sealed;	/* idle seals */
-	uint64_t expired;	/* segments detached by the time rule */
-	uint64_t bytes;		/* their bytes */
-	uint64_t sized;		/* segments detached by the size rule */
-	uint64_t sized_bytes;	/* their bytes */
-};
-
 /*
- * One wake-up at the store clock's now: pops only the partitions whose due
- * time has come, gives each one bounded step (an idle seal, at most 64
- * segments over retention.bytes, then at most 64 expired segments, each
- * under one hold of its lock), and reschedules them.
- * Returns the next due time, -1 if nothing is scheduled.
+ * The reaper is not started by the store: whoever opens it attaches one
+ * (and schedules every partition then) and, in a daemon, starts its
+ * thread, which sleeps until the earliest due time and runs wake-ups,
+ * logging one line per wake-up that expired something. A read-only
+ * store gets none. A reaper still attached when the store closes is
+ * detached by the close.
  */
-int64_t tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st);
-/* The earliest due time (-1 if none) and how many partitions wait. */
-int64_t tlog_reaper_next_due(struct tlog_store *s);
-size_t tlog_reaper_scheduled(struct tlog_store *s);
-/* A thread that sleeps until the earliest due time and runs cycles,
- * logging one line per wake-up that expired something. */
+int tlog_reaper_attach(struct tlog_store *s);
+/* Attaches (if not yet) and starts the thread. */
 int tlog_reaper_start(struct tlog_store *s);
 void tlog_reaper_stop(struct tlog_store *s);
 

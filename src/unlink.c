@@ -1,39 +1,26 @@
 /*
- * unlink.c - the unlink queue and its drainers: detached segments wait
- * in the store's queue; their files are unlinked with no engine lock
- * held, and only then is the deletion event emitted.
+ * unlink.c - draining the unlink queue (queue.h): the files of detached
+ * segments are unlinked with no engine lock held, .log then .idx, after
+ * the partition's end offset is made to outlive them, and only then is
+ * the deletion event emitted. The drainers: the front end's unlinker
+ * (tlog_unlink_pending), the size ceiling on the appender's thread and
+ * rmdir's wait (tlog_unlink_drain). A crash between detach and unlink
+ * loses the event, never names data still present, and the segment
+ * reappears at the next open.
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "unlink.h"
 
-/*
- * Offsets are never handed out twice, however the daemon stops: at open
- * the end offset is the largest of the segments' ends and .next. So
- * before the files of a segment ending at `need` are unlinked, the disk
- * must keep a witness of an offset at least that: a segment based at or
- * above it whose directory entry is durable (the directory is synced if
- * a file was made since it last was), or else .next, written with the
- * partition's end offset. Retention, which deletes the oldest segments,
- * thus costs at most a directory sync, and .next is written only when
- * the newest segments go (rm current, an emptied partition); never on
- * a full disk for the oldest. Runs with no lock but p->sd.sync_lock held,
- * which also serializes concurrent unlinkers.
- */
-int
-tlog_part_save_end(struct tlog_partition *p, uint64_t need)
+static int
+save_end(struct tlog_partition *p, uint64_t need)
 {
 	struct tlog_segment *last;
 	char buf[32];
@@ -80,80 +67,6 @@ out:
 	return r;
 }
 
-/*
- * Waits until no file of p's deleted segments is left, or, with limit >=
- * 0, until they hold at most limit bytes: unlinks those still queued
- * itself, and waits for those another thread is unlinking. So rm -r of a
- * partition works at once after its segments were deleted, and the size
- * ceiling holds on disk (tlog_store_unlink_part).
- */
-static int unlink_seg(struct tlog_store *s, struct tlog_segment *seg);
-
-int
-tlog_unlink_drain(struct tlog_partition *p, int64_t limit)
-{
-	struct tlog_store *s = p->store;
-	struct tlog_segment *seg;
-	bool hooked = limit >= 0;
-	int r;
-
-	for (;;) {
-		pthread_mutex_lock(&s->unlink_lock);
-		if (p->pending_unlinks == 0 || (limit >= 0 &&
-		    __atomic_load_n(&p->pending_bytes, __ATOMIC_RELAXED) <=
-		    (uint64_t)limit)) {
-			pthread_mutex_unlock(&s->unlink_lock);
-			return 0;
-		}
-		TAILQ_FOREACH(seg, &s->unlinkq, link)
-			if (seg->sd == &p->sd)
-				break;
-		if (seg != NULL) {
-			TAILQ_REMOVE(&s->unlinkq, seg, link);
-			s->nunlink--;
-			pthread_mutex_unlock(&s->unlink_lock);
-			if ((r = unlink_seg(s, seg)) != 0)
-				return r;
-			continue;
-		}
-		if (!hooked) {
-			pthread_mutex_unlock(&s->unlink_lock);
-			TLOG_HOOK(&s->ctx, TLOG_HOOK_RMDIR_WAIT, p);
-			hooked = true;
-			continue;
-		}
-		/* In flight in another thread, which broadcasts when it is
-		 * done (or puts it back in the queue). */
-		pthread_cond_wait(&s->unlink_cond, &s->unlink_lock);
-		pthread_mutex_unlock(&s->unlink_lock);
-	}
-}
-
-/*
- * The size ceiling's unlinks, on the appender's thread, through the same
- * unlink_seg as the unlinker's. A failed unlink is requeued and ends it:
- * an append never waits on a backing store that refuses unlinks.
- */
-void
-tlog_store_unlink_part(struct tlog_store *s, struct tlog_partition *p,
-    uint64_t limit)
-{
-	tlog_unlink_drain(p, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
-	/* The unlinker thread sends the kernel its notices. */
-	tlog_store_wakeup(s);
-}
-
-size_t
-tlog_store_unlink_queued(struct tlog_store *s)
-{
-	size_t n;
-
-	pthread_mutex_lock(&s->unlink_lock);
-	n = s->nunlink;
-	pthread_mutex_unlock(&s->unlink_lock);
-	return n;
-}
-
 static int
 unlink_one(struct tlog_segment *seg)
 {
@@ -175,40 +88,15 @@ unlink_one(struct tlog_segment *seg)
 	return r;
 }
 
-/*
- * Unlinks the files of one detached segment taken off the queue, then
- * records its deletion (only after the unlink succeeded) and drops the
- * queue's reference. On failure the segment goes back in the queue.
- * No engine lock is held.
- */
-static int
-unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
+/* The deletion event, once the files are gone. */
+static void
+emit_deleted(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	struct tlog_partition *p = tlog_seg_part(seg);
 	struct tlog_event ev;
-	int r;
 
-	TLOG_HOOK(&s->ctx, TLOG_HOOK_UNLINK, p);
-	/* The end offset outlives the files it was read from. */
-	if ((r = tlog_part_save_end(p, seg->base + seg->records)) != 0 ||
-	    (r = unlink_one(seg)) != 0) {
-		tlog_ctx_log_err(&s->ctx, "cannot delete segment %020" PRIu64 ": %s; "
-		    "will retry", seg->base, strerror(-r));
-		pthread_mutex_lock(&s->unlink_lock);
-		TAILQ_INSERT_TAIL(&s->unlinkq, seg, link);
-		s->nunlink++;
-		pthread_cond_broadcast(&s->unlink_cond);
-		pthread_mutex_unlock(&s->unlink_lock);
-		return r;
-	}
-	pthread_mutex_lock(&s->unlink_lock);
-	p->pending_unlinks--;
-	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
-	pthread_cond_broadcast(&s->unlink_cond);
-	pthread_mutex_unlock(&s->unlink_lock);
 	memset(&ev, 0, sizeof(ev));
 	ev.kind = TLOG_EV_DELETE;
-	ev.ts = tlog_ctx_now(&s->ctx);
+	ev.ts = tlog_ctx_now(p->ctx);
 	ev.segment_ino = seg->ino;
 	ev.base = seg->base;
 	ev.records = seg->records;
@@ -217,65 +105,129 @@ unlink_seg(struct tlog_store *s, struct tlog_segment *seg)
 	ev.max_ts = seg->max_ts;
 	ev.trigger = seg->sealed_by;
 	ev.rule = seg->rule;
-	TLOG_METRIC_ADD(&s->ctx, deletions[seg->rule], 1);
-	TLOG_METRIC_ADD(&s->ctx, deleted_bytes, seg->bytes);
-	tlog_emit_event(p, &ev);
+	TLOG_METRIC_ADD(p->ctx, deletions[seg->rule], 1);
+	TLOG_METRIC_ADD(p->ctx, deleted_bytes, seg->bytes);
+	p->env->emit(p->env->arg, p, &ev);
+}
+
+/*
+ * Unlinks the files of one detached segment taken off the queue, then
+ * records its deletion (only after the unlink succeeded) and drops the
+ * queue's reference. On failure the segment goes back in the queue.
+ * No engine lock is held.
+ */
+static int
+unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
+{
+	struct tlog_partition *p = tlog_seg_part(seg);
+	int r;
+
+	TLOG_HOOK(p->ctx, TLOG_HOOK_UNLINK, p);
+	/* The end offset outlives the files it was read from. */
+	if ((r = save_end(p, seg->base + seg->records)) != 0 ||
+	    (r = unlink_one(seg)) != 0) {
+		tlog_ctx_log_err(p->ctx, "cannot delete segment %020" PRIu64
+		    ": %s; will retry", seg->base, strerror(-r));
+		pthread_mutex_lock(&q->lock);
+		TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
+		q->nunlink++;
+		pthread_cond_broadcast(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+		return r;
+	}
+	pthread_mutex_lock(&q->lock);
+	p->pending_unlinks--;
+	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	emit_deleted(p, seg);
 	tlog_segment_put(seg);
 	return 0;
 }
 
 int
-tlog_store_unlink_pending(struct tlog_store *s, int max)
+tlog_unlink_pending(struct tlog_queue *q, int max)
 {
 	struct tlog_segment *seg;
 	size_t budget;
 	int done = 0;
 
-	pthread_mutex_lock(&s->unlink_lock);
-	budget = max > 0 ? (size_t)max : s->nunlink;
-	pthread_mutex_unlock(&s->unlink_lock);
+	pthread_mutex_lock(&q->lock);
+	budget = max > 0 ? (size_t)max : q->nunlink;
+	pthread_mutex_unlock(&q->lock);
 	while (budget-- > 0) {
-		pthread_mutex_lock(&s->unlink_lock);
-		if ((seg = TAILQ_FIRST(&s->unlinkq)) != NULL) {
-			TAILQ_REMOVE(&s->unlinkq, seg, link);
-			s->nunlink--;
+		pthread_mutex_lock(&q->lock);
+		if ((seg = TAILQ_FIRST(&q->unlinkq)) != NULL) {
+			TAILQ_REMOVE(&q->unlinkq, seg, link);
+			q->nunlink--;
 		}
-		pthread_mutex_unlock(&s->unlink_lock);
+		pthread_mutex_unlock(&q->lock);
 		if (seg == NULL)
 			break;
-		if (unlink_seg(s, seg) == 0)
+		if (unlink_seg(q, seg) == 0)
 			done++;
 	}
 	return done;
 }
 
-size_t
-tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms)
+/*
+ * Waits until no file of p's deleted segments is left, or, with limit >=
+ * 0, until they hold at most limit bytes: unlinks those still queued
+ * itself, and waits for those another thread is unlinking. So rm -r of a
+ * partition works at once after its segments were deleted, and the size
+ * ceiling holds on disk (tlog_unlink_part).
+ */
+int
+tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
+    int64_t limit)
 {
-	struct timespec ts;
-	size_t n;
+	struct tlog_segment *seg;
+	bool hooked = limit >= 0;
+	int r;
 
-	pthread_mutex_lock(&s->unlink_lock);
-	if (s->nunlink == 0 && s->nflush == 0 && !s->wakeup) {
-		if (timeout_ms < 0) {
-			pthread_cond_wait(&s->unlink_cond, &s->unlink_lock);
-		} else {
-			tlog_deadline(timeout_ms, &ts);
-			pthread_cond_timedwait(&s->unlink_cond,
-			    &s->unlink_lock, &ts);
+	for (;;) {
+		pthread_mutex_lock(&q->lock);
+		if (p->pending_unlinks == 0 || (limit >= 0 &&
+		    __atomic_load_n(&p->pending_bytes, __ATOMIC_RELAXED) <=
+		    (uint64_t)limit)) {
+			pthread_mutex_unlock(&q->lock);
+			return 0;
 		}
+		TAILQ_FOREACH(seg, &q->unlinkq, link)
+			if (seg->sd == &p->sd)
+				break;
+		if (seg != NULL) {
+			TAILQ_REMOVE(&q->unlinkq, seg, link);
+			q->nunlink--;
+			pthread_mutex_unlock(&q->lock);
+			if ((r = unlink_seg(q, seg)) != 0)
+				return r;
+			continue;
+		}
+		if (!hooked) {
+			pthread_mutex_unlock(&q->lock);
+			TLOG_HOOK(p->ctx, TLOG_HOOK_RMDIR_WAIT, p);
+			hooked = true;
+			continue;
+		}
+		/* In flight in another thread, which broadcasts when it is
+		 * done (or puts it back in the queue). */
+		pthread_cond_wait(&q->cond, &q->lock);
+		pthread_mutex_unlock(&q->lock);
 	}
-	s->wakeup = false;
-	n = s->nunlink + s->nflush;
-	pthread_mutex_unlock(&s->unlink_lock);
-	return n;
 }
 
+/*
+ * The size ceiling's unlinks, on the appender's thread, through the same
+ * unlink_seg as the unlinker's. A failed unlink is requeued and ends it:
+ * an append never waits on a backing store that refuses unlinks.
+ */
 void
-tlog_store_wakeup(struct tlog_store *s)
+tlog_unlink_part(struct tlog_queue *q, struct tlog_partition *p,
+    uint64_t limit)
 {
-	pthread_mutex_lock(&s->unlink_lock);
-	s->wakeup = true;
-	pthread_cond_broadcast(&s->unlink_cond);
-	pthread_mutex_unlock(&s->unlink_lock);
+	tlog_unlink_drain(q, p, limit > INT64_MAX ? INT64_MAX :
+	    (int64_t)limit);
+	/* The unlinker thread sends the kernel its notices. */
+	tlog_queue_wakeup(q);
 }

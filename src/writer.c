@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tlog_int.h"
+#include "flush.h"
 
 struct tlog_writer {
 	struct tlog_partition *part;

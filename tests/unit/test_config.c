@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "levels.h"
 
 #define GiB (1LL << 30)
 #define MiB (1LL << 20)

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "store.h"
 
 #define LINE 100		/* bytes per test line, newline included */
 

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "reaper.h"
+#include "retention.h"
+#include "store.h"
 
 static char *dir;
 static struct tlog_store *S;
@@ -70,9 +72,9 @@ START_TEST(wakeup_visits_only_due_partitions)
 	 * what is measured is the heap, not the file system). */
 	for (i = 0; i < 99990; i++) {
 		snprintf(name, sizeof(name), "idle%d", i);
-		idle = tlog_part_alloc(t, name);
+		idle = tlog_part_alloc(&t->lv, name, t->reg->penv);
 		ck_assert_ptr_nonnull(idle);
-		tlog_sched_earlier(idle, t0 + 86400000LL + i);
+		tlog_part_sched_earlier(idle, t0 + 86400000LL + i);
 		tlog_partition_put(idle);
 	}
 	/* 10 real ones whose data expires after one second. */
@@ -132,7 +134,7 @@ START_TEST(idle_partition_empties_on_schedule)
 	ck_assert_uint_eq(st.expired, 1);
 	ck_assert_uint_eq(nsegs(p), 0);
 	ck_assert_int_eq(tlog_part_due(p), -1);
-	ck_assert_int_eq(p->heap_idx, SIZE_MAX);
+	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
 	teardown();
 }
@@ -169,7 +171,7 @@ START_TEST(config_change_reschedules)
 	tlog_reaper_cycle(S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
 	ck_assert_int_eq(tlog_part_due(p), -1);
-	ck_assert_int_eq(p->heap_idx, SIZE_MAX);
+	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
 	teardown();
 }
@@ -355,7 +357,7 @@ START_TEST(resched_never_drops_a_partition_with_segments)
 		put(p, "appended after\n");
 	/* The new segment is scheduled: its time rule at t0 + 2002. */
 	ck_assert_uint_eq(nsegs(p), 1);
-	ck_assert_msg(p->heap_idx != SIZE_MAX, "a partition with a segment "
+	ck_assert_msg(tlog_heap_holds(&p->sched), "a partition with a segment "
 	    "left the reaper's schedule");
 	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 2002);
 	th_clock = t0 + 2002;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "retention.h"
 #include "testhelp.h"
 
 #define LINE 7		/* "%06d\n" */
@@ -156,7 +157,7 @@ START_TEST(expired_and_deleted_are_skipped)
 	 * skipped. */
 	th_set(S, P, "retention.ms", "1s");
 	th_clock = si[0].max_ts + 1001;
-	ck_assert_int_eq(tlog_partition_expire(P, 64, NULL), 1);
+	ck_assert_int_eq(tlog_part_expire(P, 64, NULL), 1);
 	ck_assert_int_eq(tlog_partition_seek(P, 5, &at), 0);
 	ck_assert_uint_eq(at.offset, si[1].base);
 	ck_assert_uint_eq(at.base, si[1].base);

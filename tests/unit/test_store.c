@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "store.h"
 
 static char *
 path_in(const char *dir, const char *rel)
@@ -322,7 +322,7 @@ race_hook(void *arg, int point, struct tlog_partition *p)
 
 	if (point != TLOG_HOOK_NEW_SEGMENT || rc->fired)
 		return;
-	tlog_partition_name(p, name, sizeof(name));
+	tlog_part_name(p, name, sizeof(name));
 	if (strcmp(name, "a") != 0)
 		return;
 	rc->fired = 1;
