@@ -345,6 +345,340 @@ out:
 }
 
 /*
+ * Loading one segment, in phases (load_segment below) that share this:
+ * what is known of its files so far and what is decided about them.
+ */
+struct load {
+	struct tlog_partition *p;
+	const struct tlog_recovery *rc;
+	struct tlog_ctx *ctx;
+	int dfd;			/* the partition's directory */
+	uint64_t base;
+	bool last;			/* the newest segment of the partition */
+	const char *where;		/* topic/partition, for the log */
+	char name[32];			/* the data file's */
+	bool *dirty;			/* set when a file changed */
+	struct stat st;			/* the data file's */
+	uint64_t size;			/* its usable length */
+	int64_t mt;			/* its mtime, in ms */
+	int fd;				/* the data file, if it must be read */
+	struct tlog_segment *seg;	/* what is built */
+	struct tlog_footer foot;
+	struct entries v;		/* the index's entries (or none) */
+	size_t n0;			/* how many the file held */
+	bool footer;			/* an intact footer */
+	bool torn;			/* the index's tail was cut */
+	bool rebuild;			/* the index is rebuilt from the data */
+	bool crcs;			/* entries carry data CRCs */
+	bool mismatch;			/* data failed its CRC (power cut) */
+	uint64_t end;			/* where the whole records end */
+};
+
+/* Frees what the phases hold; the segment too unless it is kept. */
+static struct tlog_segment *
+load_finish(struct load *l, bool keep)
+{
+	free(l->v.e);
+	l->v.e = NULL;
+	if (l->fd != -1)
+		close(l->fd);
+	l->fd = -1;
+	if (!keep) {
+		tlog_segment_put(l->seg);
+		l->seg = NULL;
+	}
+	return l->seg;
+}
+
+/* The data file's size, without following a link; -1: skip it. */
+static int
+load_stat(struct load *l)
+{
+	tlog_segname_format(l->base, ".log", l->name, sizeof(l->name));
+	if (fstatat(l->dfd, l->name, &l->st, AT_SYMLINK_NOFOLLOW) == -1) {
+		tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: %s; segment skipped",
+		    l->where, l->name, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(l->st.st_mode)) {
+		tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: not a regular file; "
+		    "segment skipped", l->where, l->name);
+		return -1;
+	}
+	l->size = (uint64_t)l->st.st_size;
+	l->mt = mtime_ms(&l->st);
+	return 0;
+}
+
+/* The index: its footer alone when it agrees with the data (the clean
+ * path), else its entries; a corrupt or missing one is rebuilt. */
+static void
+load_index(struct load *l, bool has_idx)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	int r;
+
+	if (has_idx && quick_sealed(l->dfd, l->base, l->size, &l->foot,
+	    &l->seg->nidx)) {
+		l->footer = true;
+		l->v.n = l->seg->nidx;	/* entries not needed */
+	} else if (has_idx && (r = read_index(l->dfd, l->base, &l->v,
+	    &l->foot, &l->footer, &l->torn, &l->crcs)) != 0) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
+		    "index; rebuilding it from the data%s", l->where, l->base,
+		    ctx->ro ? " in memory" : "");
+		l->v.n = 0;
+		l->rebuild = true;
+	} else if (!has_idx) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
+		    "rebuilding it from the data%s", l->where, l->base,
+		    ctx->ro ? " in memory" : "");
+		l->rebuild = true;
+	}
+	if (l->crcs)
+		l->v.crc_from = SIZE_MAX;	/* read from the index */
+}
+
+/* Opens the data file unless the clean path needs only its size, and
+ * cuts what lies past a seal; -1: skip the segment. */
+static int
+load_open(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+
+	if (!(l->footer && l->foot.bytes == l->size) && (l->fd = openat(l->dfd,
+	    l->name, (ctx->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+	    O_NOFOLLOW)) == -1) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: %s; segment skipped",
+		    l->where, l->name, strerror(errno));
+		return -1;
+	}
+	if (l->footer && l->foot.bytes < l->size) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past "
+		    "the seal; %s", l->where, l->name, l->size - l->foot.bytes,
+		    fix(ctx, "cut"));
+		if (ctx->ro || ftruncate(l->fd, (off_t)l->foot.bytes) == 0)
+			l->size = l->foot.bytes;
+		*l->dirty = true;
+	}
+	return 0;
+}
+
+/* The clean path: an intact footer that agrees with the data. */
+static void
+load_clean(struct load *l)
+{
+	struct tlog_segment *seg = l->seg;
+
+	seg->records = l->foot.records;
+	seg->bytes = l->foot.bytes;
+	seg->first_ts = l->foot.first_ts;
+	seg->max_ts = l->foot.max_ts;
+	seg->sealed = 1;
+	seg->sealed_by = (unsigned char)l->foot.sealed_by;
+	seg->nidx = l->v.n;
+	if (!l->ctx->ro && (uint64_t)l->st.st_blocks * 512 >
+	    ((l->size + 4095) & ~4095ULL) + 4096) {
+		seg->trim_pending = 1;
+		tlog_seg_trim(seg);
+	}
+}
+
+/*
+ * Which entries still vouch for data: none past its end, and after a
+ * power cut only those whose data CRC matches. -1: the data cannot be
+ * read (skip the segment).
+ */
+static int
+load_entries(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	struct entries *v = &l->v;
+	ssize_t k;
+
+	if (l->footer) {
+		/* Shorter than its seal: the entries that still point into
+		 * the data stay, and the whole records after them. */
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data shorter than its "
+		    "seal (%" PRIu64 " of %" PRIu64 " bytes); keeping its "
+		    "whole records", l->where, l->name, l->size,
+		    l->foot.bytes);
+		l->seg->sealed_by = (unsigned char)l->foot.sealed_by;
+		l->rebuild = true;
+	}
+	if (l->torn && !l->rebuild)
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
+		    "corrupt tail %s", l->where, l->base, fix(ctx, "cut"));
+	l->n0 = v->n;
+	/* Entries that point past the data are cut. */
+	while (v->n > 0 && v->e[v->n - 1].pos > l->size)
+		v->n--, l->torn = true;
+	/* After a power cut: only entries whose data made it. */
+	if (!(l->rc->verify && l->crcs && v->n > 0))
+		return 0;
+	if ((k = data_crcs(l->fd, v->e, 0, v->n, true)) < 0) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
+		    "skipped", l->where, l->name, strerror((int)-k));
+		return -1;
+	}
+	if ((size_t)k < v->n) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
+		    " on does not match its index (lost in a power cut); %s",
+		    l->where, l->name, v->e[k ? k - 1 : 0].pos,
+		    fix(ctx, "cut"));
+		v->n = (size_t)k;
+		l->torn = l->mismatch = true;
+	}
+	return 0;
+}
+
+/*
+ * The records after the last good entry: scanned up to where the data
+ * can be trusted, the rest (an unfinished line, pages lost in a power
+ * cut) cut off. Sets the segment's counters and times. -1: the data
+ * cannot be read (skip the segment).
+ */
+static int
+load_scan(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	struct tlog_segment *seg = l->seg;
+	struct entries *v = &l->v;
+	uint64_t pos = 0, rel = 0, records, scan_end;
+	int64_t hint;
+	bool keep_tail;
+	int r;
+
+	if (v->n > 0) {
+		pos = v->e[v->n - 1].pos;
+		rel = v->e[v->n - 1].rel;
+		seg->first_ts = v->e[0].rel == 0 ? v->e[0].ts : l->mt;
+		seg->max_ts = v->e[v->n - 1].ts;
+	} else {
+		seg->first_ts = l->mt;
+		seg->max_ts = l->mt;
+	}
+	/* The tail after the last newline is a record only where no write
+	 * can have been in flight: a sealed segment's, or an index-less
+	 * segment behind a newer one; never after a power cut, which can
+	 * tear any line that no entry vouches for. */
+	keep_tail = !l->last && !l->footer && !l->rc->verify;
+	/* Past a chunk that failed its CRC nothing is known to be what was
+	 * written: the data is cut at the last good entry. */
+	if (l->mismatch)
+		scan_end = pos;
+	else
+		scan_end = l->rc->verify ? first_zero_block(l->fd, pos,
+		    l->size) : l->size;
+	/* Records found past the last entry: the footer's newest time if
+	 * there is one, else the data's mtime, never before the entries. */
+	hint = l->footer ? l->foot.max_ts : l->mt;
+	if (hint < seg->max_ts)
+		hint = seg->max_ts;
+	if ((r = scan_data(l->fd, pos, rel, scan_end, keep_tail, hint, v,
+	    &records, &l->end)) != 0) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
+		    "skipped", l->where, l->name, strerror(-r));
+		return -1;
+	}
+	if (l->end < l->size) {
+		if (l->mismatch)
+			;	/* logged above */
+		else if (scan_end < l->size)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
+			    "from a page that never reached the disk on, %s",
+			    l->where, l->name, l->size - l->end,
+			    fix(ctx, "cut"));
+		else
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
+			    "of an unfinished line %s", l->where, l->name,
+			    l->size - l->end, fix(ctx, "cut"));
+		/* Synced before the store takes appends (tlog_store_open):
+		 * appends must never land on a cut a power cut could undo.
+		 * Read-only: the bytes stay, past the end served. */
+		if (!ctx->ro && ftruncate(l->fd, (off_t)l->end) == -1)
+			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot cut: %s",
+			    l->where, l->name, strerror(errno));
+		*l->dirty = true;
+	}
+	if (l->end > pos)
+		seg->max_ts = hint;
+	if (seg->first_ts > seg->max_ts)
+		seg->first_ts = seg->max_ts;
+	seg->records = records;
+	seg->bytes = l->end;
+	if (records > 0 && (v->n == 0 || v->e[v->n - 1].rel != records))
+		entries_push(v, records, l->end, seg->max_ts);
+	return 0;
+}
+
+/* A segment behind a newer one is sealed; the newest keeps what it has
+ * reserved on disk. */
+static void
+load_seal(struct load *l)
+{
+	struct tlog_segment *seg = l->seg;
+	uint64_t alloc = (uint64_t)l->st.st_blocks * 512;
+
+	if (!l->last || l->footer) {
+		seg->sealed = 1;
+		if (!l->footer)
+			seg->sealed_by = TLOG_TRIG_RECOVERY;
+		if (!l->footer && !l->rebuild)
+			tlog_ctx_log(l->ctx, LOG_WARNING, "%s/%s: recovery: "
+			    "unsealed behind a newer segment; sealed%s",
+			    l->where, l->name, l->ctx->ro ? " in memory" : "");
+	} else if (alloc > ((l->end + 4095) & ~4095ULL)) {
+		seg->prealloc = alloc;
+	}
+}
+
+/* The index as the data now says: kept if it already does, held in
+ * memory by a reader, else written again. */
+static void
+load_fix_index(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	struct tlog_segment *seg = l->seg;
+	struct entries *v = &l->v;
+	ssize_t k;
+	int r;
+
+	if (!l->rebuild && !l->torn && v->n == l->n0 &&
+	    l->footer == (bool)seg->sealed) {
+		seg->nidx = v->n;
+		if (v->n) {
+			seg->last_idx_rel = v->e[v->n - 1].rel;
+			seg->last_idx_pos = v->e[v->n - 1].pos;
+		}
+	} else if (ctx->ro) {
+		/* The file stays as it is and says less, or something
+		 * else, than the data: look-ups read these entries. */
+		seg->mem_idx = v->e;
+		seg->nidx = v->n;
+		if (v->n) {
+			seg->last_idx_rel = v->e[v->n - 1].rel;
+			seg->last_idx_pos = v->e[v->n - 1].pos;
+		}
+		v->e = NULL;
+		*l->dirty = true;
+	} else if (v->crc_from < v->n && (k = data_crcs(l->fd, v->e,
+	    v->crc_from, v->n, false)) != (ssize_t)v->n) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; index not "
+		    "rewritten", l->where, l->name,
+		    strerror(k < 0 ? (int)-k : EIO));
+	} else if (seg->sealed && fdatasync(l->fd) == -1) {
+		/* A footer goes only on data that is on disk. */
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot sync: %s; index not "
+		    "rewritten", l->where, l->name, strerror(errno));
+	} else if ((r = write_index(l->dfd, seg, v, seg->sealed)) != 0) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot "
+		    "write: %s", l->where, l->base, strerror(-r));
+	} else
+		*l->dirty = true;
+}
+
+/*
  * Loads one segment; returns it (not yet linked) or NULL if it holds
  * nothing worth keeping. *dirty is set when it changed a file.
  *
@@ -364,254 +698,61 @@ load_segment(struct tlog_partition *p, const struct tlog_recovery *rc,
     int dfd, uint64_t base, bool has_idx, bool last, const char *where,
     bool *dirty)
 {
-	struct tlog_ctx *ctx = p->ctx;
-	struct tlog_segment *seg;
-	struct tlog_footer foot;
-	struct entries v = { NULL, 0, 0, SIZE_MAX };
-	struct stat st;
-	uint64_t size, pos = 0, rel = 0, records, end, scan_end;
-	bool footer = false, torn = false, rebuild = false, keep_tail;
-	bool crcs = false, mismatch = false;
-	int64_t hint;
-	ssize_t k;
-	size_t n0;
-	char name[32];
-	int64_t mt;
-	int fd, r;
+	struct load l;
 
+	memset(&l, 0, sizeof(l));
+	l.p = p;
+	l.rc = rc;
+	l.ctx = p->ctx;
+	l.dfd = dfd;
+	l.base = base;
+	l.last = last;
+	l.where = where;
+	l.dirty = dirty;
+	l.fd = -1;
+	l.v.crc_from = SIZE_MAX;
 	/* The data file is opened only if something must be read or cut:
 	 * the clean path needs its size, from fstatat. Never through a
 	 * symbolic link. */
-	tlog_segname_format(base, ".log", name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
-		    strerror(errno));
+	if (load_stat(&l) != 0)
 		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: not a regular file; segment "
-		    "skipped", where, name);
+	if ((l.seg = tlog_seg_new(&p->sd, base)) == NULL)
 		return NULL;
+	load_index(&l, has_idx);
+	if (load_open(&l) != 0)
+		return load_finish(&l, false);
+	if (l.footer && l.foot.bytes == l.size) {
+		load_clean(&l);
+		return load_finish(&l, true);
 	}
-	if ((seg = tlog_seg_new(&p->sd, base)) == NULL)
-		return NULL;
-	fd = -1;
-	size = (uint64_t)st.st_size;
-	mt = mtime_ms(&st);
-	if (has_idx && quick_sealed(dfd, base, size, &foot, &seg->nidx)) {
-		footer = true;
-		v.n = seg->nidx;	/* entries not needed */
-	} else if (has_idx && (r = read_index(dfd, base, &v, &foot, &footer,
-	    &torn, &crcs)) != 0) {
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
-		    "index; rebuilding it from the data%s", where, base,
-		    ctx->ro ? " in memory" : "");
-		v.n = 0;
-		rebuild = true;
-	} else if (!has_idx) {
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
-		    "rebuilding it from the data%s", where, base,
-		    ctx->ro ? " in memory" : "");
-		rebuild = true;
-	}
-	if (crcs)
-		v.crc_from = SIZE_MAX;	/* read from the index */
-
-	if (!(footer && foot.bytes == size) && (fd = openat(dfd, name,
-	    (ctx->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
-		    strerror(errno));
-		goto fail;
-	}
-	if (footer && foot.bytes < size) {
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
-		    "seal; %s", where, name, size - foot.bytes, fix(ctx, "cut"));
-		if (ctx->ro || ftruncate(fd, (off_t)foot.bytes) == 0)
-			size = foot.bytes;
-		*dirty = true;
-	}
-	/* The clean path: an intact footer that agrees with the data. */
-	if (footer && foot.bytes == size) {
-		seg->records = foot.records;
-		seg->bytes = foot.bytes;
-		seg->first_ts = foot.first_ts;
-		seg->max_ts = foot.max_ts;
-		seg->sealed = 1;
-		seg->sealed_by = (unsigned char)foot.sealed_by;
-		seg->nidx = v.n;
-		if (!ctx->ro && (uint64_t)st.st_blocks * 512 >
-		    ((size + 4095) & ~4095ULL) + 4096) {
-			seg->trim_pending = 1;
-			tlog_seg_trim(seg);
-		}
-		goto done;
-	}
-	if (footer) {
-		/* Shorter than its seal: the entries that still point into
-		 * the data stay, and the whole records after them. */
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data shorter than its seal "
-		    "(%" PRIu64 " of %" PRIu64 " bytes); keeping its whole "
-		    "records", where, name, size, foot.bytes);
-		seg->sealed_by = (unsigned char)foot.sealed_by;
-		rebuild = true;
-	}
-	if (torn && !rebuild)
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
-		    "corrupt tail %s", where, base, fix(ctx, "cut"));
-	n0 = v.n;
-	/* Entries that point past the data are cut. */
-	while (v.n > 0 && v.e[v.n - 1].pos > size)
-		v.n--, torn = true;
-	/* After a power cut: only entries whose data made it. */
-	if (rc->verify && crcs && v.n > 0) {
-		if ((k = data_crcs(fd, v.e, 0, v.n, true)) < 0) {
-			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
-			    "skipped", where, name, strerror((int)-k));
-			goto fail;
-		}
-		if ((size_t)k < v.n) {
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
-			    " on does not match its index (lost in a power "
-			    "cut); %s", where, name, v.e[k ? k - 1 : 0].pos,
-			    fix(ctx, "cut"));
-			v.n = (size_t)k;
-			torn = mismatch = true;
-		}
-	}
-	if (v.n > 0) {
-		pos = v.e[v.n - 1].pos;
-		rel = v.e[v.n - 1].rel;
-		seg->first_ts = v.e[0].rel == 0 ? v.e[0].ts : mt;
-		seg->max_ts = v.e[v.n - 1].ts;
-	} else {
-		seg->first_ts = mt;
-		seg->max_ts = mt;
-	}
-	/* The tail after the last newline is a record only where no write
-	 * can have been in flight: a sealed segment's, or an index-less
-	 * segment behind a newer one; never after a power cut, which can
-	 * tear any line that no entry vouches for. */
-	keep_tail = !last && !footer && !rc->verify;
-	/* Past a chunk that failed its CRC nothing is known to be what was
-	 * written: the data is cut at the last good entry. */
-	if (mismatch)
-		scan_end = pos;
-	else
-		scan_end = rc->verify ? first_zero_block(fd, pos, size) : size;
-	/* Records found past the last entry: the footer's newest time if
-	 * there is one, else the data's mtime, never before the entries. */
-	hint = footer ? foot.max_ts : mt;
-	if (hint < seg->max_ts)
-		hint = seg->max_ts;
-	if ((r = scan_data(fd, pos, rel, scan_end, keep_tail, hint, &v,
-	    &records, &end)) != 0) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
-		    where, name, strerror(-r));
-		goto fail;
-	}
-	if (end < size) {
-		if (mismatch)
-			;	/* logged above */
-		else if (scan_end < size)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
-			    "page that never reached the disk on, %s", where,
-			    name, size - end, fix(ctx, "cut"));
-		else
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
-			    "unfinished line %s", where, name, size - end,
-			    fix(ctx, "cut"));
-		/* Synced before the store takes appends (tlog_store_open):
-		 * appends must never land on a cut a power cut could undo.
-		 * Read-only: the bytes stay, past the end served. */
-		if (!ctx->ro && ftruncate(fd, (off_t)end) == -1)
-			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot cut: %s", where,
-			    name, strerror(errno));
-		*dirty = true;
-	}
-	if (end > pos)
-		seg->max_ts = hint;
-	if (seg->first_ts > seg->max_ts)
-		seg->first_ts = seg->max_ts;
-	seg->records = records;
-	seg->bytes = end;
-	if (records > 0 && (v.n == 0 || v.e[v.n - 1].rel != records))
-		entries_push(&v, records, end, seg->max_ts);
-	if (records == 0 && !last) {
-		free(v.e);
-		close(fd);
-		tlog_segment_put(seg);
-		if (!ctx->ro) {
-			unlinkat(dfd, name, 0);
-			tlog_segname_format(base, ".idx", name, sizeof(name));
-			unlinkat(dfd, name, 0);
+	if (load_entries(&l) != 0 || load_scan(&l) != 0)
+		return load_finish(&l, false);
+	if (l.seg->records == 0 && !last) {
+		load_finish(&l, false);
+		if (!l.ctx->ro) {
+			unlinkat(dfd, l.name, 0);
+			tlog_segname_format(base, ".idx", l.name,
+			    sizeof(l.name));
+			unlinkat(dfd, l.name, 0);
 		}
 		*dirty = true;
 		return NULL;
 	}
-	if (!last || footer) {
-		seg->sealed = 1;
-		if (!footer)
-			seg->sealed_by = TLOG_TRIG_RECOVERY;
-		if (!footer && !rebuild)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: recovery: unsealed "
-			    "behind a newer segment; sealed%s", where, name,
-			    ctx->ro ? " in memory" : "");
-	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {
-		seg->prealloc = (uint64_t)st.st_blocks * 512;
-	}
-	if (!rebuild && !torn && v.n == n0 && footer == (bool)seg->sealed) {
-		seg->nidx = v.n;
-		if (v.n) {
-			seg->last_idx_rel = v.e[v.n - 1].rel;
-			seg->last_idx_pos = v.e[v.n - 1].pos;
-		}
-	} else if (ctx->ro) {
-		/* The file stays as it is and says less, or something
-		 * else, than the data: look-ups read these entries. */
-		seg->mem_idx = v.e;
-		seg->nidx = v.n;
-		if (v.n) {
-			seg->last_idx_rel = v.e[v.n - 1].rel;
-			seg->last_idx_pos = v.e[v.n - 1].pos;
-		}
-		v.e = NULL;
-		*dirty = true;
-	} else if (v.crc_from < v.n &&
-	    (k = data_crcs(fd, v.e, v.crc_from, v.n, false)) != (ssize_t)v.n) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; index not "
-		    "rewritten", where, name, strerror(k < 0 ? (int)-k : EIO));
-	} else if (seg->sealed && fdatasync(fd) == -1) {
-		/* A footer goes only on data that is on disk. */
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot sync: %s; index not "
-		    "rewritten", where, name, strerror(errno));
-	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
-		    where, base, strerror(-r));
-	} else
-		*dirty = true;
+	load_seal(&l);
+	load_fix_index(&l);
 	/* Records a crash left in the page cache may not be on disk yet:
 	 * the partition's next fsync must sync them (unless the open's
 	 * syncfs does, see tlog_store_open). */
-	if (!seg->sealed && !rc->was_clean)
-		seg->wgen = 1;
-	if (!ctx->ro && seg->sealed && (uint64_t)st.st_blocks * 512 >
-	    ((end + 4095) & ~4095ULL) + 4096) {
-		seg->trim_pending = 1;
-		seg->fd = fd;
-		tlog_seg_trim(seg);
-		seg->fd = -1;
+	if (!l.seg->sealed && !rc->was_clean)
+		l.seg->wgen = 1;
+	if (!l.ctx->ro && l.seg->sealed && (uint64_t)l.st.st_blocks * 512 >
+	    ((l.end + 4095) & ~4095ULL) + 4096) {
+		l.seg->trim_pending = 1;
+		l.seg->fd = l.fd;
+		tlog_seg_trim(l.seg);
+		l.seg->fd = -1;
 	}
-done:
-	free(v.e);
-	if (fd != -1)
-		close(fd);
-	return seg;
-fail:
-	free(v.e);
-	if (fd != -1)
-		close(fd);
-	tlog_segment_put(seg);
-	return NULL;
+	return load_finish(&l, true);
 }
 
 static void
