@@ -9,16 +9,8 @@
 #include <stddef.h>
 
 #include "partition.h"
+#include "repair.h"
 
-/* What recovery needs to know of the open, and what it tells back. */
-struct tlog_recovery {
-	bool was_clean;		/* the last close wrote the clean mark */
-	/* The last open was in another boot (or unknown) and did not close
-	 * cleanly: a power cut may have lost unsynced pages, so data is
-	 * checked against the index's data CRCs. */
-	bool verify;
-	bool repaired;		/* out: a file was changed (atomic) */
-};
 
 /* Loads p's segments from its directory; a bad segment is logged and
  * skipped, never fatal. */
