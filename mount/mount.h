@@ -16,7 +16,10 @@
 #ifndef TLOGFS_MOUNT_H
 #define TLOGFS_MOUNT_H
 
-#define FUSE_USE_VERSION 314
+/* configure detects the libfuse API version (configure.ac). */
+#ifndef FUSE_USE_VERSION
+#error "include config.h first: it defines FUSE_USE_VERSION"
+#endif
 
 #include <sys/queue.h>
 
