@@ -21,7 +21,7 @@ wait "$WPID"
 tl_check "the writer's next write fails once the daemon is gone" \
     grep -Eq 'write: (ENOTCONN|ECONNABORTED)$' "$TMP/writer.err"
 acked=$(($(cat "$TMP/ack") + 1))
-tl_check "the dead mount goes with fusermount3 -u -z" fusermount3 -u -z "$MNT"
+tl_check "the dead mount goes with fusermount3 -u -z" "$FUSERMOUNT" -u -z "$MNT"
 tl_check "the store is not marked clean" test ! -e "$STORE/.tlogfs/clean"
 
 tl_mount

@@ -131,7 +131,7 @@ for cycle in $(seq 1 "$CYCLES"); do
 		    "$TMP/writer.$w.err" || bad="$bad w$w: $(cat "$TMP/writer.$w.err")"
 	done
 	[ -z "$bad" ] || tl_not_ok "cycle $cycle: writers end on the dead mount" "$bad"
-	if ! fusermount3 -u -z "$MNT"; then
+	if ! "$FUSERMOUNT" -u -z "$MNT"; then
 		tl_not_ok "cycle $cycle: the dead mount goes"
 		break
 	fi

@@ -88,7 +88,7 @@ tl_check "the store's lock names the daemon's pid" \
     grep -q tlogfs "/proc/$pid/cmdline"
 tl_is "the held partial record was flushed at the stop" "whole
 partial" "$(cat "$MNT/d/0/current")"
-fusermount3 -u "$MNT"
+"$FUSERMOUNT" -u "$MNT"
 gone() { ! kill -0 "$pid" 2>/dev/null; }
 tl_check "fusermount3 -u stops the daemon" tl_wait_for 10 gone
 tl_check "the clean mark is written" test -e "$STORE/.tlogfs/clean"

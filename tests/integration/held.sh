@@ -69,7 +69,7 @@ tl_is "SIGTERM with an open writer: status 0" 0 "$st"
 tl_mount
 exec 3>>"$MNT/h/6/current"
 printf 'held by fusermount3 -u -z' >&3
-tl_check "fusermount3 -u -z with an open writer" fusermount3 -u -z "$MNT"
+tl_check "fusermount3 -u -z with an open writer" "$FUSERMOUNT" -u -z "$MNT"
 exec 3>&-
 st=0
 wait "$DPID" || st=$?

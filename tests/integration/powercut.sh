@@ -203,7 +203,7 @@ cut() {
 	DD_ST=$?
 	T_COPIED=$(now_ms)
 	# The original goes; what the kernel still flushes to it is lost.
-	fusermount3 -u -z "$MNT" 2>/dev/null
+	"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
 	umount "$EXT" 2>/dev/null || umount -l "$EXT"
 	losetup -d "$LOOP"
 	LOOP=

@@ -377,7 +377,7 @@ tt_kill9() {
 	kill -9 "$DPID"
 	wait "$DPID" 2>/dev/null
 	DPID=
-	fusermount3 -u -z "$MNT" 2>/dev/null
+	"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
 }
 
 tt_cleanup() {
