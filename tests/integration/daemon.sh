@@ -68,10 +68,8 @@ ls -l "$MNT/d/0" >/dev/null
 # A held partial record, then SIGTERM: flushed, clean mark written.
 exec 3>>"$MNT/d/0/current"
 printf 'whole\npartial' >&3
-kill -TERM "$DPID"
 st=0
-wait "$DPID" || st=$?
-DPID=
+tl_kill TERM || st=$?
 exec 3>&-
 tl_is "SIGTERM stops the daemon with status 0" 0 "$st"
 tl_check "the mount is gone" sh -c "! awk '\$2 == \"$MNT\"' /proc/self/mounts | grep -q ."

@@ -5,7 +5,6 @@
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 p() { "$PROBE" "$@"; }
-gx() { "$PROBE" getxattr "$2" "$1" | sed 's/^OK //'; }
 
 tl_mount
 mkdir -p "$MNT/t/0" "$MNT/t/1"

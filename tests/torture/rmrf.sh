@@ -14,7 +14,6 @@
 . "${srcdir:-.}/tests/torture/lib.sh"
 
 secs=${TORTURE_SECONDS:-4}
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
 tl_mount
 setfattr -n user.segment.bytes -v 1K "$MNT"
 declare -A runs fails
