@@ -115,6 +115,13 @@ void tl_inodes_free(struct tl_fs *fs);
 /* The node of a known ino, or NULL. */
 struct tl_node *tl_node_find(struct tl_fs *fs, uint64_t ino);
 /*
+ * The node of ino for a request handler, or NULL once it has replied
+ * ENOENT, so that a handler begins
+ *	if ((n = tl_node_get(req, ino)) == NULL)
+ *		return;
+ */
+struct tl_node *tl_node_get(fuse_req_t req, fuse_ino_t ino);
+/*
  * Finds or inserts the node for ino and counts one kernel lookup. The
  * engine reference passed in (topic, part or seg, by kind) is consumed:
  * kept by a new node, dropped if the node existed. parent is the

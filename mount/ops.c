@@ -46,12 +46,6 @@ fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-static struct tl_node *
-node_of(fuse_req_t req, fuse_ino_t ino)
-{
-	return tl_node_find(fs_of(req), ino);
-}
-
 /*
  * A read-only mount (-o ro) answers EROFS to every change. The kernel
  * refuses most of them itself on a read-only mount, but not after a
@@ -245,14 +239,13 @@ reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 	int r;
 
 	if (n == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+		r = -ENOMEM;
+		goto out_err;
 	}
 	memset(&e, 0, sizeof(e));
 	if ((r = node_attr(fs, n, &e.attr, &timeout)) != 0) {
 		tl_node_forget(fs, n->ino, 1);
-		fuse_reply_err(req, -r);
-		return;
+		goto out_err;
 	}
 	if (uncached)
 		timeout = 0.0;
@@ -268,6 +261,9 @@ reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 	    timeout;
 	if (fuse_reply_entry(req, &e) != 0)
 		tl_node_forget(fs, n->ino, 1);
+	return;
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 static void
@@ -331,16 +327,15 @@ static void
 tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
+	struct tl_node *pn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	struct tlog_segment *seg;
 	uint64_t base;
+	int r = -ENOENT;	/* the answer of a break out of the switch */
 
-	if (pn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	}
 	switch (pn->kind) {
 	case TL_ROOT:
 		if (strcmp(name, ".tlogfs") == 0) {
@@ -388,10 +383,10 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		    TL_SEALED_BIT, TL_SEG, pn, NULL, NULL, seg));
 		return;
 	default:
-		fuse_reply_err(req, ENOTDIR);
-		return;
+		r = -ENOTDIR;
+		break;
 	}
-	fuse_reply_err(req, ENOENT);
+	fuse_reply_err(req, -r);
 }
 
 static void
@@ -414,16 +409,14 @@ tl_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 static void
 tl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tl_node *n = node_of(req, ino);
+	struct tl_node *n;
 	struct stat st;
 	double timeout;
 	int r;
 
 	(void)fi;
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if ((r = node_attr(fs_of(req), n, &st, &timeout)) != 0)
 		fuse_reply_err(req, -r);
 	else
@@ -493,40 +486,38 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
 {
 	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n = node_of(req, ino);
 	const int ignored = FUSE_SET_ATTR_CTIME |
 	    FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID;
+	struct tl_node *n;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int r = 0;
 
 	(void)fi;
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if (refuse_ro(req))
 		return;
 	if (n->kind == TL_META || n->kind == TL_METRICS || is_events(fs, n)) {
-		fuse_reply_err(req, EPERM);	/* .tlogfs/ is read-only */
-		return;
+		r = -EPERM;	/* .tlogfs/ is read-only */
+		goto out_err;
 	}
 	if (n->kind == TL_SEG || n->kind == TL_EMPTY) {
 		if (to_set & ~ignored) {
-			fuse_reply_err(req, EPERM);
-			return;
+			r = -EPERM;
+			goto out_err;
 		}
 		tl_getattr(req, ino, NULL);
 		return;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		fuse_reply_err(req, EISDIR);
-		return;
+		r = -EISDIR;
+		goto out_err;
 	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 	    FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) {
-		fuse_reply_err(req, EPERM);
-		return;
+		r = -EPERM;
+		goto out_err;
 	}
 	t = n->kind == TL_TOPIC ? n->topic : NULL;
 	p = n->kind == TL_PART ? n->part : NULL;
@@ -536,10 +527,8 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		    (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1);
 	if (r == 0 && (to_set & FUSE_SET_ATTR_MODE))
 		r = tlog_level_chmod(fs->store, t, p, attr->st_mode & 07777);
-	if (r != 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
+	if (r != 0)
+		goto out_err;
 	/* Files take their mode and owner from the partition: the kernel's
 	 * cached attributes of its sealed segments are stale now. */
 	if (p != NULL)
@@ -548,6 +537,9 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	    FUSE_SET_ATTR_GID)))
 		inval_meta(fs);
 	tl_getattr(req, ino, NULL);
+	return;
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 /* ---- directories: topics and partitions ---- */
@@ -576,15 +568,13 @@ static void
 tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
+	struct tl_node *pn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int r;
 
-	if (pn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	}
 	if (refuse_ro(req))
 		return;
 	switch (pn->kind) {
@@ -617,12 +607,12 @@ static void
 tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
+	struct tl_node *pn;
 	int r;
 
-	if (pn == NULL)
-		r = -ENOENT;
-	else if (fs->ro)
+	if ((pn = tl_node_get(req, parent)) == NULL)
+		return;
+	if (fs->ro)
 		r = -EROFS;
 	else if (pn->kind == TL_META ||
 	    (pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0))
@@ -642,8 +632,7 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
-	struct tl_node *npn = node_of(req, newparent);
+	struct tl_node *pn, *npn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int r;
@@ -652,19 +641,16 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (pn == NULL || npn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL ||
+	    (npn = tl_node_get(req, newparent)) == NULL)
 		return;
-	}
 	if (refuse_ro(req))
 		return;
 	/* .tlogfs is not a topic, and no topic can take its name. */
 	if ((pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0) ||
-	    (npn->kind == TL_ROOT && strcmp(newname, ".tlogfs") == 0)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if (pn->kind == TL_ROOT && npn->kind == TL_ROOT) {
+	    (npn->kind == TL_ROOT && strcmp(newname, ".tlogfs") == 0))
+		r = -EPERM;
+	else if (pn->kind == TL_ROOT && npn->kind == TL_ROOT) {
 		if ((flags & RENAME_NOREPLACE) &&
 		    (t = tlog_topic_get(fs->store, newname)) != NULL) {
 			tlog_topic_put(t);
@@ -725,22 +711,20 @@ tl_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static void
 tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct tl_node *pn = node_of(req, parent);
 	struct tlog_segment *seg = NULL;
 	struct tlog_seginfo info;
+	struct tl_node *pn;
 	uint64_t base;
 	int r;
 
-	if (pn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	}
 	if (refuse_ro(req))
 		return;
 	if (pn->kind != TL_PART || is_events(fs_of(req), pn)) {
-		fuse_reply_err(req, pn->kind == TL_SEG || pn->kind == TL_EMPTY ?
-		    ENOTDIR : EPERM);
-		return;
+		r = pn->kind == TL_SEG || pn->kind == TL_EMPTY ? -ENOTDIR :
+		    -EPERM;
+		goto out;
 	}
 	if (strcmp(name, "current") == 0)
 		seg = tlog_segment_get_active(pn->part);
@@ -751,12 +735,13 @@ tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		seg = NULL;
 	}
 	if (seg == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
+		r = -ENOENT;
+		goto out;
 	}
 	tlog_segment_info(seg, &info);
 	tlog_segment_put(seg);
 	r = tlog_partition_delete(pn->part, info.base);
+out:
 	fuse_reply_err(req, -r);
 }
 
@@ -773,6 +758,13 @@ struct tl_dir {
 	size_t n;
 	bool fresh;	/* built and not read yet */
 };
+
+static void
+dir_free(struct tl_dir *d)
+{
+	free(d->e);
+	free(d);
+}
 
 static int
 dir_push(struct tl_dir *d, size_t *cap, const char *name, uint64_t ino,
@@ -862,30 +854,27 @@ dir_build(struct tl_fs *fs, struct tl_node *n, struct tl_dir *d)
 static void
 tl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tl_node *n = node_of(req, ino);
+	struct tl_node *n;
 	struct tl_dir *d;
 	int r;
 
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if ((d = calloc(1, sizeof(*d))) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+		r = -ENOMEM;
+		goto out_err;
 	}
-	if ((r = dir_build(fs_of(req), n, d)) != 0) {
-		free(d->e);
-		free(d);
-		fuse_reply_err(req, -r);
-		return;
-	}
+	if ((r = dir_build(fs_of(req), n, d)) != 0)
+		goto out_free;
 	d->fresh = true;
 	fi->fh = (uintptr_t)d;
-	if (fuse_reply_open(req, fi) != 0) {
-		free(d->e);
-		free(d);
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		dir_free(d);
+	return;
+out_free:
+	dir_free(d);
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 static void
@@ -893,7 +882,7 @@ tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
 	struct tl_dir *d = (struct tl_dir *)(uintptr_t)fi->fh;
-	struct tl_node *n = node_of(req, ino);
+	struct tl_node *n = tl_node_find(fs_of(req), ino);
 	struct stat st;
 	size_t pos = 0, len, i;
 	char *buf;
@@ -901,14 +890,12 @@ tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	/* A rewind sees the directory as it is now. */
 	if (off == 0 && !d->fresh && n != NULL &&
-	    (r = dir_build(fs_of(req), n, d)) != 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
+	    (r = dir_build(fs_of(req), n, d)) != 0)
+		goto out_err;
 	d->fresh = false;
 	if ((buf = malloc(size)) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+		r = -ENOMEM;
+		goto out_err;
 	}
 	memset(&st, 0, sizeof(st));
 	for (i = off < 0 ? 0 : (size_t)off; i < d->n; i++) {
@@ -922,16 +909,16 @@ tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	fuse_reply_buf(req, buf, pos);
 	free(buf);
+	return;
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 static void
 tl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tl_dir *d = (struct tl_dir *)(uintptr_t)fi->fh;
-
 	(void)ino;
-	free(d->e);
-	free(d);
+	dir_free((struct tl_dir *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -941,13 +928,13 @@ static void
 tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     struct fuse_file_info *fi)
 {
-	struct tl_node *n = node_of(req, ino);
+	struct tl_node *n;
 	int r = 0;
 
 	(void)datasync; (void)fi;
-	if (n == NULL)
-		r = -ENOENT;
-	else if (n->kind == TL_ROOT || n->kind == TL_TOPIC ||
+	if ((n = tl_node_get(req, ino)) == NULL)
+		return;
+	if (n->kind == TL_ROOT || n->kind == TL_TOPIC ||
 	    n->kind == TL_PART)
 		r = tlog_level_fsync(fs_of(req)->store,
 		    n->kind == TL_TOPIC ? n->topic : NULL,
@@ -1017,18 +1004,17 @@ open_metrics(fuse_req_t req, struct fuse_file_info *fi)
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EPERM);
-		return;
+		r = -EPERM;
+		goto out_err;
 	}
 	if ((h = calloc(1, sizeof(*h))) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+		r = -ENOMEM;
+		goto out_err;
 	}
 	h->fd = -1;
 	if ((r = tlog_metrics_format(fs->store, &h->text, &h->textlen)) != 0) {
 		free(h);
-		fuse_reply_err(req, -r);
-		return;
+		goto out_err;
 	}
 	fi->direct_io = 1;
 	fi->fh = (uintptr_t)h;
@@ -1037,66 +1023,60 @@ open_metrics(fuse_req_t req, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&fs->hlock);
 	if (fuse_reply_open(req, fi) != 0)
 		handle_free(fs, h, true);
+	return;
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 static void
 tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n = node_of(req, ino);
 	int acc = fi->flags & O_ACCMODE;
 	struct tl_handle *h;
+	struct tl_node *n;
 	bool sealed;
 	int r;
 
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if ((acc != O_RDONLY || (fi->flags & O_TRUNC)) && refuse_ro(req))
 		return;
 	/* Nothing here can be truncated, not even by a read-only open. */
 	if (fi->flags & O_TRUNC) {
-		fuse_reply_err(req, EPERM);
-		return;
+		r = -EPERM;
+		goto out_err;
 	}
 	if (n->kind == TL_METRICS) {
 		open_metrics(req, fi);
 		return;
 	}
 	if (n->kind != TL_SEG && n->kind != TL_EMPTY) {
-		fuse_reply_err(req, EISDIR);
-		return;
+		r = -EISDIR;
+		goto out_err;
 	}
 	if (acc != O_RDONLY && is_events(fs, n)) {
-		fuse_reply_err(req, EPERM);	/* the daemon's own log */
-		return;
+		r = -EPERM;	/* the daemon's own log */
+		goto out_err;
 	}
-	if (acc != O_RDONLY && (r = open_check_write(n, fi->flags)) != 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
+	if (acc != O_RDONLY && (r = open_check_write(n, fi->flags)) != 0)
+		goto out_err;
 	if ((h = calloc(1, sizeof(*h))) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+		r = -ENOMEM;
+		goto out_err;
 	}
 	h->fd = -1;
 	/* Only a sealed name keeps its page cache (see mount.h). */
 	sealed = n->kind == TL_SEG && (n->ino & TL_SEALED_BIT) &&
 	    seg_sealed(n->seg);
 	if (acc != O_RDONLY && (h->w = tlog_writer_open(n->part)) == NULL) {
-		free(h);
-		fuse_reply_err(req, ENOMEM);
-		return;
+		r = -ENOMEM;
+		goto out_free;
 	}
 	if (acc != O_WRONLY && n->kind == TL_SEG) {
-		if ((h->fd = tlog_segment_open(n->seg)) < 0) {
-			r = h->fd;
-			h->fd = -1;
-			handle_free(fs, h, false);
-			fuse_reply_err(req, -r);
-			return;
-		}
+		if ((r = tlog_segment_open(n->seg)) < 0)
+			goto out_free;
+		h->fd = r;
 		h->seg = n->seg;
 	}
 	/* Sealed data never changes: keep its pages. Anything that can
@@ -1112,6 +1092,11 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&fs->hlock);
 	if (fuse_reply_open(req, fi) != 0)
 		handle_free(fs, h, true);
+	return;
+out_free:
+	handle_free(fs, h, false);
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 static void
@@ -1131,10 +1116,8 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (off >= 0 && (size_t)off < h->textlen)
 			len = h->textlen - (size_t)off < size ?
 			    h->textlen - (size_t)off : size;
-		if ((buf = malloc(len ? len : 1)) == NULL) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
+		if ((buf = malloc(len ? len : 1)) == NULL)
+			goto out_nomem;
 		memcpy(buf, h->text + (len ? off : 0), len);
 		fuse_reply_buf(req, buf, len);
 		free(buf);
@@ -1144,16 +1127,17 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	if ((buf = malloc(size ? size : 1)) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if ((buf = malloc(size ? size : 1)) == NULL)
+		goto out_nomem;
 	n = tlog_segment_read(h->seg, h->fd, buf, size, off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
+	return;
+out_nomem:
+	fuse_reply_err(req, ENOMEM);
 }
 
 static void
@@ -1164,11 +1148,10 @@ tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	ssize_t n;
 
 	(void)ino; (void)off;	/* every write appends */
-	if (h->w == NULL) {
-		fuse_reply_err(req, EBADF);
-		return;
-	}
-	n = tlog_writer_write(h->w, buf, size);
+	if (h->w == NULL)
+		n = -EBADF;
+	else
+		n = tlog_writer_write(h->w, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -1200,7 +1183,8 @@ tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	 * makes the whole partition durable. */
 	if (h->w != NULL)
 		r = tlog_writer_fsync(h->w, datasync != 0);
-	else if ((n = node_of(req, ino)) != NULL && n->part != NULL &&
+	else if ((n = tl_node_find(fs_of(req), ino)) != NULL &&
+	    n->part != NULL &&
 	    (n->kind == TL_SEG || n->kind == TL_EMPTY))
 		r = tlog_partition_fsync(n->part, datasync != 0);
 	fuse_reply_err(req, -r);
@@ -1398,10 +1382,8 @@ tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	}
 	fs = fs_of(req);
 	key = name + 5;
-	if ((n = node_of(req, ino)) == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if (strncmp(key, "tlog.", 5) == 0) {
 		r = seek_value(n, key + 5, val, sizeof(val));
 		if (r == -ENOTSUP)
@@ -1492,10 +1474,8 @@ tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	key = name + 5;
-	if ((n = node_of(req, ino)) == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if (strncmp(key, "tlog.", 5) == 0)
 		r = -EPERM;		/* statistics are read-only */
 	else if (strcmp(key, "seal") == 0)
@@ -1531,10 +1511,8 @@ tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		return;
 	}
 	key = name + 5;
-	if ((n = node_of(req, ino)) == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if (strncmp(key, "tlog.", 5) == 0)
 		r = -EPERM;
 	else if (strcmp(key, "seal") == 0)
@@ -1568,16 +1546,14 @@ static void
 tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n = node_of(req, ino);
 	const char *const *stats = NULL;
+	struct tl_node *n;
 	char buf[1024];
 	size_t len = 0;
 	int k;
 
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
 	if (is_level(n))
 		for (k = 0; k < TLOG_NKEYS; k++)
 			if (level_sets(fs, n, k))
