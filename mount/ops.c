@@ -1236,6 +1236,42 @@ name_index(const char *const *names, const char *name)
 	return -1;
 }
 
+/*
+ * What an attribute name is. Every handler classifies it here, then
+ * answers by kind; only getxattr answers security.capability apart.
+ */
+enum xa_kind {
+	XA_CAPABILITY,	/* security.capability, asked before every write */
+	XA_FOREIGN,	/* any other name outside user. */
+	XA_STAT,	/* user.tlog.NAME: a statistic or a seek name */
+	XA_SEAL,	/* user.seal: a command, never a value */
+	XA_KEY,		/* user.KEY of the key table */
+	XA_UNKNOWN	/* any other user. name */
+};
+
+/* The kind of name; *arg is what follows user. (XA_KEY, XA_UNKNOWN) or
+ * user.tlog. (XA_STAT), *k the key's index (XA_KEY). */
+static enum xa_kind
+xattr_kind(const char *name, const char **arg, int *k)
+{
+	*arg = NULL;
+	*k = -1;
+	if (strcmp(name, "security.capability") == 0)
+		return XA_CAPABILITY;
+	if (strncmp(name, "user.", 5) != 0)
+		return XA_FOREIGN;
+	*arg = name + 5;
+	if (strncmp(*arg, "tlog.", 5) == 0) {
+		*arg += 5;
+		return XA_STAT;
+	}
+	if (strcmp(*arg, "seal") == 0)
+		return XA_SEAL;
+	if ((*k = tlog_key_lookup(*arg)) < 0)
+		return XA_UNKNOWN;
+	return XA_KEY;
+}
+
 /* Config levels: the store (root), a topic, a partition. */
 static bool
 is_level(const struct tl_node *n)
@@ -1361,53 +1397,67 @@ reply_xattr_value(fuse_req_t req, const char *val, size_t len, size_t size)
 		fuse_reply_buf(req, val, len);
 }
 
-static void
-tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+/* A level's value of a key, or its partition's for a file. */
+static int
+conf_value(struct tl_fs *fs, struct tl_node *n, const char *key, char *buf,
+    size_t len)
 {
-	struct tl_fs *fs;
-	struct tl_node *n;
-	const char *key;
-	char val[64];
 	int64_t v;
 	int r;
 
+	if (n->kind == TL_META || n->kind == TL_METRICS)
+		return -ENODATA;  /* not a level, and no partition's file */
+	if (is_level(n))
+		r = tlog_conf_get(fs->store, level_topic(n), level_part(n),
+		    key, &v);
+	else
+		r = tlog_conf_get(fs->store, NULL, n->part, key, &v);
+	if (r == 0)
+		snprintf(buf, len, "%" PRId64, v);
+	return r;
+}
+
+static void
+tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	enum xa_kind kind;
+	struct tl_node *n;
+	const char *arg;
+	char val[64];
+	int k, r;
+
 	/* Asked before every write: answer from memory, at once. */
-	if (strcmp(name, "security.capability") == 0) {
-		fuse_reply_err(req, ENODATA);
-		return;
+	if ((kind = xattr_kind(name, &arg, &k)) == XA_CAPABILITY) {
+		r = -ENODATA;
+		goto out_err;
 	}
-	if (strncmp(name, "user.", 5) != 0) {
-		fuse_reply_err(req, ENOTSUP);
-		return;
+	if (kind == XA_FOREIGN) {
+		r = -ENOTSUP;
+		goto out_err;
 	}
-	fs = fs_of(req);
-	key = name + 5;
 	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	if (strncmp(key, "tlog.", 5) == 0) {
-		r = seek_value(n, key + 5, val, sizeof(val));
-		if (r == -ENOTSUP)
-			r = stat_value(n, key + 5, val, sizeof(val));
-	} else if (strcmp(key, "seal") == 0)
+	switch (kind) {
+	case XA_STAT:
+		if ((r = seek_value(n, arg, val, sizeof(val))) == -ENOTSUP)
+			r = stat_value(n, arg, val, sizeof(val));
+		break;
+	case XA_SEAL:
 		r = -ENODATA;	/* a command, not a value */
-	else if (tlog_key_lookup(key) < 0)
+		break;
+	case XA_KEY:
+		r = conf_value(fs_of(req), n, arg, val, sizeof(val));
+		break;
+	default:
 		r = -ENOTSUP;
-	else if (n->kind == TL_META || n->kind == TL_METRICS)
-		r = -ENODATA;	/* not a level, and no partition's file */
-	else {
-		/* Files show their partition's effective value. */
-		if (is_level(n))
-			r = tlog_conf_get(fs->store, level_topic(n),
-			    level_part(n), key, &v);
-		else
-			r = tlog_conf_get(fs->store, NULL, n->part, key, &v);
-		if (r == 0)
-			snprintf(val, sizeof(val), "%" PRId64, v);
+		break;
 	}
 	if (r != 0)
-		fuse_reply_err(req, -r);
-	else
-		reply_xattr_value(req, val, strlen(val), size);
+		goto out_err;
+	reply_xattr_value(req, val, strlen(val), size);
+	return;
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 /* "1", as setfattr sends it, or with the newline of `echo`. */
@@ -1457,42 +1507,56 @@ may_change(fuse_req_t req, struct tl_fs *fs, int k)
 	return -EPERM;
 }
 
+/* Whether the request may set or remove a name of this kind: 0, or the
+ * answer (only XA_KEY on a level can be changed). */
+static int
+may_write(fuse_req_t req, struct tl_fs *fs, struct tl_node *n,
+    enum xa_kind kind, int k)
+{
+	switch (kind) {
+	case XA_STAT:
+		return -EPERM;		/* statistics are read-only */
+	case XA_KEY:
+		if (!is_level(n))
+			return -EPERM;	/* set it on the directory */
+		return may_change(req, fs, k);	/* the mount's owner only */
+	default:
+		return -ENOTSUP;
+	}
+}
+
 static void
 tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     const char *value, size_t size, int flags)
 {
 	struct tl_fs *fs = fs_of(req);
+	enum xa_kind kind;
 	struct tl_node *n;
-	const char *key;
+	const char *arg;
 	char err[256];
 	int k, r;
 
 	if (refuse_ro(req))
 		return;
-	if (strncmp(name, "user.", 5) != 0) {
-		fuse_reply_err(req, ENOTSUP);
-		return;
+	kind = xattr_kind(name, &arg, &k);
+	if (kind == XA_CAPABILITY || kind == XA_FOREIGN) {
+		r = -ENOTSUP;
+		goto out;
 	}
-	key = name + 5;
 	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	if (strncmp(key, "tlog.", 5) == 0)
-		r = -EPERM;		/* statistics are read-only */
-	else if (strcmp(key, "seal") == 0)
+	if (kind == XA_SEAL)
 		r = do_seal(n, value, size);
-	else if ((k = tlog_key_lookup(key)) < 0)
-		r = -ENOTSUP;
-	else if (!is_level(n))
-		r = -EPERM;		/* set it on the directory */
-	else if ((r = may_change(req, fs, k)) != 0)
-		;		/* the mount's owner only */
+	else if ((r = may_write(req, fs, n, kind, k)) != 0)
+		;
 	else if ((flags & XATTR_CREATE) && level_sets(fs, n, k))
 		r = -EEXIST;
 	else if ((flags & XATTR_REPLACE) && !level_sets(fs, n, k))
 		r = -ENODATA;
 	else
 		r = tlog_conf_set(fs->store, level_topic(n), level_part(n),
-		    key, value, size, err, sizeof(err));
+		    arg, value, size, err, sizeof(err));
+out:
 	fuse_reply_err(req, -r);
 }
 
@@ -1500,32 +1564,26 @@ static void
 tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct tl_fs *fs = fs_of(req);
+	enum xa_kind kind;
 	struct tl_node *n;
-	const char *key;
+	const char *arg;
 	int k, r;
 
 	if (refuse_ro(req))
 		return;
-	if (strncmp(name, "user.", 5) != 0) {
-		fuse_reply_err(req, ENOTSUP);
-		return;
+	kind = xattr_kind(name, &arg, &k);
+	if (kind == XA_CAPABILITY || kind == XA_FOREIGN) {
+		r = -ENOTSUP;
+		goto out;
 	}
-	key = name + 5;
 	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	if (strncmp(key, "tlog.", 5) == 0)
-		r = -EPERM;
-	else if (strcmp(key, "seal") == 0)
+	if (kind == XA_SEAL)
 		r = -ENODATA;
-	else if ((k = tlog_key_lookup(key)) < 0)
-		r = -ENOTSUP;
-	else if (!is_level(n))
-		r = -EPERM;
-	else if ((r = may_change(req, fs, k)) != 0)
-		;		/* the mount's owner only */
-	else
+	else if ((r = may_write(req, fs, n, kind, k)) == 0)
 		r = tlog_conf_unset(fs->store, level_topic(n), level_part(n),
-		    key);
+		    arg);
+out:
 	fuse_reply_err(req, -r);
 }
 
