@@ -116,7 +116,7 @@ tl_node_get(fuse_req_t req, fuse_ino_t ino)
 {
 	struct tl_node *n;
 
-	if ((n = tl_node_find(fuse_req_userdata(req), ino)) == NULL)
+	if ((n = tl_node_find(tl_fs_of(req), ino)) == NULL)
 		fuse_reply_err(req, ENOENT);
 	return n;
 }

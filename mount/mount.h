@@ -22,6 +22,7 @@
 #endif
 
 #include <sys/queue.h>
+#include <sys/stat.h>
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
@@ -135,13 +136,63 @@ void tl_node_forget(struct tl_fs *fs, uint64_t ino, uint64_t nlookup);
 size_t tl_node_children(struct tl_fs *fs, struct tl_node *pn, uint64_t *inos,
     size_t max);
 
-/* ops.c */
+static inline struct tl_fs *
+tl_fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* ops.c: the operations table; names and attributes */
 extern const struct fuse_lowlevel_ops tl_ops;
+/* On a read-only mount (-o ro): replies EROFS and returns true. */
+bool tl_refuse_ro(fuse_req_t req);
+
+/* attr.c: what stat(2) shows */
+/* .tlogfs/events or one of its files. */
+bool tl_is_events(struct tl_fs *fs, const struct tl_node *n);
+bool tl_seg_sealed(struct tlog_segment *seg);
+/* Attributes and cache timeout of a known node. */
+int tl_node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
+    double *timeout);
+
+/* dir.c: directory listings */
+void tl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void tl_releasedir(fuse_req_t req, fuse_ino_t ino,
+    struct fuse_file_info *fi);
+void tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi);
+
+/* file.c: open files */
+void tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+    off_t off, struct fuse_file_info *fi);
+void tl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi);
+void tl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Flushes and closes every open handle (at stop). */
+void tl_close_handles(struct tl_fs *fs);
+
+/* xattr.c: the extended-attribute protocol */
+void tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+    size_t size);
+void tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+    const char *value, size_t size, int flags);
+void tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+
+/* notify.c: kernel notifications and the unlinker thread */
 /* The store's event hook: queues kernel notifications. */
 void tl_event(void *arg, const struct tlog_event *ev);
 /* Unlinker thread: unlinks detached segments, sends notifications. */
 void *tl_unlinker(void *arg);
-/* Flushes and closes every open handle (at stop). */
-void tl_close_handles(struct tl_fs *fs);
+/* Drop the kernel's cached attributes of a partition's files, of
+ * .tlogfs/ and all below it. */
+void tl_inval_children(struct tl_fs *fs, struct tl_node *pn);
+void tl_inval_meta(struct tl_fs *fs);
 
 #endif /* TLOGFS_MOUNT_H */

@@ -40,12 +40,6 @@
 #define DIR_TIMEOUT 1.0		/* names change only through the mount */
 #define SEALED_TIMEOUT 60.0	/* a sealed segment's attributes never change */
 
-static struct tl_fs *
-fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 /*
  * A read-only mount (-o ro) answers EROFS to every change. The kernel
  * refuses most of them itself on a read-only mount, but not after a
@@ -53,10 +47,10 @@ fs_of(fuse_req_t req)
  * engine refuses what reaches it, but not the daemon's own EPERMs.
  * True if it replied.
  */
-static bool
-refuse_ro(fuse_req_t req)
+bool
+tl_refuse_ro(fuse_req_t req)
 {
-	if (!fs_of(req)->ro)
+	if (!tl_fs_of(req)->ro)
 		return false;
 	fuse_reply_err(req, EROFS);
 	return true;
@@ -186,15 +180,15 @@ meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
 	return 0;
 }
 
-static bool
-is_events(struct tl_fs *fs, const struct tl_node *n)
+bool
+tl_is_events(struct tl_fs *fs, const struct tl_node *n)
 {
 	return n->part != NULL && n->part == fs->events;
 }
 
 /* Attributes and cache timeout of a known node. */
-static int
-node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
+int
+tl_node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
     double *timeout)
 {
 	bool sealed = false;
@@ -221,7 +215,7 @@ node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
 		break;
 	}
 	/* .tlogfs/events and its files are .tlogfs/'s. */
-	if (r == 0 && is_events(fs, n))
+	if (r == 0 && tl_is_events(fs, n))
 		r = meta_perms(fs, st);
 	return r;
 }
@@ -233,7 +227,7 @@ node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
 static void
 reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	struct fuse_entry_param e;
 	double timeout;
 	int r;
@@ -243,7 +237,7 @@ reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 		goto out_err;
 	}
 	memset(&e, 0, sizeof(e));
-	if ((r = node_attr(fs, n, &e.attr, &timeout)) != 0) {
+	if ((r = tl_node_attr(fs, n, &e.attr, &timeout)) != 0) {
 		tl_node_forget(fs, n->ino, 1);
 		goto out_err;
 	}
@@ -281,8 +275,8 @@ seg_ino(struct tlog_segment *seg)
 	return info.ino;
 }
 
-static bool
-seg_sealed(struct tlog_segment *seg)
+bool
+tl_seg_sealed(struct tlog_segment *seg)
 {
 	struct tlog_seginfo info;
 
@@ -326,7 +320,7 @@ lookup_current(struct tl_fs *fs, struct tl_node *pn)
 static void
 tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	struct tl_node *pn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
@@ -375,7 +369,7 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		    (seg = tlog_segment_get(pn->part, base)) == NULL)
 			break;
 		/* The active segment is only `current`. */
-		if (!seg_sealed(seg)) {
+		if (!tl_seg_sealed(seg)) {
 			tlog_segment_put(seg);
 			break;
 		}
@@ -392,7 +386,7 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void
 tl_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	tl_node_forget(fs_of(req), ino, nlookup);
+	tl_node_forget(tl_fs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -402,7 +396,7 @@ tl_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		tl_node_forget(fs_of(req), f[i].ino, f[i].nlookup);
+		tl_node_forget(tl_fs_of(req), f[i].ino, f[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -417,7 +411,7 @@ tl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)fi;
 	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	if ((r = node_attr(fs_of(req), n, &st, &timeout)) != 0)
+	if ((r = tl_node_attr(tl_fs_of(req), n, &st, &timeout)) != 0)
 		fuse_reply_err(req, -r);
 	else
 		fuse_reply_attr(req, &st, timeout);
@@ -447,8 +441,8 @@ queue_note(struct tl_fs *fs, uint64_t parent, uint64_t child,
  * request: attribute-only invalidation (offset -1) takes no inode or
  * page lock, unlike entry notifications, which are queued instead.
  */
-static void
-inval_children(struct tl_fs *fs, struct tl_node *pn)
+void
+tl_inval_children(struct tl_fs *fs, struct tl_node *pn)
 {
 	uint64_t inos[256];
 	size_t i, k;
@@ -460,8 +454,8 @@ inval_children(struct tl_fs *fs, struct tl_node *pn)
 
 /* .tlogfs/ and all below it take the root's owner and group: drop the
  * attributes the kernel cached (a sealed event segment's for a minute). */
-static void
-inval_meta(struct tl_fs *fs)
+void
+tl_inval_meta(struct tl_fs *fs)
 {
 	struct tl_node *en;
 	uint64_t ino;
@@ -473,7 +467,7 @@ inval_meta(struct tl_fs *fs)
 	ino = tlog_partition_ino(fs->events);
 	fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 	if ((en = tl_node_find(fs, ino)) != NULL)
-		inval_children(fs, en);
+		tl_inval_children(fs, en);
 }
 
 /*
@@ -485,7 +479,7 @@ static void
 tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	const int ignored = FUSE_SET_ATTR_CTIME |
 	    FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID;
 	struct tl_node *n;
@@ -496,9 +490,9 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	(void)fi;
 	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
-	if (n->kind == TL_META || n->kind == TL_METRICS || is_events(fs, n)) {
+	if (n->kind == TL_META || n->kind == TL_METRICS || tl_is_events(fs, n)) {
 		r = -EPERM;	/* .tlogfs/ is read-only */
 		goto out_err;
 	}
@@ -532,10 +526,10 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	/* Files take their mode and owner from the partition: the kernel's
 	 * cached attributes of its sealed segments are stale now. */
 	if (p != NULL)
-		inval_children(fs, n);
+		tl_inval_children(fs, n);
 	else if (n->kind == TL_ROOT && (to_set & (FUSE_SET_ATTR_UID |
 	    FUSE_SET_ATTR_GID)))
-		inval_meta(fs);
+		tl_inval_meta(fs);
 	tl_getattr(req, ino, NULL);
 	return;
 out_err:
@@ -567,7 +561,7 @@ adopt_dir(struct tl_fs *fs, fuse_req_t req, struct tlog_topic *t,
 static void
 tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	struct tl_node *pn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
@@ -575,7 +569,7 @@ tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
 	switch (pn->kind) {
 	case TL_ROOT:
@@ -606,7 +600,7 @@ tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 static void
 tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	struct tl_node *pn;
 	int r;
 
@@ -631,7 +625,7 @@ static void
 tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	struct tl_node *pn, *npn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
@@ -644,7 +638,7 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if ((pn = tl_node_get(req, parent)) == NULL ||
 	    (npn = tl_node_get(req, newparent)) == NULL)
 		return;
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
 	/* .tlogfs is not a topic, and no topic can take its name. */
 	if ((pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0) ||
@@ -676,7 +670,7 @@ tl_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     dev_t rdev)
 {
 	(void)parent; (void)name; (void)mode; (void)rdev;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -685,7 +679,7 @@ tl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     struct fuse_file_info *fi)
 {
 	(void)parent; (void)name; (void)mode; (void)fi;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -694,7 +688,7 @@ tl_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
     const char *name)
 {
 	(void)link; (void)parent; (void)name;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -703,7 +697,7 @@ tl_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
     const char *newname)
 {
 	(void)ino; (void)newparent; (void)newname;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -719,9 +713,9 @@ tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
-	if (pn->kind != TL_PART || is_events(fs_of(req), pn)) {
+	if (pn->kind != TL_PART || tl_is_events(tl_fs_of(req), pn)) {
 		r = pn->kind == TL_SEG || pn->kind == TL_EMPTY ? -ENOTDIR :
 		    -EPERM;
 		goto out;
@@ -730,7 +724,7 @@ tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		seg = tlog_segment_get_active(pn->part);
 	else if (tlog_segname_parse(name, ".log", &base) &&
 	    (seg = tlog_segment_get(pn->part, base)) != NULL &&
-	    !seg_sealed(seg)) {
+	    !tl_seg_sealed(seg)) {
 		tlog_segment_put(seg);	/* the active one is only `current` */
 		seg = NULL;
 	}
@@ -820,7 +814,7 @@ dir_build(struct tl_fs *fs, struct tl_node *n, struct tl_dir *d)
 	d->e = NULL;
 	d->n = 0;
 	if (n->kind == TL_PART)
-		up = is_events(fs, n) ? TL_META_INO :
+		up = tl_is_events(fs, n) ? TL_META_INO :
 		    tlog_topic_ino(tlog_partition_topic(n->part));
 	if ((r = dir_push(d, &cap, ".", n->ino, S_IFDIR)) != 0 ||
 	    (r = dir_push(d, &cap, "..", up, S_IFDIR)) != 0)
@@ -851,7 +845,7 @@ dir_build(struct tl_fs *fs, struct tl_node *n, struct tl_dir *d)
 	return r;
 }
 
-static void
+void
 tl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tl_node *n;
@@ -864,7 +858,7 @@ tl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		r = -ENOMEM;
 		goto out_err;
 	}
-	if ((r = dir_build(fs_of(req), n, d)) != 0)
+	if ((r = dir_build(tl_fs_of(req), n, d)) != 0)
 		goto out_free;
 	d->fresh = true;
 	fi->fh = (uintptr_t)d;
@@ -877,12 +871,12 @@ out_err:
 	fuse_reply_err(req, -r);
 }
 
-static void
+void
 tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
 	struct tl_dir *d = (struct tl_dir *)(uintptr_t)fi->fh;
-	struct tl_node *n = tl_node_find(fs_of(req), ino);
+	struct tl_node *n = tl_node_find(tl_fs_of(req), ino);
 	struct stat st;
 	size_t pos = 0, len, i;
 	char *buf;
@@ -890,7 +884,7 @@ tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	/* A rewind sees the directory as it is now. */
 	if (off == 0 && !d->fresh && n != NULL &&
-	    (r = dir_build(fs_of(req), n, d)) != 0)
+	    (r = dir_build(tl_fs_of(req), n, d)) != 0)
 		goto out_err;
 	d->fresh = false;
 	if ((buf = malloc(size)) == NULL) {
@@ -914,7 +908,7 @@ out_err:
 	fuse_reply_err(req, -r);
 }
 
-static void
+void
 tl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -924,7 +918,7 @@ tl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* Makes the backing directory's entries durable: segments created or
  * deleted, topics and partitions made, renamed or removed. */
-static void
+void
 tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     struct fuse_file_info *fi)
 {
@@ -936,7 +930,7 @@ tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		return;
 	if (n->kind == TL_ROOT || n->kind == TL_TOPIC ||
 	    n->kind == TL_PART)
-		r = tlog_level_fsync(fs_of(req)->store,
+		r = tlog_level_fsync(tl_fs_of(req)->store,
 		    n->kind == TL_TOPIC ? n->topic : NULL,
 		    n->kind == TL_PART ? n->part : NULL);
 	fuse_reply_err(req, -r);
@@ -999,7 +993,7 @@ open_check_write(struct tl_node *n, int flags)
 static void
 open_metrics(fuse_req_t req, struct fuse_file_info *fi)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	struct tl_handle *h;
 	int r;
 
@@ -1028,10 +1022,10 @@ out_err:
 	fuse_reply_err(req, -r);
 }
 
-static void
+void
 tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	int acc = fi->flags & O_ACCMODE;
 	struct tl_handle *h;
 	struct tl_node *n;
@@ -1040,7 +1034,7 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	if ((acc != O_RDONLY || (fi->flags & O_TRUNC)) && refuse_ro(req))
+	if ((acc != O_RDONLY || (fi->flags & O_TRUNC)) && tl_refuse_ro(req))
 		return;
 	/* Nothing here can be truncated, not even by a read-only open. */
 	if (fi->flags & O_TRUNC) {
@@ -1055,7 +1049,7 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		r = -EISDIR;
 		goto out_err;
 	}
-	if (acc != O_RDONLY && is_events(fs, n)) {
+	if (acc != O_RDONLY && tl_is_events(fs, n)) {
 		r = -EPERM;	/* the daemon's own log */
 		goto out_err;
 	}
@@ -1068,7 +1062,7 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->fd = -1;
 	/* Only a sealed name keeps its page cache (see mount.h). */
 	sealed = n->kind == TL_SEG && (n->ino & TL_SEALED_BIT) &&
-	    seg_sealed(n->seg);
+	    tl_seg_sealed(n->seg);
 	if (acc != O_RDONLY && (h->w = tlog_writer_open(n->part)) == NULL) {
 		r = -ENOMEM;
 		goto out_free;
@@ -1099,7 +1093,7 @@ out_err:
 	fuse_reply_err(req, -r);
 }
 
-static void
+void
 tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
@@ -1140,7 +1134,7 @@ out_nomem:
 	fuse_reply_err(req, ENOMEM);
 }
 
-static void
+void
 tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     off_t off, struct fuse_file_info *fi)
 {
@@ -1164,14 +1158,14 @@ tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
  * unfinished line belong to the open file, so they wait for its next
  * write, fsync or RELEASE (the last close), never for a FLUSH.
  */
-static void
+void
 tl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino; (void)fi;
 	fuse_reply_err(req, 0);
 }
 
-static void
+void
 tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
     struct fuse_file_info *fi)
 {
@@ -1183,18 +1177,18 @@ tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	 * makes the whole partition durable. */
 	if (h->w != NULL)
 		r = tlog_writer_fsync(h->w, datasync != 0);
-	else if ((n = tl_node_find(fs_of(req), ino)) != NULL &&
+	else if ((n = tl_node_find(tl_fs_of(req), ino)) != NULL &&
 	    n->part != NULL &&
 	    (n->kind == TL_SEG || n->kind == TL_EMPTY))
 		r = tlog_partition_fsync(n->part, datasync != 0);
 	fuse_reply_err(req, -r);
 }
 
-static void
+void
 tl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	handle_free(fs_of(req), (struct tl_handle *)(uintptr_t)fi->fh, true);
+	handle_free(tl_fs_of(req), (struct tl_handle *)(uintptr_t)fi->fh, true);
 	fuse_reply_err(req, 0);
 }
 
@@ -1205,7 +1199,7 @@ tl_statfs(fuse_req_t req, fuse_ino_t ino)
 	int r;
 
 	(void)ino;
-	if ((r = tlog_store_statvfs(fs_of(req)->store, &sv)) != 0) {
+	if ((r = tlog_store_statvfs(tl_fs_of(req)->store, &sv)) != 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -1417,7 +1411,7 @@ conf_value(struct tl_fs *fs, struct tl_node *n, const char *key, char *buf,
 	return r;
 }
 
-static void
+void
 tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	enum xa_kind kind;
@@ -1446,7 +1440,7 @@ tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		r = -ENODATA;	/* a command, not a value */
 		break;
 	case XA_KEY:
-		r = conf_value(fs_of(req), n, arg, val, sizeof(val));
+		r = conf_value(tl_fs_of(req), n, arg, val, sizeof(val));
 		break;
 	default:
 		r = -ENOTSUP;
@@ -1480,7 +1474,7 @@ do_seal(struct tl_node *n, const char *value, size_t size)
 	case TL_SEG:
 		/* Sealed already (a sealed segment, or `current` that has
 		 * just rolled): nothing to do. */
-		if (seg_sealed(n->seg))
+		if (tl_seg_sealed(n->seg))
 			return 0;
 		return tlog_partition_seal(n->part, TLOG_TRIG_MANUAL);
 	default:
@@ -1525,18 +1519,18 @@ may_write(fuse_req_t req, struct tl_fs *fs, struct tl_node *n,
 	}
 }
 
-static void
+void
 tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     const char *value, size_t size, int flags)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	enum xa_kind kind;
 	struct tl_node *n;
 	const char *arg;
 	char err[256];
 	int k, r;
 
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
 	kind = xattr_kind(name, &arg, &k);
 	if (kind == XA_CAPABILITY || kind == XA_FOREIGN) {
@@ -1560,16 +1554,16 @@ out:
 	fuse_reply_err(req, -r);
 }
 
-static void
+void
 tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	enum xa_kind kind;
 	struct tl_node *n;
 	const char *arg;
 	int k, r;
 
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
 	kind = xattr_kind(name, &arg, &k);
 	if (kind == XA_CAPABILITY || kind == XA_FOREIGN) {
@@ -1600,10 +1594,10 @@ list_add(char *buf, size_t *len, size_t cap, const char *prefix,
 
 /* A level lists the keys it sets itself (so `getfattr -d` shows its
  * overrides); partitions and files also list their statistics. */
-static void
+void
 tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	const char *const *stats = NULL;
 	struct tl_node *n;
 	char buf[1024];
