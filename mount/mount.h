@@ -186,10 +186,15 @@ void tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 void tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 
 /* notify.c: kernel notifications and the unlinker thread */
+void tl_notify_init(struct tl_fs *fs);
+/* The unlinker thread: unlinks detached segments, writes the footers of
+ * sealed ones, sends the queued notifications. start returns 0 or an
+ * errno; stop joins it (if started); free drops what is still queued. */
+int tl_notify_start(struct tl_fs *fs);
+void tl_notify_stop(struct tl_fs *fs);
+void tl_notify_free(struct tl_fs *fs);
 /* The store's event hook: queues kernel notifications. */
 void tl_event(void *arg, const struct tlog_event *ev);
-/* Unlinker thread: unlinks detached segments, sends notifications. */
-void *tl_unlinker(void *arg);
 /* Drop the kernel's cached attributes of a partition's files, of
  * .tlogfs/ and all below it. */
 void tl_inval_children(struct tl_fs *fs, struct tl_node *pn);
