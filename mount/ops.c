@@ -1,37 +1,35 @@
 /*
- * ops.c - the FUSE low-level operations of tlogfs: they translate kernel
- * requests into engine calls (tlog.h) and hold no policy.
+ * ops.c - the FUSE low-level operations table of tlogfs, and the
+ * operations on names: lookup and forget, getattr and setattr, mkdir,
+ * rmdir, rename, unlink, the refused ones (mknod, create, symlink,
+ * link), statfs and the session's init. The others live by concern:
+ * dir.c (listings), file.c (open files), xattr.c (extended attributes);
+ * attr.c says what stat(2) shows, notify.c what the kernel is told,
+ * inode.c which engine object a node id stands for.
  *
- * The view (DESIGN 1): the root lists topics, a topic its partitions, a
- * partition its sealed segments as "<base, 20 digits>.log" and exactly
- * one `current`. `current` resolves to the active segment's own inode
- * (entry and attr timeout 0, so a roll shows at once); the active
- * segment is not reachable under its numeric name, so a glob of the
- * directory prints every record once. A partition with no active segment has an empty
- * `current` of its own (ino = partition ino | TL_EMPTY_BIT).
+ * Handlers translate requests into engine calls (tlog.h). The rules are
+ * the engine's, but for the few only a mount has: -o ro, which opens
+ * may write, who may set segment.preallocate, what .tlogfs/ allows.
  *
- * Files: sealed segments are read-only and keep their page cache;
- * `current` and every write handle use direct I/O, so sizes are fresh and
- * no page is stale. Writes append to the partition through one engine
- * writer per open file, whatever the offset, and whichever segment the
- * file was opened on: a long-lived writer survives rolls.
+ * The view (doc/design.md §1): the root lists .tlogfs/ and the topics, a
+ * topic its partitions, a partition its sealed segments as "<base, 20
+ * digits>.log" and exactly one `current`. `current` resolves to the
+ * active segment's own inode (entry and attr timeout 0, so a roll shows
+ * at once); the active segment is not reachable under its numeric name,
+ * so a glob of the directory prints every record once. A partition with
+ * no active segment has an empty `current` of its own (ino = partition
+ * ino | TL_EMPTY_BIT).
  *
- * Limits: no atime/mtime changes (EPERM), no locks, no MAP_SHARED mmap
- * of `current` (direct I/O: the kernel answers ENODEV).
+ * Limits (tlogfs(8), OPERATIONS and CAVEATS): no atime or mtime changes
+ * (EPERM); no MAP_SHARED mmap of `current` (direct I/O: the kernel
+ * answers ENODEV). The daemon implements no lock operation, so flock(2)
+ * and fcntl(2) locks are kept by the kernel alone.
  */
 #include "config.h"
 
-#include <sys/stat.h>
-#include <sys/xattr.h>
-
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <syslog.h>
 #include <unistd.h>
 
