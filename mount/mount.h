@@ -33,8 +33,8 @@
 
 #define TL_EMPTY_BIT (1ULL << 63)
 #define TL_SEALED_BIT (1ULL << 61)
-/* The hidden .tlogfs/ directory and its metrics file (DESIGN 7); the
- * events partition inside it has its engine inode number. */
+/* The hidden .tlogfs/ directory and its metrics file (doc/design.md
+ * §7); the events partition inside it has its engine inode number. */
 #define TL_META_INO ((1ULL << 62) | 1)
 #define TL_METRICS_INO ((1ULL << 62) | 2)
 

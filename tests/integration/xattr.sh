@@ -1,6 +1,6 @@
 #!/bin/sh
 # xattr.sh - configuration and statistics through extended attributes
-# (DESIGN 5): round trip, inheritance, bad values, unknown keys, read-only
+# (doc/design.md §5): round trip, inheritance, bad values, unknown keys, read-only
 # statistics, manual seal, and persistence across a remount.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
