@@ -181,6 +181,7 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
 	ssize_t n;
 	char *buf;
+	int r;
 
 	(void)ino;
 	if (h->text != NULL) {
@@ -191,8 +192,10 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (off >= 0 && (size_t)off < h->textlen)
 			len = h->textlen - (size_t)off < size ?
 			    h->textlen - (size_t)off : size;
-		if ((buf = malloc(len ? len : 1)) == NULL)
-			goto out_nomem;
+		if ((buf = malloc(len ? len : 1)) == NULL) {
+			r = -ENOMEM;
+			goto out_err;
+		}
 		memcpy(buf, h->text + (len ? off : 0), len);
 		fuse_reply_buf(req, buf, len);
 		free(buf);
@@ -202,17 +205,20 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	if ((buf = malloc(size ? size : 1)) == NULL)
-		goto out_nomem;
-	n = tlog_segment_read(h->seg, h->fd, buf, size, off);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+	if ((buf = malloc(size ? size : 1)) == NULL) {
+		r = -ENOMEM;
+		goto out_err;
+	}
+	if ((n = tlog_segment_read(h->seg, h->fd, buf, size, off)) < 0) {
+		free(buf);
+		r = (int)n;
+		goto out_err;
+	}
+	fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
 	return;
-out_nomem:
-	fuse_reply_err(req, ENOMEM);
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 void

@@ -401,8 +401,8 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int r;
 
 	if (flags & ~RENAME_NOREPLACE) {
-		fuse_reply_err(req, EINVAL);
-		return;
+		r = -EINVAL;	/* no RENAME_EXCHANGE, no whiteouts */
+		goto out;
 	}
 	if ((pn = tl_node_get(req, parent)) == NULL ||
 	    (npn = tl_node_get(req, newparent)) == NULL)
@@ -430,6 +430,7 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			r = tlog_partition_rename(pn->topic, name, newname);
 	} else
 		r = -EPERM;
+out:
 	fuse_reply_err(req, -r);
 }
 
