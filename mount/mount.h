@@ -1,6 +1,10 @@
 /*
- * mount.h - state shared by the files of the tlogfs daemon: the inode
- * table (inode.c), the FUSE operations (ops.c) and the daemon (main.c).
+ * mount.h - state shared by the files of the tlogfs daemon, and what
+ * each offers the others: the daemon (main.c), the inode table
+ * (inode.c), the operations table and the operations on names (ops.c),
+ * attributes (attr.c), listings (dir.c), open files (file.c), extended
+ * attributes (xattr.c), kernel notifications and the unlinker thread
+ * (notify.c).
  *
  * The kernel's node ids are the engine's inode numbers: the root is
  * TLOG_ROOT_INO, every topic, partition and segment has its own, never
