@@ -38,6 +38,21 @@ handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
 	free(h);
 }
 
+/* Lists a new handle, so that a stop flushes it even if no RELEASE
+ * comes, and replies with it. */
+static void
+reply_open(fuse_req_t req, struct fuse_file_info *fi, struct tl_handle *h)
+{
+	struct tl_fs *fs = tl_fs_of(req);
+
+	fi->fh = (uintptr_t)h;
+	pthread_mutex_lock(&fs->hlock);
+	LIST_INSERT_HEAD(&fs->handles, h, link);
+	pthread_mutex_unlock(&fs->hlock);
+	if (fuse_reply_open(req, fi) != 0)
+		handle_free(fs, h, true);
+}
+
 void
 tl_close_handles(struct tl_fs *fs)
 {
@@ -92,12 +107,7 @@ open_metrics(fuse_req_t req, struct fuse_file_info *fi)
 		goto out_err;
 	}
 	fi->direct_io = 1;
-	fi->fh = (uintptr_t)h;
-	pthread_mutex_lock(&fs->hlock);
-	LIST_INSERT_HEAD(&fs->handles, h, link);
-	pthread_mutex_unlock(&fs->hlock);
-	if (fuse_reply_open(req, fi) != 0)
-		handle_free(fs, h, true);
+	reply_open(req, fi, h);
 	return;
 out_err:
 	fuse_reply_err(req, -r);
@@ -161,12 +171,7 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->keep_cache = 1;
 	else
 		fi->direct_io = 1;
-	fi->fh = (uintptr_t)h;
-	pthread_mutex_lock(&fs->hlock);
-	LIST_INSERT_HEAD(&fs->handles, h, link);
-	pthread_mutex_unlock(&fs->hlock);
-	if (fuse_reply_open(req, fi) != 0)
-		handle_free(fs, h, true);
+	reply_open(req, fi, h);
 	return;
 out_free:
 	handle_free(fs, h, false);

@@ -340,6 +340,25 @@ may_write(fuse_req_t req, struct tl_fs *fs, struct tl_node *n,
 	}
 }
 
+/*
+ * The start of setxattr and removexattr: the node a change of name is
+ * for, and what the name is; NULL once it has replied (a read-only
+ * mount, a name outside user., no such node).
+ */
+static struct tl_node *
+change_target(fuse_req_t req, fuse_ino_t ino, const char *name,
+    enum xa_kind *kind, const char **arg, int *k)
+{
+	if (tl_refuse_ro(req))
+		return NULL;
+	*kind = xattr_kind(name, arg, k);
+	if (*kind == XA_CAPABILITY || *kind == XA_FOREIGN) {
+		fuse_reply_err(req, ENOTSUP);
+		return NULL;
+	}
+	return tl_node_get(req, ino);
+}
+
 void
 tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     const char *value, size_t size, int flags)
@@ -351,14 +370,7 @@ tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char err[256];
 	int k, r;
 
-	if (tl_refuse_ro(req))
-		return;
-	kind = xattr_kind(name, &arg, &k);
-	if (kind == XA_CAPABILITY || kind == XA_FOREIGN) {
-		r = -ENOTSUP;
-		goto out;
-	}
-	if ((n = tl_node_get(req, ino)) == NULL)
+	if ((n = change_target(req, ino, name, &kind, &arg, &k)) == NULL)
 		return;
 	if (kind == XA_SEAL)
 		r = do_seal(n, value, size);
@@ -371,7 +383,6 @@ tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	else
 		r = tlog_conf_set(fs->store, level_topic(n), level_part(n),
 		    arg, value, size, err, sizeof(err));
-out:
 	fuse_reply_err(req, -r);
 }
 
@@ -384,21 +395,13 @@ tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	const char *arg;
 	int k, r;
 
-	if (tl_refuse_ro(req))
-		return;
-	kind = xattr_kind(name, &arg, &k);
-	if (kind == XA_CAPABILITY || kind == XA_FOREIGN) {
-		r = -ENOTSUP;
-		goto out;
-	}
-	if ((n = tl_node_get(req, ino)) == NULL)
+	if ((n = change_target(req, ino, name, &kind, &arg, &k)) == NULL)
 		return;
 	if (kind == XA_SEAL)
 		r = -ENODATA;
 	else if ((r = may_write(req, fs, n, kind, k)) == 0)
 		r = tlog_conf_unset(fs->store, level_topic(n), level_part(n),
 		    arg);
-out:
 	fuse_reply_err(req, -r);
 }
 
