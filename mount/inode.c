@@ -111,6 +111,16 @@ tl_node_find(struct tl_fs *fs, uint64_t ino)
 	return n;
 }
 
+struct tl_node *
+tl_node_get(fuse_req_t req, fuse_ino_t ino)
+{
+	struct tl_node *n;
+
+	if ((n = tl_node_find(tl_fs_of(req), ino)) == NULL)
+		fuse_reply_err(req, ENOENT);
+	return n;
+}
+
 /* Doubles the table when it is as full as it is wide. */
 static void
 grow_locked(struct tl_fs *fs)

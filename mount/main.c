@@ -422,30 +422,6 @@ daemon_ready(int status)
 	ready_fd = -1;
 }
 
-static void
-stop_unlinker(struct tl_fs *fs)
-{
-	if (!fs->unlinker_started)
-		return;
-	pthread_mutex_lock(&fs->nlock);
-	fs->stop = true;
-	pthread_mutex_unlock(&fs->nlock);
-	tlog_store_wakeup(fs->store);
-	pthread_join(fs->unlinker, NULL);
-	fs->unlinker_started = false;
-}
-
-static void
-free_notes(struct tl_fs *fs)
-{
-	struct tl_note *note;
-
-	while ((note = STAILQ_FIRST(&fs->notes)) != NULL) {
-		STAILQ_REMOVE_HEAD(&fs->notes, link);
-		free(note);
-	}
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -503,9 +479,8 @@ main(int argc, char *argv[])
 	fs.debug = opts.debug != 0;
 	fs.ro = o.ro;
 	pthread_mutex_init(&fs.hlock, NULL);
-	pthread_mutex_init(&fs.nlock, NULL);
 	LIST_INIT(&fs.handles);
-	STAILQ_INIT(&fs.notes);
+	tl_notify_init(&fs);
 	if (tl_inodes_init(&fs) != 0) {
 		fprintf(stderr, "tlogfs: %s\n", strerror(ENOMEM));
 		goto out_args;
@@ -556,16 +531,15 @@ main(int argc, char *argv[])
 	 * none: nothing may seal, be deleted or be flushed. */
 	if (fs.ro)
 		goto ready;
-	if ((r = pthread_create(&fs.unlinker, NULL, tl_unlinker, &fs)) != 0) {
+	if ((r = tl_notify_start(&fs)) != 0) {
 		tlog_log(fs.store, LOG_ERR, "cannot start the unlinker: %s",
 		    strerror(r));
 		goto out_unmount;
 	}
-	fs.unlinker_started = true;
 	if ((r = tlog_reaper_start(fs.store)) != 0) {
 		tlog_log(fs.store, LOG_ERR, "cannot start the reaper: %s",
 		    strerror(-r));
-		stop_unlinker(&fs);
+		tl_notify_stop(&fs);
 		goto out_unmount;
 	}
 ready:
@@ -574,7 +548,7 @@ ready:
 	r = run_loop(se, &opts);
 	tlog_reaper_stop(fs.store);
 	ret = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP) ? 0 : 1;
-	stop_unlinker(&fs);
+	tl_notify_stop(&fs);
 
 out_unmount:
 	fuse_session_unmount(se);
@@ -587,7 +561,7 @@ out_session:
 	tl_inodes_free(&fs);
 	tlog_partition_put(fs.events);
 	tlog_store_close(fs.store);
-	free_notes(&fs);
+	tl_notify_free(&fs);
 	goto out_args;
 out_inodes:
 	tl_inodes_free(&fs);

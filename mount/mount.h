@@ -1,6 +1,10 @@
 /*
- * mount.h - state shared by the files of the tlogfs daemon: the inode
- * table (inode.c), the FUSE operations (ops.c) and the daemon (main.c).
+ * mount.h - state shared by the files of the tlogfs daemon, and what
+ * each offers the others: the daemon (main.c), the inode table
+ * (inode.c), the operations table and the operations on names (ops.c),
+ * attributes (attr.c), listings (dir.c), open files (file.c), extended
+ * attributes (xattr.c), kernel notifications and the unlinker thread
+ * (notify.c).
  *
  * The kernel's node ids are the engine's inode numbers: the root is
  * TLOG_ROOT_INO, every topic, partition and segment has its own, never
@@ -16,9 +20,13 @@
 #ifndef TLOGFS_MOUNT_H
 #define TLOGFS_MOUNT_H
 
-#define FUSE_USE_VERSION 314
+/* configure detects the libfuse API version (configure.ac). */
+#ifndef FUSE_USE_VERSION
+#error "include config.h first: it defines FUSE_USE_VERSION"
+#endif
 
 #include <sys/queue.h>
+#include <sys/stat.h>
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
@@ -29,8 +37,8 @@
 
 #define TL_EMPTY_BIT (1ULL << 63)
 #define TL_SEALED_BIT (1ULL << 61)
-/* The hidden .tlogfs/ directory and its metrics file (DESIGN 7); the
- * events partition inside it has its engine inode number. */
+/* The hidden .tlogfs/ directory and its metrics file (doc/design.md
+ * §7); the events partition inside it has its engine inode number. */
 #define TL_META_INO ((1ULL << 62) | 1)
 #define TL_METRICS_INO ((1ULL << 62) | 2)
 
@@ -112,6 +120,13 @@ void tl_inodes_free(struct tl_fs *fs);
 /* The node of a known ino, or NULL. */
 struct tl_node *tl_node_find(struct tl_fs *fs, uint64_t ino);
 /*
+ * The node of ino for a request handler, or NULL once it has replied
+ * ENOENT, so that a handler begins
+ *	if ((n = tl_node_get(req, ino)) == NULL)
+ *		return;
+ */
+struct tl_node *tl_node_get(fuse_req_t req, fuse_ino_t ino);
+/*
  * Finds or inserts the node for ino and counts one kernel lookup. The
  * engine reference passed in (topic, part or seg, by kind) is consumed:
  * kept by a new node, dropped if the node existed. parent is the
@@ -125,13 +140,68 @@ void tl_node_forget(struct tl_fs *fs, uint64_t ino, uint64_t nlookup);
 size_t tl_node_children(struct tl_fs *fs, struct tl_node *pn, uint64_t *inos,
     size_t max);
 
-/* ops.c */
+static inline struct tl_fs *
+tl_fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* ops.c: the operations table; names and attributes */
 extern const struct fuse_lowlevel_ops tl_ops;
-/* The store's event hook: queues kernel notifications. */
-void tl_event(void *arg, const struct tlog_event *ev);
-/* Unlinker thread: unlinks detached segments, sends notifications. */
-void *tl_unlinker(void *arg);
+/* On a read-only mount (-o ro): replies EROFS and returns true. */
+bool tl_refuse_ro(fuse_req_t req);
+
+/* attr.c: what stat(2) shows */
+/* .tlogfs/events or one of its files. */
+bool tl_is_events(struct tl_fs *fs, const struct tl_node *n);
+bool tl_seg_sealed(struct tlog_segment *seg);
+/* Attributes and cache timeout of a known node. */
+int tl_node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
+    double *timeout);
+
+/* dir.c: directory listings */
+void tl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void tl_releasedir(fuse_req_t req, fuse_ino_t ino,
+    struct fuse_file_info *fi);
+void tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi);
+
+/* file.c: open files */
+void tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+    off_t off, struct fuse_file_info *fi);
+void tl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi);
+void tl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Flushes and closes every open handle (at stop). */
 void tl_close_handles(struct tl_fs *fs);
+
+/* xattr.c: the extended-attribute protocol */
+void tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+    size_t size);
+void tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+    const char *value, size_t size, int flags);
+void tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+
+/* notify.c: kernel notifications and the unlinker thread */
+void tl_notify_init(struct tl_fs *fs);
+/* The unlinker thread: unlinks detached segments, writes the footers of
+ * sealed ones, sends the queued notifications. start returns 0 or an
+ * errno; stop joins it (if started); free drops what is still queued. */
+int tl_notify_start(struct tl_fs *fs);
+void tl_notify_stop(struct tl_fs *fs);
+void tl_notify_free(struct tl_fs *fs);
+/* The store's event hook: queues kernel notifications. */
+void tl_event(void *arg, const struct tlog_event *ev);
+/* Drop the kernel's cached attributes of a partition's files, of
+ * .tlogfs/ and all below it. */
+void tl_inval_children(struct tl_fs *fs, struct tl_node *pn);
+void tl_inval_meta(struct tl_fs *fs);
 
 #endif /* TLOGFS_MOUNT_H */

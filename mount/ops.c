@@ -1,56 +1,39 @@
 /*
- * ops.c - the FUSE low-level operations of tlogfs: they translate kernel
- * requests into engine calls (tlog.h) and hold no policy.
+ * ops.c - the FUSE low-level operations table of tlogfs, and the
+ * operations on names: lookup and forget, getattr and setattr, mkdir,
+ * rmdir, rename, unlink, the refused ones (mknod, create, symlink,
+ * link), statfs and the session's init. The others live by concern:
+ * dir.c (listings), file.c (open files), xattr.c (extended attributes);
+ * attr.c says what stat(2) shows, notify.c what the kernel is told,
+ * inode.c which engine object a node id stands for.
  *
- * The view (DESIGN 1): the root lists topics, a topic its partitions, a
- * partition its sealed segments as "<base, 20 digits>.log" and exactly
- * one `current`. `current` resolves to the active segment's own inode
- * (entry and attr timeout 0, so a roll shows at once); the active
- * segment is not reachable under its numeric name, so a glob of the
- * directory prints every record once. A partition with no active segment has an empty
- * `current` of its own (ino = partition ino | TL_EMPTY_BIT).
+ * Handlers translate requests into engine calls (tlog.h). The rules are
+ * the engine's, but for the few only a mount has: -o ro, which opens
+ * may write, who may set segment.preallocate, what .tlogfs/ allows.
  *
- * Files: sealed segments are read-only and keep their page cache;
- * `current` and every write handle use direct I/O, so sizes are fresh and
- * no page is stale. Writes append to the partition through one engine
- * writer per open file, whatever the offset, and whichever segment the
- * file was opened on: a long-lived writer survives rolls.
+ * The view (doc/design.md §1): the root lists .tlogfs/ and the topics, a
+ * topic its partitions, a partition its sealed segments as "<base, 20
+ * digits>.log" and exactly one `current`. `current` resolves to the
+ * active segment's own inode (entry and attr timeout 0, so a roll shows
+ * at once); the active segment is not reachable under its numeric name,
+ * so a glob of the directory prints every record once. A partition with
+ * no active segment has an empty `current` of its own (ino = partition
+ * ino | TL_EMPTY_BIT).
  *
- * Limits: no atime/mtime changes (EPERM), no locks, no MAP_SHARED mmap
- * of `current` (direct I/O: the kernel answers ENODEV).
+ * Limits (tlogfs(8), OPERATIONS and CAVEATS): no atime or mtime changes
+ * (EPERM); no MAP_SHARED mmap of `current` (direct I/O: the kernel
+ * answers ENODEV). The daemon implements no lock operation, so flock(2)
+ * and fcntl(2) locks are kept by the kernel alone.
  */
 #include "config.h"
 
-#include <sys/stat.h>
-#include <sys/xattr.h>
-
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "mount.h"
-
-#define DIR_TIMEOUT 1.0		/* names change only through the mount */
-#define SEALED_TIMEOUT 60.0	/* a sealed segment's attributes never change */
-
-static struct tl_fs *
-fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
-static struct tl_node *
-node_of(fuse_req_t req, fuse_ino_t ino)
-{
-	return tl_node_find(fs_of(req), ino);
-}
 
 /*
  * A read-only mount (-o ro) answers EROFS to every change. The kernel
@@ -59,177 +42,13 @@ node_of(fuse_req_t req, fuse_ino_t ino)
  * engine refuses what reaches it, but not the daemon's own EPERMs.
  * True if it replied.
  */
-static bool
-refuse_ro(fuse_req_t req)
+bool
+tl_refuse_ro(fuse_req_t req)
 {
-	if (!fs_of(req)->ro)
+	if (!tl_fs_of(req)->ro)
 		return false;
 	fuse_reply_err(req, EROFS);
 	return true;
-}
-
-/* ---- attributes ---- */
-
-static void
-ms_to_ts(int64_t ms, struct timespec *ts)
-{
-	ts->tv_sec = (time_t)(ms / 1000);
-	ts->tv_nsec = (long)(ms % 1000) * 1000000L;
-}
-
-/* Attributes of a directory level: its backing directory's. */
-static int
-dir_attr(struct tl_fs *fs, enum tl_kind kind, uint64_t ino,
-    struct tlog_topic *t, struct tlog_partition *p, struct stat *st)
-{
-	int r;
-
-	if (kind == TL_TOPIC)
-		r = tlog_level_stat(fs->store, t, NULL, st);
-	else if (kind == TL_PART)
-		r = tlog_level_stat(fs->store, NULL, p, st);
-	else
-		r = tlog_level_stat(fs->store, NULL, NULL, st);
-	if (r != 0)
-		return r;
-	st->st_ino = ino;
-	return 0;
-}
-
-/*
- * Attributes of a segment (seg != NULL) or an empty `current`: owner and
- * group of the partition directory; `current` gets its r and w bits, a
- * sealed segment its r bits; mtime is the newest record's time.
- */
-static int
-file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
-    struct tlog_segment *seg, int64_t empty_ms, struct stat *st,
-    bool *sealed)
-{
-	struct tlog_seginfo info;
-	struct stat dst;
-	int r;
-
-	if ((r = tlog_level_stat(fs->store, NULL, p, &dst)) != 0)
-		return r;
-	memset(st, 0, sizeof(*st));
-	memset(&info, 0, sizeof(info));
-	info.max_ts = -1;
-	if (seg != NULL)
-		tlog_segment_info(seg, &info);
-	st->st_ino = ino;
-	st->st_mode = S_IFREG | (dst.st_mode & (info.sealed ? 0444 : 0666));
-	st->st_nlink = (seg != NULL && tlog_segment_dead(seg)) ? 0 : 1;
-	st->st_uid = dst.st_uid;
-	st->st_gid = dst.st_gid;
-	st->st_size = (off_t)info.bytes;
-	st->st_blksize = 4096;
-	/* Preallocated space shows, so du sees what the segment takes. */
-	st->st_blocks = (blkcnt_t)((info.alloc + 511) / 512);
-	if (seg == NULL)
-		info.max_ts = empty_ms;
-	if (info.max_ts >= 0)
-		ms_to_ts(info.max_ts, &st->st_mtim);
-	else
-		st->st_mtim = dst.st_mtim;
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
-	*sealed = info.sealed;
-	return 0;
-}
-
-/*
- * .tlogfs/ names every topic (event lines, metric series), whoever may
- * read it: so it and everything below it take the mount root's owner
- * and group, read-only for them (r-x, r--) and nothing for others. An
- * operator shares it by a chgrp of the mount root (tlogfs(8)).
- */
-static int
-meta_perms(struct tl_fs *fs, struct stat *st)
-{
-	struct stat rst;
-	int r;
-
-	if ((r = tlog_level_stat(fs->store, NULL, NULL, &rst)) != 0)
-		return r;
-	st->st_uid = rst.st_uid;
-	st->st_gid = rst.st_gid;
-	st->st_mode = (st->st_mode & S_IFMT) |
-	    (S_ISDIR(st->st_mode) ? 0550 : 0440);
-	return 0;
-}
-
-/* .tlogfs/, and metrics: a file whose size is that of the text it
- * would give now. */
-static int
-meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
-{
-	struct timespec now;
-	int64_t ms = tlog_now(fs->store);
-	char *text;
-	size_t len;
-	int r;
-
-	if ((r = tlog_level_stat(fs->store, NULL, NULL, st)) != 0)
-		return r;
-	now.tv_sec = (time_t)(ms / 1000);
-	now.tv_nsec = (long)(ms % 1000) * 1000000L;
-	st->st_atim = st->st_mtim = st->st_ctim = now;
-	if (kind == TL_META) {
-		st->st_ino = TL_META_INO;
-		st->st_mode = S_IFDIR | 0550;
-		st->st_nlink = 3;
-		return 0;
-	}
-	if ((r = tlog_metrics_format(fs->store, &text, &len)) != 0)
-		return r;
-	free(text);
-	st->st_ino = TL_METRICS_INO;
-	st->st_mode = S_IFREG | 0440;
-	st->st_nlink = 1;
-	st->st_size = (off_t)len;
-	st->st_blocks = (blkcnt_t)((len + 511) / 512);
-	return 0;
-}
-
-static bool
-is_events(struct tl_fs *fs, const struct tl_node *n)
-{
-	return n->part != NULL && n->part == fs->events;
-}
-
-/* Attributes and cache timeout of a known node. */
-static int
-node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
-    double *timeout)
-{
-	bool sealed = false;
-	int r;
-
-	switch (n->kind) {
-	case TL_SEG:
-	case TL_EMPTY:
-		r = file_attr(fs, n->ino, n->part, n->seg,
-		    __atomic_load_n(&n->empty_ms, __ATOMIC_RELAXED), st,
-		    &sealed);
-		/* Only a sealed name's attributes are cached: the node of a
-		 * former `current` has writers growing its kernel size. */
-		*timeout = sealed && (n->ino & TL_SEALED_BIT) ?
-		    SEALED_TIMEOUT : 0.0;
-		break;
-	case TL_META:
-	case TL_METRICS:
-		*timeout = n->kind == TL_META ? DIR_TIMEOUT : 0.0;
-		return meta_attr(fs, n->kind, st);
-	default:
-		*timeout = DIR_TIMEOUT;
-		r = dir_attr(fs, n->kind, n->ino, n->topic, n->part, st);
-		break;
-	}
-	/* .tlogfs/events and its files are .tlogfs/'s. */
-	if (r == 0 && is_events(fs, n))
-		r = meta_perms(fs, st);
-	return r;
 }
 
 /* Replies with an entry for a freshly looked-up node, counting the
@@ -239,20 +58,19 @@ node_attr(struct tl_fs *fs, struct tl_node *n, struct stat *st,
 static void
 reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 {
-	struct tl_fs *fs = fs_of(req);
+	struct tl_fs *fs = tl_fs_of(req);
 	struct fuse_entry_param e;
 	double timeout;
 	int r;
 
 	if (n == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+		r = -ENOMEM;
+		goto out_err;
 	}
 	memset(&e, 0, sizeof(e));
-	if ((r = node_attr(fs, n, &e.attr, &timeout)) != 0) {
+	if ((r = tl_node_attr(fs, n, &e.attr, &timeout)) != 0) {
 		tl_node_forget(fs, n->ino, 1);
-		fuse_reply_err(req, -r);
-		return;
+		goto out_err;
 	}
 	if (uncached)
 		timeout = 0.0;
@@ -268,6 +86,9 @@ reply_entry(fuse_req_t req, struct tl_node *n, bool uncached)
 	    timeout;
 	if (fuse_reply_entry(req, &e) != 0)
 		tl_node_forget(fs, n->ino, 1);
+	return;
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 static void
@@ -283,15 +104,6 @@ seg_ino(struct tlog_segment *seg)
 
 	tlog_segment_info(seg, &info);
 	return info.ino;
-}
-
-static bool
-seg_sealed(struct tlog_segment *seg)
-{
-	struct tlog_seginfo info;
-
-	tlog_segment_info(seg, &info);
-	return info.sealed;
 }
 
 /* The node of `current`: the active segment, else the empty one. */
@@ -330,17 +142,16 @@ lookup_current(struct tl_fs *fs, struct tl_node *pn)
 static void
 tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
+	struct tl_fs *fs = tl_fs_of(req);
+	struct tl_node *pn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	struct tlog_segment *seg;
 	uint64_t base;
+	int r = -ENOENT;	/* the answer of a break out of the switch */
 
-	if (pn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	}
 	switch (pn->kind) {
 	case TL_ROOT:
 		if (strcmp(name, ".tlogfs") == 0) {
@@ -380,7 +191,7 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		    (seg = tlog_segment_get(pn->part, base)) == NULL)
 			break;
 		/* The active segment is only `current`. */
-		if (!seg_sealed(seg)) {
+		if (!tl_seg_sealed(seg)) {
 			tlog_segment_put(seg);
 			break;
 		}
@@ -388,16 +199,16 @@ tl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		    TL_SEALED_BIT, TL_SEG, pn, NULL, NULL, seg));
 		return;
 	default:
-		fuse_reply_err(req, ENOTDIR);
-		return;
+		r = -ENOTDIR;
+		break;
 	}
-	fuse_reply_err(req, ENOENT);
+	fuse_reply_err(req, -r);
 }
 
 static void
 tl_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	tl_node_forget(fs_of(req), ino, nlookup);
+	tl_node_forget(tl_fs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -407,80 +218,25 @@ tl_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		tl_node_forget(fs_of(req), f[i].ino, f[i].nlookup);
+		tl_node_forget(tl_fs_of(req), f[i].ino, f[i].nlookup);
 	fuse_reply_none(req);
 }
 
 static void
 tl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tl_node *n = node_of(req, ino);
+	struct tl_node *n;
 	struct stat st;
 	double timeout;
 	int r;
 
 	(void)fi;
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
-	if ((r = node_attr(fs_of(req), n, &st, &timeout)) != 0)
+	if ((r = tl_node_attr(tl_fs_of(req), n, &st, &timeout)) != 0)
 		fuse_reply_err(req, -r);
 	else
 		fuse_reply_attr(req, &st, timeout);
-}
-
-static void
-queue_note(struct tl_fs *fs, uint64_t parent, uint64_t child,
-    const char *name)
-{
-	struct tl_note *note;
-
-	if ((note = calloc(1, sizeof(*note))) == NULL)
-		return;		/* the kernel's cache times out by itself */
-	note->parent = parent;
-	note->child = child;
-	strlcpy(note->name, name, sizeof(note->name));
-	pthread_mutex_lock(&fs->nlock);
-	STAILQ_INSERT_TAIL(&fs->notes, note, link);
-	pthread_mutex_unlock(&fs->nlock);
-	/* The unlinker thread sends it: never from a request handler. */
-	tlog_store_wakeup(fs->store);
-}
-
-/*
- * Drops the kernel's cached attributes of a partition's files, at once,
- * so that the next stat sees the new mode or owner. Safe inside a
- * request: attribute-only invalidation (offset -1) takes no inode or
- * page lock, unlike entry notifications, which are queued instead.
- */
-static void
-inval_children(struct tl_fs *fs, struct tl_node *pn)
-{
-	uint64_t inos[256];
-	size_t i, k;
-
-	k = tl_node_children(fs, pn, inos, sizeof(inos) / sizeof(inos[0]));
-	for (i = 0; i < k; i++)
-		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], -1, 0);
-}
-
-/* .tlogfs/ and all below it take the root's owner and group: drop the
- * attributes the kernel cached (a sealed event segment's for a minute). */
-static void
-inval_meta(struct tl_fs *fs)
-{
-	struct tl_node *en;
-	uint64_t ino;
-
-	fuse_lowlevel_notify_inval_inode(fs->se, TL_META_INO, -1, 0);
-	fuse_lowlevel_notify_inval_inode(fs->se, TL_METRICS_INO, -1, 0);
-	if (fs->events == NULL)
-		return;
-	ino = tlog_partition_ino(fs->events);
-	fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
-	if ((en = tl_node_find(fs, ino)) != NULL)
-		inval_children(fs, en);
 }
 
 /*
@@ -492,41 +248,39 @@ static void
 tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
 {
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n = node_of(req, ino);
+	struct tl_fs *fs = tl_fs_of(req);
 	const int ignored = FUSE_SET_ATTR_CTIME |
 	    FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID;
+	struct tl_node *n;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int r = 0;
 
 	(void)fi;
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
-	}
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
-	if (n->kind == TL_META || n->kind == TL_METRICS || is_events(fs, n)) {
-		fuse_reply_err(req, EPERM);	/* .tlogfs/ is read-only */
-		return;
+	if (n->kind == TL_META || n->kind == TL_METRICS || tl_is_events(fs, n)) {
+		r = -EPERM;	/* .tlogfs/ is read-only */
+		goto out_err;
 	}
 	if (n->kind == TL_SEG || n->kind == TL_EMPTY) {
 		if (to_set & ~ignored) {
-			fuse_reply_err(req, EPERM);
-			return;
+			r = -EPERM;
+			goto out_err;
 		}
 		tl_getattr(req, ino, NULL);
 		return;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		fuse_reply_err(req, EISDIR);
-		return;
+		r = -EISDIR;
+		goto out_err;
 	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 	    FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) {
-		fuse_reply_err(req, EPERM);
-		return;
+		r = -EPERM;
+		goto out_err;
 	}
 	t = n->kind == TL_TOPIC ? n->topic : NULL;
 	p = n->kind == TL_PART ? n->part : NULL;
@@ -536,18 +290,19 @@ tl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		    (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1);
 	if (r == 0 && (to_set & FUSE_SET_ATTR_MODE))
 		r = tlog_level_chmod(fs->store, t, p, attr->st_mode & 07777);
-	if (r != 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
+	if (r != 0)
+		goto out_err;
 	/* Files take their mode and owner from the partition: the kernel's
 	 * cached attributes of its sealed segments are stale now. */
 	if (p != NULL)
-		inval_children(fs, n);
+		tl_inval_children(fs, n);
 	else if (n->kind == TL_ROOT && (to_set & (FUSE_SET_ATTR_UID |
 	    FUSE_SET_ATTR_GID)))
-		inval_meta(fs);
+		tl_inval_meta(fs);
 	tl_getattr(req, ino, NULL);
+	return;
+out_err:
+	fuse_reply_err(req, -r);
 }
 
 /* ---- directories: topics and partitions ---- */
@@ -575,17 +330,15 @@ adopt_dir(struct tl_fs *fs, fuse_req_t req, struct tlog_topic *t,
 static void
 tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
+	struct tl_fs *fs = tl_fs_of(req);
+	struct tl_node *pn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int r;
 
-	if (pn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	}
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
 	switch (pn->kind) {
 	case TL_ROOT:
@@ -616,13 +369,13 @@ tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 static void
 tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
+	struct tl_fs *fs = tl_fs_of(req);
+	struct tl_node *pn;
 	int r;
 
-	if (pn == NULL)
-		r = -ENOENT;
-	else if (fs->ro)
+	if ((pn = tl_node_get(req, parent)) == NULL)
+		return;
+	if (fs->ro)
 		r = -EROFS;
 	else if (pn->kind == TL_META ||
 	    (pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0))
@@ -641,30 +394,26 @@ static void
 tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *pn = node_of(req, parent);
-	struct tl_node *npn = node_of(req, newparent);
+	struct tl_fs *fs = tl_fs_of(req);
+	struct tl_node *pn, *npn;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int r;
 
 	if (flags & ~RENAME_NOREPLACE) {
-		fuse_reply_err(req, EINVAL);
-		return;
+		r = -EINVAL;	/* no RENAME_EXCHANGE, no whiteouts */
+		goto out;
 	}
-	if (pn == NULL || npn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL ||
+	    (npn = tl_node_get(req, newparent)) == NULL)
 		return;
-	}
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
 	/* .tlogfs is not a topic, and no topic can take its name. */
 	if ((pn->kind == TL_ROOT && strcmp(name, ".tlogfs") == 0) ||
-	    (npn->kind == TL_ROOT && strcmp(newname, ".tlogfs") == 0)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if (pn->kind == TL_ROOT && npn->kind == TL_ROOT) {
+	    (npn->kind == TL_ROOT && strcmp(newname, ".tlogfs") == 0))
+		r = -EPERM;
+	else if (pn->kind == TL_ROOT && npn->kind == TL_ROOT) {
 		if ((flags & RENAME_NOREPLACE) &&
 		    (t = tlog_topic_get(fs->store, newname)) != NULL) {
 			tlog_topic_put(t);
@@ -681,6 +430,7 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			r = tlog_partition_rename(pn->topic, name, newname);
 	} else
 		r = -EPERM;
+out:
 	fuse_reply_err(req, -r);
 }
 
@@ -690,7 +440,7 @@ tl_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     dev_t rdev)
 {
 	(void)parent; (void)name; (void)mode; (void)rdev;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -699,7 +449,7 @@ tl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     struct fuse_file_info *fi)
 {
 	(void)parent; (void)name; (void)mode; (void)fi;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -708,7 +458,7 @@ tl_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
     const char *name)
 {
 	(void)link; (void)parent; (void)name;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -717,7 +467,7 @@ tl_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
     const char *newname)
 {
 	(void)ino; (void)newparent; (void)newname;
-	if (!refuse_ro(req))
+	if (!tl_refuse_ro(req))
 		fuse_reply_err(req, EPERM);
 }
 
@@ -725,493 +475,38 @@ tl_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static void
 tl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct tl_node *pn = node_of(req, parent);
 	struct tlog_segment *seg = NULL;
 	struct tlog_seginfo info;
+	struct tl_node *pn;
 	uint64_t base;
 	int r;
 
-	if (pn == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if ((pn = tl_node_get(req, parent)) == NULL)
 		return;
-	}
-	if (refuse_ro(req))
+	if (tl_refuse_ro(req))
 		return;
-	if (pn->kind != TL_PART || is_events(fs_of(req), pn)) {
-		fuse_reply_err(req, pn->kind == TL_SEG || pn->kind == TL_EMPTY ?
-		    ENOTDIR : EPERM);
-		return;
+	if (pn->kind != TL_PART || tl_is_events(tl_fs_of(req), pn)) {
+		r = pn->kind == TL_SEG || pn->kind == TL_EMPTY ? -ENOTDIR :
+		    -EPERM;
+		goto out;
 	}
 	if (strcmp(name, "current") == 0)
 		seg = tlog_segment_get_active(pn->part);
 	else if (tlog_segname_parse(name, ".log", &base) &&
 	    (seg = tlog_segment_get(pn->part, base)) != NULL &&
-	    !seg_sealed(seg)) {
+	    !tl_seg_sealed(seg)) {
 		tlog_segment_put(seg);	/* the active one is only `current` */
 		seg = NULL;
 	}
 	if (seg == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
+		r = -ENOENT;
+		goto out;
 	}
 	tlog_segment_info(seg, &info);
 	tlog_segment_put(seg);
 	r = tlog_partition_delete(pn->part, info.base);
+out:
 	fuse_reply_err(req, -r);
-}
-
-/* ---- directory listings ---- */
-
-struct tl_dent {
-	char name[TLOG_NAME_MAX + 1];
-	uint64_t ino;
-	mode_t type;
-};
-
-struct tl_dir {
-	struct tl_dent *e;
-	size_t n;
-	bool fresh;	/* built and not read yet */
-};
-
-static int
-dir_push(struct tl_dir *d, size_t *cap, const char *name, uint64_t ino,
-    mode_t type)
-{
-	struct tl_dent *ne;
-
-	if (d->n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		if ((ne = reallocarray(d->e, *cap, sizeof(*ne))) == NULL)
-			return -ENOMEM;
-		d->e = ne;
-	}
-	strlcpy(d->e[d->n].name, name, sizeof(d->e[d->n].name));
-	d->e[d->n].ino = ino;
-	d->e[d->n].type = type;
-	d->n++;
-	return 0;
-}
-
-static int
-dir_parts(struct tl_dir *d, size_t *cap, struct tl_node *n)
-{
-	struct tlog_seginfo *si;
-	uint64_t cur = n->ino | TL_EMPTY_BIT;
-	char name[32];
-	size_t i, ns;
-	int r;
-
-	if ((r = tlog_partition_segments(n->part, &si, &ns)) != 0)
-		return r;
-	for (i = 0; i < ns && r == 0; i++) {
-		if (!si[i].sealed) {
-			cur = si[i].ino;
-			continue;
-		}
-		snprintf(name, sizeof(name), "%020" PRIu64 ".log", si[i].base);
-		r = dir_push(d, cap, name, si[i].ino | TL_SEALED_BIT, S_IFREG);
-	}
-	free(si);
-	return r != 0 ? r : dir_push(d, cap, "current", cur, S_IFREG);
-}
-
-static int
-dir_build(struct tl_fs *fs, struct tl_node *n, struct tl_dir *d)
-{
-	struct tlog_dirent *de = NULL;
-	size_t cap = 0, nde = 0, i;
-	uint64_t up = TLOG_ROOT_INO;
-	int r;
-
-	free(d->e);
-	d->e = NULL;
-	d->n = 0;
-	if (n->kind == TL_PART)
-		up = is_events(fs, n) ? TL_META_INO :
-		    tlog_topic_ino(tlog_partition_topic(n->part));
-	if ((r = dir_push(d, &cap, ".", n->ino, S_IFDIR)) != 0 ||
-	    (r = dir_push(d, &cap, "..", up, S_IFDIR)) != 0)
-		return r;
-	switch (n->kind) {
-	case TL_ROOT:
-		if ((r = dir_push(d, &cap, ".tlogfs", TL_META_INO,
-		    S_IFDIR)) != 0)
-			return r;
-		r = tlog_topic_list(fs->store, &de, &nde);
-		break;
-	case TL_META:
-		if ((r = dir_push(d, &cap, "events",
-		    tlog_partition_ino(fs->events), S_IFDIR)) != 0)
-			return r;
-		return dir_push(d, &cap, "metrics", TL_METRICS_INO, S_IFREG);
-	case TL_TOPIC:
-		r = tlog_partition_list(n->topic, &de, &nde);
-		break;
-	case TL_PART:
-		return dir_parts(d, &cap, n);
-	default:
-		return -ENOTDIR;
-	}
-	for (i = 0; i < nde && r == 0; i++)
-		r = dir_push(d, &cap, de[i].name, de[i].ino, S_IFDIR);
-	free(de);
-	return r;
-}
-
-static void
-tl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct tl_node *n = node_of(req, ino);
-	struct tl_dir *d;
-	int r;
-
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if ((d = calloc(1, sizeof(*d))) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	if ((r = dir_build(fs_of(req), n, d)) != 0) {
-		free(d->e);
-		free(d);
-		fuse_reply_err(req, -r);
-		return;
-	}
-	d->fresh = true;
-	fi->fh = (uintptr_t)d;
-	if (fuse_reply_open(req, fi) != 0) {
-		free(d->e);
-		free(d);
-	}
-}
-
-static void
-tl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-    struct fuse_file_info *fi)
-{
-	struct tl_dir *d = (struct tl_dir *)(uintptr_t)fi->fh;
-	struct tl_node *n = node_of(req, ino);
-	struct stat st;
-	size_t pos = 0, len, i;
-	char *buf;
-	int r;
-
-	/* A rewind sees the directory as it is now. */
-	if (off == 0 && !d->fresh && n != NULL &&
-	    (r = dir_build(fs_of(req), n, d)) != 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
-	d->fresh = false;
-	if ((buf = malloc(size)) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	memset(&st, 0, sizeof(st));
-	for (i = off < 0 ? 0 : (size_t)off; i < d->n; i++) {
-		st.st_ino = d->e[i].ino;
-		st.st_mode = d->e[i].type;
-		len = fuse_add_direntry(req, buf + pos, size - pos,
-		    d->e[i].name, &st, (off_t)(i + 1));
-		if (len > size - pos)
-			break;
-		pos += len;
-	}
-	fuse_reply_buf(req, buf, pos);
-	free(buf);
-}
-
-static void
-tl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct tl_dir *d = (struct tl_dir *)(uintptr_t)fi->fh;
-
-	(void)ino;
-	free(d->e);
-	free(d);
-	fuse_reply_err(req, 0);
-}
-
-/* Makes the backing directory's entries durable: segments created or
- * deleted, topics and partitions made, renamed or removed. */
-static void
-tl_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-    struct fuse_file_info *fi)
-{
-	struct tl_node *n = node_of(req, ino);
-	int r = 0;
-
-	(void)datasync; (void)fi;
-	if (n == NULL)
-		r = -ENOENT;
-	else if (n->kind == TL_ROOT || n->kind == TL_TOPIC ||
-	    n->kind == TL_PART)
-		r = tlog_level_fsync(fs_of(req)->store,
-		    n->kind == TL_TOPIC ? n->topic : NULL,
-		    n->kind == TL_PART ? n->part : NULL);
-	fuse_reply_err(req, -r);
-}
-
-/* ---- files: segments and `current` ---- */
-
-static void
-handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
-{
-	int r;
-
-	if (unlist) {
-		pthread_mutex_lock(&fs->hlock);
-		LIST_REMOVE(h, link);
-		pthread_mutex_unlock(&fs->hlock);
-	}
-	if (h->w != NULL && (r = tlog_writer_close(h->w)) != 0)
-		tlog_log(fs->store, LOG_ERR, "a held partial record is lost "
-		    "at close: %s", strerror(-r));
-	if (h->fd >= 0)
-		close(h->fd);
-	free(h->text);
-	free(h);
-}
-
-void
-tl_close_handles(struct tl_fs *fs)
-{
-	struct tl_handle *h;
-
-	pthread_mutex_lock(&fs->hlock);
-	while ((h = LIST_FIRST(&fs->handles)) != NULL) {
-		LIST_REMOVE(h, link);
-		pthread_mutex_unlock(&fs->hlock);
-		handle_free(fs, h, false);
-		pthread_mutex_lock(&fs->hlock);
-	}
-	pthread_mutex_unlock(&fs->hlock);
-}
-
-/*
- * Write opens must append (O_APPEND, no O_TRUNC) and name `current`: the
- * active segment or the empty `current`. The node `current` resolved to
- * stays appendable after its segment seals (a writer that lost a race
- * with the roll appends to the partition); a sealed segment's own name
- * never is.
- */
-static int
-open_check_write(struct tl_node *n, int flags)
-{
-	if ((flags & O_TRUNC) || !(flags & O_APPEND))
-		return -EPERM;
-	if (n->kind == TL_SEG && (n->ino & TL_SEALED_BIT))
-		return -EPERM;
-	return 0;
-}
-
-/* A snapshot of the counters, taken at open, read like a file. */
-static void
-open_metrics(fuse_req_t req, struct fuse_file_info *fi)
-{
-	struct tl_fs *fs = fs_of(req);
-	struct tl_handle *h;
-	int r;
-
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if ((h = calloc(1, sizeof(*h))) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	h->fd = -1;
-	if ((r = tlog_metrics_format(fs->store, &h->text, &h->textlen)) != 0) {
-		free(h);
-		fuse_reply_err(req, -r);
-		return;
-	}
-	fi->direct_io = 1;
-	fi->fh = (uintptr_t)h;
-	pthread_mutex_lock(&fs->hlock);
-	LIST_INSERT_HEAD(&fs->handles, h, link);
-	pthread_mutex_unlock(&fs->hlock);
-	if (fuse_reply_open(req, fi) != 0)
-		handle_free(fs, h, true);
-}
-
-static void
-tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n = node_of(req, ino);
-	int acc = fi->flags & O_ACCMODE;
-	struct tl_handle *h;
-	bool sealed;
-	int r;
-
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if ((acc != O_RDONLY || (fi->flags & O_TRUNC)) && refuse_ro(req))
-		return;
-	/* Nothing here can be truncated, not even by a read-only open. */
-	if (fi->flags & O_TRUNC) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if (n->kind == TL_METRICS) {
-		open_metrics(req, fi);
-		return;
-	}
-	if (n->kind != TL_SEG && n->kind != TL_EMPTY) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	if (acc != O_RDONLY && is_events(fs, n)) {
-		fuse_reply_err(req, EPERM);	/* the daemon's own log */
-		return;
-	}
-	if (acc != O_RDONLY && (r = open_check_write(n, fi->flags)) != 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
-	if ((h = calloc(1, sizeof(*h))) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	h->fd = -1;
-	/* Only a sealed name keeps its page cache (see mount.h). */
-	sealed = n->kind == TL_SEG && (n->ino & TL_SEALED_BIT) &&
-	    seg_sealed(n->seg);
-	if (acc != O_RDONLY && (h->w = tlog_writer_open(n->part)) == NULL) {
-		free(h);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	if (acc != O_WRONLY && n->kind == TL_SEG) {
-		if ((h->fd = tlog_segment_open(n->seg)) < 0) {
-			r = h->fd;
-			h->fd = -1;
-			handle_free(fs, h, false);
-			fuse_reply_err(req, -r);
-			return;
-		}
-		h->seg = n->seg;
-	}
-	/* Sealed data never changes: keep its pages. Anything that can
-	 * grow, and every writer, goes straight to the daemon, one request
-	 * at a time per write(2) (no async direct I/O, see tl_init). */
-	if (acc == O_RDONLY && sealed)
-		fi->keep_cache = 1;
-	else
-		fi->direct_io = 1;
-	fi->fh = (uintptr_t)h;
-	pthread_mutex_lock(&fs->hlock);
-	LIST_INSERT_HEAD(&fs->handles, h, link);
-	pthread_mutex_unlock(&fs->hlock);
-	if (fuse_reply_open(req, fi) != 0)
-		handle_free(fs, h, true);
-}
-
-static void
-tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-    struct fuse_file_info *fi)
-{
-	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
-	ssize_t n;
-	char *buf;
-
-	(void)ino;
-	if (h->text != NULL) {
-		size_t len = 0;
-
-		/* From a copy: a release of this handle may run on another
-		 * thread while the reply is still being sent. */
-		if (off >= 0 && (size_t)off < h->textlen)
-			len = h->textlen - (size_t)off < size ?
-			    h->textlen - (size_t)off : size;
-		if ((buf = malloc(len ? len : 1)) == NULL) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		memcpy(buf, h->text + (len ? off : 0), len);
-		fuse_reply_buf(req, buf, len);
-		free(buf);
-		return;
-	}
-	if (h->fd < 0) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	if ((buf = malloc(size ? size : 1)) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	n = tlog_segment_read(h->seg, h->fd, buf, size, off);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
-}
-
-static void
-tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-    off_t off, struct fuse_file_info *fi)
-{
-	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
-	ssize_t n;
-
-	(void)ino; (void)off;	/* every write appends */
-	if (h->w == NULL) {
-		fuse_reply_err(req, EBADF);
-		return;
-	}
-	n = tlog_writer_write(h->w, buf, size);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_write(req, (size_t)n);
-}
-
-/*
- * Every close(2) of a descriptor sends FLUSH, also the close of a dup or
- * a forked child's exit while the open file lives on: held bytes of an
- * unfinished line belong to the open file, so they wait for its next
- * write, fsync or RELEASE (the last close), never for a FLUSH.
- */
-static void
-tl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino; (void)fi;
-	fuse_reply_err(req, 0);
-}
-
-static void
-tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-    struct fuse_file_info *fi)
-{
-	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
-	struct tl_node *n;
-	int r = 0;
-
-	/* A writer's held bytes first; any descriptor of the partition
-	 * makes the whole partition durable. */
-	if (h->w != NULL)
-		r = tlog_writer_fsync(h->w, datasync != 0);
-	else if ((n = node_of(req, ino)) != NULL && n->part != NULL &&
-	    (n->kind == TL_SEG || n->kind == TL_EMPTY))
-		r = tlog_partition_fsync(n->part, datasync != 0);
-	fuse_reply_err(req, -r);
-}
-
-static void
-tl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	handle_free(fs_of(req), (struct tl_handle *)(uintptr_t)fi->fh, true);
-	fuse_reply_err(req, 0);
 }
 
 static void
@@ -1221,375 +516,13 @@ tl_statfs(fuse_req_t req, fuse_ino_t ino)
 	int r;
 
 	(void)ino;
-	if ((r = tlog_store_statvfs(fs_of(req)->store, &sv)) != 0) {
+	if ((r = tlog_store_statvfs(tl_fs_of(req)->store, &sv)) != 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
 	if (sv.f_namemax > TLOG_NAME_MAX)
 		sv.f_namemax = TLOG_NAME_MAX;
 	fuse_reply_statfs(req, &sv);
-}
-
-/* ---- extended attributes (DESIGN 5) ---- */
-
-static const char *const part_stats[] = {
-	"start_offset", "end_offset", "bytes", "segments", "oldest_ts",
-	"newest_ts", "next_expiry", NULL
-};
-static const char *const seg_stats[] = {
-	"base_offset", "records", "first_ts", "max_ts", "sealed",
-	"sealed_by", "expires_at", NULL
-};
-
-static int
-name_index(const char *const *names, const char *name)
-{
-	int i;
-
-	for (i = 0; names[i] != NULL; i++)
-		if (strcmp(names[i], name) == 0)
-			return i;
-	return -1;
-}
-
-/* Config levels: the store (root), a topic, a partition. */
-static bool
-is_level(const struct tl_node *n)
-{
-	return n->kind == TL_ROOT || n->kind == TL_TOPIC || n->kind == TL_PART;
-}
-
-static struct tlog_topic *
-level_topic(const struct tl_node *n)
-{
-	return n->kind == TL_TOPIC ? n->topic : NULL;
-}
-
-static struct tlog_partition *
-level_part(const struct tl_node *n)
-{
-	return n->kind == TL_PART ? n->part : NULL;
-}
-
-/* Whether the level itself sets key k (rather than inheriting it). */
-static bool
-level_sets(struct tl_fs *fs, const struct tl_node *n, int k)
-{
-	struct tlog_config *c;
-
-	if (n->kind == TL_TOPIC)
-		c = tlog_topic_config(n->topic);
-	else if (n->kind == TL_PART)
-		c = tlog_partition_config(n->part);
-	else
-		c = tlog_store_config(fs->store);
-	return __atomic_load_n(&c->v[k], __ATOMIC_RELAXED) != TLOG_UNSET;
-}
-
-/* A statistic as text: -ENOTSUP if no such statistic, -ENODATA if this
- * node has none of that kind. */
-static int
-stat_value(struct tl_node *n, const char *stat, char *buf, size_t len)
-{
-	struct tlog_part_stats ps;
-	struct tlog_seginfo si;
-	int i;
-
-	if ((i = name_index(part_stats, stat)) >= 0) {
-		if (n->kind != TL_PART)
-			return -ENODATA;
-		tlog_partition_stats(n->part, &ps);
-		int64_t v[] = { (int64_t)ps.start_offset,
-		    (int64_t)ps.end_offset, (int64_t)ps.bytes,
-		    (int64_t)ps.segments, ps.oldest_ts, ps.newest_ts,
-		    ps.next_expiry };
-		snprintf(buf, len, "%" PRId64, v[i]);
-		return 0;
-	}
-	if ((i = name_index(seg_stats, stat)) < 0)
-		return -ENOTSUP;
-	if (n->kind == TL_SEG)
-		tlog_segment_info(n->seg, &si);
-	else if (n->kind == TL_EMPTY) {
-		tlog_partition_stats(n->part, &ps);
-		memset(&si, 0, sizeof(si));
-		si.base = ps.end_offset;
-		si.first_ts = si.max_ts = si.expires_at = -1;
-		si.sealed_by = TLOG_TRIG_NONE;
-	} else
-		return -ENODATA;
-	if (i == 5) {
-		snprintf(buf, len, "%s", tlog_trigger_name(si.sealed_by));
-		return 0;
-	}
-	int64_t v[] = { (int64_t)si.base, (int64_t)si.records, si.first_ts,
-	    si.max_ts, si.sealed ? 1 : 0, 0, si.expires_at };
-	snprintf(buf, len, "%" PRId64, v[i]);
-	return 0;
-}
-
-/*
- * Seek names on a partition, not listed (doc/seek.md): "at.OFFSET" ->
- * "BASE POS" of the first live record >= OFFSET, "since.MS" -> "OFFSET
- * BASE POS" of the first that can have ts >= MS. -ENOTSUP if name is
- * neither, -EINVAL for a bad number.
- */
-static int
-seek_value(struct tl_node *n, const char *name, char *buf, size_t len)
-{
-	struct tlog_pos at;
-	const char *errstr;
-	long long v;
-	bool by_time;
-	int r;
-
-	if (strncmp(name, "at.", 3) == 0)
-		by_time = false;
-	else if (strncmp(name, "since.", 6) == 0)
-		by_time = true;
-	else
-		return -ENOTSUP;
-	v = strtonum(name + (by_time ? 6 : 3), 0, LLONG_MAX, &errstr);
-	if (errstr != NULL)
-		return -EINVAL;
-	if (n->kind != TL_PART)
-		return -ENODATA;
-	r = by_time ? tlog_partition_seek_time(n->part, v, &at) :
-	    tlog_partition_seek(n->part, (uint64_t)v, &at);
-	if (r != 0)
-		return r;
-	if (by_time)
-		snprintf(buf, len, "%" PRIu64 " %" PRIu64 " %" PRIu64,
-		    at.offset, at.base, at.pos);
-	else
-		snprintf(buf, len, "%" PRIu64 " %" PRIu64, at.base, at.pos);
-	return 0;
-}
-
-static void
-reply_xattr_value(fuse_req_t req, const char *val, size_t len, size_t size)
-{
-	if (size == 0)
-		fuse_reply_xattr(req, len);
-	else if (size < len)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, val, len);
-}
-
-static void
-tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
-{
-	struct tl_fs *fs;
-	struct tl_node *n;
-	const char *key;
-	char val[64];
-	int64_t v;
-	int r;
-
-	/* Asked before every write: answer from memory, at once. */
-	if (strcmp(name, "security.capability") == 0) {
-		fuse_reply_err(req, ENODATA);
-		return;
-	}
-	if (strncmp(name, "user.", 5) != 0) {
-		fuse_reply_err(req, ENOTSUP);
-		return;
-	}
-	fs = fs_of(req);
-	key = name + 5;
-	if ((n = node_of(req, ino)) == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (strncmp(key, "tlog.", 5) == 0) {
-		r = seek_value(n, key + 5, val, sizeof(val));
-		if (r == -ENOTSUP)
-			r = stat_value(n, key + 5, val, sizeof(val));
-	} else if (strcmp(key, "seal") == 0)
-		r = -ENODATA;	/* a command, not a value */
-	else if (tlog_key_lookup(key) < 0)
-		r = -ENOTSUP;
-	else if (n->kind == TL_META || n->kind == TL_METRICS)
-		r = -ENODATA;	/* not a level, and no partition's file */
-	else {
-		/* Files show their partition's effective value. */
-		if (is_level(n))
-			r = tlog_conf_get(fs->store, level_topic(n),
-			    level_part(n), key, &v);
-		else
-			r = tlog_conf_get(fs->store, NULL, n->part, key, &v);
-		if (r == 0)
-			snprintf(val, sizeof(val), "%" PRId64, v);
-	}
-	if (r != 0)
-		fuse_reply_err(req, -r);
-	else
-		reply_xattr_value(req, val, strlen(val), size);
-}
-
-/* "1", as setfattr sends it, or with the newline of `echo`. */
-static bool
-is_one(const char *value, size_t size)
-{
-	return (size == 1 && value[0] == '1') ||
-	    (size == 2 && value[0] == '1' && value[1] == '\n');
-}
-
-static int
-do_seal(struct tl_node *n, const char *value, size_t size)
-{
-	if (!is_one(value, size))
-		return -EINVAL;
-	switch (n->kind) {
-	case TL_PART:
-	case TL_EMPTY:
-		return tlog_partition_seal(n->part, TLOG_TRIG_MANUAL);
-	case TL_SEG:
-		/* Sealed already (a sealed segment, or `current` that has
-		 * just rolled): nothing to do. */
-		if (seg_sealed(n->seg))
-			return 0;
-		return tlog_partition_seal(n->part, TLOG_TRIG_MANUAL);
-	default:
-		return -EPERM;	/* sealing is per partition */
-	}
-}
-
-/*
- * segment.preallocate reserves segment.bytes (up to 2 GiB) per segment
- * until it seals, so anyone who could set it on a partition they may
- * write could take that much disk for a few bytes of data. Only the
- * mount's owner (the daemon's uid) sets or removes it, at any level.
- */
-static int
-may_change(fuse_req_t req, struct tl_fs *fs, int k)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-
-	if (k != TLOG_SEGMENT_PREALLOCATE || ctx->uid == geteuid())
-		return 0;
-	tlog_log(fs->store, LOG_WARNING, "segment.preallocate: refused for "
-	    "uid %u: only the mount's owner (uid %u) may change it",
-	    (unsigned)ctx->uid, (unsigned)geteuid());
-	return -EPERM;
-}
-
-static void
-tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-    const char *value, size_t size, int flags)
-{
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n;
-	const char *key;
-	char err[256];
-	int k, r;
-
-	if (refuse_ro(req))
-		return;
-	if (strncmp(name, "user.", 5) != 0) {
-		fuse_reply_err(req, ENOTSUP);
-		return;
-	}
-	key = name + 5;
-	if ((n = node_of(req, ino)) == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (strncmp(key, "tlog.", 5) == 0)
-		r = -EPERM;		/* statistics are read-only */
-	else if (strcmp(key, "seal") == 0)
-		r = do_seal(n, value, size);
-	else if ((k = tlog_key_lookup(key)) < 0)
-		r = -ENOTSUP;
-	else if (!is_level(n))
-		r = -EPERM;		/* set it on the directory */
-	else if ((r = may_change(req, fs, k)) != 0)
-		;		/* the mount's owner only */
-	else if ((flags & XATTR_CREATE) && level_sets(fs, n, k))
-		r = -EEXIST;
-	else if ((flags & XATTR_REPLACE) && !level_sets(fs, n, k))
-		r = -ENODATA;
-	else
-		r = tlog_conf_set(fs->store, level_topic(n), level_part(n),
-		    key, value, size, err, sizeof(err));
-	fuse_reply_err(req, -r);
-}
-
-static void
-tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n;
-	const char *key;
-	int k, r;
-
-	if (refuse_ro(req))
-		return;
-	if (strncmp(name, "user.", 5) != 0) {
-		fuse_reply_err(req, ENOTSUP);
-		return;
-	}
-	key = name + 5;
-	if ((n = node_of(req, ino)) == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (strncmp(key, "tlog.", 5) == 0)
-		r = -EPERM;
-	else if (strcmp(key, "seal") == 0)
-		r = -ENODATA;
-	else if ((k = tlog_key_lookup(key)) < 0)
-		r = -ENOTSUP;
-	else if (!is_level(n))
-		r = -EPERM;
-	else if ((r = may_change(req, fs, k)) != 0)
-		;		/* the mount's owner only */
-	else
-		r = tlog_conf_unset(fs->store, level_topic(n), level_part(n),
-		    key);
-	fuse_reply_err(req, -r);
-}
-
-static void
-list_add(char *buf, size_t *len, size_t cap, const char *prefix,
-    const char *name)
-{
-	size_t l = strlen(prefix) + strlen(name) + 1;
-
-	if (*len + l <= cap)
-		snprintf(buf + *len, l, "%s%s", prefix, name);
-	*len += l;
-}
-
-/* A level lists the keys it sets itself (so `getfattr -d` shows its
- * overrides); partitions and files also list their statistics. */
-static void
-tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
-{
-	struct tl_fs *fs = fs_of(req);
-	struct tl_node *n = node_of(req, ino);
-	const char *const *stats = NULL;
-	char buf[1024];
-	size_t len = 0;
-	int k;
-
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (is_level(n))
-		for (k = 0; k < TLOG_NKEYS; k++)
-			if (level_sets(fs, n, k))
-				list_add(buf, &len, sizeof(buf), "user.",
-				    tlog_key_name(k));
-	if (n->kind == TL_PART)
-		stats = part_stats;
-	else if (n->kind == TL_SEG || n->kind == TL_EMPTY)
-		stats = seg_stats;
-	for (k = 0; stats != NULL && stats[k] != NULL; k++)
-		list_add(buf, &len, sizeof(buf), "user.tlog.", stats[k]);
-	reply_xattr_value(req, buf, len, size);
 }
 
 /* ---- session ---- */
@@ -1611,77 +544,6 @@ tl_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->max_write = 1U << 20;
-}
-
-/* ---- the unlinker thread and kernel notifications ---- */
-
-void
-tl_event(void *arg, const struct tlog_event *ev)
-{
-	struct tl_fs *fs = arg;
-	char name[32];
-
-	/* Seals need no notice: `current` is never cached, and a sealed
-	 * segment's name was never looked up successfully before. */
-	if (ev->kind != TLOG_EV_DELETE)
-		return;
-	snprintf(name, sizeof(name), "%020" PRIu64 ".log", ev->base);
-	queue_note(fs, ev->partition_ino, ev->segment_ino | TL_SEALED_BIT,
-	    name);
-}
-
-/* Sends the queued notifications; holds no lock while sending. */
-static void
-send_notes(struct tl_fs *fs)
-{
-	struct tl_note *note;
-	int r;
-
-	for (;;) {
-		pthread_mutex_lock(&fs->nlock);
-		if ((note = STAILQ_FIRST(&fs->notes)) != NULL)
-			STAILQ_REMOVE_HEAD(&fs->notes, link);
-		pthread_mutex_unlock(&fs->nlock);
-		if (note == NULL)
-			return;
-		r = fuse_lowlevel_notify_delete(fs->se, note->parent,
-		    note->child, note->name, strlen(note->name));
-		if (r == -ENOSYS)
-			r = fuse_lowlevel_notify_inval_entry(fs->se,
-			    note->parent, note->name, strlen(note->name));
-		/* ENOENT: the kernel had no such entry cached. */
-		if (r != 0 && r != -ENOENT && fs->debug)
-			tlog_log(fs->store, LOG_DEBUG, "notify %s: %s",
-			    note->name, strerror(-r));
-		free(note);
-	}
-}
-
-void *
-tl_unlinker(void *arg)
-{
-	struct tl_fs *fs = arg;
-	const char *e = getenv("TLOGFS_TEST_UNLINK_DELAY_MS");
-	/* Tests only: an unlinker that lags, to show that the size ceiling
-	 * holds on disk without its help (tests/integration/ceiling.sh). */
-	long delay = e != NULL ? strtol(e, NULL, 10) : 0;
-	bool stop;
-
-	for (;;) {
-		pthread_mutex_lock(&fs->nlock);
-		stop = fs->stop;
-		pthread_mutex_unlock(&fs->nlock);
-		if (stop)
-			break;
-		tlog_store_unlink_wait(fs->store, -1);
-		if (delay > 0 && delay < 10000)
-			usleep((useconds_t)delay * 1000);
-		tlog_store_unlink_pending(fs->store, 64);
-		/* Footers of sealed segments, after their data is synced. */
-		tlog_store_flush_pending(fs->store, 64);
-		send_notes(fs);
-	}
-	return NULL;
 }
 
 const struct fuse_lowlevel_ops tl_ops = {

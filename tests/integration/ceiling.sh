@@ -58,7 +58,6 @@ check_run fast
 
 # 2. A ceiling lowered on an idle partition applies within a second, at
 # the partition's level and at its topic's: no append needed.
-now_ms() { date +%s%3N; }
 log_bytes() {
 	find "$1" -maxdepth 1 -type f -name '*.log' -printf '%s\n' |
 	    awk '{ s += $1 } END { print s + 0 }'

@@ -17,8 +17,6 @@
 # mount afterwards must find nothing left to repair.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
-
 CASES="tail_log tail_idx tail_both trunc noidx footer magic tmp"
 
 tl_mount

@@ -4,8 +4,6 @@
 # returned is there, none torn, in order; the partition takes appends.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
-
 tl_mount
 D=$MNT/k/0
 mkdir -p "$D"
@@ -14,14 +12,12 @@ setfattr -n user.segment.bytes -v 64K "$D"
 WPID=$!
 acked() { [ -s "$TMP/ack" ] && [ "$(cat "$TMP/ack")" -ge 3000 ]; }
 tl_check "the writer appends" tl_wait_for 30 acked
-kill -9 "$DPID"
-wait "$DPID" 2>/dev/null
-DPID=
+tl_kill 9 2>/dev/null
 wait "$WPID"
 tl_check "the writer's next write fails once the daemon is gone" \
     grep -Eq 'write: (ENOTCONN|ECONNABORTED)$' "$TMP/writer.err"
 acked=$(($(cat "$TMP/ack") + 1))
-tl_check "the dead mount goes with fusermount3 -u -z" fusermount3 -u -z "$MNT"
+tl_check "the dead mount goes with fusermount3 -u -z" "$FUSERMOUNT" -u -z "$MNT"
 tl_check "the store is not marked clean" test ! -e "$STORE/.tlogfs/clean"
 
 tl_mount

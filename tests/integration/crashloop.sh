@@ -37,9 +37,6 @@ RETENTION_MS=2000
 KEEP=$MNT/keep/0
 REAP=$MNT/reap/0
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-
 # What a recovery after kill -9 may print, and the reaper's one line per
 # cycle that deleted something; anything else is a failure.
 RECOVERY_ERE='tlogfs: .*(torn or corrupt tail cut|bytes of an unfinished line cut|unsealed behind a newer segment; sealed|index without data removed|stray temporary file removed|\.idx: missing; rebuilding it from the data|\.idx: corrupt index; rebuilding it from the data)$|^tlogfs: reaper: [0-9]+ segments \([0-9]+ bytes\) expired from [0-9]+ due partitions in [0-9.]+ ms$'
@@ -78,9 +75,7 @@ sampler() {
 }
 
 kill_daemon() {
-	kill -9 "$DPID"
-	wait "$DPID" 2>/dev/null
-	DPID=
+	tl_kill 9 2>/dev/null
 }
 
 for cycle in $(seq 1 "$CYCLES"); do
@@ -131,7 +126,7 @@ for cycle in $(seq 1 "$CYCLES"); do
 		    "$TMP/writer.$w.err" || bad="$bad w$w: $(cat "$TMP/writer.$w.err")"
 	done
 	[ -z "$bad" ] || tl_not_ok "cycle $cycle: writers end on the dead mount" "$bad"
-	if ! fusermount3 -u -z "$MNT"; then
+	if ! "$FUSERMOUNT" -u -z "$MNT"; then
 		tl_not_ok "cycle $cycle: the dead mount goes"
 		break
 	fi

@@ -68,10 +68,8 @@ ls -l "$MNT/d/0" >/dev/null
 # A held partial record, then SIGTERM: flushed, clean mark written.
 exec 3>>"$MNT/d/0/current"
 printf 'whole\npartial' >&3
-kill -TERM "$DPID"
 st=0
-wait "$DPID" || st=$?
-DPID=
+tl_kill TERM || st=$?
 exec 3>&-
 tl_is "SIGTERM stops the daemon with status 0" 0 "$st"
 tl_check "the mount is gone" sh -c "! awk '\$2 == \"$MNT\"' /proc/self/mounts | grep -q ."
@@ -88,7 +86,7 @@ tl_check "the store's lock names the daemon's pid" \
     grep -q tlogfs "/proc/$pid/cmdline"
 tl_is "the held partial record was flushed at the stop" "whole
 partial" "$(cat "$MNT/d/0/current")"
-fusermount3 -u "$MNT"
+"$FUSERMOUNT" -u "$MNT"
 gone() { ! kill -0 "$pid" 2>/dev/null; }
 tl_check "fusermount3 -u stops the daemon" tl_wait_for 10 gone
 tl_check "the clean mark is written" test -e "$STORE/.tlogfs/clean"

@@ -21,8 +21,6 @@
 # retention.bytes is not a way out of a full disk; rm of segments is.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
-
 tmpfs_up() {
 	if ! mount -t tmpfs -o size="$1" tlogfs-diskfull "$STORE" \
 	    2>"$TMP/tmpfs.err"; then

@@ -5,8 +5,6 @@
 # partial line was refused.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
-
 if ! mount -t tmpfs -o size=32m tlogfs-enospc "$STORE" 2>"$TMP/tmpfs.err"; then
 	echo "1..0 # SKIP cannot mount a tmpfs: $(cat "$TMP/tmpfs.err")"
 	exit 77

@@ -57,10 +57,8 @@ tl_diag "close to record visible, us: min p50 p90 p99 max, shown at the first st
 mkdir "$MNT/h/5" "$MNT/h/6" "$MNT/h/7"
 exec 3>>"$MNT/h/5/current"
 printf 'whole\nheld by SIGTERM' >&3
-kill -TERM "$DPID"
 st=0
-wait "$DPID" || st=$?
-DPID=
+tl_kill TERM || st=$?
 exec 3>&-
 tl_is "SIGTERM with an open writer: status 0" 0 "$st"
 
@@ -69,11 +67,10 @@ tl_is "SIGTERM with an open writer: status 0" 0 "$st"
 tl_mount
 exec 3>>"$MNT/h/6/current"
 printf 'held by fusermount3 -u -z' >&3
-tl_check "fusermount3 -u -z with an open writer" fusermount3 -u -z "$MNT"
+tl_check "fusermount3 -u -z with an open writer" "$FUSERMOUNT" -u -z "$MNT"
 exec 3>&-
 st=0
-wait "$DPID" || st=$?
-DPID=
+tl_wait_daemon || st=$?
 tl_is "the daemon stops at the last close, status 0" 0 "$st"
 
 # umount -f aborts the connection: no RELEASE comes; the daemon appends
@@ -83,8 +80,7 @@ exec 3>>"$MNT/h/7/current"
 printf 'held by an abort' >&3
 umount -f "$MNT" 2>/dev/null
 st=0
-wait "$DPID" || st=$?
-DPID=
+tl_wait_daemon || st=$?
 exec 3>&-
 tl_is "an aborted connection stops the daemon, status 0" 0 "$st"
 umount -l "$MNT" 2>/dev/null

@@ -5,12 +5,21 @@
 #   . "${srcdir:-.}/tests/integration/lib.sh"
 #   tl_mount                     # mounts $STORE on $MNT, daemon in $DPID
 #   tl_is "name" "want" "$(cmd)"
-#   tl_umount                    # fusermount3 -u, waits for the daemon
+#   tl_umount                    # $FUSERMOUNT -u, waits for the daemon
 #   tl_stderr_clean "name" [ALLOWED_ERE]
 #   tl_done                      # prints the plan, exits
 #
+# and may use, rather than write its own:
+#   gx NAME PATH                 # getfattr's value of NAME
+#   now_ms                       # the system time in milliseconds
+#   nums FIRST LAST              # 000001 000002 ... one a line
+#   tl_kill SIG, tl_wait_daemon  # stop the daemon, get its status
+#   tl_user PREFIX; as_user ...  # a throwaway user running errno_probe
+#
 # Tests run from the build directory (make check); helpers are found
-# there, scripts and this file in $srcdir.
+# there, scripts and this file in $srcdir. A script that mounts nothing
+# sets TL_NO_MOUNT=1 before sourcing this file, so that it runs without
+# /dev/fuse and an unmount command.
 
 set -u
 
@@ -20,9 +29,21 @@ PROBE=$TL_BUILD/tests/integration/helpers/errno_probe
 LINEWRITER=$TL_BUILD/tests/integration/helpers/linewriter
 HELD=$TL_BUILD/tests/integration/helpers/heldwriter
 
-if [ ! -c /dev/fuse ]; then
-	echo "1..0 # SKIP no /dev/fuse"
-	exit 77
+# What unmounts: configure's choice (make check passes FUSERMOUNT), else
+# the first of fusermount3 and fusermount on PATH.
+if [ "${FUSERMOUNT:-no}" = no ]; then
+	FUSERMOUNT=$(command -v fusermount3 || command -v fusermount || echo no)
+fi
+
+if [ -z "${TL_NO_MOUNT:-}" ]; then
+	if [ ! -c /dev/fuse ]; then
+		echo "1..0 # SKIP no /dev/fuse"
+		exit 77
+	fi
+	if [ "$FUSERMOUNT" = no ]; then
+		echo "1..0 # SKIP neither fusermount3 nor fusermount found"
+		exit 77
+	fi
 fi
 
 TL_N=0
@@ -67,6 +88,15 @@ tl_is() {
 
 tl_diag() { echo "# $*"; }
 
+# gx NAME PATH: the value of the extended attribute NAME of PATH (what
+# getfattr prints; on failure nothing, and getfattr's reason on stderr).
+gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
+
+now_ms() { date +%s%3N; }
+
+# nums FIRST LAST: numbered lines of six digits, as tests append them.
+nums() { seq -f '%06g' "$1" "$2"; }
+
 # tl_wait_for TIMEOUT_S CMD...: polls CMD every 50 ms until it succeeds.
 tl_wait_for() {
 	local limit=$(($1 * 20)) i=0
@@ -107,15 +137,27 @@ _tl_up() {
 	return 1
 }
 
-# tl_umount: unmounts and waits for the daemon; returns its status.
-tl_umount() {
+# tl_wait_daemon: waits for the daemon to exit; returns its status.
+tl_wait_daemon() {
 	local st=0
-	fusermount3 -u "$MNT" || return 1
 	if [ -n "$DPID" ]; then
 		wait "$DPID" || st=$?
 		DPID=
 	fi
 	return $st
+}
+
+# tl_kill SIG: sends SIG to the daemon and waits for it; returns its
+# status (2>/dev/null keeps the shell's "Killed" off the log).
+tl_kill() {
+	kill -"$1" "$DPID"
+	tl_wait_daemon
+}
+
+# tl_umount: unmounts and waits for the daemon; returns its status.
+tl_umount() {
+	"$FUSERMOUNT" -u "$MNT" || return 1
+	tl_wait_daemon
 }
 
 # tl_stderr_clean NAME [ALLOWED_ERE]: ok if the daemon printed nothing
@@ -161,12 +203,12 @@ tl_lines() {
 # are in; tl_cleanup also removes the temporary directory.
 tl_cleanup_mount() {
 	if [ -n "$DPID" ] && tl_daemon_alive; then
-		fusermount3 -u "$MNT" 2>/dev/null || kill "$DPID" 2>/dev/null
+		"$FUSERMOUNT" -u "$MNT" 2>/dev/null || kill "$DPID" 2>/dev/null
 		wait "$DPID" 2>/dev/null
 	fi
 	DPID=
 	if tl_is_mounted "$MNT"; then
-		fusermount3 -u -z "$MNT" 2>/dev/null
+		"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
 	fi
 }
 
@@ -179,6 +221,36 @@ tl_cleanup() {
 }
 
 trap tl_cleanup EXIT
+
+# tl_user PREFIX: makes a throwaway system user for the rest of the test
+# (useradd; userdel at exit), named in U, its ids in UID_ and GID_; not ok
+# and the end of the test if it cannot. as_user CMD... runs errno_probe
+# CMD as that user: the temporary directory opens (755) so that the user
+# reaches the mount and a copy of the probe.
+tl_user() {
+	U=$1$$
+	if ! useradd --system --no-create-home --user-group \
+	    --shell /usr/sbin/nologin "$U" 2>"$TMP/useradd.err"; then
+		tl_not_ok "useradd $U (needs root)" "$(cat "$TMP/useradd.err")"
+		tl_done
+	fi
+	trap _tl_user_cleanup EXIT
+	UID_=$(id -u "$U")
+	GID_=$(id -g "$U")
+	chmod 755 "$TMP"
+	cp "$PROBE" "$TMP/probe"
+	chmod 755 "$TMP/probe"
+}
+
+_tl_user_cleanup() {
+	tl_cleanup_mount
+	userdel "$U" 2>/dev/null
+	tl_cleanup
+}
+
+as_user() {
+	setpriv --reuid="$UID_" --regid="$GID_" --clear-groups "$TMP/probe" "$@"
+}
 
 # tl_done: the plan (at the end, as TAP allows) and the exit status.
 tl_done() {

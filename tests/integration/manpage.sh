@@ -8,6 +8,7 @@
 #   * man -l renders it without complaint;
 #   * every `tail -F` it and the README show is the form that follows
 #     fast rolls (tail.sh runs it).
+TL_NO_MOUNT=1
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 PAGE=${srcdir:-.}/doc/tlogfs.8

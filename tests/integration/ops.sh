@@ -1,6 +1,6 @@
 #!/bin/sh
-# ops.sh - every row of DESIGN 6 through a real mount, each with its exact
-# errno, plus the view of DESIGN 1 and the permissions.
+# ops.sh - every row of doc/design.md §6 through a real mount, each with
+# its exact errno, plus the view of §1 and the permissions.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 p() { "$PROBE" "$@"; }

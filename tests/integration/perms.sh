@@ -18,28 +18,7 @@
 #     a remount; current and the segments take the partition's owner.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
-
-U=tlt$$
-if ! useradd --system --no-create-home --user-group --shell /usr/sbin/nologin \
-    "$U" 2>"$TMP/useradd.err"; then
-	tl_not_ok "useradd $U (needs root)" "$(cat "$TMP/useradd.err")"
-	tl_done
-fi
-perms_cleanup() {
-	tl_cleanup_mount
-	userdel "$U" 2>/dev/null
-	tl_cleanup
-}
-trap perms_cleanup EXIT
-UID_=$(id -u "$U")
-GID_=$(id -g "$U")
-
-# The user needs a way to the mount and to the probe.
-chmod 755 "$TMP"
-cp "$PROBE" "$TMP/probe"
-chmod 755 "$TMP/probe"
-as_user() { setpriv --reuid="$UID_" --regid="$GID_" --clear-groups "$TMP/probe" "$@"; }
+tl_user tlt
 
 tl_mount -o allow_other
 mkdir -p "$MNT/t/root" "$MNT/t/open" "$MNT/t/mine"

@@ -78,9 +78,6 @@ if [ ! -e /dev/loop-control ] && ! ls /dev/loop[0-9]* >/dev/null 2>&1; then
 fi
 mkdir -p "$EXT"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-
 # Whatever state a cycle stopped in: no writer, no fuse mount, no ext4
 # mount, no loop device on one of our images is left behind.
 pc_teardown() {
@@ -203,7 +200,7 @@ cut() {
 	DD_ST=$?
 	T_COPIED=$(now_ms)
 	# The original goes; what the kernel still flushes to it is lost.
-	fusermount3 -u -z "$MNT" 2>/dev/null
+	"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
 	umount "$EXT" 2>/dev/null || umount -l "$EXT"
 	losetup -d "$LOOP"
 	LOOP=

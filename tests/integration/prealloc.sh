@@ -10,26 +10,7 @@
 #     and the refusal is logged.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
-
-U=tlp$$
-if ! useradd --system --no-create-home --user-group --shell /usr/sbin/nologin \
-    "$U" 2>"$TMP/useradd.err"; then
-	tl_not_ok "useradd $U (needs root)" "$(cat "$TMP/useradd.err")"
-	tl_done
-fi
-prealloc_cleanup() {
-	tl_cleanup_mount
-	userdel "$U" 2>/dev/null
-	tl_cleanup
-}
-trap prealloc_cleanup EXIT
-UID_=$(id -u "$U")
-GID_=$(id -g "$U")
-chmod 755 "$TMP"
-cp "$PROBE" "$TMP/probe"
-chmod 755 "$TMP/probe"
-as_user() { setpriv --reuid="$UID_" --regid="$GID_" --clear-groups "$TMP/probe" "$@"; }
+tl_user tlp
 
 tl_mount -o allow_other
 

@@ -12,9 +12,6 @@
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
-gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
-now_ms() { date +%s%3N; }
-nums() { seq -f '%06g' "$1" "$2"; }
 # Everything about every entry below the store that a change would move.
 tree_state() {
 	(cd "$1" && find . -printf '%p %y %m %s %b %T@ %C@ %i\n' |

@@ -13,7 +13,6 @@
 
 FDSEQ=$TL_BUILD/tests/integration/helpers/fdseq
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
 seg() { printf '%s/%020d.log' "$1" "$2"; }
 
 tl_mount

@@ -20,9 +20,7 @@ dead() { [ "$("$PROBE" stat "$MNT")" = ENOTCONN ]; }
 live() { [ "$("$PROBE" open "$MNT" rdonly)" = OK ] && tl_is_mounted "$MNT"; }
 
 kill9() {
-	kill -9 "$DPID"
-	wait "$DPID" 2>/dev/null
-	DPID=
+	tl_kill 9 2>/dev/null
 }
 
 tl_mount
@@ -75,10 +73,8 @@ tl_is "and serves" "before
 unit" "$(cat "$MNT/r/0/current" 2>&1)"
 tl_is "logging one line about it" 1 "$(grep -c 'unmounted the dead FUSE mount' "$ERR")"
 # The unit's KillSignal.
-kill -TERM "$DPID"
 st=0
-wait "$DPID" || st=$?
-DPID=
+tl_kill TERM || st=$?
 tl_is "SIGTERM stops it with status 0" 0 "$st"
 tl_check "and unmounts" sh -c "! awk -v m='$MNT' '\$2 == m' /proc/self/mounts | grep -q ."
 tl_stderr_clean "the daemon printed nothing else" 'unmounted the dead FUSE mount'

@@ -7,7 +7,6 @@
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 AGECHECK=$TL_BUILD/tests/integration/helpers/agecheck
-now_ms() { date +%s%3N; }
 # The visible size: current first, then sealed segments newest first.
 # current only grows and sealed segments only go, so a sample taken in
 # this order never counts more than the partition held when it began.

@@ -5,8 +5,6 @@
 # long-lived writer per phase keeps appending across every roll.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
-
 tl_mount
 D=$MNT/r/0
 mkdir -p "$D"

@@ -55,8 +55,7 @@ stop_with() {
 		tl_not_ok "SIG$sig did not stop the daemon in 20 s"
 		kill -9 "$DPID"
 	fi
-	wait "$DPID" || st=$?
-	DPID=
+	tl_wait_daemon || st=$?
 	exec 3>&-
 	tl_is "then SIG$sig stops it with status 0" 0 "$st"
 	tl_check "SIG$sig: the clean mark is written" \

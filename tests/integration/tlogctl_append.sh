@@ -9,9 +9,7 @@
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
-gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
 appends() { awk '$1 == "tlogfs_appends_total" { print $2 }' "$MNT/.tlogfs/metrics"; }
-ms() { date +%s%3N; }
 
 tl_mount
 
@@ -57,14 +55,14 @@ exec 3>"$TMP/fifo"
 recs() { [ "$(gx user.tlog.end_offset "$D")" -ge "$1" ]; }
 printf 'first ' >&3
 printf 'half\n' >&3
-t0=$(ms)
+t0=$(now_ms)
 tl_check "a line shows while its producer is still open" tl_wait_for 5 recs 1
-tl_diag "it showed after $(($(ms) - t0)) ms (flush after 100 ms)"
+tl_diag "it showed after $(($(now_ms) - t0)) ms (flush after 100 ms)"
 printf 'second line\nthird ' >&3
 printf 'in pieces\n' >&3
-t0=$(ms)
+t0=$(now_ms)
 tl_check "the next lines show too" tl_wait_for 5 recs 3
-tl_diag "they showed after $(($(ms) - t0)) ms"
+tl_diag "they showed after $(($(now_ms) - t0)) ms"
 printf 'no newline at the end' >&3
 exec 3>&-
 wait $APID

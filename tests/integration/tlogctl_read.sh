@@ -10,11 +10,6 @@
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
-gx() { getfattr --absolute-names --only-values -n "$1" "$2"; }
-ms() { date +%s%3N; }
-# Numbered lines FROM..TO, 7 bytes each.
-nums() { seq -f '%06g' "$1" "$2"; }
-
 tl_mount
 
 # ---- usage ----
@@ -81,9 +76,9 @@ D=$MNT/s/0
 mkdir -p "$D"
 setfattr -n user.segment.bytes -v 16K "$D"
 nums 0 19999 >>"$D/current"
-t=$(ms)
+t=$(now_ms)
 # Every later record is stamped after t.
-t_after() { [ "$(ms)" -gt "$t" ]; }
+t_after() { [ "$(now_ms)" -gt "$t" ]; }
 tl_wait_for 5 t_after
 nums 20000 29999 >>"$D/current"
 "$TLOGCTL" read --since "$t" "$D" >"$TMP/got"
@@ -111,7 +106,7 @@ tl_is "--since ISO 8601 (to the second)" 0 $?
 tl_is "--since -1h prints everything" 30000 "$("$TLOGCTL" read --since -1h "$D" | wc -l)"
 tl_is "--since @SECONDS" 30000 "$("$TLOGCTL" read --since @$((t / 1000 - 3600)) "$D" | wc -l)"
 tl_is "--since after the newest record prints nothing" "" \
-    "$("$TLOGCTL" read --since $(($(ms) + 60000)) "$D")"
+    "$("$TLOGCTL" read --since $(($(now_ms) + 60000)) "$D")"
 
 # ---- --follow across size rolls while the reaper deletes ----
 D=$MNT/f/0

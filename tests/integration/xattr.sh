@@ -1,11 +1,10 @@
 #!/bin/sh
 # xattr.sh - configuration and statistics through extended attributes
-# (DESIGN 5): round trip, inheritance, bad values, unknown keys, read-only
+# (doc/design.md §5): round trip, inheritance, bad values, unknown keys, read-only
 # statistics, manual seal, and persistence across a remount.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 p() { "$PROBE" "$@"; }
-gx() { "$PROBE" getxattr "$2" "$1" | sed 's/^OK //'; }
 
 tl_mount
 mkdir -p "$MNT/t/0" "$MNT/t/1"
@@ -62,6 +61,11 @@ tl_is "security.capability: ENODATA" ENODATA \
     "$(p getxattr "$P/current" security.capability)"
 tl_is "a config key on a file: EPERM" EPERM \
     "$(p setxattr "$P/current" user.retention.ms 1d)"
+tl_is "removing a config key on a file: EPERM" EPERM \
+    "$(p removexattr "$P/current" user.retention.ms)"
+tl_is "trusted namespace (get): ENOTSUP" ENOTSUP "$(p getxattr "$P" trusted.x)"
+tl_is "trusted namespace (remove): ENOTSUP" ENOTSUP \
+    "$(p removexattr "$P" trusted.x)"
 
 # ---- statistics ----
 printf 'a\nbb\n' >>"$P/current"
@@ -88,6 +92,9 @@ tl_is "a partition statistic on a topic: ENODATA" ENODATA \
 # ---- manual seal ----
 tl_is "user.seal with a bad value: EINVAL" EINVAL "$(p setxattr "$P/current" user.seal 2)"
 tl_is "user.seal on a topic: EPERM" EPERM "$(p setxattr "$MNT/t" user.seal 1)"
+tl_is "user.seal reads ENODATA (a command, not a value)" ENODATA \
+    "$(p getxattr "$P" user.seal)"
+tl_is "removing user.seal: ENODATA" ENODATA "$(p removexattr "$P" user.seal)"
 tl_is "user.seal=1 on current" OK "$(p setxattr "$P/current" user.seal 1)"
 S=$P/00000000000000000000.log
 tl_is "the sealed segment: sealed, sealed_by manual" "1 manual 0 2" \

@@ -374,10 +374,8 @@ tt_freeze() {
 
 # tt_kill9: kills the daemon, removes the dead mount.
 tt_kill9() {
-	kill -9 "$DPID"
-	wait "$DPID" 2>/dev/null
-	DPID=
-	fusermount3 -u -z "$MNT" 2>/dev/null
+	tl_kill 9 2>/dev/null
+	"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
 }
 
 tt_cleanup() {

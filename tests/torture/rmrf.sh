@@ -1,6 +1,6 @@
 #!/bin/bash
 # rmrf.sh - rm -rf of a topic works at once, even right after its
-# partitions shed segments (DESIGN section 6: rmdir waits for the
+# partitions shed segments (doc/design.md §6: rmdir waits for the
 # partition's pending unlinks). Each round makes a topic of 3 partitions
 # with 1 KiB segments, writes about 30 segments into each, and then:
 #   manual  rm -rf right away (rm's own unlinks are the pending ones);
@@ -14,7 +14,6 @@
 . "${srcdir:-.}/tests/torture/lib.sh"
 
 secs=${TORTURE_SECONDS:-4}
-gx() { getfattr --absolute-names --only-values -n "$1" "$2" 2>/dev/null; }
 tl_mount
 setfattr -n user.segment.bytes -v 1K "$MNT"
 declare -A runs fails

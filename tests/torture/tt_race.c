@@ -8,7 +8,7 @@
  * rename: iteration i makes TOPIC/a<i> holding one record ("a<i>"), an
  * empty TOPIC/v<i> and a descriptor open for append on v<i>'s current;
  * then one thread renames a<i> over v<i> while another appends "v<i>" to
- * that descriptor. The contract (DESIGN section 6, "rename or rmdir
+ * that descriptor. The contract (doc/design.md §6, "rename or rmdir
  * racing an append"): the append lands in v<i> (and the rename then
  * fails with ENOTEMPTY) or fails with ENOENT (v<i> was replaced). So:
  *   - both may not succeed;

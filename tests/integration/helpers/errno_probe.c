@@ -74,7 +74,7 @@ static int
 result(int r)
 {
 	if (r == -1) {
-		/* Linux's ENOTSUP is EOPNOTSUPP; DESIGN says ENOTSUP. */
+		/* Linux's ENOTSUP is EOPNOTSUPP; doc/design.md says ENOTSUP. */
 		const char *name = errno == ENOTSUP ? "ENOTSUP" :
 		    strerrorname_np(errno);
 		printf("%s\n", name != NULL ? name : "E?");
