@@ -158,7 +158,7 @@ enum tlog_hook {
 	TLOG_HOOK_UNLINK,
 	/* Partition removal is about to wait for unlinks in flight. */
 	TLOG_HOOK_RMDIR_WAIT,
-	/* tlog_resched computed a due time and is about to put it in the
+	/* the reaper computed a due time and is about to put it in the
 	 * heap; the partition lock is held. */
 	TLOG_HOOK_RESCHED,
 };
@@ -412,7 +412,6 @@ int tlog_store_flush_pending(struct tlog_store *s, int max);
  * length of both queues. */
 size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
 void tlog_store_wakeup(struct tlog_store *s);
-size_t tlog_store_unlink_queued(struct tlog_store *s);
 
 /* ---- the reaper (reaper.c) ---- */
 
