@@ -591,6 +591,57 @@ unlink_detached(struct tlog_partition *p, struct run *run, const char *buf,
 	return __atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
 }
 
+/*
+ * Adds the record at buf[pos, pos + rlen) to the run, with the index
+ * entries it needs (p->sd.lock held, seg the active segment); the run is
+ * written first if its entries are full.
+ */
+static int
+run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
+    const char *buf, size_t pos, size_t rlen, int64_t ts)
+{
+	uint64_t rel, at;
+	int r;
+
+	if (run->nidx + 2 > MAX_PENDING_IDX &&
+	    (r = run_flush(p, run, buf, ts)) != 0)
+		return r;
+	rel = run_records(seg, run);
+	at = seg->bytes + run->len;
+	/* Each entry carries the CRC of the data since the one before
+	 * (doc/format.md), computed as the records go by. */
+	if (run->len == 0 && run->nrec == 0) {
+		run->crc = seg->run_crc;
+		run->crc_at = pos;
+	}
+	if (rel == 0 ||
+	    at - (run->nidx ? run->idx[run->nidx - 1].pos :
+	    seg->last_idx_pos) >= TLOG_IDX_INTERVAL) {
+		run->idx[run->nidx++] = (struct tlog_idx_entry){
+			(uint32_t)rel, (uint32_t)at, ts,
+			run_crc(run, buf, pos) };
+		run->crc = 0;
+	}
+	run->len += rlen;
+	run->nrec++;
+	/* A record without newline is always followed by an entry, so
+	 * counting newlines from an entry stays exact. */
+	if (buf[pos + rlen - 1] != '\n') {
+		run->idx[run->nidx++] = (struct tlog_idx_entry){
+			(uint32_t)(rel + 1), (uint32_t)(at + rlen), ts,
+			run_crc(run, buf, pos + rlen) };
+		run->crc = 0;
+	}
+	return 0;
+}
+
+/*
+ * Longer than the rest on purpose: one hold of the partition lock per
+ * call, and a loop that decides, record by record, the roll (roll_check),
+ * the ceiling (make_room, unlink_detached) and a new segment before
+ * adding the record (run_add); splitting the loop would spread that one
+ * decision over functions that each need all of its state.
+ */
 size_t
 tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
     bool tail_is_record, int *errp)
@@ -600,7 +651,6 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	struct limits l;
 	struct run run;
 	enum tlog_trigger trig;
-	uint64_t rel, at;
 	size_t pos = 0, rlen;
 	int64_t ts;
 	bool unlinked = false;
@@ -656,35 +706,8 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 				break;
 			seg = tlog_part_active(p);
 		}
-		if (run.nidx + 2 > MAX_PENDING_IDX &&
-		    (r = run_flush(p, &run, buf, ts)) != 0)
+		if ((r = run_add(p, seg, &run, buf, pos, rlen, ts)) != 0)
 			break;
-		rel = run_records(seg, &run);
-		at = seg->bytes + run.len;
-		/* Each entry carries the CRC of the data since the one
-		 * before (doc/format.md), computed as the records go by. */
-		if (run.len == 0 && run.nrec == 0) {
-			run.crc = seg->run_crc;
-			run.crc_at = pos;
-		}
-		if (rel == 0 ||
-		    at - (run.nidx ? run.idx[run.nidx - 1].pos :
-		    seg->last_idx_pos) >= TLOG_IDX_INTERVAL) {
-			run.idx[run.nidx++] = (struct tlog_idx_entry){
-				(uint32_t)rel, (uint32_t)at, ts,
-				run_crc(&run, buf, pos) };
-			run.crc = 0;
-		}
-		run.len += rlen;
-		run.nrec++;
-		/* A record without newline is always followed by an entry,
-		 * so counting newlines from an entry stays exact. */
-		if (buf[pos + rlen - 1] != '\n') {
-			run.idx[run.nidx++] = (struct tlog_idx_entry){
-				(uint32_t)(rel + 1), (uint32_t)(at + rlen), ts,
-				run_crc(&run, buf, pos + rlen) };
-			run.crc = 0;
-		}
 		pos += rlen;
 	}
 	if (r == 0)

@@ -446,17 +446,14 @@ store_load(struct tlog_store *s)
 
 /* ---- open and close ---- */
 
-int
-tlog_store_open(const char *path, const struct tlog_store_opts *opts,
-    struct tlog_store **out, char *err, size_t errlen)
+/* A store not open yet: its locks, queues, hooks and levels. */
+static struct tlog_store *
+store_alloc(const struct tlog_store_opts *opts)
 {
 	struct tlog_store *s;
-	char boot[64], prev[64], line[80];
-	int r, n;
 
-	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return -ENOMEM;
+		return NULL;
 	tlog_ctx_init(&s->ctx, opts);
 	s->tree.dirfd = s->lockfd = -1;
 	s->ctx.cap_records = s->ctx.opts.cap_records ? s->ctx.opts.cap_records :
@@ -470,6 +467,56 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	penv_init(s);
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
 	tlog_reg_init(&s->reg, &s->root, &s->penv, &s->q);
+	return s;
+}
+
+/* Whether the last close was clean; the mark goes while the store is
+ * open (read-write). */
+static int
+store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
+{
+	int r;
+
+	s->rc.was_clean = faccessat(s->tree.dirfd, ".tlogfs/clean", F_OK,
+	    0) == 0;
+	/* A reader leaves the mark as it found it: it changes nothing the
+	 * mark vouches for, and an unclean store stays unclean for the
+	 * next writer's recovery. */
+	if (!s->ctx.ro && s->rc.was_clean &&
+	    unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1) {
+		r = -errno;
+		snprintf(err, errlen, "store %s is not writable: %s", s->path,
+		    strerror(errno));
+		return r;
+	}
+	/* The mark must not outlive a power cut while the store runs. */
+	if (!s->ctx.ro && s->rc.was_clean &&
+	    (r = tlog_fsync_dir(s->tree.dirfd, ".tlogfs")) != 0) {
+		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", s->path,
+		    strerror(-r));
+		return r;
+	}
+	if (!s->ctx.ro && !s->rc.was_clean &&
+	    faccessat(s->tree.dirfd, ".", W_OK, 0) == -1) {
+		r = -errno;
+		snprintf(err, errlen, "store %s is not writable: %s", s->path,
+		    strerror(errno));
+		return r;
+	}
+	return 0;
+}
+
+int
+tlog_store_open(const char *path, const struct tlog_store_opts *opts,
+    struct tlog_store **out, char *err, size_t errlen)
+{
+	struct tlog_store *s;
+	char boot[64], prev[64], line[80];
+	int r, n;
+
+	*out = NULL;
+	if ((s = store_alloc(opts)) == NULL)
+		return -ENOMEM;
 	if ((s->path = strdup(path)) == NULL) {
 		r = -ENOMEM;
 		goto fail;
@@ -483,31 +530,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	if ((r = store_layout(s, err, errlen)) != 0 ||
 	    (r = store_lock(s, err, errlen)) != 0)
 		goto fail;
-	s->rc.was_clean = faccessat(s->tree.dirfd, ".tlogfs/clean", F_OK, 0) == 0;
-	/* A reader leaves the mark as it found it: it changes nothing the
-	 * mark vouches for, and an unclean store stays unclean for the
-	 * next writer's recovery. */
-	if (!s->ctx.ro && s->rc.was_clean &&
-	    unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1) {
-		r = -errno;
-		snprintf(err, errlen, "store %s is not writable: %s", path,
-		    strerror(errno));
+	if ((r = store_clean_mark(s, err, errlen)) != 0)
 		goto fail;
-	}
-	/* The mark must not outlive a power cut while the store runs. */
-	if (!s->ctx.ro && s->rc.was_clean &&
-	    (r = tlog_fsync_dir(s->tree.dirfd, ".tlogfs")) != 0) {
-		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", path,
-		    strerror(-r));
-		goto fail;
-	}
-	if (!s->ctx.ro && !s->rc.was_clean && faccessat(s->tree.dirfd, ".", W_OK, 0) ==
-	    -1) {
-		r = -errno;
-		snprintf(err, errlen, "store %s is not writable: %s", path,
-		    strerror(errno));
-		goto fail;
-	}
 	boot_id(boot, sizeof(boot));
 	last_boot(s, prev, sizeof(prev));
 	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
