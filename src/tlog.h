@@ -428,7 +428,7 @@ int tlog_reaper_attach(struct tlog_store *s);
 int tlog_reaper_start(struct tlog_store *s);
 void tlog_reaper_stop(struct tlog_store *s);
 
-/* ---- observability (events.c) ---- */
+/* ---- observability (store.c, metrics.c) ---- */
 
 /* The internal partition .tlogfs/events: a new reference (put it). */
 struct tlog_partition *tlog_store_events(struct tlog_store *s);
