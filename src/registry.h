@@ -63,7 +63,5 @@ int tlog_reg_topic_list(struct tlog_registry *reg, struct tlog_dirent **out,
 struct tlog_topic *tlog_topic_alloc(struct tlog_registry *reg,
     const char *name);
 void tlog_topic_ref(struct tlog_topic *t);
-/* Copies the current name. */
-void tlog_topic_name(struct tlog_topic *t, char *buf, size_t len);
 
 #endif /* TLOG_REGISTRY_H */

@@ -198,11 +198,6 @@ struct tlog_config *tlog_store_config(struct tlog_store *s);
  * The store root is 1. */
 #define TLOG_ROOT_INO 1
 
-/* ---- names ---- */
-
-/* 0, -EINVAL (bad characters, leading '.', empty) or -ENAMETOOLONG. */
-int tlog_name_check(const char *name);
-
 /* ---- directory listings ---- */
 
 struct tlog_dirent {
@@ -441,9 +436,5 @@ uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
 /* Segment file names: "<base, 20 digits><ext>" (ext ".log" or ".idx")
  * -> base; false for any other name. */
 bool tlog_segname_parse(const char *name, const char *ext, uint64_t *base);
-/* Writes buf to dirfd/path atomically and durably: temporary file,
- * fsync, rename, fsync of the directory. */
-int tlog_write_atomic(int dirfd, const char *path, const void *buf,
-    size_t len);
 
 #endif /* TLOG_H */

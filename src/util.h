@@ -25,6 +25,10 @@
  * tlog_crc32c, which uses the CPU's instruction when there is one). */
 uint32_t tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
+/* Writes buf to dirfd/path atomically and durably: temporary file,
+ * fsync, rename, fsync of the directory. */
+int tlog_write_atomic(int dirfd, const char *path, const void *buf,
+    size_t len);
 /* fsync of directory dirfd/path ("." for dirfd itself); a file system
  * that cannot sync directories counts as done. */
 int tlog_fsync_dir(int dirfd, const char *path);
@@ -40,7 +44,9 @@ int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 void tlog_segname_format(uint64_t base, const char *ext, char *buf,
     size_t len);
 
-const char *tlog_rule_name(enum tlog_rule r);
+/* 0, -EINVAL (bad characters, leading '.', empty) or -ENAMETOOLONG:
+ * the rule for topic and partition names. */
+int tlog_name_check(const char *name);
 
 /* Not time of day: for durations (monotonic ns) and for sleeps (a
  * condition variable on CLOCK_MONOTONIC and a deadline ms from now). */
