@@ -19,8 +19,6 @@
 #define T0 1700000000000LL
 #define HOUR 3600000LL
 
-static char *dir;
-static struct tlog_store *S;
 
 static void
 open_store(void)
@@ -29,25 +27,7 @@ open_store(void)
 
 	memset(&o, 0, sizeof(o));
 	o.boot_clock = th_boot_now;
-	S = th_open_opts(dir, &o);
-}
-
-static void
-setup(void)
-{
-	th_clock = T0;
-	th_boot = 5000;		/* its origin is anything */
-	th_logbuf[0] = '\0';
-	dir = th_tmpdir();
-	open_store();
-}
-
-static void
-teardown(void)
-{
-	tlog_store_close(S);
-	th_rmrf(dir);
-	free(dir);
+	th_S = th_open_opts(th_dir, &o);
 }
 
 /* Real time passes: both clocks move. */
@@ -77,15 +57,6 @@ newest(struct tlog_partition *p)
 }
 
 static size_t
-nsegs(struct tlog_partition *p)
-{
-	struct tlog_part_stats st;
-
-	tlog_partition_stats(p, &st);
-	return st.segments;
-}
-
-static size_t
 count(const char *hay, const char *needle)
 {
 	size_t n = 0;
@@ -106,11 +77,19 @@ offset_gauge(void)
 	size_t len;
 	double v;
 
-	ck_assert_int_eq(tlog_metrics_format(S, &m, &len), 0);
+	ck_assert_int_eq(tlog_metrics_format(th_S, &m, &len), 0);
 	ck_assert_ptr_nonnull(at = strstr(m, k));
 	v = strtod(at + strlen(k), NULL);
 	free(m);
 	return (int64_t)(v * 1000 + (v < 0 ? -0.5 : 0.5));
+}
+
+/* The clock suite's store reads a boot clock of its own. */
+static void
+suite_setup(void)
+{
+	th_boot = 5000;		/* its origin is anything */
+	open_store();
 }
 
 START_TEST(forward_step_expires_nothing_early)
@@ -119,42 +98,40 @@ START_TEST(forward_step_expires_nothing_early)
 	struct tlog_reap_stats st;
 	int i;
 
-	setup();
-	p = th_part(S, "t", "0");
-	th_set(S, p, "retention.ms", "10s");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "10s");
 	put(p, "old\n");
 	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
 	elapse(500);
 	th_clock += 2 * HOUR;		/* the wall clock jumps ahead */
-	ck_assert_int_eq(tlog_now(S), T0 + 500);
+	ck_assert_int_eq(tlog_now(th_S), T0 + 500);
 	for (i = 0; i < 5; i++)
-		tlog_now(S);
+		tlog_now(th_S);
 	ck_assert_uint_eq(count(th_logbuf, "clock: "), 1);
 	ck_assert_ptr_nonnull(strstr(th_logbuf,
 	    "stepped forward by 7200000 ms"));
 	ck_assert_int_eq(offset_gauge(), 2 * HOUR);
 	/* Nothing is due: the data is half a second old, not two hours. */
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 0);
-	ck_assert_int_eq(tlog_reaper_next_due(S), T0 + 10001);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), T0 + 10001);
 	/* New records carry engine time, not the stepped wall clock. */
 	put(p, "new\n");
 	ck_assert_int_eq(newest(p), T0 + 500);
 	/* The old segment goes 10 s after its record, in real time. */
 	elapse(9500);
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 0);
 	elapse(1);
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 1);
-	ck_assert_uint_eq(nsegs(p), 1);
+	ck_assert_uint_eq(th_nsegs(p), 1);
 	/* The wall clock corrected: engine time does not move. */
 	th_clock -= 2 * HOUR;
-	ck_assert_int_eq(tlog_now(S), T0 + 10001);
+	ck_assert_int_eq(tlog_now(th_S), T0 + 10001);
 	ck_assert_int_eq(offset_gauge(), 0);
 	ck_assert_uint_eq(count(th_logbuf, "clock: "), 2);
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -167,14 +144,13 @@ START_TEST(backward_step_keeps_stamps_increasing)
 	size_t n;
 	int i;
 
-	setup();
-	p = th_part(S, "t", "0");
-	th_set(S, p, "segment.ms", "2s");
-	th_set(S, p, "retention.ms", "5s");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "segment.ms", "2s");
+	th_set(th_S, p, "retention.ms", "5s");
 	put(p, "before\n");
 	elapse(500);
 	th_clock -= HOUR;		/* the wall clock jumps back */
-	e = tlog_now(S);
+	e = tlog_now(th_S);
 	ck_assert_int_eq(e, T0 + 500);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "stepped back by 3600000 ms"));
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "half speed"));
@@ -198,25 +174,24 @@ START_TEST(backward_step_keeps_stamps_increasing)
 	/* Idle: the active segment seals 2 s (engine) after its first
 	 * record, 4 s of real time at half speed; not before. */
 	ck_assert_int_eq(tlog_part_idle_due(p), T0 + 4000);
-	elapse(2 * (T0 + 4000 - tlog_now(S)) - 2);
-	tlog_reaper_cycle(S, &st);
+	elapse(2 * (T0 + 4000 - tlog_now(th_S)) - 2);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 0);
 	elapse(2);
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
 	/* Expiry comes late, never early: 5 s of engine time after the
 	 * first segment's newest record. */
 	ck_assert_uint_eq(st.expired, 0);
-	ck_assert_int_eq(tlog_reaper_next_due(S), T0 + 1950 + 5001);
-	elapse(2 * (T0 + 1950 + 5001 - tlog_now(S)) - 2);
-	tlog_reaper_cycle(S, &st);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), T0 + 1950 + 5001);
+	elapse(2 * (T0 + 1950 + 5001 - tlog_now(th_S)) - 2);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 0);
 	elapse(2);
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 1);
 	ck_assert_uint_eq(count(th_logbuf, "clock: "), 1);
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -228,19 +203,18 @@ START_TEST(restart_over_future_stamps_does_not_stall)
 	size_t n;
 	int i;
 
-	setup();
-	p = th_part(S, "t", "0");
-	th_set(S, p, "segment.ms", "1s");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "segment.ms", "1s");
 	tlog_partition_put(p);
-	tlog_store_close(S);
+	tlog_store_close(th_S);
 	/* Written while the wall clock was an hour ahead. */
 	th_clock = T0 + HOUR;
 	th_boot += HOUR;
 	open_store();
-	p = th_part(S, "t", "0");
+	p = th_part(th_S, "t", "0");
 	put(p, "first\n");
 	tlog_partition_put(p);
-	tlog_store_close(S);
+	tlog_store_close(th_S);
 	/* Reopened once it was corrected, after a reboot (the boot clock
 	 * starts again). */
 	th_clock = T0 + 1000;
@@ -248,11 +222,11 @@ START_TEST(restart_over_future_stamps_does_not_stall)
 	th_logbuf[0] = '\0';
 	open_store();
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "ahead of the wall clock"));
-	p = th_part(S, "t", "0");
+	p = th_part(th_S, "t", "0");
 	last = newest(p);
 	ck_assert_int_eq(last, T0 + HOUR);
 	/* Engine time starts at the newest stamp and moves at half speed. */
-	ck_assert_int_eq(tlog_now(S), last);
+	ck_assert_int_eq(tlog_now(th_S), last);
 	for (i = 0; i < 30; i++) {
 		elapse(100);
 		put(p, "again\n");
@@ -265,7 +239,6 @@ START_TEST(restart_over_future_stamps_does_not_stall)
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_TIME);
 	free(si);
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -273,27 +246,25 @@ START_TEST(restart_catches_up_with_the_wall_clock)
 {
 	struct tlog_partition *p;
 
-	setup();
-	p = th_part(S, "t", "0");
+	p = th_part(th_S, "t", "0");
 	th_clock = T0 + 10000;		/* stamps 10 s ahead of the wall */
 	th_boot += 10000;
 	put(p, "ahead\n");
 	tlog_partition_put(p);
-	tlog_store_close(S);
+	tlog_store_close(th_S);
 	th_clock = T0;
 	th_boot = 100;
 	open_store();
-	ck_assert_int_eq(tlog_now(S), T0 + 10000);
+	ck_assert_int_eq(tlog_now(th_S), T0 + 10000);
 	ck_assert_int_eq(offset_gauge(), -10000);
 	/* The wall clock gains 10 s on it in 20 s: then one clock. */
 	elapse(19998);
-	ck_assert_int_eq(tlog_now(S), T0 + 10000 + 9999);
+	ck_assert_int_eq(tlog_now(th_S), T0 + 10000 + 9999);
 	elapse(2);
-	ck_assert_int_eq(tlog_now(S), th_clock);
+	ck_assert_int_eq(tlog_now(th_S), th_clock);
 	elapse(5000);
-	ck_assert_int_eq(tlog_now(S), th_clock);
+	ck_assert_int_eq(tlog_now(th_S), th_clock);
 	ck_assert_int_eq(offset_gauge(), 0);
-	teardown();
 }
 END_TEST
 
@@ -303,30 +274,28 @@ START_TEST(no_step_is_the_wall_clock)
 	struct tlog_reap_stats st;
 	int i;
 
-	setup();
-	tlog_store_close(S);
+	tlog_store_close(th_S);
 	th_boot = th_clock - 123456789;		/* another origin */
 	open_store();
-	p = th_part(S, "t", "0");
-	th_set(S, p, "segment.ms", "1s");
-	th_set(S, p, "retention.ms", "3s");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "segment.ms", "1s");
+	th_set(th_S, p, "retention.ms", "3s");
 	for (i = 0; i < 50; i++) {
-		ck_assert_int_eq(tlog_now(S), th_clock);
+		ck_assert_int_eq(tlog_now(th_S), th_clock);
 		put(p, "tick\n");
 		ck_assert_int_eq(newest(p), th_clock);
 		elapse(1 + i * 37 % 700);
-		tlog_reaper_cycle(S, &st);
+		tlog_reaper_cycle(th_S, &st);
 	}
 	ck_assert_ptr_null(strstr(th_logbuf, "clock: "));
 	ck_assert_int_eq(offset_gauge(), 0);
 	/* A wall clock that wanders by less than a second is no step. */
 	th_clock += 900;
-	tlog_now(S);
+	tlog_now(th_S);
 	th_clock -= 1700;
-	tlog_now(S);
+	tlog_now(th_S);
 	ck_assert_ptr_null(strstr(th_logbuf, "clock: "));
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -335,6 +304,7 @@ main(void)
 {
 	Suite *s = suite_create("clock");
 
+	th_hooks(suite_setup, NULL);
 	TH_CASE(s, forward_step_expires_nothing_early);
 	TH_CASE(s, backward_step_keeps_stamps_increasing);
 	TH_CASE(s, restart_over_future_stamps_does_not_stall);

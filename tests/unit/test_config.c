@@ -1,5 +1,5 @@
 /*
- * test_config.c - configuration (doc/design.md §5): the value parser and its
+ * test_config.c - configuration (doc/design.md, 5): the value parser and its
  * units and bounds, the key table, the key=value files, and set/get/unset
  * through a real store with inheritance, persistence and nothing
  * half-applied.
@@ -1058,16 +1058,6 @@ START_TEST(test_concurrent_set)
 }
 END_TEST
 
-static void
-add(Suite *su, const char *name, const TTest *fn)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, fn);
-	suite_add_tcase(su, tc);
-}
-
 int
 main(void)
 {
@@ -1077,21 +1067,21 @@ main(void)
 	tc = tcase_create("parse_table");
 	tcase_add_loop_test(tc, test_parse_table, 0, NPROWS);
 	suite_add_tcase(su, tc);
-	add(su, "parse_message", test_parse_message);
-	add(su, "parse_message_sanitized", test_parse_message_sanitized);
-	add(su, "parse_small_err", test_parse_small_err);
-	add(su, "keys", test_keys);
-	add(su, "save_load", test_save_load);
-	add(su, "load_bad_lines", test_load_bad_lines);
-	add(su, "inherit", test_inherit);
-	add(su, "unset", test_unset);
-	add(su, "bad_value_untouched", test_bad_value_untouched);
-	add(su, "save_failure_untouched", test_save_failure_untouched);
-	add(su, "unknown_key", test_unknown_key);
-	add(su, "persist", test_persist);
-	add(su, "jitter_bound", test_jitter_bound);
-	add(su, "record_max_independent", test_record_max_independent);
-	add(su, "dead_level", test_dead_level);
-	add(su, "concurrent_set", test_concurrent_set);
+	th_case(su, "parse_message", test_parse_message);
+	th_case(su, "parse_message_sanitized", test_parse_message_sanitized);
+	th_case(su, "parse_small_err", test_parse_small_err);
+	th_case(su, "keys", test_keys);
+	th_case(su, "save_load", test_save_load);
+	th_case(su, "load_bad_lines", test_load_bad_lines);
+	th_case(su, "inherit", test_inherit);
+	th_case(su, "unset", test_unset);
+	th_case(su, "bad_value_untouched", test_bad_value_untouched);
+	th_case(su, "save_failure_untouched", test_save_failure_untouched);
+	th_case(su, "unknown_key", test_unknown_key);
+	th_case(su, "persist", test_persist);
+	th_case(su, "jitter_bound", test_jitter_bound);
+	th_case(su, "record_max_independent", test_record_max_independent);
+	th_case(su, "dead_level", test_dead_level);
+	th_case(su, "concurrent_set", test_concurrent_set);
 	return th_run(su);
 }

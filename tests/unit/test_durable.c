@@ -24,30 +24,7 @@
 
 #define LINE 100		/* bytes per test line, newline included */
 
-static char *dir;
 static unsigned boot_seq;
-
-static void
-setup(void)
-{
-	th_clock = 1700000000000LL;
-	th_logbuf[0] = '\0';
-	th_sync_fail = NULL;
-	th_unlink_hook = NULL;
-	dir = th_tmpdir();
-	unsetenv("TLOGFS_BOOT_ID");
-}
-
-static void
-teardown(void)
-{
-	th_dur_stop();
-	th_sync_fail = NULL;
-	th_unlink_hook = NULL;
-	th_rmrf(dir);
-	free(dir);
-	unsetenv("TLOGFS_BOOT_ID");
-}
 
 /* The machine restarts: the kernel has a new boot id. */
 static void
@@ -113,8 +90,8 @@ layout_load(void *arg)
 	char err[256];
 
 	(void)arg;
-	th_dur_start(dir);
-	s = keep(th_open(dir));
+	th_dur_start(th_dir);
+	s = keep(th_open(th_dir));
 	ck_assert_int_eq(tlog_topic_create(s, "a", &t), 0);
 	ck_assert_int_eq(tlog_topic_create(s, "b", NULL), 0);
 	ck_assert_int_eq(tlog_topic_create(s, "gone", NULL), 0);
@@ -131,7 +108,24 @@ layout_load(void *arg)
 	ck_assert_int_eq(tlog_partition_remove(t, "2"), 0);
 	ck_assert_int_eq(tlog_topic_remove(s, "gone"), 0);
 	ck_assert_int_eq(tlog_topic_rename(s, "b", "c"), 0);
-	th_powercut(dir, 1, TH_CUT_TRUNCATE);
+	th_powercut(th_dir, 1, TH_CUT_TRUNCATE);
+}
+
+static void
+suite_setup(void)
+{
+	th_sync_fail = NULL;
+	th_unlink_hook = NULL;
+	unsetenv("TLOGFS_BOOT_ID");
+}
+
+static void
+suite_teardown(void)
+{
+	th_dur_stop();
+	th_sync_fail = NULL;
+	th_unlink_hook = NULL;
+	unsetenv("TLOGFS_BOOT_ID");
 }
 
 START_TEST(layout_survives_power_loss)
@@ -143,10 +137,9 @@ START_TEST(layout_survives_power_loss)
 	struct tlog_dirent *de;
 	size_t n;
 
-	setup();
 	in_child(layout_load, &r, sizeof(r));
 	new_boot();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	ck_assert_int_eq(tlog_topic_list(s, &de, &n), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(de[0].name, "a");
@@ -168,7 +161,6 @@ START_TEST(layout_survives_power_loss)
 	tlog_partition_put(p);
 	tlog_topic_put(t);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -177,7 +169,7 @@ END_TEST
 static uint64_t
 end_after_reopen(void)
 {
-	struct tlog_store *s = th_open(dir);
+	struct tlog_store *s = th_open(th_dir);
 	struct tlog_partition *p = th_part(s, "t", "0");
 	struct tlog_part_stats st;
 
@@ -191,7 +183,7 @@ end_after_reopen(void)
 static struct tlog_store *
 two_segments(struct tlog_partition **pp)
 {
-	struct tlog_store *s = th_open(dir);
+	struct tlog_store *s = th_open(th_dir);
 	struct tlog_partition *p = th_part(s, "t", "0");
 	struct tlog_writer *w = tlog_writer_open(p);
 
@@ -208,7 +200,6 @@ START_TEST(rm_current_keeps_end_offset)
 	struct tlog_store *s;
 	struct tlog_partition *p;
 
-	setup();
 	s = two_segments(&p);
 	ck_assert_int_eq(tlog_partition_delete(p, 2), 0);
 	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 1);
@@ -216,14 +207,13 @@ START_TEST(rm_current_keeps_end_offset)
 	tlog_store_close(s);
 	ck_assert_uint_eq(end_after_reopen(), 4);
 	/* Then the older one too. */
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
 	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 1);
 	tlog_partition_put(p);
 	tlog_store_close(s);
 	ck_assert_uint_eq(end_after_reopen(), 4);
-	teardown();
 }
 END_TEST
 
@@ -267,7 +257,6 @@ START_TEST(racing_drainers_keep_end_offset)
 	struct tlog_partition *p;
 	pthread_t a, b;
 
-	setup();
 	s = two_segments(&p);
 	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
 	ck_assert_int_eq(tlog_partition_delete(p, 2), 0);
@@ -283,7 +272,6 @@ START_TEST(racing_drainers_keep_end_offset)
 	tlog_partition_put(p);
 	tlog_store_close(s);
 	ck_assert_uint_eq(end_after_reopen(), 4);
-	teardown();
 }
 END_TEST
 
@@ -295,7 +283,7 @@ delete_load(void *arg)
 	struct tlog_writer *w;
 
 	(void)arg;
-	th_dur_start(dir);
+	th_dur_start(th_dir);
 	s = keep(two_segments(&p));
 	w = tlog_writer_open(p);
 	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
@@ -303,7 +291,7 @@ delete_load(void *arg)
 	ck_assert_int_eq(tlog_partition_delete(p, 2), 0);
 	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
 	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 2);
-	th_powercut(dir, 1, TH_CUT_ZERO);
+	th_powercut(th_dir, 1, TH_CUT_ZERO);
 }
 
 /* The end offset a deletion relies on is on disk before the unlink. */
@@ -311,11 +299,9 @@ START_TEST(deletion_end_offset_is_durable)
 {
 	int r = 0;
 
-	setup();
 	in_child(delete_load, &r, sizeof(r));
 	new_boot();
 	ck_assert_uint_eq(end_after_reopen(), 4);
-	teardown();
 }
 END_TEST
 
@@ -326,7 +312,7 @@ path_in(const char *rel)
 {
 	char *p;
 
-	ck_assert_int_ge(asprintf(&p, "%s/%s", dir, rel), 0);
+	ck_assert_int_ge(asprintf(&p, "%s/%s", th_dir, rel), 0);
 	return p;
 }
 
@@ -413,8 +399,7 @@ START_TEST(fsync_reports_sealed_segment_error)
 	char line[LINE], *idx;
 	int i;
 
-	setup();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	th_set(s, p, "segment.bytes", "1K");
 	w = tlog_writer_open(p);
@@ -433,7 +418,6 @@ START_TEST(fsync_reports_sealed_segment_error)
 	tlog_writer_close(w);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -446,10 +430,9 @@ START_TEST(eviction_error_reaches_fsync)
 	struct tlog_partition *a, *b;
 	struct tlog_writer *wa, *wb;
 
-	setup();
 	memset(&o, 0, sizeof(o));
 	o.max_open_segments = 1;
-	s = th_open_opts(dir, &o);
+	s = th_open_opts(th_dir, &o);
 	a = th_part(s, "t", "a");
 	b = th_part(s, "t", "b");
 	wa = tlog_writer_open(a);
@@ -467,7 +450,6 @@ START_TEST(eviction_error_reaches_fsync)
 	tlog_partition_put(a);
 	tlog_partition_put(b);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -481,8 +463,7 @@ START_TEST(flusher_error_is_sticky)
 	char line[LINE];
 	int i;
 
-	setup();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	th_set(s, p, "segment.bytes", "1K");
 	w = tlog_writer_open(p);
@@ -501,7 +482,6 @@ START_TEST(flusher_error_is_sticky)
 	ck_assert(strstr(th_logbuf, "00000000000000000010") != NULL);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -521,8 +501,8 @@ partition_fsync_load(void *arg)
 	char line[LINE];
 	unsigned i;
 
-	th_dur_start(dir);
-	s = keep(th_open(dir));
+	th_dur_start(th_dir);
+	s = keep(th_open(th_dir));
 	p = th_part(s, "t", "0");
 	th_set(s, p, "segment.bytes", "1K");
 	w = keep(tlog_writer_open(p));
@@ -534,7 +514,7 @@ partition_fsync_load(void *arg)
 	}
 	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
 	l->acked = i;
-	th_powercut(dir, 7, TH_CUT_ZERO);
+	th_powercut(th_dir, 7, TH_CUT_ZERO);
 }
 
 START_TEST(partition_fsync_covers_everything)
@@ -543,15 +523,13 @@ START_TEST(partition_fsync_covers_everything)
 	struct tlog_store *s;
 	struct tlog_partition *p;
 
-	setup();
 	in_child(partition_fsync_load, &l, sizeof(l));
 	new_boot();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	ck_assert_uint_eq(check_lines(p, 0, l.acked), l.acked);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -563,24 +541,24 @@ clean_close_load(void *arg)
 	struct tlog_writer *w;
 
 	(void)arg;
-	th_dur_start(dir);
-	s = th_open(dir);
+	th_dur_start(th_dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	w = tlog_writer_open(p);
 	th_put(w, "kept by a clean close\n");
 	tlog_writer_close(w);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	th_powercut(dir, 1, TH_CUT_ZERO);
+	th_powercut(th_dir, 1, TH_CUT_ZERO);
 }
 
 static void
 reopen_load(void *arg)
 {
 	(void)arg;
-	th_dur_start(dir);
-	keep(th_open(dir));	/* and the power goes while it runs */
-	th_powercut(dir, 1, TH_CUT_ZERO);
+	th_dur_start(th_dir);
+	keep(th_open(th_dir));	/* and the power goes while it runs */
+	th_powercut(th_dir, 1, TH_CUT_ZERO);
 }
 
 /* A clean close is durable as a whole, clean mark included; the mark's
@@ -592,10 +570,9 @@ START_TEST(clean_mark_is_durable)
 	int r = 0;
 	char *d;
 
-	setup();
 	in_child(clean_close_load, &r, sizeof(r));
 	new_boot();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	ck_assert(tlog_store_was_clean(s));
 	p = th_part(s, "t", "0");
 	d = th_partition_data(p, NULL);
@@ -605,14 +582,13 @@ START_TEST(clean_mark_is_durable)
 	tlog_store_close(s);
 	in_child(reopen_load, &r, sizeof(r));
 	ck_assert(!exists(".tlogfs/clean"));
-	teardown();
 }
 END_TEST
 
 static void
 check_reopened(unsigned acked, unsigned *left)
 {
-	struct tlog_store *s = th_open(dir);
+	struct tlog_store *s = th_open(th_dir);
 	struct tlog_partition *p = th_part(s, "t", "0");
 	struct tlog_part_stats st;
 
@@ -640,8 +616,8 @@ crash_restart_fsync(void *arg)
 	char line[LINE];
 	unsigned i;
 
-	th_dur_start(dir);
-	s = keep(th_open(dir));
+	th_dur_start(th_dir);
+	s = keep(th_open(th_dir));
 	p = th_part(s, "t", "0");
 	th_set(s, p, "segment.bytes", "16K");
 	w = keep(tlog_writer_open(p));
@@ -651,22 +627,20 @@ crash_restart_fsync(void *arg)
 	}
 	close(s->lockfd);	/* killed: nothing else happens */
 	s->lockfd = -1;
-	s = keep(th_open(dir));
+	s = keep(th_open(th_dir));
 	p = th_part(s, "t", "0");
 	w = keep(tlog_writer_open(p));
 	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
-	th_powercut(dir, 3, TH_CUT_ZERO);
+	th_powercut(th_dir, 3, TH_CUT_ZERO);
 }
 
 START_TEST(fsync_after_crash_covers_earlier_records)
 {
 	unsigned lines = 300;
 
-	setup();
 	in_child(crash_restart_fsync, &lines, sizeof(lines));
 	new_boot();
 	check_reopened(lines, NULL);
-	teardown();
 }
 END_TEST
 
@@ -684,7 +658,7 @@ static void
 write_and_die(void *arg)
 {
 	struct crash *c = arg;
-	struct tlog_store *s = keep(th_open(dir));
+	struct tlog_store *s = keep(th_open(th_dir));
 	struct tlog_partition *p = th_part(s, "t", "0");
 	struct tlog_writer *w;
 	char line[LINE];
@@ -723,8 +697,8 @@ load_and_cut(void *arg)
 	unsigned i, seed = l->seed;
 	int k;
 
-	th_dur_start(dir);
-	s = keep(th_open(dir));
+	th_dur_start(th_dir);
+	s = keep(th_open(th_dir));
 	for (k = 0; k < 2; k++) {
 		p[k] = th_part(s, "t", k ? "1" : "0");
 		/* Partition 1 keeps pages of unsynced lines per segment. */
@@ -751,7 +725,7 @@ load_and_cut(void *arg)
 		ck_assert_int_eq(tlog_writer_write(w[k], line, LINE), LINE);
 		l->written[k]++;
 	}
-	th_powercut(dir, l->seed, l->mode);
+	th_powercut(th_dir, l->seed, l->mode);
 }
 
 static void
@@ -768,11 +742,11 @@ powercut_round(unsigned seed, enum th_cut mode)
 	memset(&l, 0, sizeof(l));
 	l.seed = seed;
 	l.mode = mode;
-	th_rmrf(dir);
-	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	th_rmrf(th_dir);
+	ck_assert_int_eq(mkdir(th_dir, 0700), 0);
 	in_child(load_and_cut, &l, sizeof(l));
 	new_boot();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	for (k = 0; k < 2; k++) {
 		p = th_part(s, "t", k ? "1" : "0");
 		end = check_lines(p, k, l.acked[k]);
@@ -791,13 +765,11 @@ START_TEST(fsync_survives_power_loss)
 {
 	unsigned seed;
 
-	setup();
 	for (seed = 1; seed <= 3; seed++) {
 		powercut_round(seed, TH_CUT_TRUNCATE);
 		powercut_round(seed, TH_CUT_ZERO);
 		powercut_round(seed, TH_CUT_MIXED);
 	}
-	teardown();
 }
 END_TEST
 
@@ -839,7 +811,6 @@ START_TEST(lost_page_is_cut_after_reboot)
 	char zero[4096];
 	unsigned left;
 
-	setup();
 	in_child(write_and_die, &c, sizeof(c));
 	memset(zero, 0, sizeof(zero));
 	overwrite("t/0/00000000000000000000.log", 12288, zero, sizeof(zero));
@@ -848,7 +819,6 @@ START_TEST(lost_page_is_cut_after_reboot)
 	ck_assert_uint_ge(left, c.acked);
 	ck_assert_uint_le(left, 12288 / LINE);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "power cut"));
-	teardown();
 }
 END_TEST
 
@@ -859,7 +829,6 @@ START_TEST(data_crc_mismatch_is_cut_after_reboot)
 	struct crash c = { 200, 30, "1M" };
 	unsigned left;
 
-	setup();
 	in_child(write_and_die, &c, sizeof(c));
 	overwrite("t/0/00000000000000000000.log", 100 * LINE + 50, "y", 1);
 	new_boot();
@@ -867,7 +836,6 @@ START_TEST(data_crc_mismatch_is_cut_after_reboot)
 	ck_assert_uint_ge(left, c.acked);
 	ck_assert_uint_le(left, 100);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "does not match"));
-	teardown();
 }
 END_TEST
 
@@ -879,12 +847,11 @@ START_TEST(same_boot_recovery_reads_no_data)
 	char line[LINE];
 	unsigned left;
 
-	setup();
 	in_child(write_and_die, &c, sizeof(c));
 	overwrite("t/0/00000000000000000000.log", 20 * LINE + 50, "y", 1);
 	th_logbuf[0] = '\0';
 	{
-		struct tlog_store *s = th_open(dir);
+		struct tlog_store *s = th_open(th_dir);
 		struct tlog_partition *p = th_part(s, "t", "0");
 		struct tlog_part_stats st;
 		char *d;
@@ -901,7 +868,6 @@ START_TEST(same_boot_recovery_reads_no_data)
 	}
 	ck_assert_uint_eq(left, c.lines);
 	ck_assert_ptr_null(strstr(th_logbuf, "does not match"));
-	teardown();
 }
 END_TEST
 
@@ -913,7 +879,6 @@ START_TEST(torn_line_behind_newer_segment_is_cut)
 	char *path;
 	struct stat st;
 
-	setup();
 	in_child(write_and_die, &c, sizeof(c));
 	path = path_in("t/0/00000000000000000000.log");
 	ck_assert_int_eq(stat(path, &st), 0);
@@ -923,7 +888,6 @@ START_TEST(torn_line_behind_newer_segment_is_cut)
 	drop_footer("t/0/00000000000000000000.idx");
 	new_boot();
 	check_reopened(0, NULL);
-	teardown();
 }
 END_TEST
 
@@ -937,11 +901,10 @@ START_TEST(synced_zero_pages_are_kept)
 	char rec[10000], *d, *clean;
 	size_t len;
 
-	setup();
 	memset(rec, 0, sizeof(rec));
 	rec[0] = 'z';
 	rec[sizeof(rec) - 1] = '\n';
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	w = tlog_writer_open(p);
 	th_put(w, "before\n");
@@ -956,7 +919,7 @@ START_TEST(synced_zero_pages_are_kept)
 	ck_assert_int_eq(unlink(clean), 0);
 	free(clean);
 	new_boot();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	d = th_partition_data(p, &len);
 	ck_assert_uint_eq(len, 7 + sizeof(rec));
@@ -964,7 +927,6 @@ START_TEST(synced_zero_pages_are_kept)
 	free(d);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -973,6 +935,7 @@ main(void)
 {
 	Suite *s = suite_create("durable");
 
+	th_hooks(suite_setup, suite_teardown);
 	TH_CASE(s, layout_survives_power_loss);
 	TH_CASE(s, rm_current_keeps_end_offset);
 	TH_CASE(s, racing_drainers_keep_end_offset);

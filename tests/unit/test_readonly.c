@@ -25,30 +25,7 @@
 #define NREC 45
 #define NONL 15			/* the record without newline */
 
-static char *dir;
 static char *rec[NREC];		/* every record as appended */
-
-static void
-setup(void)
-{
-	th_clock = T0;
-	th_logbuf[0] = '\0';
-	dir = th_tmpdir();
-}
-
-static void
-teardown(void)
-{
-	int i;
-
-	for (i = 0; i < NREC; i++) {
-		free(rec[i]);
-		rec[i] = NULL;
-	}
-	unsetenv("TLOGFS_BOOT_ID");
-	th_rmrf(dir);
-	free(dir);
-}
 
 /* ---- a picture of the whole tree ---- */
 
@@ -93,7 +70,7 @@ line_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every entry below dir: name, mode, inode, size, blocks, mtime, ctime
+/* Every entry below th_dir: name, mode, inode, size, blocks, mtime, ctime
  * and a CRC of its bytes, sorted; one string. */
 static char *
 snapshot(void)
@@ -102,8 +79,8 @@ snapshot(void)
 	size_t i, len = 1;
 
 	snap_n = 0;
-	snap_root = strlen(dir);
-	ck_assert_int_eq(nftw(dir, snap_one, 16, FTW_PHYS), 0);
+	snap_root = strlen(th_dir);
+	ck_assert_int_eq(nftw(th_dir, snap_one, 16, FTW_PHYS), 0);
 	qsort(snap_v, snap_n, sizeof(*snap_v), line_cmp);
 	for (i = 0; i < snap_n; i++)
 		len += strlen(snap_v[i]) + 1;
@@ -144,7 +121,7 @@ path_of(const char *rel)
 {
 	char *p;
 
-	ck_assert_int_ge(asprintf(&p, "%s/%s", dir, rel), 0);
+	ck_assert_int_ge(asprintf(&p, "%s/%s", th_dir, rel), 0);
 	return p;
 }
 
@@ -153,7 +130,7 @@ seg_path(const char *part, uint64_t base, const char *ext)
 {
 	char *p;
 
-	ck_assert_int_ge(asprintf(&p, "%s/t/%s/%020llu%s", dir, part,
+	ck_assert_int_ge(asprintf(&p, "%s/t/%s/%020llu%s", th_dir, part,
 	    (unsigned long long)base, ext), 0);
 	return p;
 }
@@ -215,7 +192,7 @@ make_store(uint64_t base[5], bool clean)
 	size_t n;
 	int i;
 
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	th_set(s, p, "segment.bytes", "1K");
 	th_set(s, p, "retention.ms", "1h");
@@ -288,7 +265,7 @@ open_ro(void)
 
 	memset(&o, 0, sizeof(o));
 	o.readonly = true;
-	return th_open_opts(dir, &o);
+	return th_open_opts(th_dir, &o);
 }
 
 /* Every record's place: seek by offset finds it, by its time too. */
@@ -417,7 +394,6 @@ readonly_changes_nothing(bool clean)
 	uint64_t base[5];
 	char *before, *after;
 
-	setup();
 	if (!clean)
 		setenv("TLOGFS_BOOT_ID", "boot-1", 1);
 	make_store(base, clean);
@@ -435,14 +411,31 @@ readonly_changes_nothing(bool clean)
 	same_tree(before, after);
 	free(after);
 	/* A read-write open then makes the repairs and serves the same. */
-	s = th_open(dir);
+	s = th_open(th_dir);
 	check_served(s, base);
 	tlog_store_close(s);
 	after = snapshot();
 	ck_assert_str_ne(after, before);
 	free(before);
 	free(after);
-	teardown();
+}
+
+static void
+suite_setup(void)
+{
+	th_clock = T0;
+}
+
+static void
+suite_teardown(void)
+{
+	int i;
+
+	for (i = 0; i < NREC; i++) {
+		free(rec[i]);
+		rec[i] = NULL;
+	}
+	unsetenv("TLOGFS_BOOT_ID");
 }
 
 START_TEST(readonly_after_clean_close_changes_nothing)
@@ -466,23 +459,21 @@ START_TEST(readonly_lock_is_shared)
 	struct tlog_store *a, *b, *w;
 	char err[512];
 
-	setup();
-	tlog_store_close(th_open(dir));
+	tlog_store_close(th_open(th_dir));
 	a = open_ro();
 	b = open_ro();
 	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(tlog_store_open(dir, &o, &w, err, sizeof(err)),
+	ck_assert_int_eq(tlog_store_open(th_dir, &o, &w, err, sizeof(err)),
 	    -EBUSY);
 	ck_assert_msg(strstr(err, "read-only") != NULL, "%s", err);
 	tlog_store_close(a);
 	tlog_store_close(b);
-	w = th_open(dir);
+	w = th_open(th_dir);
 	o.readonly = true;
-	ck_assert_int_eq(tlog_store_open(dir, &o, &a, err, sizeof(err)),
+	ck_assert_int_eq(tlog_store_open(th_dir, &o, &a, err, sizeof(err)),
 	    -EBUSY);
 	ck_assert_msg(strstr(err, "in use by pid") != NULL, "%s", err);
 	tlog_store_close(w);
-	teardown();
 }
 END_TEST
 
@@ -493,18 +484,16 @@ START_TEST(readonly_creates_no_store)
 	struct tlog_store *s;
 	char err[512], *before, *after;
 
-	setup();
 	before = snapshot();
 	memset(&o, 0, sizeof(o));
 	o.readonly = true;
-	ck_assert_int_eq(tlog_store_open(dir, &o, &s, err, sizeof(err)),
+	ck_assert_int_eq(tlog_store_open(th_dir, &o, &s, err, sizeof(err)),
 	    -ENOENT);
 	ck_assert_msg(strstr(err, "not a tlogfs store") != NULL, "%s", err);
 	after = snapshot();
 	same_tree(before, after);
 	free(before);
 	free(after);
-	teardown();
 }
 END_TEST
 
@@ -513,6 +502,7 @@ main(void)
 {
 	Suite *s = suite_create("readonly");
 
+	th_hooks(suite_setup, suite_teardown);
 	TH_CASE(s, readonly_after_clean_close_changes_nothing);
 	TH_CASE(s, readonly_after_power_cut_changes_nothing);
 	TH_CASE(s, readonly_lock_is_shared);

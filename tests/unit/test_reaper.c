@@ -17,24 +17,6 @@
 #include "retention.h"
 #include "store.h"
 
-static char *dir;
-static struct tlog_store *S;
-
-static void
-setup(void)
-{
-	th_clock = 1700000000000LL;
-	dir = th_tmpdir();
-	S = th_open(dir);
-}
-
-static void
-teardown(void)
-{
-	tlog_store_close(S);
-	th_rmrf(dir);
-	free(dir);
-}
 
 static void
 put(struct tlog_partition *p, const char *s)
@@ -46,13 +28,10 @@ put(struct tlog_partition *p, const char *s)
 	tlog_writer_close(w);
 }
 
-static size_t
-nsegs(struct tlog_partition *p)
+static void
+suite_setup(void)
 {
-	struct tlog_part_stats st;
-
-	tlog_partition_stats(p, &st);
-	return st.segments;
+	th_S = th_open(th_dir);
 }
 
 START_TEST(wakeup_visits_only_due_partitions)
@@ -64,10 +43,9 @@ START_TEST(wakeup_visits_only_due_partitions)
 	int64_t t0 = th_clock;
 	int i;
 
-	setup();
-	t = tlog_topic_get(S, "t");
+	t = tlog_topic_get(th_S, "t");
 	if (t == NULL)
-		ck_assert_int_eq(tlog_topic_create(S, "t", &t), 0);
+		ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
 	/* 99,990 partitions scheduled far in the future (in memory only:
 	 * what is measured is the heap, not the file system). */
 	for (i = 0; i < 99990; i++) {
@@ -80,31 +58,30 @@ START_TEST(wakeup_visits_only_due_partitions)
 	/* 10 real ones whose data expires after one second. */
 	for (i = 0; i < 10; i++) {
 		snprintf(name, sizeof(name), "p%d", i);
-		real[i] = th_part(S, "t", name);
-		th_set(S, real[i], "retention.ms", "1s");
+		real[i] = th_part(th_S, "t", name);
+		th_set(th_S, real[i], "retention.ms", "1s");
 		put(real[i], "expiring\n");
 	}
-	ck_assert_uint_eq(tlog_reaper_scheduled(S), 100000);
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 1001);
+	ck_assert_uint_eq(tlog_reaper_scheduled(th_S), 100000);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 1001);
 	th_clock = t0 + 1000;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.visited, 0);
 	th_clock = t0 + 1001;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.visited, 10);
 	ck_assert_uint_eq(st.expired, 10);
 	ck_assert_uint_eq(st.bytes, 90);
 	for (i = 0; i < 10; i++) {
-		ck_assert_uint_eq(nsegs(real[i]), 0);
+		ck_assert_uint_eq(th_nsegs(real[i]), 0);
 		tlog_partition_put(real[i]);
 	}
 	/* Emptied partitions leave the heap; the idle ones stay, with the
 	 * events partition (it recorded the seals). */
-	ck_assert_uint_eq(tlog_reaper_scheduled(S), 99991);
-	tlog_reaper_cycle(S, &st);
+	ck_assert_uint_eq(tlog_reaper_scheduled(th_S), 99991);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.visited, 0);
 	tlog_topic_put(t);
-	teardown();
 }
 END_TEST
 
@@ -114,29 +91,27 @@ START_TEST(idle_partition_empties_on_schedule)
 	struct tlog_reap_stats st;
 	int64_t t0 = th_clock;
 
-	setup();
-	p = th_part(S, "t", "0");
-	th_set(S, p, "segment.ms", "1s");
-	th_set(S, p, "retention.ms", "3s");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "segment.ms", "1s");
+	th_set(th_S, p, "retention.ms", "3s");
 	put(p, "last words\n");
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 1000);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 1000);
 	th_clock = t0 + 1000;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
 	ck_assert_uint_eq(st.expired, 0);
 	/* Deletion is due retention.ms after the newest record. */
 	ck_assert_int_eq(tlog_part_due(p), t0 + 3001);
 	th_clock = t0 + 3000;
-	tlog_reaper_cycle(S, &st);
-	ck_assert_uint_eq(nsegs(p), 1);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(th_nsegs(p), 1);
 	th_clock = t0 + 3001;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 1);
-	ck_assert_uint_eq(nsegs(p), 0);
+	ck_assert_uint_eq(th_nsegs(p), 0);
 	ck_assert_int_eq(tlog_part_due(p), -1);
 	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -147,33 +122,31 @@ START_TEST(config_change_reschedules)
 	char err[256];
 	int64_t t0 = th_clock;
 
-	setup();
-	p = th_part(S, "t", "0");
+	p = th_part(th_S, "t", "0");
 	put(p, "kept a week\n");
 	/* Defaults: sealed after 7 days idle. */
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 7 * 86400000LL);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 7 * 86400000LL);
 	/* A topic-level retention brings it forward at once. */
-	ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(p), NULL,
+	ck_assert_int_eq(tlog_conf_set(th_S, tlog_partition_topic(p), NULL,
 	    "retention.ms", "2s", 2, err, sizeof(err)), 0);
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 2001);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 2001);
 	/* The store level is overridden by the topic: no change. */
-	ck_assert_int_eq(tlog_conf_set(S, NULL, NULL, "retention.ms", "1h",
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, NULL, "retention.ms", "1h",
 	    2, err, sizeof(err)), 0);
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 2001);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 2001);
 	/* Removing the topic's override falls back to the store's 1h. */
-	ck_assert_int_eq(tlog_conf_unset(S, tlog_partition_topic(p), NULL,
+	ck_assert_int_eq(tlog_conf_unset(th_S, tlog_partition_topic(p), NULL,
 	    "retention.ms"), 0);
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 3600001);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 3600001);
 	/* Forever: only the idle seal is left. */
-	th_set(S, p, "retention.ms", "-1");
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 7 * 86400000LL);
+	th_set(th_S, p, "retention.ms", "-1");
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 7 * 86400000LL);
 	th_clock = t0 + 7 * 86400000LL;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
 	ck_assert_int_eq(tlog_part_due(p), -1);
 	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -185,27 +158,26 @@ START_TEST(bounded_steps)
 	int i, cycles = 0;
 	uint64_t total = 0;
 
-	setup();
-	p = th_part(S, "t", "big");
-	q = th_part(S, "t", "small");
-	th_set(S, p, "retention.ms", "1s");
-	th_set(S, q, "retention.ms", "1s");
+	p = th_part(th_S, "t", "big");
+	q = th_part(th_S, "t", "small");
+	th_set(th_S, p, "retention.ms", "1s");
+	th_set(th_S, q, "retention.ms", "1s");
 	for (i = 0; i < 200; i++) {
 		put(p, "one segment each\n");
 		tlog_partition_seal(p, TLOG_TRIG_MANUAL);
 	}
 	put(q, "also due\n");
 	th_clock = t0 + 5000;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	/* One step holds one partition for at most 64 segments; the other
 	 * due partition is served in the same wake-up. */
 	ck_assert_uint_eq(st.visited, 2);
 	ck_assert_uint_eq(st.expired, 65);
-	ck_assert_uint_eq(nsegs(q), 0);
+	ck_assert_uint_eq(th_nsegs(q), 0);
 	total = st.expired - 1;
-	while (nsegs(p) > 0) {
-		ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
-		tlog_reaper_cycle(S, &st);
+	while (th_nsegs(p) > 0) {
+		ck_assert_int_le(tlog_reaper_next_due(th_S), th_clock);
+		tlog_reaper_cycle(th_S, &st);
 		ck_assert_uint_le(st.expired, 64);
 		total += st.expired;
 		ck_assert_int_lt(++cycles, 10);
@@ -214,7 +186,6 @@ START_TEST(bounded_steps)
 	ck_assert_int_eq(cycles, 3);
 	tlog_partition_put(p);
 	tlog_partition_put(q);
-	teardown();
 }
 END_TEST
 
@@ -225,24 +196,22 @@ START_TEST(catch_up_after_downtime)
 	int64_t t0 = th_clock;
 	int i;
 
-	setup();
-	p = th_part(S, "t", "0");
-	th_set(S, p, "retention.ms", "1h");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "1h");
 	for (i = 0; i < 5; i++) {
 		put(p, "before the outage\n");
 		tlog_partition_seal(p, TLOG_TRIG_MANUAL);
 	}
 	tlog_partition_put(p);
-	tlog_store_close(S);
+	tlog_store_close(th_S);
 	th_clock = t0 + 86400000LL;	/* down for a day */
-	S = th_open(dir);
-	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
-	tlog_reaper_cycle(S, &st);
+	th_S = th_open(th_dir);
+	ck_assert_int_le(tlog_reaper_next_due(th_S), th_clock);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 5);
-	p = th_part(S, "t", "0");
-	ck_assert_uint_eq(nsegs(p), 0);
+	p = th_part(th_S, "t", "0");
+	ck_assert_uint_eq(th_nsegs(p), 0);
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -266,23 +235,22 @@ START_TEST(events_record_seals_and_deletions)
 	size_t len;
 	char *d;
 
-	setup();
-	p = th_part(S, "orders", "0");
-	th_set(S, p, "retention.ms", "1s");
+	p = th_part(th_S, "orders", "0");
+	th_set(th_S, p, "retention.ms", "1s");
 	put(p, "a\n");
 	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
 	put(p, "b\n");
 	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
 	put(p, "c\n");
 	th_clock = t0 + 1001;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 3);
-	ev = tlog_store_events(S);
+	ev = tlog_store_events(th_S);
 	/* No deletion is recorded before its unlink. */
 	d = th_partition_data(ev, &len);
 	ck_assert_uint_eq(count_substr(d, "\"event\":\"delete\""), 0);
 	free(d);
-	ck_assert_int_eq(tlog_store_unlink_pending(S, 0), 3);
+	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 3);
 	d = th_partition_data(ev, &len);
 	ck_assert_uint_eq(count_substr(d, "\"event\":\"seal\""), 3);
 	ck_assert_uint_eq(count_substr(d, "\"event\":\"delete\""), 3);
@@ -297,14 +265,13 @@ START_TEST(events_record_seals_and_deletions)
 	{
 		struct tlog_dirent *de;
 		size_t n;
-		ck_assert_int_eq(tlog_topic_list(S, &de, &n), 0);
+		ck_assert_int_eq(tlog_topic_list(th_S, &de, &n), 0);
 		ck_assert_uint_eq(n, 1);
 		ck_assert_str_eq(de[0].name, "orders");
 		free(de);
 	}
 	tlog_partition_put(ev);
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -340,32 +307,31 @@ START_TEST(resched_never_drops_a_partition_with_segments)
 	int64_t t0 = 1700000000000LL;
 
 	th_clock = t0;
-	dir = th_tmpdir();
+	th_dir = th_tmpdir();
 	memset(&o, 0, sizeof(o));
 	o.hook = append_between;
 	race_armed = race_ran = 0;
-	S = th_open_opts(dir, &o);
-	p = th_part(S, "t", "0");
-	th_set(S, p, "retention.ms", "1s");
+	th_S = th_open_opts(th_dir, &o);
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "1s");
 	put(p, "expires\n");
 	race_armed = 1;
 	th_clock = t0 + 1001;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	race_armed = 0;
 	ck_assert_uint_eq(st.expired, 1);
 	if (!race_ran)
 		put(p, "appended after\n");
 	/* The new segment is scheduled: its time rule at t0 + 2002. */
-	ck_assert_uint_eq(nsegs(p), 1);
+	ck_assert_uint_eq(th_nsegs(p), 1);
 	ck_assert_msg(tlog_heap_holds(&p->sched), "a partition with a segment "
 	    "left the reaper's schedule");
-	ck_assert_int_eq(tlog_reaper_next_due(S), t0 + 2002);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 2002);
 	th_clock = t0 + 2002;
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 1);
-	ck_assert_uint_eq(nsegs(p), 0);
+	ck_assert_uint_eq(th_nsegs(p), 0);
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -386,7 +352,7 @@ fill(struct tlog_partition *p)
 	char line[100];
 	int i;
 
-	th_set(S, p, "segment.bytes", "16K");
+	th_set(th_S, p, "segment.bytes", "16K");
 	memset(line, 'x', sizeof(line) - 1);
 	line[sizeof(line) - 1] = '\n';
 	for (i = 0; i < 920; i++)
@@ -412,30 +378,29 @@ START_TEST(config_change_applies_to_idle_partitions)
 	struct tlog_partition *ev;
 	int64_t t0 = th_clock;
 
-	setup();
-	a0 = th_part(S, "a", "0");
-	a1 = th_part(S, "a", "1");
-	b0 = th_part(S, "b", "0");
+	a0 = th_part(th_S, "a", "0");
+	a1 = th_part(th_S, "a", "1");
+	b0 = th_part(th_S, "b", "0");
 	fill(a0);
 	fill(a1);
 	fill(b0);
 	ck_assert_uint_eq(pbytes(a0), 92000);
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sized, 0);
 	/* Topic level: both of its partitions, not the other topic's. */
-	ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(a0), NULL,
+	ck_assert_int_eq(tlog_conf_set(th_S, tlog_partition_topic(a0), NULL,
 	    "retention.bytes", "8K", 2, err, sizeof(err)), 0);
-	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
-	tlog_reaper_cycle(S, &st);
+	ck_assert_int_le(tlog_reaper_next_due(th_S), th_clock);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_le(pbytes(a0), 8192);
 	ck_assert_uint_le(pbytes(a1), 8192);
 	ck_assert_uint_eq(pbytes(b0), 92000);
 	ck_assert_uint_gt(st.sized, 0);
 	ck_assert_uint_eq(st.expired, 0);
 	/* Store level: b0 (a's partitions keep their topic's 8K). */
-	ck_assert_int_eq(tlog_conf_set(S, NULL, NULL, "retention.bytes",
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, NULL, "retention.bytes",
 	    "40K", 3, err, sizeof(err)), 0);
-	tlog_reaper_cycle(S, &st);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_le(pbytes(b0), 40960);
 	ck_assert_uint_gt(pbytes(b0), 40960 - 16384);
 	/* Oldest first: what is left is the newest data, and the active
@@ -447,13 +412,13 @@ START_TEST(config_change_applies_to_idle_partitions)
 	free(si);
 	/* Partition level, below the active segment's size: it seals last
 	 * (trigger retention) and goes. */
-	th_set(S, b0, "retention.bytes", "1K");
-	tlog_reaper_cycle(S, &st);
+	th_set(th_S, b0, "retention.bytes", "1K");
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_le(pbytes(b0), 1024);
-	ck_assert_uint_eq(nsegs(b0), 0);
+	ck_assert_uint_eq(th_nsegs(b0), 0);
 	/* Every deletion of this path is audited with rule size. */
-	ck_assert_int_gt(tlog_store_unlink_pending(S, 0), 0);
-	ev = tlog_store_events(S);
+	ck_assert_int_gt(tlog_store_unlink_pending(th_S, 0), 0);
+	ev = tlog_store_events(th_S);
 	d = th_partition_data(ev, &len);
 	ck_assert_ptr_null(strstr(d, "\"rule\":\"time\""));
 	ck_assert_ptr_nonnull(strstr(d, "\"rule\":\"size\""));
@@ -463,19 +428,19 @@ START_TEST(config_change_applies_to_idle_partitions)
 
 	/* retention.ms lowered at the store level: a1's data is 10 s old. */
 	th_clock = t0 + 10000;
-	ck_assert_int_eq(tlog_conf_set(S, NULL, NULL, "retention.ms", "5s",
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, NULL, "retention.ms", "5s",
 	    2, err, sizeof(err)), 0);
-	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
-	tlog_reaper_cycle(S, &st);
-	ck_assert_uint_eq(nsegs(a1), 0);
+	ck_assert_int_le(tlog_reaper_next_due(th_S), th_clock);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(th_nsegs(a1), 0);
 	/* segment.ms lowered at a topic level: a0's refilled active
 	 * segment seals on idle at the next wake-up. */
 	fill(a0);
 	th_clock += 3000;
-	ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(a0), NULL,
+	ck_assert_int_eq(tlog_conf_set(th_S, tlog_partition_topic(a0), NULL,
 	    "segment.ms", "2s", 2, err, sizeof(err)), 0);
-	ck_assert_int_le(tlog_reaper_next_due(S), th_clock);
-	tlog_reaper_cycle(S, &st);
+	ck_assert_int_le(tlog_reaper_next_due(th_S), th_clock);
+	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
 	ck_assert_int_eq(tlog_partition_segments(a0, &si, &n), 0);
 	for (i = 0; i < n; i++)
@@ -484,7 +449,6 @@ START_TEST(config_change_applies_to_idle_partitions)
 	tlog_partition_put(a0);
 	tlog_partition_put(a1);
 	tlog_partition_put(b0);
-	teardown();
 }
 END_TEST
 
@@ -532,15 +496,14 @@ START_TEST(metrics_text)
 	char *m;
 	size_t len;
 
-	setup();
-	p = th_part(S, "t", "0");
-	th_set(S, p, "retention.ms", "1s");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "1s");
 	put(p, "x\ny\n");
 	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
 	th_clock += 1001;
-	tlog_reaper_cycle(S, &st);
-	tlog_store_unlink_pending(S, 0);
-	ck_assert_int_eq(tlog_metrics_format(S, &m, &len), 0);
+	tlog_reaper_cycle(th_S, &st);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert_int_eq(tlog_metrics_format(th_S, &m, &len), 0);
 	ck_assert_uint_eq(strlen(m), len);
 	ck_assert_int_gt(parse_prometheus(m), 15);
 	ck_assert_ptr_nonnull(strstr(m, "tlogfs_records_total 2\n"));
@@ -554,7 +517,6 @@ START_TEST(metrics_text)
 	ck_assert_ptr_nonnull(strstr(m, "tlogfs_partitions 1\n"));
 	free(m);
 	tlog_partition_put(p);
-	teardown();
 }
 END_TEST
 
@@ -563,6 +525,7 @@ main(void)
 {
 	Suite *s = suite_create("reaper");
 
+	th_hooks(suite_setup, NULL);
 	TH_CASE(s, wakeup_visits_only_due_partitions);
 	TH_CASE(s, idle_partition_empties_on_schedule);
 	TH_CASE(s, config_change_reschedules);

@@ -17,7 +17,6 @@
 
 #include "testhelp.h"
 
-static char *dir;
 /* Log text the clean second open may print (a notice, not a repair). */
 static const char *allowed_notice;
 
@@ -56,7 +55,7 @@ crash_after_writes(void)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct tlog_store *s = th_open(dir);
+		struct tlog_store *s = th_open(th_dir);
 		struct tlog_partition *p = th_part(s, "t", "0");
 		struct tlog_writer *w;
 
@@ -72,41 +71,14 @@ crash_after_writes(void)
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-static void
-setup(void)
-{
-	/* Later than any real file mtime: recovery takes a data file's
-	 * mtime for records past its index, and a stamp ahead of the wall
-	 * clock at open would (rightly) slow engine time down. */
-	th_clock = 4102444800000LL;	/* 2100-01-01 */
-	th_logbuf[0] = '\0';
-	dir = th_tmpdir();
-}
-
-static void
-teardown(void)
-{
-	th_rmrf(dir);
-	free(dir);
-}
-
 static char *
 seg_path(uint64_t base, const char *ext)
 {
 	char *p;
 
-	ck_assert_int_ge(asprintf(&p, "%s/t/0/%020llu%s", dir,
+	ck_assert_int_ge(asprintf(&p, "%s/t/0/%020llu%s", th_dir,
 	    (unsigned long long)base, ext), 0);
 	return p;
-}
-
-static struct tlog_seginfo *
-segs(struct tlog_partition *p, size_t *n)
-{
-	struct tlog_seginfo *si;
-
-	ck_assert_int_eq(tlog_partition_segments(p, &si, n), 0);
-	return si;
 }
 
 static void
@@ -135,7 +107,7 @@ truncate_by(const char *path, off_t by)
 static void
 reopen_and_check(const char *prefix, size_t plen, bool exact)
 {
-	struct tlog_store *s = th_open(dir);
+	struct tlog_store *s = th_open(th_dir);
 	struct tlog_partition *p = th_part(s, "t", "0");
 	struct tlog_writer *w;
 	struct tlog_seginfo *si;
@@ -149,7 +121,7 @@ reopen_and_check(const char *prefix, size_t plen, bool exact)
 	if (exact)
 		ck_assert_uint_eq(len, plen);
 	free(d);
-	si = segs(p, &n);
+	si = th_segs(p, &n);
 	ck_assert_uint_gt(n, 0);
 	for (i = 0; i + 1 < n; i++)
 		ck_assert(si[i].sealed);
@@ -171,7 +143,7 @@ reopen_and_check(const char *prefix, size_t plen, bool exact)
 	tlog_store_close(s);
 	/* And once more, cleanly: nothing left to repair. */
 	th_logbuf[0] = '\0';
-	s = th_open(dir);
+	s = th_open(th_dir);
 	ck_assert_msg(th_logbuf[0] == '\0' || (allowed_notice != NULL &&
 	    strstr(th_logbuf, allowed_notice) != NULL &&
 	    strchr(th_logbuf, '\n') == th_logbuf + strlen(th_logbuf) - 1),
@@ -182,13 +154,13 @@ reopen_and_check(const char *prefix, size_t plen, bool exact)
 static uint64_t
 active_base(void)
 {
-	struct tlog_store *s = th_open(dir);
+	struct tlog_store *s = th_open(th_dir);
 	struct tlog_partition *p = th_part(s, "t", "0");
 	struct tlog_seginfo *si;
 	uint64_t b;
 	size_t n;
 
-	si = segs(p, &n);
+	si = th_segs(p, &n);
 	b = si[n - 1].base;
 	ck_assert_uint_ge(n, 4);
 	free(si);
@@ -197,13 +169,20 @@ active_base(void)
 	return b;
 }
 
+static void
+suite_setup(void)
+{
+	/* Later than any real file mtime: recovery takes a data file's
+	 * mtime for records past its index, and a stamp ahead of the wall
+	 * clock at open would (rightly) slow engine time down. */
+	th_clock = 4102444800000LL;	/* 2100-01-01 */
+}
+
 START_TEST(crash_keeps_every_record)
 {
-	setup();
 	crash_after_writes();
 	ck_assert(!strstr(th_logbuf, "error"));
 	reopen_and_check(expect, nexpect, true);
-	teardown();
 }
 END_TEST
 
@@ -212,7 +191,6 @@ START_TEST(data_beyond_the_index)
 	const char more[] = "written after the last index entry\nand more\n";
 	char *lp;
 
-	setup();
 	crash_after_writes();
 	/* Whole lines past the index (their entries never written). */
 	lp = seg_path(active_base(), ".log");
@@ -221,7 +199,6 @@ START_TEST(data_beyond_the_index)
 	nexpect += strlen(more);
 	reopen_and_check(expect, nexpect, true);
 	free(lp);
-	teardown();
 }
 END_TEST
 
@@ -232,7 +209,6 @@ START_TEST(random_bytes_after_data_and_index)
 	uint64_t b;
 	size_t i;
 
-	setup();
 	crash_after_writes();
 	b = active_base();
 	for (i = 0; i < sizeof(junk); i++)
@@ -248,7 +224,6 @@ START_TEST(random_bytes_after_data_and_index)
 	reopen_and_check(expect, nexpect, true);
 	free(lp);
 	free(ip);
-	teardown();
 }
 END_TEST
 
@@ -256,7 +231,6 @@ START_TEST(index_truncated_mid_entry)
 {
 	char *ip0, *ipa;
 
-	setup();
 	crash_after_writes();
 	ip0 = seg_path(0, ".idx");		/* sealed: footer torn */
 	ipa = seg_path(active_base(), ".idx");	/* active: entry torn */
@@ -265,7 +239,6 @@ START_TEST(index_truncated_mid_entry)
 	reopen_and_check(expect, nexpect, true);
 	free(ip0);
 	free(ipa);
-	teardown();
 }
 END_TEST
 
@@ -274,7 +247,6 @@ START_TEST(missing_index)
 	char *ip0, *ipa;
 	uint64_t b;
 
-	setup();
 	crash_after_writes();
 	b = active_base();
 	ip0 = seg_path(0, ".idx");
@@ -286,7 +258,6 @@ START_TEST(missing_index)
 	ck_assert_int_eq(access(ip0, F_OK), 0);		/* rebuilt */
 	free(ip0);
 	free(ipa);
-	teardown();
 }
 END_TEST
 
@@ -298,18 +269,17 @@ START_TEST(truncated_segment_data)
 	size_t n, len, cut;
 	char *lp, *d;
 
-	setup();
 	crash_after_writes();
 	lp = seg_path(0, ".log");
 	{
-		struct tlog_store *s0 = th_open(dir);
+		struct tlog_store *s0 = th_open(th_dir);
 		tlog_store_close(s0);
 	}
 	truncate_by(lp, 5);	/* cuts the last record of segment 0 */
-	s = th_open(dir);
+	s = th_open(th_dir);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "shorter than its seal"));
 	p = th_part(s, "t", "0");
-	si = segs(p, &n);
+	si = th_segs(p, &n);
 	d = th_partition_data(p, &len);
 	/* Segment 0 lost exactly its torn last record; the rest is there. */
 	cut = (size_t)si[0].bytes;
@@ -327,7 +297,6 @@ START_TEST(truncated_segment_data)
 	tlog_partition_put(p);
 	tlog_store_close(s);
 	free(lp);
-	teardown();
 }
 END_TEST
 
@@ -338,7 +307,6 @@ START_TEST(flipped_footer_rebuilt)
 	unsigned char c;
 	struct stat st;
 
-	setup();
 	crash_after_writes();
 	ip0 = seg_path(0, ".idx");
 	ck_assert_int_eq(stat(ip0, &st), 0);
@@ -349,7 +317,6 @@ START_TEST(flipped_footer_rebuilt)
 	close(fd);
 	reopen_and_check(expect, nexpect, true);
 	free(ip0);
-	teardown();
 }
 END_TEST
 
@@ -363,11 +330,10 @@ START_TEST(clean_open_reads_no_record_data)
 	char *lp, *junk;
 	int fd;
 
-	setup();
 	crash_after_writes();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
-	si = segs(p, &n);
+	si = th_segs(p, &n);
 	tlog_partition_put(p);
 	tlog_store_close(s);
 	/* Replace every byte of segment 0 with non-newlines: a mount that
@@ -381,11 +347,11 @@ START_TEST(clean_open_reads_no_record_data)
 	close(fd);
 	free(junk);
 	th_logbuf[0] = '\0';
-	s = th_open(dir);
+	s = th_open(th_dir);
 	ck_assert(tlog_store_was_clean(s));
 	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
 	p = th_part(s, "t", "0");
-	si2 = segs(p, &n2);
+	si2 = th_segs(p, &n2);
 	ck_assert_uint_eq(n, n2);
 	for (i = 0; i < n; i++) {
 		ck_assert_uint_eq(si[i].records, si2[i].records);
@@ -397,7 +363,6 @@ START_TEST(clean_open_reads_no_record_data)
 	free(lp);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -406,12 +371,11 @@ START_TEST(stray_and_orphan_files)
 	char *p1, *p2, *p3;
 	FILE *f;
 
-	setup();
 	crash_after_writes();
 	ck_assert_int_ge(asprintf(&p1, "%s/t/0/00000000000000000000.idx.tmp",
-	    dir), 0);
+	    th_dir), 0);
 	p2 = seg_path(99999, ".idx");		/* index without data */
-	ck_assert_int_ge(asprintf(&p3, "%s/t/0/README", dir), 0);
+	ck_assert_int_ge(asprintf(&p3, "%s/t/0/README", th_dir), 0);
 	f = fopen(p1, "w");
 	fputs("partial", f);
 	fclose(f);
@@ -431,7 +395,6 @@ START_TEST(stray_and_orphan_files)
 	free(p1);
 	free(p2);
 	free(p3);
-	teardown();
 }
 END_TEST
 
@@ -442,9 +405,8 @@ START_TEST(timestamps_stay_monotone_after_crash)
 	struct tlog_writer *w;
 	struct tlog_part_stats st, st2;
 
-	setup();
 	crash_after_writes();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	tlog_partition_stats(p, &st);
 	th_clock = st.newest_ts - 100000;	/* the clock went back */
@@ -456,7 +418,6 @@ START_TEST(timestamps_stay_monotone_after_crash)
 	ck_assert_uint_eq(st2.end_offset, st.end_offset + 1);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	teardown();
 }
 END_TEST
 
@@ -470,9 +431,8 @@ START_TEST(unreadable_file_is_never_overwritten)
 	char *lp, *keep, *d;
 	size_t n;
 
-	setup();
 	crash_after_writes();
-	s = th_open(dir);
+	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	/* The next append starts a new segment. */
 	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
@@ -488,7 +448,7 @@ START_TEST(unreadable_file_is_never_overwritten)
 	ck_assert_int_ge(asprintf(&keep, "%s/precious", lp), 0);
 	fclose(fopen(keep, "w"));
 	th_logbuf[0] = '\0';
-	s = th_open(dir);
+	s = th_open(th_dir);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "not a regular file"));
 	p = th_part(s, "t", "0");
 	w = tlog_writer_open(p);
@@ -531,7 +491,6 @@ START_TEST(unreadable_file_is_never_overwritten)
 	tlog_store_close(s);
 	free(lp);
 	free(keep);
-	teardown();
 }
 END_TEST
 
@@ -540,6 +499,7 @@ main(void)
 {
 	Suite *s = suite_create("recover");
 
+	th_hooks(suite_setup, NULL);
 	TH_CASE(s, crash_keeps_every_record);
 	TH_CASE(s, data_beyond_the_index);
 	TH_CASE(s, random_bytes_after_data_and_index);

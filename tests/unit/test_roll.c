@@ -21,36 +21,6 @@
 #include "retention.h"
 #include "store.h"
 
-static char *dir;
-static struct tlog_store *S;
-static struct tlog_partition *P;
-
-static void
-setup_opts(struct tlog_store_opts *o)
-{
-	th_clock = 1700000000000LL;
-	dir = th_tmpdir();
-	S = th_open_opts(dir, o);
-	P = th_part(S, "t", "0");
-}
-
-static void
-setup(void)
-{
-	struct tlog_store_opts o;
-
-	memset(&o, 0, sizeof(o));
-	setup_opts(&o);
-}
-
-static void
-teardown(void)
-{
-	tlog_partition_put(P);
-	tlog_store_close(S);
-	th_rmrf(dir);
-	free(dir);
-}
 
 /* A line of exactly n bytes, newline included. */
 static void
@@ -62,15 +32,6 @@ put_n(struct tlog_writer *w, size_t n)
 	b[n - 1] = '\n';
 	ck_assert_int_eq(tlog_writer_write(w, b, n), (ssize_t)n);
 	free(b);
-}
-
-static struct tlog_seginfo *
-segs(struct tlog_partition *p, size_t *n)
-{
-	struct tlog_seginfo *si;
-
-	ck_assert_int_eq(tlog_partition_segments(p, &si, n), 0);
-	return si;
 }
 
 /* Segment names chain: each base is the previous base plus its records. */
@@ -91,9 +52,9 @@ START_TEST(sparse_arrivals_time_roll)
 	int64_t t0;
 	size_t n;
 
-	setup();
-	th_set(S, P, "segment.ms", "1s");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.ms", "1s");
+	w = tlog_writer_open(th_P);
 	t0 = th_clock;
 	th_put(w, "a\n");
 	th_clock = t0 + 400;
@@ -104,7 +65,7 @@ START_TEST(sparse_arrivals_time_roll)
 	th_put(w, "d\n");
 	th_clock = t0 + 60000;		/* a long silence */
 	th_put(w, "e\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(si[0].records, 3);
 	ck_assert(si[0].sealed);
@@ -119,7 +80,6 @@ START_TEST(sparse_arrivals_time_roll)
 	check_chain(si, n);
 	free(si);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -131,18 +91,18 @@ START_TEST(crossing_record_lands_in_new_segment)
 	char *data;
 	int i;
 
-	setup();
-	th_set(S, P, "segment.bytes", "1K");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.bytes", "1K");
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 10; i++)
 		put_n(w, 100);
 	put_n(w, 24);		/* 1024: exactly full, no roll */
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(si[0].bytes, 1024);
 	free(si);
 	put_n(w, 1);		/* one byte over: rolls first */
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(si[0].bytes, 1024);
 	ck_assert_uint_eq(si[0].records, 11);
@@ -150,11 +110,10 @@ START_TEST(crossing_record_lands_in_new_segment)
 	ck_assert_uint_eq(si[1].bytes, 1);
 	ck_assert_uint_eq(si[1].base, 11);
 	free(si);
-	data = th_partition_data(P, &len);
+	data = th_partition_data(th_P, &len);
 	ck_assert_uint_eq(len, 1025);
 	free(data);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -185,11 +144,11 @@ START_TEST(same_boundaries_one_write_or_many)
 	size_t na, nb, len, off, k, i;
 	char *lines = make_lines(600, &len), *da, *db;
 
-	setup();
-	q = th_part(S, "t", "1");
-	th_set(S, P, "segment.bytes", "2K");
-	th_set(S, q, "segment.bytes", "2K");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	q = th_part(th_S, "t", "1");
+	th_set(th_S, th_P, "segment.bytes", "2K");
+	th_set(th_S, q, "segment.bytes", "2K");
+	w = tlog_writer_open(th_P);
 	ck_assert_int_eq(tlog_writer_write(w, lines, len), (ssize_t)len);
 	tlog_writer_close(w);
 	w = tlog_writer_open(q);
@@ -199,8 +158,8 @@ START_TEST(same_boundaries_one_write_or_many)
 		    (ssize_t)m);
 	}
 	tlog_writer_close(w);
-	a = segs(P, &na);
-	b = segs(q, &nb);
+	a = th_segs(th_P, &na);
+	b = th_segs(q, &nb);
 	ck_assert_uint_gt(na, 20);
 	ck_assert_uint_eq(na, nb);
 	for (i = 0; i < na; i++) {
@@ -210,7 +169,7 @@ START_TEST(same_boundaries_one_write_or_many)
 		ck_assert_uint_le(a[i].bytes, 2048);
 	}
 	check_chain(a, na);
-	da = th_partition_data(P, &na);
+	da = th_partition_data(th_P, &na);
 	db = th_partition_data(q, &nb);
 	ck_assert_uint_eq(na, len);
 	ck_assert_uint_eq(nb, len);
@@ -222,7 +181,6 @@ START_TEST(same_boundaries_one_write_or_many)
 	free(db);
 	free(lines);
 	tlog_partition_put(q);
-	teardown();
 }
 END_TEST
 
@@ -233,15 +191,15 @@ START_TEST(setting_changed_mid_stream)
 	size_t n;
 	int i;
 
-	setup();
-	th_set(S, P, "segment.bytes", "4K");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.bytes", "4K");
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 20; i++)
 		put_n(w, 100);
 	/* Smaller than what the segment holds: the next record rolls. */
-	th_set(S, P, "segment.bytes", "1K");
+	th_set(th_S, th_P, "segment.bytes", "1K");
 	put_n(w, 100);
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(si[0].records, 20);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_SIZE);
@@ -249,17 +207,16 @@ START_TEST(setting_changed_mid_stream)
 	/* A time setting at the topic level applies at the next record. */
 	{
 		char err[256];
-		ck_assert_int_eq(tlog_conf_set(S, tlog_partition_topic(P),
+		ck_assert_int_eq(tlog_conf_set(th_S, tlog_partition_topic(th_P),
 		    NULL, "segment.ms", "2s", 2, err, sizeof(err)), 0);
 	}
 	th_clock += 2000;
 	put_n(w, 10);
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_int_eq(si[1].sealed_by, TLOG_TRIG_TIME);
 	free(si);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -269,7 +226,7 @@ seg_stat(uint64_t base)
 	char path[512];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/t/0/%020llu.log", dir,
+	snprintf(path, sizeof(path), "%s/t/0/%020llu.log", th_dir,
 	    (unsigned long long)base);
 	ck_assert_int_eq(stat(path, &st), 0);
 	return st;
@@ -283,32 +240,31 @@ START_TEST(preallocation_trimmed_at_seal)
 	char *data;
 	int i;
 
-	setup();
-	th_set(S, P, "segment.bytes", "1M");
-	th_set(S, P, "segment.preallocate", "1");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.bytes", "1M");
+	th_set(th_S, th_P, "segment.preallocate", "1");
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 10; i++)
 		th_put(w, "preallocated line\n");
 	st = seg_stat(0);
 	ck_assert_int_eq(st.st_size, 180);
 	ck_assert_int_ge((long long)st.st_blocks * 512, 1 << 20);
-	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+	tlog_partition_seal(th_P, TLOG_TRIG_MANUAL);
 	st = seg_stat(0);
 	ck_assert_int_eq(st.st_size, 180);
 	ck_assert_int_le((long long)st.st_blocks * 512, 8192);
-	data = th_partition_data(P, &len);
+	data = th_partition_data(th_P, &len);
 	ck_assert_uint_eq(len, 180);
 	ck_assert(strncmp(data, "preallocated line\npreallocated", 30) == 0);
 	free(data);
 	/* A roll trims too, and the new segment is reserved again. */
 	th_put(w, "next\n");
-	th_set(S, P, "segment.bytes", "1K");
+	th_set(th_S, th_P, "segment.bytes", "1K");
 	for (i = 0; i < 300; i++)
 		th_put(w, "fill\n");
 	st = seg_stat(10);
 	ck_assert_int_le((long long)st.st_blocks * 512, 8192);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -326,13 +282,13 @@ START_TEST(ceiling_counts_preallocation)
 	uint64_t disk, accounted;
 	size_t n, i, j;
 
-	setup();
-	th_set(S, P, "retention.bytes", "4M");	/* rolls at 512K */
-	th_set(S, P, "segment.preallocate", "1");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "retention.bytes", "4M");	/* rolls at 512K */
+	th_set(th_S, th_P, "segment.preallocate", "1");
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 300; i++) {
 		put_n(w, 20000);
-		si = segs(P, &n);
+		si = th_segs(th_P, &n);
 		disk = accounted = 0;
 		for (j = 0; j < n; j++) {
 			st = seg_stat(si[j].base);
@@ -350,7 +306,6 @@ START_TEST(ceiling_counts_preallocation)
 		free(si);
 	}
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -360,14 +315,14 @@ START_TEST(record_longer_than_segment_gets_its_own)
 	struct tlog_seginfo *si;
 	size_t n;
 
-	setup();
+	th_open_tp(NULL);
 	/* retention.bytes 4K rolls at 512 bytes. */
-	th_set(S, P, "retention.bytes", "4K");
-	w = tlog_writer_open(P);
+	th_set(th_S, th_P, "retention.bytes", "4K");
+	w = tlog_writer_open(th_P);
 	put_n(w, 10);
 	put_n(w, 1000);
 	put_n(w, 10);
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(si[0].bytes, 10);
 	ck_assert_uint_eq(si[1].bytes, 1000);
@@ -375,7 +330,6 @@ START_TEST(record_longer_than_segment_gets_its_own)
 	ck_assert_uint_eq(si[2].bytes, 10);
 	free(si);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -393,11 +347,11 @@ START_TEST(line_longer_than_segment_bytes_is_one_record)
 	size_t n, len, i;
 	uint64_t pos;
 
-	setup();
-	th_set(S, P, "segment.bytes", "1K");
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.bytes", "1K");
 	memset(line, 'L', sizeof(line) - 1);
 	line[sizeof(line) - 1] = '\n';
-	w = tlog_writer_open(P);
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 5; i++)
 		put_n(w, 100);
 	ck_assert_int_eq(tlog_writer_write(w, line, sizeof(line)),
@@ -408,7 +362,7 @@ START_TEST(line_longer_than_segment_bytes_is_one_record)
 	for (i = 0; i < sizeof(line); i += 512)
 		ck_assert_int_eq(tlog_writer_write(w, line + i, 512), 512);
 	put_n(w, 100);
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 5);
 	check_chain(si, n);
 	ck_assert_uint_eq(si[0].records, 5);
@@ -426,21 +380,20 @@ START_TEST(line_longer_than_segment_bytes_is_one_record)
 	ck_assert(!si[4].sealed);
 	free(si);
 	/* Offsets count it once: the record after it is at offset 6. */
-	ck_assert_uint_eq(tlog_partition_segments(P, &si, &n), 0);
+	ck_assert_uint_eq(tlog_partition_segments(th_P, &si, &n), 0);
 	ck_assert_uint_eq(si[2].base, 6);
 	free(si);
-	seg = tlog_segment_get(P, 5);
+	seg = tlog_segment_get(th_P, 5);
 	ck_assert_ptr_nonnull(seg);
 	ck_assert_int_eq(tlog_seg_find_offset(seg, 6, &pos), 0);
 	ck_assert_uint_eq(pos, sizeof(line));
 	tlog_segment_put(seg);
-	data = th_partition_data(P, &len);
+	data = th_partition_data(th_P, &len);
 	ck_assert_uint_eq(len, 500 + sizeof(line) + 500 + sizeof(line) + 100);
 	ck_assert(memcmp(data + 500, line, sizeof(line)) == 0);
 	ck_assert(memcmp(data + 1000 + sizeof(line), line, sizeof(line)) == 0);
 	free(data);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -458,14 +411,14 @@ START_TEST(record_between_roll_size_and_ceiling)
 	char big[9000];
 	size_t n;
 
-	setup();
-	th_set(S, P, "segment.bytes", "2K");
-	th_set(S, P, "retention.bytes", "8K");	/* rolls at 1K */
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.bytes", "2K");
+	th_set(th_S, th_P, "retention.bytes", "8K");	/* rolls at 1K */
+	w = tlog_writer_open(th_P);
 	put_n(w, 100);
 	put_n(w, 3000);
 	put_n(w, 100);
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(si[0].bytes, 100);
 	ck_assert_uint_eq(si[1].records, 1);
@@ -476,18 +429,17 @@ START_TEST(record_between_roll_size_and_ceiling)
 	memset(big, 'b', sizeof(big));
 	big[sizeof(big) - 1] = '\n';
 	ck_assert_int_eq(tlog_writer_write(w, big, sizeof(big)), -EFBIG);
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_uint_eq(st.end_offset, 3);
 	ck_assert_uint_eq(st.bytes, 3200);
 	/* A record of exactly the ceiling fits: everything else goes. */
 	ck_assert_int_eq(tlog_writer_write(w, big, 8192 - 1), 8191);
 	ck_assert_int_eq(tlog_writer_write(w, "\n", 1), 1);
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_uint_eq(st.end_offset, 4);
 	ck_assert_uint_eq(st.bytes, 8192);
 	ck_assert_uint_eq(st.segments, 1);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -501,11 +453,11 @@ START_TEST(capacity_trigger)
 
 	memset(&o, 0, sizeof(o));
 	o.cap_records = 5;
-	setup_opts(&o);
-	w = tlog_writer_open(P);
+	th_open_tp(&o);
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 12; i++)
 		th_put(w, "cap\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(si[0].records, 5);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_CAPACITY);
@@ -514,7 +466,6 @@ START_TEST(capacity_trigger)
 	check_chain(si, n);
 	free(si);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -524,16 +475,16 @@ START_TEST(manual_seal)
 	struct tlog_seginfo *si;
 	size_t n;
 
-	setup();
-	ck_assert_int_eq(tlog_partition_seal(P, TLOG_TRIG_MANUAL), 0);
-	si = segs(P, &n);
+	th_open_tp(NULL);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 0);
 	free(si);
-	w = tlog_writer_open(P);
+	w = tlog_writer_open(th_P);
 	th_put(w, "one\n");
-	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+	tlog_partition_seal(th_P, TLOG_TRIG_MANUAL);
 	th_put(w, "two\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_MANUAL);
 	ck_assert(!si[1].sealed);
@@ -541,16 +492,15 @@ START_TEST(manual_seal)
 	free(si);
 	tlog_writer_close(w);
 	/* The trigger survives a reopen (it is in the footer). */
-	tlog_partition_put(P);
-	tlog_store_close(S);
-	S = th_open(dir);
-	P = th_part(S, "t", "0");
-	si = segs(P, &n);
+	tlog_partition_put(th_P);
+	tlog_store_close(th_S);
+	th_S = th_open(th_dir);
+	th_P = th_part(th_S, "t", "0");
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert(si[0].sealed);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_MANUAL);
 	free(si);
-	teardown();
 }
 END_TEST
 
@@ -562,31 +512,30 @@ START_TEST(clock_going_backwards)
 	int64_t t0;
 	size_t n;
 
-	setup();
-	th_set(S, P, "segment.ms", "1s");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.ms", "1s");
+	w = tlog_writer_open(th_P);
 	t0 = th_clock;
 	th_put(w, "a\n");
 	th_clock = t0 - 3600000;	/* an hour back */
 	th_put(w, "b\n");
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_int_eq(st.newest_ts, t0);	/* clamped, not earlier */
 	th_clock = t0 + 500;		/* forward, but within the span */
 	th_put(w, "c\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(si[0].max_ts, t0 + 500);
 	free(si);
 	th_clock = t0 + 1000;		/* forward past the span: rolls */
 	th_put(w, "d\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_TIME);
 	ck_assert_uint_eq(si[0].records, 3);
 	ck_assert_int_le(si[0].max_ts, si[1].first_ts);
 	free(si);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -597,19 +546,19 @@ START_TEST(idle_seal)
 	int64_t t0;
 	size_t n;
 
-	setup();
-	th_set(S, P, "segment.ms", "1s");
-	ck_assert_int_eq(tlog_part_idle_due(P), -1);
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.ms", "1s");
+	ck_assert_int_eq(tlog_part_idle_due(th_P), -1);
+	w = tlog_writer_open(th_P);
 	t0 = th_clock;
 	th_put(w, "a\n");
-	ck_assert_int_eq(tlog_part_idle_due(P), t0 + 1000);
+	ck_assert_int_eq(tlog_part_idle_due(th_P), t0 + 1000);
 	th_clock = t0 + 999;
-	ck_assert_int_eq(tlog_part_seal_idle(P), 0);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 0);
 	th_clock = t0 + 1000;
-	ck_assert_int_eq(tlog_part_seal_idle(P), 1);
-	ck_assert_int_eq(tlog_part_idle_due(P), -1);
-	si = segs(P, &n);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 1);
+	ck_assert_int_eq(tlog_part_idle_due(th_P), -1);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_IDLE);
 	free(si);
@@ -620,20 +569,19 @@ START_TEST(idle_seal)
 	th_clock = t0 + 5999;
 	th_put(w, "c\n");
 	th_clock = t0 + 6000;
-	ck_assert_int_eq(tlog_part_seal_idle(P), 0);
-	ck_assert_int_eq(tlog_part_idle_due(P), t0 + 6999);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 0);
+	ck_assert_int_eq(tlog_part_idle_due(th_P), t0 + 6999);
 	th_put(w, "d\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_int_eq(si[1].sealed_by, TLOG_TRIG_TIME);
 	free(si);
 	/* Once writes stop, it seals min(segment.ms, 1 s) after the last. */
 	th_clock = t0 + 6999;
-	ck_assert_int_eq(tlog_part_seal_idle(P), 0);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 0);
 	th_clock = t0 + 7000;
-	ck_assert_int_eq(tlog_part_seal_idle(P), 1);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 1);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -643,25 +591,24 @@ START_TEST(jitter_within_bounds)
 	int64_t span, lo = INT64_MAX, hi = 0;
 	int i;
 
-	setup();
-	th_set(S, P, "segment.ms", "10s");
-	th_set(S, P, "segment.jitter.ms", "4s");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "segment.ms", "10s");
+	th_set(th_S, th_P, "segment.jitter.ms", "4s");
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 300; i++) {
 		th_put(w, "j\n");
-		span = tlog_part_idle_due(P) - th_clock;
+		span = tlog_part_idle_due(th_P) - th_clock;
 		ck_assert_int_ge(span, 6000);
 		ck_assert_int_le(span, 10000);
 		lo = span < lo ? span : lo;
 		hi = span > hi ? span : hi;
-		tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+		tlog_partition_seal(th_P, TLOG_TRIG_MANUAL);
 		th_clock += 1;
 	}
 	/* Drawn per segment: 300 draws spread over the range. */
 	ck_assert_int_lt(lo, 7000);
 	ck_assert_int_gt(hi, 9000);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -695,12 +642,12 @@ START_TEST(size_ceiling_never_exceeded)
 	memset(&o, 0, sizeof(o));
 	o.event = count_events;
 	n_seal = n_delete = n_size_rule = 0;
-	setup_opts(&o);
-	th_set(S, P, "retention.bytes", "4K");
-	w = tlog_writer_open(P);
+	th_open_tp(&o);
+	th_set(th_S, th_P, "retention.bytes", "4K");
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 2000; i++) {
 		put_n(w, 1 + i % 97);
-		tlog_partition_stats(P, &st);
+		tlog_partition_stats(th_P, &st);
 		ck_assert_uint_le(st.bytes, 4096);
 		if (st.bytes > most)
 			most = st.bytes;
@@ -708,38 +655,37 @@ START_TEST(size_ceiling_never_exceeded)
 			ck_assert_uint_ge(st.bytes, 4096 - 512 - 512);
 	}
 	ck_assert_uint_gt(most, 4096 - 97);
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	for (i = 0; i < n; i++)
 		ck_assert_uint_le(si[i].bytes, 512);
 	free(si);
 	/* Detached in the append path; with no unlinker running, the
 	 * appender unlinked them itself, all but at most a roll segment's
 	 * worth (doc/reaper.md). */
-	ck_assert_uint_le(P->pending_bytes, 512);
+	ck_assert_uint_le(th_P->pending_bytes, 512);
 	ck_assert_int_gt(n_delete, 0);
-	tlog_store_unlink_pending(S, 0);
-	ck_assert_uint_eq(tlog_store_unlink_queued(S), 0);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert_uint_eq(tlog_store_unlink_queued(th_S), 0);
 	ck_assert_int_gt(n_delete, 0);
 	ck_assert_int_eq(n_delete, n_size_rule);
 	ck_assert_int_gt(n_seal, n_delete);
 	{
 		char path[512];
-		snprintf(path, sizeof(path), "%s/t/0/%020d.log", dir, 0);
+		snprintf(path, sizeof(path), "%s/t/0/%020d.log", th_dir, 0);
 		ck_assert_int_ne(access(path, F_OK), 0);
 	}
 	/* A record larger than the ceiling is refused, and nothing moves. */
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	memset(big, 'b', sizeof(big));
 	big[sizeof(big) - 1] = '\n';
 	ck_assert_int_eq(tlog_writer_write(w, big, sizeof(big)), -EFBIG);
 	{
 		struct tlog_part_stats st2;
-		tlog_partition_stats(P, &st2);
+		tlog_partition_stats(th_P, &st2);
 		ck_assert_uint_eq(st2.bytes, st.bytes);
 		ck_assert_uint_eq(st2.end_offset, st.end_offset);
 	}
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -753,7 +699,7 @@ bytes_on_disk(void)
 	uint64_t total = 0;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/t/0", dir);
+	snprintf(path, sizeof(path), "%s/t/0", th_dir);
 	ck_assert_ptr_nonnull(d = opendir(path));
 	while ((de = readdir(d)) != NULL)
 		if (fstatat(dirfd(d), de->d_name, &sb, 0) == 0 &&
@@ -776,14 +722,15 @@ check_delete(void *arg, const struct tlog_event *ev)
 	__atomic_add_fetch(&n_delete, 1, __ATOMIC_RELAXED);
 	if (ev->rule == TLOG_RULE_SIZE)
 		__atomic_add_fetch(&n_size_rule, 1, __ATOMIC_RELAXED);
-	snprintf(path, sizeof(path), "%s/t/0/%020" PRIu64 ".log", dir,
+	snprintf(path, sizeof(path), "%s/t/0/%020" PRIu64 ".log", th_dir,
 	    ev->base);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	/* Alone (no unlinker thread), the appender announces them: not
-	 * under the partition's lock. */
-	if (arg == NULL) {
-		ck_assert_int_eq(pthread_mutex_trylock(&P->sd.lock), 0);
-		pthread_mutex_unlock(&P->sd.lock);
+	 * under the partition's lock. (The store's close, after the
+	 * fixture put th_P, drains what is left.) */
+	if (arg == NULL && th_P != NULL) {
+		ck_assert_int_eq(pthread_mutex_trylock(&th_P->sd.lock), 0);
+		pthread_mutex_unlock(&th_P->sd.lock);
 	}
 }
 
@@ -795,9 +742,9 @@ slow_unlinker(void *arg)
 {
 	(void)arg;
 	while (!__atomic_load_n(&unlinker_stop, __ATOMIC_ACQUIRE)) {
-		tlog_store_unlink_wait(S, 10);
+		tlog_store_unlink_wait(th_S, 10);
 		usleep(20000);
-		tlog_store_unlink_pending(S, 1);
+		tlog_store_unlink_pending(th_S, 1);
 	}
 	return NULL;
 }
@@ -820,14 +767,14 @@ ceiling_on_disk(bool with_unlinker)
 	o.event = check_delete;
 	o.event_arg = with_unlinker ? &o : NULL;
 	n_delete = n_size_rule = 0;
-	setup_opts(&o);
-	th_set(S, P, "retention.bytes", "64K");
-	th_set(S, P, "segment.bytes", "8K");
+	th_open_tp(&o);
+	th_set(th_S, th_P, "retention.bytes", "64K");
+	th_set(th_S, th_P, "segment.bytes", "8K");
 	__atomic_store_n(&unlinker_stop, 0, __ATOMIC_RELEASE);
 	if (with_unlinker)
 		ck_assert_int_eq(pthread_create(&th, NULL, slow_unlinker,
 		    NULL), 0);
-	w = tlog_writer_open(P);
+	w = tlog_writer_open(th_P);
 	for (i = 0; i < 4000; i++) {
 		put_n(w, 1 + i * 7 % 200);
 		b = bytes_on_disk();
@@ -839,14 +786,13 @@ ceiling_on_disk(bool with_unlinker)
 	tlog_writer_close(w);
 	if (with_unlinker) {
 		__atomic_store_n(&unlinker_stop, 1, __ATOMIC_RELEASE);
-		tlog_store_wakeup(S);
+		tlog_store_wakeup(th_S);
 		pthread_join(th, NULL);
 	}
 	/* It was full, and it deleted (rule size) to stay under. */
 	ck_assert_uint_gt(most, 65536 - 8192);
 	ck_assert_int_gt(n_size_rule, 0);
 	ck_assert_int_eq(n_size_rule, n_delete);
-	teardown();
 }
 
 START_TEST(ceiling_on_disk_without_unlinker)
@@ -868,49 +814,48 @@ START_TEST(time_rule_boundaries)
 	int64_t t0;
 	size_t n;
 
-	setup();
-	th_set(S, P, "retention.ms", "10s");
-	th_set(S, P, "segment.ms", "1s");
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "retention.ms", "10s");
+	th_set(th_S, th_P, "segment.ms", "1s");
+	w = tlog_writer_open(th_P);
 	t0 = th_clock;
 	th_put(w, "old\n");		/* segment 0: max_ts t0 */
 	th_clock = t0 + 5000;
 	th_put(w, "young\n");		/* segment 1: max_ts t0+5000 */
 	th_clock = t0 + 9000;
 	th_put(w, "newer\n");		/* segment 2, active */
-	ck_assert_int_eq(tlog_part_expire_due(P), t0 + 10001);
+	ck_assert_int_eq(tlog_part_expire_due(th_P), t0 + 10001);
 	th_clock = t0 + 10000;		/* exactly retention.ms: kept */
-	ck_assert_int_eq(tlog_part_expire(P, 64, NULL), 0);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 0);
 	th_clock = t0 + 10001;		/* one ms past: goes */
-	ck_assert_int_eq(tlog_part_expire(P, 64, NULL), 1);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 1);
 	/* The walk stops at the first young segment. */
 	th_clock = t0 + 15000;
-	ck_assert_int_eq(tlog_part_expire(P, 64, NULL), 0);
-	si = segs(P, &n);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 0);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(si[0].base, 1);
 	free(si);
 	/* An active segment past the window is sealed, then deleted. */
 	th_clock = t0 + 19001;
-	ck_assert_int_eq(tlog_part_expire(P, 64, NULL), 2);
-	si = segs(P, &n);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 2);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 0);
 	free(si);
-	tlog_store_unlink_pending(S, 0);
+	tlog_store_unlink_pending(th_S, 0);
 	/* The end offset survives the partition emptying and a reopen. */
 	tlog_writer_close(w);
-	tlog_partition_put(P);
-	tlog_store_close(S);
-	S = th_open(dir);
-	P = th_part(S, "t", "0");
-	w = tlog_writer_open(P);
+	tlog_partition_put(th_P);
+	tlog_store_close(th_S);
+	th_S = th_open(th_dir);
+	th_P = th_part(th_S, "t", "0");
+	w = tlog_writer_open(th_P);
 	th_put(w, "after\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(si[0].base, 3);
 	free(si);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -920,22 +865,21 @@ START_TEST(manual_delete)
 	struct tlog_seginfo *si;
 	size_t n;
 
-	setup();
-	w = tlog_writer_open(P);
+	th_open_tp(NULL);
+	w = tlog_writer_open(th_P);
 	th_put(w, "a\n");
-	tlog_partition_seal(P, TLOG_TRIG_MANUAL);
+	tlog_partition_seal(th_P, TLOG_TRIG_MANUAL);
 	th_put(w, "b\n");
-	ck_assert_int_eq(tlog_partition_delete(P, 0), 0);
-	ck_assert_int_eq(tlog_partition_delete(P, 0), -ENOENT);
+	ck_assert_int_eq(tlog_partition_delete(th_P, 0), 0);
+	ck_assert_int_eq(tlog_partition_delete(th_P, 0), -ENOENT);
 	/* rm of current: the active segment seals and goes. */
-	ck_assert_int_eq(tlog_partition_delete(P, 1), 0);
+	ck_assert_int_eq(tlog_partition_delete(th_P, 1), 0);
 	th_put(w, "c\n");
-	si = segs(P, &n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(si[0].base, 2);	/* a gap is legal */
 	free(si);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 

@@ -18,33 +18,12 @@
 
 #define LINE 7		/* "%06d\n" */
 
-static char *dir;
-static struct tlog_store *S;
-static struct tlog_partition *P;
-
-static void
-setup(void)
-{
-	th_clock = 1700000000000LL;
-	dir = th_tmpdir();
-	S = th_open(dir);
-	P = th_part(S, "t", "0");
-}
-
-static void
-teardown(void)
-{
-	tlog_partition_put(P);
-	tlog_store_close(S);
-	th_rmrf(dir);
-	free(dir);
-}
 
 /* Lines first..first+n-1, one write and one ms each. */
 static void
 put_lines(int first, int n)
 {
-	struct tlog_writer *w = tlog_writer_open(P);
+	struct tlog_writer *w = tlog_writer_open(th_P);
 	char line[16];
 	int i;
 
@@ -63,7 +42,7 @@ line_at(uint64_t base, uint64_t pos)
 	char path[512], buf[LINE + 1];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/t/0/%020llu.log", dir,
+	snprintf(path, sizeof(path), "%s/t/0/%020llu.log", th_dir,
 	    (unsigned long long)base);
 	fd = open(path, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
@@ -73,13 +52,10 @@ line_at(uint64_t base, uint64_t pos)
 	return atoi(buf);
 }
 
-static struct tlog_seginfo *
-segs(size_t *n)
+static void
+suite_setup(void)
 {
-	struct tlog_seginfo *si;
-
-	ck_assert_int_eq(tlog_partition_segments(P, &si, n), 0);
-	return si;
+	th_open_tp(NULL);
 }
 
 START_TEST(every_offset_across_segments)
@@ -89,14 +65,13 @@ START_TEST(every_offset_across_segments)
 	size_t n, k;
 	int i;
 
-	setup();
 	/* 1 KiB segments of 146 lines: 1000 lines make 7 segments. */
-	th_set(S, P, "segment.bytes", "1K");
+	th_set(th_S, th_P, "segment.bytes", "1K");
 	put_lines(0, 1000);
-	si = segs(&n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_ge(n, 6);
 	for (i = 0; i < 1000; i++) {
-		ck_assert_int_eq(tlog_partition_seek(P, (uint64_t)i, &at), 0);
+		ck_assert_int_eq(tlog_partition_seek(th_P, (uint64_t)i, &at), 0);
 		ck_assert_uint_eq(at.offset, (uint64_t)i);
 		for (k = 0; k + 1 < n && si[k + 1].base <= (uint64_t)i; k++)
 			;
@@ -105,7 +80,6 @@ START_TEST(every_offset_across_segments)
 		ck_assert_int_eq(line_at(at.base, at.pos), i);
 	}
 	free(si);
-	teardown();
 }
 END_TEST
 
@@ -113,31 +87,29 @@ START_TEST(the_end_and_beyond)
 {
 	struct tlog_pos at;
 
-	setup();
 	/* Empty partition: the end is offset 0, no segment yet. */
-	ck_assert_int_eq(tlog_partition_seek(P, 0, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 0, &at), 0);
 	ck_assert_uint_eq(at.offset, 0);
 	ck_assert_uint_eq(at.base, 0);
 	ck_assert_uint_eq(at.pos, 0);
-	ck_assert_int_eq(tlog_partition_seek(P, 1, &at), -ENODATA);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 1, &at), -ENODATA);
 	put_lines(0, 10);
 	/* The end of the active segment. */
-	ck_assert_int_eq(tlog_partition_seek(P, 10, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 10, &at), 0);
 	ck_assert_uint_eq(at.offset, 10);
 	ck_assert_uint_eq(at.base, 0);
 	ck_assert_uint_eq(at.pos, 10 * LINE);
-	ck_assert_int_eq(tlog_partition_seek(P, 11, &at), -ENODATA);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 11, &at), -ENODATA);
 	/* Sealed: the next segment will start at the end. */
-	ck_assert_int_eq(tlog_partition_seal(P, TLOG_TRIG_MANUAL), 0);
-	ck_assert_int_eq(tlog_partition_seek(P, 10, &at), 0);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 10, &at), 0);
 	ck_assert_uint_eq(at.offset, 10);
 	ck_assert_uint_eq(at.base, 10);
 	ck_assert_uint_eq(at.pos, 0);
 	/* By time: nothing that new yet is the end as well. */
-	ck_assert_int_eq(tlog_partition_seek_time(P, th_clock + 1000, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek_time(th_P, th_clock + 1000, &at), 0);
 	ck_assert_uint_eq(at.offset, 10);
 	ck_assert_uint_eq(at.base, 10);
-	teardown();
 }
 END_TEST
 
@@ -147,43 +119,41 @@ START_TEST(expired_and_deleted_are_skipped)
 	struct tlog_pos at;
 	size_t n;
 
-	setup();
-	th_set(S, P, "segment.bytes", "1K");
+	th_set(th_S, th_P, "segment.bytes", "1K");
 	put_lines(0, 600);
-	si = segs(&n);
+	si = th_segs(th_P, &n);
 	ck_assert_uint_ge(n, 4);
 	/* The oldest expires (the time rule, as the reaper runs it): an
 	 * offset in it resumes at the new start, which says how much was
 	 * skipped. */
-	th_set(S, P, "retention.ms", "1s");
+	th_set(th_S, th_P, "retention.ms", "1s");
 	th_clock = si[0].max_ts + 1001;
-	ck_assert_int_eq(tlog_part_expire(P, 64, NULL), 1);
-	ck_assert_int_eq(tlog_partition_seek(P, 5, &at), 0);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 1);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 5, &at), 0);
 	ck_assert_uint_eq(at.offset, si[1].base);
 	ck_assert_uint_eq(at.base, si[1].base);
 	ck_assert_uint_eq(at.pos, 0);
 	/* Still so once its files are unlinked. */
-	tlog_store_unlink_pending(S, 0);
-	ck_assert_int_eq(tlog_partition_seek(P, 0, &at), 0);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 0, &at), 0);
 	ck_assert_uint_eq(at.offset, si[1].base);
 	/* A gap in the middle (rm of one segment): the next segment. */
-	ck_assert_int_eq(tlog_partition_delete(P, si[2].base), 0);
-	tlog_store_unlink_pending(S, 0);
-	ck_assert_int_eq(tlog_partition_seek(P, si[2].base + 3, &at), 0);
+	ck_assert_int_eq(tlog_partition_delete(th_P, si[2].base), 0);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, si[2].base + 3, &at), 0);
 	ck_assert_uint_eq(at.offset, si[3].base);
 	ck_assert_uint_eq(at.base, si[3].base);
 	/* Records on either side of the gap are found exactly. */
-	ck_assert_int_eq(tlog_partition_seek(P, si[2].base - 1, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, si[2].base - 1, &at), 0);
 	ck_assert_uint_eq(at.base, si[1].base);
 	ck_assert_int_eq(line_at(at.base, at.pos), (int)si[2].base - 1);
-	ck_assert_int_eq(tlog_partition_seek(P, si[3].base + 1, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, si[3].base + 1, &at), 0);
 	ck_assert_int_eq(line_at(at.base, at.pos), (int)si[3].base + 1);
 	/* By time, an expired span is skipped the same way. */
-	ck_assert_int_eq(tlog_partition_seek_time(P, 0, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek_time(th_P, 0, &at), 0);
 	ck_assert_uint_eq(at.offset, si[1].base);
 	ck_assert_uint_eq(at.pos, 0);
 	free(si);
-	teardown();
 }
 END_TEST
 
@@ -193,22 +163,20 @@ START_TEST(by_time_across_segments)
 	int64_t t0 = th_clock;
 	int i;
 
-	setup();
 	/* Line i is stamped t0 + i; 64 KiB segments, 4 KiB index. */
-	th_set(S, P, "segment.bytes", "64K");
+	th_set(th_S, th_P, "segment.bytes", "64K");
 	put_lines(0, 30000);
 	for (i = 0; i < 30000; i += 997) {
-		ck_assert_int_eq(tlog_partition_seek_time(P, t0 + i, &at), 0);
+		ck_assert_int_eq(tlog_partition_seek_time(th_P, t0 + i, &at), 0);
 		/* Never late, early by one index interval at most. */
 		ck_assert_uint_le(at.offset, (uint64_t)i);
 		ck_assert_uint_ge(at.offset + 4096 / LINE + 1, (uint64_t)i);
 		ck_assert_int_eq(line_at(at.base, at.pos), (int)at.offset);
 	}
 	/* Before everything: the start. */
-	ck_assert_int_eq(tlog_partition_seek_time(P, t0 - 5000, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek_time(th_P, t0 - 5000, &at), 0);
 	ck_assert_uint_eq(at.offset, 0);
 	ck_assert_uint_eq(at.pos, 0);
-	teardown();
 }
 END_TEST
 
@@ -223,20 +191,18 @@ START_TEST(no_scan_from_the_start)
 	char path[512], junk[4000];
 	int fd;
 
-	setup();
 	put_lines(0, 20000);
-	ck_assert_int_eq(tlog_partition_seal(P, TLOG_TRIG_MANUAL), 0);
-	snprintf(path, sizeof(path), "%s/t/0/%020d.log", dir, 0);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	snprintf(path, sizeof(path), "%s/t/0/%020d.log", th_dir, 0);
 	memset(junk, 'x', sizeof(junk));
 	fd = open(path, O_WRONLY);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), 0), sizeof(junk));
 	close(fd);
-	ck_assert_int_eq(tlog_partition_seek(P, 15000, &at), 0);
+	ck_assert_int_eq(tlog_partition_seek(th_P, 15000, &at), 0);
 	ck_assert_uint_eq(at.base, 0);
 	ck_assert_uint_eq(at.pos, 15000 * LINE);
 	ck_assert_int_eq(line_at(at.base, at.pos), 15000);
-	teardown();
 }
 END_TEST
 
@@ -245,6 +211,7 @@ main(void)
 {
 	Suite *s = suite_create("seek");
 
+	th_hooks(suite_setup, NULL);
 	TH_CASE(s, every_offset_across_segments);
 	TH_CASE(s, the_end_and_beyond);
 	TH_CASE(s, expired_and_deleted_are_skipped);

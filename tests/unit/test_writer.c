@@ -17,33 +17,19 @@
 #include "segment.h"
 #include "testhelp.h"
 
-static char *dir;
-static struct tlog_store *S;
-static struct tlog_partition *P;
-
-static void
-setup(void)
-{
-	dir = th_tmpdir();
-	S = th_open(dir);
-	P = th_part(S, "t", "0");
-}
-
-static void
-teardown(void)
-{
-	tlog_partition_put(P);
-	tlog_store_close(S);
-	th_rmrf(dir);
-	free(dir);
-}
 
 static char *
 contents(void)
 {
 	size_t len;
 
-	return th_partition_data(P, &len);
+	return th_partition_data(th_P, &len);
+}
+
+static void
+suite_setup(void)
+{
+	th_open_tp(NULL);
 }
 
 START_TEST(partial_lines_are_held)
@@ -52,13 +38,12 @@ START_TEST(partial_lines_are_held)
 	struct tlog_part_stats st;
 	char *d;
 
-	setup();
-	a = tlog_writer_open(P);
-	b = tlog_writer_open(P);
+	a = tlog_writer_open(th_P);
+	b = tlog_writer_open(th_P);
 	th_put(a, "hel");
 	th_put(b, "other ");
 	th_put(a, "lo ");
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_uint_eq(st.end_offset, 0);	/* nothing complete yet */
 	ck_assert_uint_eq(tlog_writer_held(a), 6);
 	th_put(b, "line\nand a tail");
@@ -74,13 +59,13 @@ START_TEST(partial_lines_are_held)
 	d = contents();
 	ck_assert_str_eq(d, "other line\nhello world\nrestand a tail");
 	free(d);
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_uint_eq(st.end_offset, 4);
 	/* The next record starts cleanly after the unterminated ones. */
 	th_put(a, "x\n");
 	tlog_writer_close(a);
 	{
-		struct tlog_segment *seg = tlog_segment_get_active(P);
+		struct tlog_segment *seg = tlog_segment_get_active(th_P);
 		uint64_t pos;
 		ck_assert_int_eq(tlog_seg_find_offset(seg, 3, &pos), 0);
 		ck_assert_uint_eq(pos, strlen("other line\nhello world\nrest"));
@@ -89,7 +74,6 @@ START_TEST(partial_lines_are_held)
 		    "restand a tail"));
 		tlog_segment_put(seg);
 	}
-	teardown();
 }
 END_TEST
 
@@ -99,22 +83,20 @@ START_TEST(record_max_bytes_cuts_records)
 	struct tlog_part_stats st;
 	char *d;
 
-	setup();
-	th_set(S, P, "record.max.bytes", "4");
-	w = tlog_writer_open(P);
+	th_set(th_S, th_P, "record.max.bytes", "4");
+	w = tlog_writer_open(th_P);
 	th_put(w, "ab");
 	th_put(w, "cdef");		/* held reaches 4: "abcd" is a record */
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_uint_eq(st.end_offset, 1);
 	ck_assert_uint_eq(tlog_writer_held(w), 2);
 	th_put(w, "\n0123456789\n");	/* "ef\n" "0123" "4567" "89\n" */
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_uint_eq(st.end_offset, 5);
 	d = contents();
 	ck_assert_str_eq(d, "abcdef\n0123456789\n");
 	free(d);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -125,9 +107,8 @@ START_TEST(error_after_records_is_a_short_write)
 	char buf[8 + 3000];
 	char *d;
 
-	setup();
-	th_set(S, P, "retention.bytes", "2K");
-	w = tlog_writer_open(P);
+	th_set(th_S, th_P, "retention.bytes", "2K");
+	w = tlog_writer_open(th_P);
 	memcpy(buf, "ok1\nok2\n", 8);
 	memset(buf + 8, 'z', sizeof(buf) - 8);
 	buf[sizeof(buf) - 1] = '\n';
@@ -136,7 +117,7 @@ START_TEST(error_after_records_is_a_short_write)
 	ck_assert_int_eq(tlog_writer_write(w, buf, sizeof(buf)), 8);
 	ck_assert_int_eq(tlog_writer_write(w, buf + 8, sizeof(buf) - 8),
 	    -EFBIG);
-	tlog_partition_stats(P, &st);
+	tlog_partition_stats(th_P, &st);
 	ck_assert_uint_eq(st.end_offset, 2);
 	d = contents();
 	ck_assert_str_eq(d, "ok1\nok2\n");
@@ -151,7 +132,6 @@ START_TEST(error_after_records_is_a_short_write)
 	ck_assert_str_eq(d, "ok1\nok2\nwhole\n");
 	free(d);
 	tlog_writer_close(w);
-	teardown();
 }
 END_TEST
 
@@ -187,9 +167,8 @@ START_TEST(refused_held_line_is_dropped)
 	struct tlog_writer *w;
 	char *d;
 
-	setup();
-	th_set(S, P, "retention.bytes", "2K");
-	w = tlog_writer_open(P);
+	th_set(th_S, th_P, "retention.bytes", "2K");
+	w = tlog_writer_open(th_P);
 	hold_n(w, 2500);
 	th_logbuf[0] = '\0';
 	ck_assert_int_eq(tlog_writer_write(w, "\n", 1), -EFBIG);
@@ -205,7 +184,6 @@ START_TEST(refused_held_line_is_dropped)
 	d = contents();
 	ck_assert_str_eq(d, "next\ntail");
 	free(d);
-	teardown();
 }
 END_TEST
 
@@ -215,9 +193,8 @@ START_TEST(refused_at_fsync_or_close_is_dropped)
 	struct tlog_writer *w;
 	char *d;
 
-	setup();
-	th_set(S, P, "retention.bytes", "2K");
-	w = tlog_writer_open(P);
+	th_set(th_S, th_P, "retention.bytes", "2K");
+	w = tlog_writer_open(th_P);
 	hold_n(w, 2100);
 	th_logbuf[0] = '\0';
 	ck_assert_int_eq(tlog_writer_fsync(w, true), -EFBIG);
@@ -237,13 +214,12 @@ START_TEST(refused_at_fsync_or_close_is_dropped)
 	ck_assert_str_eq(d, "after fsync\nafter flush\n");
 	free(d);
 	/* Nothing of it is left for the partition either. */
-	w = tlog_writer_open(P);
+	w = tlog_writer_open(th_P);
 	th_put(w, "new writer\n");
 	ck_assert_int_eq(tlog_writer_close(w), 0);
 	d = contents();
 	ck_assert_str_eq(d, "after fsync\nafter flush\nnew writer\n");
 	free(d);
-	teardown();
 }
 END_TEST
 
@@ -255,10 +231,9 @@ START_TEST(refused_cut_is_dropped)
 	char more[2000];
 	char *d;
 
-	setup();
-	th_set(S, P, "retention.bytes", "2K");
-	th_set(S, P, "record.max.bytes", "4K");
-	w = tlog_writer_open(P);
+	th_set(th_S, th_P, "retention.bytes", "2K");
+	th_set(th_S, th_P, "record.max.bytes", "4K");
+	w = tlog_writer_open(th_P);
 	hold_n(w, 3000);
 	memset(more, 'm', sizeof(more));
 	/* held reaches 4096: the cut record is too big for the ceiling */
@@ -271,7 +246,6 @@ START_TEST(refused_cut_is_dropped)
 	d = contents();
 	ck_assert_str_eq(d, "clean\n");
 	free(d);
-	teardown();
 }
 END_TEST
 
@@ -286,9 +260,8 @@ START_TEST(failed_store_write_is_dropped)
 	struct rlimit rl, old;
 	char *d;
 
-	setup();
 	signal(SIGXFSZ, SIG_IGN);
-	w = tlog_writer_open(P);
+	w = tlog_writer_open(th_P);
 	th_put(w, "first\n");
 	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
 	rl = old;
@@ -306,7 +279,6 @@ START_TEST(failed_store_write_is_dropped)
 	d = contents();
 	ck_assert_str_eq(d, "first\nsecond\n");
 	free(d);
-	teardown();
 }
 END_TEST
 
@@ -348,10 +320,9 @@ START_TEST(concurrent_writers_never_interleave)
 	char *d, *line, *save;
 	void *ret;
 
-	setup();
-	th_set(S, P, "segment.bytes", "64K");
+	th_set(th_S, th_P, "segment.bytes", "64K");
 	for (i = 0; i < 4; i++) {
-		a[i].p = P;
+		a[i].p = th_P;
 		a[i].id = i;
 		ck_assert_int_eq(pthread_create(&th[i], NULL, writer_thread,
 		    &a[i]), 0);
@@ -360,7 +331,7 @@ START_TEST(concurrent_writers_never_interleave)
 		ck_assert_int_eq(pthread_join(th[i], &ret), 0);
 		ck_assert_ptr_null(ret);
 	}
-	d = th_partition_data(P, &len);
+	d = th_partition_data(th_P, &len);
 	for (line = strtok_r(d, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		char tail[8];
@@ -373,7 +344,6 @@ START_TEST(concurrent_writers_never_interleave)
 	for (i = 0; i < 4; i++)
 		ck_assert_int_eq(next[i], NLINES);
 	free(d);
-	teardown();
 }
 END_TEST
 
@@ -382,6 +352,7 @@ main(void)
 {
 	Suite *s = suite_create("writer");
 
+	th_hooks(suite_setup, NULL);
 	TH_CASE(s, partial_lines_are_held);
 	TH_CASE(s, record_max_bytes_cuts_records);
 	TH_CASE(s, error_after_records_is_a_short_write);

@@ -214,12 +214,94 @@ th_partition_data(struct tlog_partition *p, size_t *len)
 	return out;
 }
 
+char *th_dir;
+struct tlog_store *th_S;
+struct tlog_partition *th_P;
+static void (*suite_setup)(void), (*suite_teardown)(void);
+
+void
+th_hooks(void (*setup)(void), void (*teardown)(void))
+{
+	suite_setup = setup;
+	suite_teardown = teardown;
+}
+
+void
+th_open_tp(struct tlog_store_opts *o)
+{
+	struct tlog_store_opts def;
+
+	if (o == NULL) {
+		memset(&def, 0, sizeof(def));
+		o = &def;
+	}
+	th_S = th_open_opts(th_dir, o);
+	th_P = th_part(th_S, "t", "0");
+}
+
+void
+th_close(void)
+{
+	if (th_P != NULL)
+		tlog_partition_put(th_P);
+	th_P = NULL;
+	if (th_S != NULL)
+		tlog_store_close(th_S);
+	th_S = NULL;
+}
+
+struct tlog_seginfo *
+th_segs(struct tlog_partition *p, size_t *n)
+{
+	struct tlog_seginfo *si;
+
+	ck_assert_int_eq(tlog_partition_segments(p, &si, n), 0);
+	return si;
+}
+
+size_t
+th_nsegs(struct tlog_partition *p)
+{
+	struct tlog_part_stats st;
+
+	tlog_partition_stats(p, &st);
+	return st.segments;
+}
+
+/* One suite per test program, so one pair of hooks serves all its cases. */
+static void
+fix_setup(void)
+{
+	th_clock = TH_T0;
+	th_boot = 0;
+	th_logbuf[0] = '\0';
+	th_S = NULL;
+	th_P = NULL;
+	th_dir = th_tmpdir();
+	if (suite_setup != NULL)
+		suite_setup();
+}
+
+static void
+fix_teardown(void)
+{
+	if (suite_teardown != NULL)
+		suite_teardown();
+	th_close();
+	if (th_dir != NULL) {
+		th_rmrf(th_dir);
+		free(th_dir);
+	}
+	th_dir = NULL;
+}
+
 void
 th_case(Suite *s, const char *name, const TTest *t)
 {
 	TCase *tc = tcase_create(name);
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, fix_setup, fix_teardown);
 	tcase_add_test(tc, t);
 	suite_add_tcase(s, tc);
 }

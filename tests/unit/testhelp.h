@@ -39,7 +39,30 @@ void th_put(struct tlog_writer *w, const char *s);
 char *th_slurp(const char *path, size_t *len);
 /* Concatenation of every live segment of p, oldest first. */
 char *th_partition_data(struct tlog_partition *p, size_t *len);
-/* Adds one test in a case of its own, so TAP names it. */
+/*
+ * The fixture every suite shares. th_case adds it to each test as a
+ * checked fixture: before the test, th_clock is TH_T0, th_boot 0,
+ * th_logbuf empty and th_dir a new directory, then the suite's own setup
+ * runs (th_hooks; it may open th_S and th_P); after the test the suite's
+ * teardown runs, then th_P is put, th_S closed and th_dir removed. In a
+ * run without fork (CK_FORK=no, as under valgrind) that also happens
+ * after a failed assertion, so one failure leaves no store behind.
+ */
+#define TH_T0 1700000000000LL	/* 2023-11-14 */
+extern char *th_dir;
+extern struct tlog_store *th_S;
+extern struct tlog_partition *th_P;
+/* The suite's own setup and teardown, for the cases added after it. */
+void th_hooks(void (*setup)(void), void (*teardown)(void));
+/* th_S on th_dir (o NULL: default options) and th_P = partition t/0. */
+void th_open_tp(struct tlog_store_opts *o);
+/* Puts th_P and closes th_S (both may be NULL), for a test that reopens. */
+void th_close(void);
+/* p's segments (tlog_partition_segments); the caller frees. */
+struct tlog_seginfo *th_segs(struct tlog_partition *p, size_t *n);
+/* p's segment count. */
+size_t th_nsegs(struct tlog_partition *p);
+/* Adds one test in a case of its own, so TAP names it, with the fixture. */
 void th_case(Suite *s, const char *name, const TTest *t);
 #define TH_CASE(s, t) th_case((s), #t, (t))
 /* Runs a suite and returns the process exit status. */
