@@ -1,12 +1,6 @@
 /*
- * events.c - observability: the internal partition .tlogfs/events, one
- * JSON line per seal and per deletion, and the Prometheus text behind
- * .tlogfs/metrics.
- *
- * The events partition is an ordinary partition of a hidden topic named
- * ".tlogfs" (so it lives in STORE/.tlogfs/events and expires by the same
- * rules), kept out of the topic tree so no listing shows it. Events about
- * its own segments are not recorded, so recording can never recurse.
+ * events.c - the internal events partition, .tlogfs/events (events.h):
+ * one JSON line per seal and per deletion.
  */
 #include "config.h"
 
@@ -20,71 +14,77 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "events.h"
 
 int
-tlog_events_open(struct tlog_store *s)
+tlog_events_open(struct tlog_events *e, struct tlog_registry *reg,
+    struct tlog_recovery *rc)
 {
+	struct tlog_ctx *ctx = reg->penv->ctx;
+	int dirfd = reg->root->tree->dirfd;
 	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int fd;
 
-	if (s->ro)
+	if (ctx->ro)
 		;	/* made at the first read-write open; none: empty */
-	else if (mkdirat(s->dirfd, ".tlogfs/events", 0755) == 0)
-		tlog_fsync_dir(s->dirfd, ".tlogfs");
+	else if (mkdirat(dirfd, ".tlogfs/events", 0755) == 0)
+		tlog_fsync_dir(dirfd, ".tlogfs");
 	else if (errno != EEXIST)
 		return -errno;
-	if ((t = calloc(1, sizeof(*t))) == NULL)
+	if ((t = tlog_topic_alloc(reg, ".tlogfs")) == NULL)
 		return -ENOMEM;
-	if ((t->name = strdup(".tlogfs")) == NULL) {
-		free(t);
-		return -ENOMEM;
-	}
-	t->refs = 1;
-	t->store = s;
-	t->ino = tlog_new_ino(s);
-	tlog_config_init(&t->cfg);
-	RB_INIT(&t->parts);
-	if ((p = tlog_part_alloc(t, "events")) == NULL) {
+	if ((p = tlog_part_alloc(&t->lv, "events", reg->penv)) == NULL) {
 		tlog_topic_put(t);
 		return -ENOMEM;
 	}
-	fd = tlog_open_beneath(s->dirfd, ".tlogfs/events",
+	p->quiet = true;
+	fd = tlog_open_beneath(dirfd, ".tlogfs/events",
 	    O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ENOENT && s->ro)
+	if (fd == -ENOENT && ctx->ro)
 		goto out;
 	if (fd < 0) {
 		tlog_partition_put(p);
 		tlog_topic_put(t);
 		return fd;
 	}
-	tlog_part_set_dir(p, fd);
-	tlog_config_load(s, fd, ".config", &p->cfg);
+	tlog_level_set_dir(&p->lv, fd);
+	tlog_conf_load(ctx, fd, ".config", &p->lv.conf);
 	close(fd);
-	tlog_part_recover(p);
+	tlog_part_recover(p, rc);
 out:
-	s->itopic = t;
-	s->events = p;
+	e->topic = t;
+	e->p = p;
 	return 0;
 }
 
-struct tlog_partition *
-tlog_store_events(struct tlog_store *s)
+void
+tlog_events_close(struct tlog_events *e)
 {
-	if (s->events != NULL)
-		tlog_part_ref(s->events);
-	return s->events;
+	struct tlog_partition *p;
+	struct tlog_segment *seg;
+
+	if ((p = e->p) != NULL) {
+		tlog_segdir_drop_unsynced(&p->sd);
+		while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+			TAILQ_REMOVE(&p->segs, seg, link);
+			tlog_segment_put(seg);
+		}
+		tlog_partition_put(p);
+		e->p = NULL;
+	}
+	tlog_topic_put(e->topic);
+	e->topic = NULL;
 }
 
 void
-tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
+tlog_events_record(struct tlog_events *e, struct tlog_partition *p,
     const struct tlog_event *ev)
 {
 	char line[1024];
 	int n, r;
 
-	if (s->events == NULL || p == s->events)
+	if (e->p == NULL || p == e->p)
 		return;
 	n = snprintf(line, sizeof(line),
 	    "{\"ts\":%" PRId64 ",\"event\":\"%s\",\"topic\":\"%s\","
@@ -99,137 +99,8 @@ tlog_events_record(struct tlog_store *s, struct tlog_partition *p,
 	    tlog_rule_name(ev->rule));
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	tlog_part_append(s->events, line, (size_t)n, true, &r);
+	tlog_part_append(e->p, line, (size_t)n, true, &r);
 	if (r != 0)
-		tlog_log_err(s, "cannot record an event in .tlogfs/events: "
-		    "%s", strerror(-r));
-}
-
-/* ---- metrics ---- */
-
-struct sbuf {
-	char *b;
-	size_t len, cap;
-	int err;
-};
-
-static void
-sb_printf(struct sbuf *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-sb_printf(struct sbuf *sb, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(sb->b + sb->len, sb->cap - sb->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			sb->err = -EIO;
-			return;
-		}
-		if ((size_t)n < sb->cap - sb->len) {
-			sb->len += (size_t)n;
-			return;
-		}
-		size_t cap = sb->cap * 2 + (size_t)n + 1;
-		char *nb = realloc(sb->b, cap);
-		if (nb == NULL) {
-			sb->err = -ENOMEM;
-			return;
-		}
-		sb->b = nb;
-		sb->cap = cap;
-	}
-}
-
-static uint64_t
-get(const uint64_t *v)
-{
-	return __atomic_load_n(v, __ATOMIC_RELAXED);
-}
-
-static void
-counter(struct sbuf *sb, const char *name, const char *help, uint64_t v)
-{
-	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s counter\n"
-	    "tlogfs_%s %" PRIu64 "\n", name, help, name, name, v);
-}
-
-static void
-gauge(struct sbuf *sb, const char *name, const char *help, double v)
-{
-	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s gauge\n"
-	    "tlogfs_%s %.9g\n", name, help, name, name, v);
-}
-
-int
-tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
-{
-	struct tlog_metrics *m = &s->metrics;
-	struct sbuf sb = { NULL, 0, 0, 0 };
-	struct tlog_topic *t;
-	struct tlog_partition *p;
-	uint64_t nparts = 0;
-	int i;
-
-	if ((sb.b = malloc(4096)) == NULL)
-		return -ENOMEM;
-	sb.cap = 4096;
-	counter(&sb, "appends_total", "Append calls that stored records.",
-	    get(&m->appends));
-	counter(&sb, "records_total", "Records appended.", get(&m->records));
-	counter(&sb, "bytes_total", "Bytes appended.", get(&m->bytes));
-	sb_printf(&sb, "# HELP tlogfs_rolls_total Segments sealed, by "
-	    "trigger.\n# TYPE tlogfs_rolls_total counter\n");
-	for (i = 1; i < TLOG_NTRIGGERS; i++)
-		sb_printf(&sb, "tlogfs_rolls_total{trigger=\"%s\"} %" PRIu64
-		    "\n", tlog_trigger_name(i), get(&m->rolls[i]));
-	sb_printf(&sb, "# HELP tlogfs_deletions_total Segments deleted, by "
-	    "rule.\n# TYPE tlogfs_deletions_total counter\n");
-	for (i = 0; i < TLOG_NRULES; i++)
-		sb_printf(&sb, "tlogfs_deletions_total{rule=\"%s\"} %" PRIu64
-		    "\n", tlog_rule_name(i), get(&m->deletions[i]));
-	counter(&sb, "deleted_bytes_total", "Bytes of deleted segments.",
-	    get(&m->deleted_bytes));
-	counter(&sb, "reaper_wakeups_total", "Reaper wake-ups.",
-	    get(&m->reaper_wakeups));
-	counter(&sb, "reaper_due_partitions_total",
-	    "Due partitions visited by the reaper.", get(&m->reaper_due));
-	gauge(&sb, "reaper_last_due_partitions",
-	    "Due partitions visited by the last wake-up.",
-	    (double)get(&m->reaper_last_due));
-	sb_printf(&sb, "# HELP tlogfs_reaper_cycle_seconds_total Time spent "
-	    "in reaper wake-ups.\n# TYPE tlogfs_reaper_cycle_seconds_total "
-	    "counter\ntlogfs_reaper_cycle_seconds_total %.9f\n",
-	    (double)get(&m->reaper_ns) / 1e9);
-	gauge(&sb, "reaper_last_cycle_seconds",
-	    "Duration of the last reaper wake-up.",
-	    (double)get(&m->reaper_last_ns) / 1e9);
-	gauge(&sb, "reaper_scheduled_partitions",
-	    "Partitions waiting in the reaper's heap.",
-	    (double)tlog_reaper_scheduled(s));
-	gauge(&sb, "unlink_queue", "Deleted segments whose files wait to be "
-	    "unlinked.", (double)tlog_store_unlink_queued(s));
-	pthread_rwlock_rdlock(&s->tree_lock);
-	RB_FOREACH(t, tlog_topic_tree, &s->topics)
-		RB_FOREACH(p, tlog_part_tree, &t->parts)
-			nparts++;
-	pthread_rwlock_unlock(&s->tree_lock);
-	gauge(&sb, "partitions", "Partitions in the store.", (double)nparts);
-	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
-	    get(&m->errors));
-	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "
-	    "(non-zero after a wall clock step).",
-	    (double)tlog_clock_offset(s) / 1e3);
-	if (sb.err != 0) {
-		free(sb.b);
-		return sb.err;
-	}
-	*out = sb.b;
-	*len = sb.len;
-	return 0;
+		tlog_ctx_log_err(e->p->ctx, "cannot record an event in "
+		    ".tlogfs/events: %s", strerror(-r));
 }

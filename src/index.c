@@ -14,7 +14,8 @@
 
 #include <string.h>
 
-#include "tlog_int.h"
+#include "index.h"
+#include "util.h"
 
 static void
 put32(unsigned char *b, uint32_t v)

@@ -15,7 +15,14 @@
  * partition count. Each gets one bounded step under its own lock (at most
  * REAP_BATCH segments detached); one with more left is due again at once
  * and goes after the others. Unlinks happen elsewhere, with no lock held
- * (the unlink queue in store.c).
+ * (the unlink queue, unlink.c).
+ *
+ * The reaper is not part of the store's life cycle: whoever opens the
+ * store attaches it (tlog_reaper_attach, or tlog_reaper_start for the
+ * thread too), and from then on the partitions reach it through the
+ * scheduler hooks the store keeps (struct tlog_sched_ops). A reaper
+ * still attached when the store closes is detached by the store, through
+ * the same hooks.
  */
 #include "config.h"
 
@@ -26,142 +33,84 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "tlog_int.h"
+#include "reaper.h"
+#include "retention.h"
+#include "store.h"
 
 #define REAP_BATCH 64
 
-/* ---- the heap (reap_lock held) ---- */
+struct tlog_reaper {
+	struct tlog_store *s;
+	struct tlog_ctx *ctx;
+	/* Lock order: a partition's sd.lock, then lock; never the
+	 * reverse. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tlog_heap heap;		/* partitions by due time, each
+					   referenced */
+	pthread_t th;
+	bool running;
+	bool stop;
+};
 
-static bool
-before(const struct tlog_partition *a, const struct tlog_partition *b)
+static struct tlog_partition *
+part_of(struct tlog_heap_node *x)
 {
-	return a->due < b->due;
+	return TLOG_CONTAINER_OF(x, struct tlog_partition, sched);
 }
 
-static void
-heap_set(struct tlog_store *s, size_t i, struct tlog_partition *p)
+static struct tlog_reaper *
+reaper_of(struct tlog_store *s)
 {
-	s->heap[i] = p;
-	p->heap_idx = i;
+	return tlog_store_sched(s);
 }
 
-static void
-sift_up(struct tlog_store *s, size_t i)
-{
-	struct tlog_partition *p = s->heap[i];
-
-	while (i > 0 && before(p, s->heap[(i - 1) / 2])) {
-		heap_set(s, i, s->heap[(i - 1) / 2]);
-		i = (i - 1) / 2;
-	}
-	heap_set(s, i, p);
-}
-
-static void
-sift_down(struct tlog_store *s, size_t i)
-{
-	struct tlog_partition *p = s->heap[i];
-	size_t c;
-
-	for (;;) {
-		c = 2 * i + 1;
-		if (c >= s->nheap)
-			break;
-		if (c + 1 < s->nheap && before(s->heap[c + 1], s->heap[c]))
-			c++;
-		if (!before(s->heap[c], p))
-			break;
-		heap_set(s, i, s->heap[c]);
-		i = c;
-	}
-	heap_set(s, i, p);
-}
-
-static int
-heap_insert(struct tlog_store *s, struct tlog_partition *p)
-{
-	if (s->nheap == s->heapcap) {
-		size_t cap = s->heapcap ? s->heapcap * 2 : 64;
-		void *nh = reallocarray(s->heap, cap, sizeof(*s->heap));
-		if (nh == NULL)
-			return -ENOMEM;
-		s->heap = nh;
-		s->heapcap = cap;
-	}
-	tlog_part_ref(p);
-	heap_set(s, s->nheap++, p);
-	sift_up(s, p->heap_idx);
-	return 0;
-}
-
-/* Takes p out of the heap; the caller drops the heap's reference. */
-static void
-heap_remove(struct tlog_store *s, struct tlog_partition *p)
-{
-	size_t i = p->heap_idx;
-	struct tlog_partition *last;
-
-	p->heap_idx = SIZE_MAX;
-	last = s->heap[--s->nheap];
-	if (i == s->nheap)
-		return;
-	heap_set(s, i, last);
-	sift_up(s, i);
-	sift_down(s, last->heap_idx);
-}
+/* ---- the heap (r->lock held) ---- */
 
 /* Sets p's due time (-1: unscheduled); returns the reference to drop, if
  * p left the heap. */
 static struct tlog_partition *
-heap_update(struct tlog_store *s, struct tlog_partition *p, int64_t due)
+heap_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t due)
 {
-	bool was_top = s->nheap > 0 && s->heap[0] == p;
-	int64_t old_top = s->nheap ? s->heap[0]->due : -1;
+	struct tlog_heap_node *top = tlog_heap_top(&r->heap);
+	bool was_top = top == &p->sched;
+	int64_t old_top = top != NULL ? top->key : -1;
 
-	if (due < 0 || p->dead) {
-		if (p->heap_idx == SIZE_MAX)
+	if (due < 0 || tlog_level_dead(&p->lv)) {
+		if (!tlog_heap_holds(&p->sched))
 			return NULL;
-		heap_remove(s, p);
-		p->due = -1;
+		tlog_heap_remove(&r->heap, &p->sched);
+		p->sched.key = -1;
 		return p;
 	}
-	p->due = due;
-	if (p->heap_idx == SIZE_MAX) {
-		if (heap_insert(s, p) != 0)
-			tlog_log_err(s, "reaper: out of memory scheduling a "
-			    "partition");
-	} else {
-		sift_up(s, p->heap_idx);
-		sift_down(s, p->heap_idx);
-	}
+	p->sched.key = due;
+	if (!tlog_heap_holds(&p->sched)) {
+		if (tlog_heap_insert(&r->heap, &p->sched) != 0)
+			tlog_ctx_log_err(r->ctx, "reaper: out of memory "
+			    "scheduling a partition");
+		else
+			tlog_part_ref(p);
+	} else
+		tlog_heap_fix(&r->heap, &p->sched);
 	/* Wake the thread if the earliest due time moved earlier. */
-	if (s->heap[0] == p && (!was_top || due < old_top || old_top < 0))
-		pthread_cond_broadcast(&s->reap_cond);
+	if (tlog_heap_top(&r->heap) == &p->sched &&
+	    (!was_top || due < old_top || old_top < 0))
+		pthread_cond_broadcast(&r->cond);
 	return NULL;
 }
 
-/* ---- due times ---- */
+/* ---- the scheduler's hooks (struct tlog_sched_ops) ---- */
 
-int64_t
-tlog_part_due(struct tlog_partition *p)
+static void
+reaper_sched_earlier(void *arg, struct tlog_partition *p, int64_t due)
 {
-	int64_t due;
+	struct tlog_reaper *r = arg;
 
-	pthread_mutex_lock(&p->lock);
-	due = tlog_part_due_locked(p);
-	pthread_mutex_unlock(&p->lock);
-	return due;
-}
-
-void
-tlog_sched_earlier(struct tlog_partition *p, int64_t due)
-{
-	struct tlog_store *s = p->store;
-
-	pthread_mutex_lock(&s->reap_lock);
-	if (!p->dead && (p->heap_idx == SIZE_MAX || due < p->due))
-		heap_update(s, p, due);
-	pthread_mutex_unlock(&s->reap_lock);
+	pthread_mutex_lock(&r->lock);
+	if (!tlog_level_dead(&p->lv) && (!tlog_heap_holds(&p->sched) ||
+	    due < p->sched.key))
+		heap_update(r, p, due);
+	pthread_mutex_unlock(&r->lock);
 }
 
 /*
@@ -170,94 +119,56 @@ tlog_sched_earlier(struct tlog_partition *p, int64_t due)
  * would otherwise be undone by a stale "never", and the partition would
  * leave the schedule for good while it has data.
  */
-void
-tlog_resched(struct tlog_partition *p)
+static void
+reaper_resched(void *arg, struct tlog_partition *p)
 {
-	struct tlog_store *s = p->store;
+	struct tlog_reaper *r = arg;
 	struct tlog_partition *drop;
 	int64_t due;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->sd.lock);
 	due = tlog_part_due_locked(p);
-	TLOG_HOOK(s, TLOG_HOOK_RESCHED, p);
-	pthread_mutex_lock(&s->reap_lock);
-	drop = heap_update(s, p, due);
-	pthread_mutex_unlock(&s->reap_lock);
-	pthread_mutex_unlock(&p->lock);
+	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
+	pthread_mutex_lock(&r->lock);
+	drop = heap_update(r, p, due);
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	tlog_partition_put(drop);
 }
 
-void
-tlog_unsched(struct tlog_partition *p)
+static void
+reaper_unsched(void *arg, struct tlog_partition *p)
 {
-	struct tlog_store *s = p->store;
+	struct tlog_reaper *r = arg;
 	struct tlog_partition *drop;
 
-	pthread_mutex_lock(&s->reap_lock);
-	drop = heap_update(s, p, -1);
-	pthread_mutex_unlock(&s->reap_lock);
+	pthread_mutex_lock(&r->lock);
+	drop = heap_update(r, p, -1);
+	pthread_mutex_unlock(&r->lock);
 	tlog_partition_put(drop);
 }
 
-/*
- * A setting changed at a level: every partition it governs gets its due
- * time recomputed. The partitions are collected under the tree lock and
- * visited after it is dropped.
- */
-void
-tlog_conf_changed(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p)
-{
-	struct tlog_partition **v = NULL, *q;
-	struct tlog_dirent *d = NULL;
-	size_t n = 0, i;
+static void reaper_detach(void *arg);
 
-	if (p != NULL) {
-		tlog_resched(p);
-		return;
-	}
-	if (t == NULL && s->events != NULL)
-		tlog_resched(s->events);
-	if (t != NULL) {
-		if (tlog_partition_list(t, &d, &n) != 0)
-			return;
-		for (i = 0; i < n; i++)
-			if ((q = tlog_partition_get(t, d[i].name)) != NULL) {
-				tlog_resched(q);
-				tlog_partition_put(q);
-			}
-		free(d);
-		return;
-	}
-	/* The store level: every partition of every topic. */
-	if (tlog_all_partitions(s, &v, &n) != 0)
-		return;
-	for (i = 0; i < n; i++) {
-		tlog_resched(v[i]);
-		tlog_partition_put(v[i]);
-	}
-	free(v);
-}
+static const struct tlog_sched_ops reaper_ops = {
+	reaper_sched_earlier,
+	reaper_resched,
+	reaper_unsched,
+	reaper_detach,
+};
 
 /* ---- wake-ups ---- */
 
-int64_t
-tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
+/* Pops every due partition; the heap's references become the caller's. */
+static size_t
+pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 {
 	struct tlog_partition **due = NULL, *p;
-	size_t n = 0, i, cap = 0;
-	int64_t now = tlog_now(s), next;
-	uint64_t t0 = tlog_mono_ns(), ns;
-	int k;
+	struct tlog_heap_node *top;
+	size_t n = 0, cap = 0;
 
-	memset(st, 0, sizeof(*st));
-	/* A read-only store never schedules anything: nothing may seal or
-	 * go. */
-	if (s->ro)
-		return -1;
-	/* Pop every due partition; the heap keeps their references. */
-	pthread_mutex_lock(&s->reap_lock);
-	while (s->nheap > 0 && s->heap[0]->due <= now) {
+	pthread_mutex_lock(&r->lock);
+	while ((top = tlog_heap_top(&r->heap)) != NULL && top->key <= now) {
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 16;
 			void *nd = reallocarray(due, nc, sizeof(*due));
@@ -266,80 +177,123 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 			due = nd;
 			cap = nc;
 		}
-		p = s->heap[0];
-		heap_remove(s, p);
-		p->due = -1;
+		p = part_of(top);
+		tlog_heap_remove(&r->heap, top);
+		p->sched.key = -1;
 		due[n++] = p;
 	}
-	pthread_mutex_unlock(&s->reap_lock);
+	pthread_mutex_unlock(&r->lock);
+	*out = due;
+	return n;
+}
 
+int64_t
+tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
+{
+	struct tlog_reaper *r = reaper_of(s);
+	struct tlog_partition **due, *p;
+	int64_t now = tlog_ctx_now(&s->ctx);
+	uint64_t t0 = tlog_mono_ns(), ns;
+	size_t n, i;
+	int k;
+
+	memset(st, 0, sizeof(*st));
+	/* A read-only store never schedules anything: nothing may seal or
+	 * go. */
+	if (s->ctx.ro || r == NULL)
+		return -1;
+	n = pop_due(r, now, &due);
 	for (i = 0; i < n; i++) {
 		p = due[i];
 		st->visited++;
-		if (tlog_partition_seal_idle(p) > 0)
+		if (tlog_part_seal_idle(p) > 0)
 			st->sealed++;
 		/* A partition over a lowered ceiling is due at once; one
 		 * step each, the rest at the next wake-up. */
-		st->sized += (uint64_t)tlog_partition_enforce_size(p,
+		st->sized += (uint64_t)tlog_part_enforce_size(p,
 		    REAP_BATCH, &st->sized_bytes);
-		k = tlog_partition_expire(p, REAP_BATCH, &st->bytes);
+		k = tlog_part_expire(p, REAP_BATCH, &st->bytes);
 		if (k > 0)
 			st->expired += (uint64_t)k;
 		if (k == REAP_BATCH)
-			tlog_sched_earlier(p, now);	/* more: next cycle */
+			reaper_sched_earlier(r, p, now); /* more: next cycle */
 		else
-			tlog_resched(p);
+			reaper_resched(r, p);
 		tlog_partition_put(p);
 	}
 	free(due);
 	ns = tlog_mono_ns() - t0;
-	TLOG_METRIC_ADD(s, reaper_wakeups, 1);
-	TLOG_METRIC_ADD(s, reaper_due, st->visited);
-	__atomic_store_n(&s->metrics.reaper_last_due, st->visited,
+	TLOG_METRIC_ADD(&s->ctx, reaper_wakeups, 1);
+	TLOG_METRIC_ADD(&s->ctx, reaper_due, st->visited);
+	__atomic_store_n(&s->ctx.metrics.reaper_last_due, st->visited,
 	    __ATOMIC_RELAXED);
-	TLOG_METRIC_ADD(s, reaper_ns, ns);
-	__atomic_store_n(&s->metrics.reaper_last_ns, ns, __ATOMIC_RELAXED);
-	next = tlog_reaper_next_due(s);
-	return next;
+	TLOG_METRIC_ADD(&s->ctx, reaper_ns, ns);
+	__atomic_store_n(&s->ctx.metrics.reaper_last_ns, ns, __ATOMIC_RELAXED);
+	return tlog_reaper_next_due(s);
 }
 
 int64_t
 tlog_reaper_next_due(struct tlog_store *s)
 {
+	struct tlog_reaper *r = reaper_of(s);
+	struct tlog_heap_node *top;
 	int64_t due;
 
-	pthread_mutex_lock(&s->reap_lock);
-	due = s->nheap ? s->heap[0]->due : -1;
-	pthread_mutex_unlock(&s->reap_lock);
+	if (r == NULL)
+		return -1;
+	pthread_mutex_lock(&r->lock);
+	due = (top = tlog_heap_top(&r->heap)) != NULL ? top->key : -1;
+	pthread_mutex_unlock(&r->lock);
 	return due;
 }
 
 size_t
 tlog_reaper_scheduled(struct tlog_store *s)
 {
+	struct tlog_reaper *r = reaper_of(s);
 	size_t n;
 
-	pthread_mutex_lock(&s->reap_lock);
-	n = s->nheap;
-	pthread_mutex_unlock(&s->reap_lock);
+	if (r == NULL)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	n = r->heap.n;
+	pthread_mutex_unlock(&r->lock);
 	return n;
+}
+
+static void
+log_cycle(struct tlog_reaper *r, const struct tlog_reap_stats *st,
+    uint64_t t0)
+{
+	if (st->expired > 0)
+		tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %" PRIu64 " segments "
+		    "(%" PRIu64 " bytes) expired from %" PRIu64
+		    " due partitions in %.3f ms", st->expired, st->bytes,
+		    st->visited, (double)(tlog_mono_ns() - t0) / 1e6);
+	if (st->sized > 0)
+		tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %" PRIu64 " segments "
+		    "(%" PRIu64 " bytes) over retention.bytes removed "
+		    "from %" PRIu64 " due partitions in %.3f ms",
+		    st->sized, st->sized_bytes, st->visited,
+		    (double)(tlog_mono_ns() - t0) / 1e6);
 }
 
 static void *
 reaper_main(void *arg)
 {
-	struct tlog_store *s = arg;
+	struct tlog_reaper *r = arg;
+	struct tlog_heap_node *top;
 	struct tlog_reap_stats st;
 	struct timespec ts;
 	int64_t due, now;
 	uint64_t t0;
 
-	pthread_mutex_lock(&s->reap_lock);
-	while (!s->reaper_stop) {
-		due = s->nheap ? s->heap[0]->due : -1;
-		now = tlog_now(s);
+	pthread_mutex_lock(&r->lock);
+	while (!r->stop) {
+		due = (top = tlog_heap_top(&r->heap)) != NULL ? top->key : -1;
+		now = tlog_ctx_now(r->ctx);
 		if (due < 0) {
-			pthread_cond_wait(&s->reap_cond, &s->reap_lock);
+			pthread_cond_wait(&r->cond, &r->lock);
 			continue;
 		}
 		if (due > now) {
@@ -347,78 +301,111 @@ reaper_main(void *arg)
 			 * this never oversleeps; at half speed it wakes early
 			 * and sleeps again. A wall clock step changes nothing. */
 			tlog_deadline(due - now, &ts);
-			pthread_cond_timedwait(&s->reap_cond, &s->reap_lock,
-			    &ts);
+			pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 			continue;
 		}
-		pthread_mutex_unlock(&s->reap_lock);
+		pthread_mutex_unlock(&r->lock);
 		t0 = tlog_mono_ns();
-		tlog_reaper_cycle(s, &st);
-		if (st.expired > 0)
-			tlog_log(s, LOG_INFO, "reaper: %" PRIu64 " segments "
-			    "(%" PRIu64 " bytes) expired from %" PRIu64
-			    " due partitions in %.3f ms", st.expired, st.bytes,
-			    st.visited, (double)(tlog_mono_ns() - t0) / 1e6);
-		if (st.sized > 0)
-			tlog_log(s, LOG_INFO, "reaper: %" PRIu64 " segments "
-			    "(%" PRIu64 " bytes) over retention.bytes removed "
-			    "from %" PRIu64 " due partitions in %.3f ms",
-			    st.sized, st.sized_bytes, st.visited,
-			    (double)(tlog_mono_ns() - t0) / 1e6);
-		tlog_store_wakeup(s);	/* the unlinker has work */
-		pthread_mutex_lock(&s->reap_lock);
+		tlog_reaper_cycle(r->s, &st);
+		log_cycle(r, &st, t0);
+		tlog_store_wakeup(r->s);	/* the unlinker has work */
+		pthread_mutex_lock(&r->lock);
 	}
-	pthread_mutex_unlock(&s->reap_lock);
+	pthread_mutex_unlock(&r->lock);
 	return NULL;
+}
+
+/* ---- attaching to a store ---- */
+
+int
+tlog_reaper_attach(struct tlog_store *s)
+{
+	struct tlog_reaper *r;
+
+	/* A reader's reaper has nothing it may do: none is attached. */
+	if (s->ctx.ro || reaper_of(s) != NULL)
+		return 0;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return -ENOMEM;
+	r->s = s;
+	r->ctx = &s->ctx;
+	pthread_mutex_init(&r->lock, NULL);
+	tlog_cond_init_mono(&r->cond);
+	tlog_heap_init(&r->heap);
+	tlog_store_set_sched(s, &reaper_ops, r);
+	/* Everything that can expire or seal is scheduled; whatever came
+	 * due while the store was closed is due now. */
+	tlog_store_resched(s, NULL, NULL);
+	return 0;
 }
 
 int
 tlog_reaper_start(struct tlog_store *s)
 {
-	int r;
+	struct tlog_reaper *r;
+	int e;
 
-	if (s->reaper_running || s->ro)
+	if (s->ctx.ro)
 		return 0;
-	s->reaper_stop = false;
-	if ((r = pthread_create(&s->reaper, NULL, reaper_main, s)) != 0)
-		return -r;
-	s->reaper_running = true;
+	if ((e = tlog_reaper_attach(s)) != 0)
+		return e;
+	r = reaper_of(s);
+	if (r->running)
+		return 0;
+	r->stop = false;
+	if ((e = pthread_create(&r->th, NULL, reaper_main, r)) != 0)
+		return -e;
+	r->running = true;
 	return 0;
+}
+
+static void
+reaper_join(struct tlog_reaper *r)
+{
+	if (!r->running)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stop = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->th, NULL);
+	r->running = false;
 }
 
 void
 tlog_reaper_stop(struct tlog_store *s)
 {
-	if (!s->reaper_running)
-		return;
-	pthread_mutex_lock(&s->reap_lock);
-	s->reaper_stop = true;
-	pthread_cond_broadcast(&s->reap_cond);
-	pthread_mutex_unlock(&s->reap_lock);
-	pthread_join(s->reaper, NULL);
-	s->reaper_running = false;
+	struct tlog_reaper *r = reaper_of(s);
+
+	if (r != NULL)
+		reaper_join(r);
 }
 
-void
-tlog_reaper_init(struct tlog_store *s)
+/* The thread is stopped, the store forgets the reaper, and the heap's
+ * references go. */
+static void
+reaper_detach(void *arg)
 {
-	pthread_mutex_init(&s->reap_lock, NULL);
-	tlog_cond_init_mono(&s->reap_cond);
-}
+	struct tlog_reaper *r = arg;
+	struct tlog_heap_node *top;
 
-void
-tlog_reaper_fini(struct tlog_store *s)
-{
-	size_t i;
-
-	tlog_reaper_stop(s);
-	for (i = 0; i < s->nheap; i++) {
-		s->heap[i]->heap_idx = SIZE_MAX;
-		tlog_partition_put(s->heap[i]);
+	reaper_join(r);
+	tlog_store_set_sched(r->s, NULL, NULL);
+	while ((top = tlog_heap_top(&r->heap)) != NULL) {
+		tlog_heap_remove(&r->heap, top);
+		tlog_partition_put(part_of(top));
 	}
-	free(s->heap);
-	s->heap = NULL;
-	s->nheap = s->heapcap = 0;
-	pthread_mutex_destroy(&s->reap_lock);
-	pthread_cond_destroy(&s->reap_cond);
+	tlog_heap_destroy(&r->heap);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	free(r);
+}
+
+void
+tlog_reaper_detach(struct tlog_store *s)
+{
+	struct tlog_reaper *r = reaper_of(s);
+
+	if (r != NULL)
+		reaper_detach(r);
 }

@@ -1,21 +1,8 @@
 /*
- * recover.c - loading a partition's segments at open, and repairing what a
- * crash or corruption left behind.
- *
- * A sealed segment whose footer is intact and agrees with the data file's
- * size is taken as it is: only the index's header and footer are read.
- * An active segment whose last index entry ends exactly at the data's end
- * (written at clean close, and on every record without newline) needs no
- * scan either. Everything else is rebuilt from the data, never the other
- * way round: index entries past the data are cut, data past the last entry
- * is scanned, a missing or corrupt index is rebuilt, and the bytes of a
- * line that was being written when the daemon died (no newline, no entry)
- * are cut. One bad segment is logged and never stops the store opening.
- *
- * A read-only open (tlog_store_opts.readonly) makes the same repairs in
- * memory only: it cuts, removes, trims and rewrites nothing. What a cut
- * would drop is simply not served (the segment's byte count ends before
- * it), and a repaired index is kept in memory for look-ups.
+ * recover.c - loading a partition's segments at open (doc/format.md,
+ * "Recovery"): the segment files its directory holds, each loaded and
+ * repaired by repair.c, its end offset (.next), and every partition of a
+ * store on up to 4 threads.
  */
 #include "config.h"
 
@@ -31,587 +18,12 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "recover.h"
 
 struct found {
 	uint64_t base;
 	bool log, idx;
 };
-
-/* What a repair did on disk, for its log line: nothing, read-only. */
-static const char *
-fix(const struct tlog_store *s, const char *verb)
-{
-	return s->ro ? "left as it is (read-only)" : verb;
-}
-
-struct entries {
-	struct tlog_idx_entry *e;
-	size_t n, cap;
-	size_t crc_from;	/* the first entry without its data CRC */
-};
-
-/* Adds an entry whose data CRC is computed later (data_crcs). */
-static int
-entries_push(struct entries *v, uint64_t rel, uint64_t pos, int64_t ts)
-{
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		void *ne = reallocarray(v->e, cap, sizeof(*v->e));
-		if (ne == NULL)
-			return -ENOMEM;
-		v->e = ne;
-		v->cap = cap;
-	}
-	if (v->crc_from > v->n)
-		v->crc_from = v->n;
-	v->e[v->n++] = (struct tlog_idx_entry){ (uint32_t)rel, (uint32_t)pos,
-		ts, 0 };
-	return 0;
-}
-
-/*
- * The data CRC of entries k..n-1 of e: each over the bytes from the entry
- * before (or the start) to its own position. With check, returns the
- * index of the first entry whose stored CRC differs (n if none);
- * otherwise stores them and returns n. A read error gives -errno; data
- * ending early, the index of the first entry it cannot cover.
- */
-static ssize_t
-data_crcs(int fd, struct tlog_idx_entry *e, size_t k, size_t n, bool check)
-{
-	unsigned char buf[65536];
-	uint64_t cur = k ? e[k - 1].pos : 0;
-	size_t j, have = 0, off = 0, take;
-	uint32_t crc;
-	ssize_t r;
-
-	for (j = k; j < n; j++) {
-		crc = 0;
-		while (cur < e[j].pos) {
-			if (off == have) {
-				r = pread(fd, buf, sizeof(buf), (off_t)cur);
-				if (r <= 0)
-					return r == 0 ? (ssize_t)j : -errno;
-				have = (size_t)r;
-				off = 0;
-			}
-			take = have - off;
-			if (take > e[j].pos - cur)
-				take = (size_t)(e[j].pos - cur);
-			crc = tlog_crc32c(crc, buf + off, take);
-			off += take;
-			cur += take;
-		}
-		/* 0 is what an older engine wrote: not recorded. */
-		if (!check)
-			e[j].crc = crc;
-		else if (e[j].crc != 0 && e[j].crc != crc)
-			return (ssize_t)j;
-	}
-	return (ssize_t)n;
-}
-
-/*
- * Where a page that never reached the disk begins: the first 4 KiB-
- * aligned block of zero bytes at or after `from`, or size if none. The
- * data is written a page at a time; after a power cut a page the file's
- * size covers but whose data was lost reads back as zeros.
- */
-static uint64_t
-first_zero_block(int fd, uint64_t from, uint64_t size)
-{
-	unsigned char buf[65536];
-	uint64_t b = (from + 4095) & ~(uint64_t)4095;
-	size_t want, i;
-	ssize_t n;
-
-	while (b + 4096 <= size) {
-		want = sizeof(buf);
-		if (want > ((size - b) & ~(uint64_t)4095))
-			want = (size_t)((size - b) & ~(uint64_t)4095);
-		if ((n = pread(fd, buf, want, (off_t)b)) < 4096)
-			break;
-		for (i = 0; i + 4096 <= (size_t)n; i += 4096)
-			if (buf[i] == 0 && memcmp(buf + i, buf + i + 1, 4095) == 0)
-				return b + i;
-		b += (uint64_t)n & ~(uint64_t)4095;
-	}
-	return size;
-}
-
-static int64_t
-mtime_ms(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000 +
-	    st->st_mtim.tv_nsec / 1000000;
-}
-
-/*
- * Scans data from pos (record rel) to the end, adding an index entry every
- * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
- * *end; bytes after the last newline count as a record only if keep_tail.
- */
-static int
-scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
-    int64_t ts, struct entries *v, uint64_t *records, uint64_t *end)
-{
-	char buf[65536];
-	uint64_t at = pos, rstart = pos, last_entry;
-	ssize_t n, i;
-	int r;
-
-	last_entry = v->n ? v->e[v->n - 1].pos : 0;
-	*end = pos;
-	while (at < size) {
-		n = pread(fd, buf, size - at < sizeof(buf) ? (size_t)(size - at) :
-		    sizeof(buf), (off_t)at);
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		for (i = 0; i < n; i++) {
-			if (buf[i] != '\n')
-				continue;
-			if (v->n == 0 || rel == 0 ||
-			    rstart - last_entry >= TLOG_IDX_INTERVAL) {
-				if ((v->n == 0 || v->e[v->n - 1].rel != rel) &&
-				    (r = entries_push(v, rel, rstart, ts)) != 0)
-					return r;
-				last_entry = rstart;
-			}
-			rel++;
-			rstart = at + (uint64_t)i + 1;
-		}
-		at += (uint64_t)n;
-	}
-	if (keep_tail && rstart < at) {
-		if ((v->n == 0 || rel == 0) &&
-		    (r = entries_push(v, rel, rstart, ts)) != 0)
-			return r;
-		rel++;
-		rstart = at;
-	}
-	*records = rel;
-	*end = rstart;
-	return 0;
-}
-
-/* Writes a complete new index atomically (temporary file and rename);
- * every entry has its data CRC. Synced later, with the file system. */
-static int
-write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
-    bool sealed)
-{
-	unsigned char *buf;
-	struct tlog_footer f;
-	char name[32];
-	size_t len, i;
-	int r;
-
-	len = TLOG_IDX_HDR + v->n * TLOG_IDX_ENT + (sealed ? TLOG_IDX_FOOT : 0);
-	if ((buf = malloc(len)) == NULL)
-		return -ENOMEM;
-	tlog_idx_encode_header(buf, seg->base, TLOG_IDX_F_DATACRC);
-	for (i = 0; i < v->n; i++)
-		tlog_idx_encode_entry(buf + TLOG_IDX_HDR + i * TLOG_IDX_ENT,
-		    &v->e[i]);
-	if (sealed) {
-		f.records = seg->records;
-		f.bytes = seg->bytes;
-		f.first_ts = seg->first_ts;
-		f.max_ts = seg->max_ts;
-		f.sealed_by = seg->sealed_by;
-		tlog_idx_encode_footer(buf + len - TLOG_IDX_FOOT, &f);
-	}
-	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
-	r = tlog_write_file_atomic(dfd, name, buf, len, false);
-	free(buf);
-	if (r == 0) {
-		seg->nidx = v->n;
-		if (v->n) {
-			seg->last_idx_rel = v->e[v->n - 1].rel;
-			seg->last_idx_pos = v->e[v->n - 1].pos;
-		}
-	}
-	return r;
-}
-
-/* Reads and validates the index: header, entries, footer. */
-static int
-read_index(int dfd, uint64_t base, struct entries *v,
-    struct tlog_footer *foot, bool *has_footer, bool *torn, bool *crcs)
-{
-	unsigned char *buf = NULL;
-	struct tlog_idx_entry e;
-	struct stat st;
-	char name[32];
-	size_t i, n, body;
-	uint64_t hbase;
-	int fd, r = 0;
-
-	*has_footer = false;
-	*torn = false;
-	*crcs = false;
-	tlog_seg_name(base, ".idx", name, sizeof(name));
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return -errno;
-	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR) {
-		r = -EINVAL;
-		goto out;
-	}
-	if ((buf = malloc((size_t)st.st_size)) == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
-	    tlog_idx_decode_header(buf, &hbase) != 0 || hbase != base) {
-		r = -EINVAL;
-		goto out;
-	}
-	*crcs = (tlog_idx_header_flags(buf) & TLOG_IDX_F_DATACRC) != 0;
-	body = (size_t)st.st_size - TLOG_IDX_HDR;
-	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
-	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
-	    foot) == 0) {
-		*has_footer = true;
-		body -= TLOG_IDX_FOOT;
-	}
-	n = body / TLOG_IDX_ENT;
-	if (body % TLOG_IDX_ENT)
-		*torn = true;
-	for (i = 0; i < n; i++) {
-		if (tlog_idx_decode_entry(buf + TLOG_IDX_HDR +
-		    i * TLOG_IDX_ENT, &e) != 0 || (v->n > 0 &&
-		    (e.rel < v->e[v->n - 1].rel ||
-		    e.pos < v->e[v->n - 1].pos ||
-		    e.ts < v->e[v->n - 1].ts))) {
-			*torn = true;
-			*has_footer = false;
-			break;
-		}
-		if ((r = entries_push(v, e.rel, e.pos, e.ts)) != 0)
-			goto out;
-		v->e[v->n - 1].crc = e.crc;
-	}
-out:
-	free(buf);
-	close(fd);
-	return r;
-}
-
-/*
- * The clean path: reads only the index's header and footer, and takes the
- * segment as sealed if the footer agrees with the data's size.
- */
-static bool
-quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
-    uint64_t *nidx)
-{
-	unsigned char buf[4096];
-	struct stat st;
-	char name[32];
-	uint64_t hbase, body;
-	const unsigned char *ft;
-	bool ok = false;
-	int fd;
-
-	tlog_seg_name(base, ".idx", name, sizeof(name));
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return false;
-	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR + TLOG_IDX_FOOT)
-		goto out;
-	/* A small index in one read; a large one, its two ends. */
-	if (st.st_size <= (off_t)sizeof(buf)) {
-		if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
-			goto out;
-		ft = buf + st.st_size - TLOG_IDX_FOOT;
-	} else {
-		if (pread(fd, buf, TLOG_IDX_HDR, 0) != TLOG_IDX_HDR ||
-		    pread(fd, buf + TLOG_IDX_HDR, TLOG_IDX_FOOT,
-		    st.st_size - TLOG_IDX_FOOT) != TLOG_IDX_FOOT)
-			goto out;
-		ft = buf + TLOG_IDX_HDR;
-	}
-	if (tlog_idx_decode_header(buf, &hbase) == 0 && hbase == base &&
-	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size) {
-		body = (uint64_t)st.st_size - TLOG_IDX_HDR - TLOG_IDX_FOOT;
-		ok = body % TLOG_IDX_ENT == 0;
-		*nidx = body / TLOG_IDX_ENT;
-	}
-out:
-	close(fd);
-	return ok;
-}
-
-/*
- * Loads one segment; returns it (not yet linked) or NULL if it holds
- * nothing worth keeping. *dirty is set when it changed a file.
- *
- * After a power cut (s->verify: the last open was in another boot and
- * the store was not closed cleanly) a segment without an intact footer
- * may hold data that never reached the disk: zero-filled pages inside
- * its size, entries whose data did not make it. Its entries' data CRCs
- * are checked against the data and the segment is cut at the first
- * chunk that fails; the records after the last good entry are kept up to
- * the first one holding a zero page, and a line without newline there
- * is cut, whichever segment it ends. After a kill -9 in the same boot
- * the page cache still holds everything written: only the tail after the
- * last entry is scanned, as before.
- */
-static struct tlog_segment *
-load_segment(struct tlog_partition *p, int dfd, uint64_t base, bool has_idx,
-    bool last, const char *where, bool *dirty)
-{
-	struct tlog_store *s = p->store;
-	struct tlog_segment *seg;
-	struct tlog_footer foot;
-	struct entries v = { NULL, 0, 0, SIZE_MAX };
-	struct stat st;
-	uint64_t size, pos = 0, rel = 0, records, end, scan_end;
-	bool footer = false, torn = false, rebuild = false, keep_tail;
-	bool crcs = false, mismatch = false;
-	int64_t hint;
-	ssize_t k;
-	size_t n0;
-	char name[32];
-	int64_t mt;
-	int fd, r;
-
-	/* The data file is opened only if something must be read or cut:
-	 * the clean path needs its size, from fstatat. Never through a
-	 * symbolic link. */
-	tlog_seg_name(base, ".log", name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
-		    strerror(errno));
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		tlog_log(s, LOG_ERR, "%s/%s: not a regular file; segment "
-		    "skipped", where, name);
-		return NULL;
-	}
-	if ((seg = tlog_seg_new(p, base)) == NULL)
-		return NULL;
-	fd = -1;
-	size = (uint64_t)st.st_size;
-	mt = mtime_ms(&st);
-	if (has_idx && quick_sealed(dfd, base, size, &foot, &seg->nidx)) {
-		footer = true;
-		v.n = seg->nidx;	/* entries not needed */
-	} else if (has_idx && (r = read_index(dfd, base, &v, &foot, &footer,
-	    &torn, &crcs)) != 0) {
-		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
-		    "index; rebuilding it from the data%s", where, base,
-		    s->ro ? " in memory" : "");
-		v.n = 0;
-		rebuild = true;
-	} else if (!has_idx) {
-		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
-		    "rebuilding it from the data%s", where, base,
-		    s->ro ? " in memory" : "");
-		rebuild = true;
-	}
-	if (crcs)
-		v.crc_from = SIZE_MAX;	/* read from the index */
-
-	if (!(footer && foot.bytes == size) && (fd = openat(dfd, name,
-	    (s->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		tlog_log(s, LOG_ERR, "%s/%s: %s; segment skipped", where, name,
-		    strerror(errno));
-		goto fail;
-	}
-	if (footer && foot.bytes < size) {
-		tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past the "
-		    "seal; %s", where, name, size - foot.bytes, fix(s, "cut"));
-		if (s->ro || ftruncate(fd, (off_t)foot.bytes) == 0)
-			size = foot.bytes;
-		*dirty = true;
-	}
-	/* The clean path: an intact footer that agrees with the data. */
-	if (footer && foot.bytes == size) {
-		seg->records = foot.records;
-		seg->bytes = foot.bytes;
-		seg->first_ts = foot.first_ts;
-		seg->max_ts = foot.max_ts;
-		seg->sealed = 1;
-		seg->sealed_by = (unsigned char)foot.sealed_by;
-		seg->nidx = v.n;
-		if (!s->ro && (uint64_t)st.st_blocks * 512 >
-		    ((size + 4095) & ~4095ULL) + 4096) {
-			seg->trim_pending = 1;
-			tlog_seg_trim(seg);
-		}
-		goto done;
-	}
-	if (footer) {
-		/* Shorter than its seal: the entries that still point into
-		 * the data stay, and the whole records after them. */
-		tlog_log(s, LOG_WARNING, "%s/%s: data shorter than its seal "
-		    "(%" PRIu64 " of %" PRIu64 " bytes); keeping its whole "
-		    "records", where, name, size, foot.bytes);
-		seg->sealed_by = (unsigned char)foot.sealed_by;
-		rebuild = true;
-	}
-	if (torn && !rebuild)
-		tlog_log(s, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
-		    "corrupt tail %s", where, base, fix(s, "cut"));
-	n0 = v.n;
-	/* Entries that point past the data are cut. */
-	while (v.n > 0 && v.e[v.n - 1].pos > size)
-		v.n--, torn = true;
-	/* After a power cut: only entries whose data made it. */
-	if (s->verify && crcs && v.n > 0) {
-		if ((k = data_crcs(fd, v.e, 0, v.n, true)) < 0) {
-			tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment "
-			    "skipped", where, name, strerror((int)-k));
-			goto fail;
-		}
-		if ((size_t)k < v.n) {
-			tlog_log(s, LOG_WARNING, "%s/%s: data from byte %" PRIu32
-			    " on does not match its index (lost in a power "
-			    "cut); %s", where, name, v.e[k ? k - 1 : 0].pos,
-			    fix(s, "cut"));
-			v.n = (size_t)k;
-			torn = mismatch = true;
-		}
-	}
-	if (v.n > 0) {
-		pos = v.e[v.n - 1].pos;
-		rel = v.e[v.n - 1].rel;
-		seg->first_ts = v.e[0].rel == 0 ? v.e[0].ts : mt;
-		seg->max_ts = v.e[v.n - 1].ts;
-	} else {
-		seg->first_ts = mt;
-		seg->max_ts = mt;
-	}
-	/* The tail after the last newline is a record only where no write
-	 * can have been in flight: a sealed segment's, or an index-less
-	 * segment behind a newer one; never after a power cut, which can
-	 * tear any line that no entry vouches for. */
-	keep_tail = !last && !footer && !s->verify;
-	/* Past a chunk that failed its CRC nothing is known to be what was
-	 * written: the data is cut at the last good entry. */
-	if (mismatch)
-		scan_end = pos;
-	else
-		scan_end = s->verify ? first_zero_block(fd, pos, size) : size;
-	/* Records found past the last entry: the footer's newest time if
-	 * there is one, else the data's mtime, never before the entries. */
-	hint = footer ? foot.max_ts : mt;
-	if (hint < seg->max_ts)
-		hint = seg->max_ts;
-	if ((r = scan_data(fd, pos, rel, scan_end, keep_tail, hint, &v,
-	    &records, &end)) != 0) {
-		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; segment skipped",
-		    where, name, strerror(-r));
-		goto fail;
-	}
-	if (end < size) {
-		if (mismatch)
-			;	/* logged above */
-		else if (scan_end < size)
-			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes from a "
-			    "page that never reached the disk on, %s", where,
-			    name, size - end, fix(s, "cut"));
-		else
-			tlog_log(s, LOG_WARNING, "%s/%s: %" PRIu64 " bytes of an "
-			    "unfinished line %s", where, name, size - end,
-			    fix(s, "cut"));
-		/* Synced before the store takes appends (tlog_store_open):
-		 * appends must never land on a cut a power cut could undo.
-		 * Read-only: the bytes stay, past the end served. */
-		if (!s->ro && ftruncate(fd, (off_t)end) == -1)
-			tlog_log(s, LOG_ERR, "%s/%s: cannot cut: %s", where,
-			    name, strerror(errno));
-		*dirty = true;
-	}
-	if (end > pos)
-		seg->max_ts = hint;
-	if (seg->first_ts > seg->max_ts)
-		seg->first_ts = seg->max_ts;
-	seg->records = records;
-	seg->bytes = end;
-	if (records > 0 && (v.n == 0 || v.e[v.n - 1].rel != records))
-		entries_push(&v, records, end, seg->max_ts);
-	if (records == 0 && !last) {
-		free(v.e);
-		close(fd);
-		tlog_segment_put(seg);
-		if (!s->ro) {
-			unlinkat(dfd, name, 0);
-			tlog_seg_name(base, ".idx", name, sizeof(name));
-			unlinkat(dfd, name, 0);
-		}
-		*dirty = true;
-		return NULL;
-	}
-	if (!last || footer) {
-		seg->sealed = 1;
-		if (!footer)
-			seg->sealed_by = TLOG_TRIG_RECOVERY;
-		if (!footer && !rebuild)
-			tlog_log(s, LOG_WARNING, "%s/%s: recovery: unsealed "
-			    "behind a newer segment; sealed%s", where, name,
-			    s->ro ? " in memory" : "");
-	} else if ((uint64_t)st.st_blocks * 512 > ((end + 4095) & ~4095ULL)) {
-		seg->prealloc = (uint64_t)st.st_blocks * 512;
-	}
-	if (!rebuild && !torn && v.n == n0 && footer == (bool)seg->sealed) {
-		seg->nidx = v.n;
-		if (v.n) {
-			seg->last_idx_rel = v.e[v.n - 1].rel;
-			seg->last_idx_pos = v.e[v.n - 1].pos;
-		}
-	} else if (s->ro) {
-		/* The file stays as it is and says less, or something
-		 * else, than the data: look-ups read these entries. */
-		seg->mem_idx = v.e;
-		seg->nidx = v.n;
-		if (v.n) {
-			seg->last_idx_rel = v.e[v.n - 1].rel;
-			seg->last_idx_pos = v.e[v.n - 1].pos;
-		}
-		v.e = NULL;
-		*dirty = true;
-	} else if (v.crc_from < v.n &&
-	    (k = data_crcs(fd, v.e, v.crc_from, v.n, false)) != (ssize_t)v.n) {
-		tlog_log(s, LOG_ERR, "%s/%s: cannot read: %s; index not "
-		    "rewritten", where, name, strerror(k < 0 ? (int)-k : EIO));
-	} else if (seg->sealed && fdatasync(fd) == -1) {
-		/* A footer goes only on data that is on disk. */
-		tlog_log(s, LOG_ERR, "%s/%s: cannot sync: %s; index not "
-		    "rewritten", where, name, strerror(errno));
-	} else if ((r = write_index(dfd, seg, &v, seg->sealed)) != 0) {
-		tlog_log(s, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot write: %s",
-		    where, base, strerror(-r));
-	} else
-		*dirty = true;
-	/* Records a crash left in the page cache may not be on disk yet:
-	 * the partition's next fsync must sync them (unless the open's
-	 * syncfs does, see tlog_store_open). */
-	if (!seg->sealed && !s->was_clean)
-		seg->wgen = 1;
-	if (!s->ro && seg->sealed && (uint64_t)st.st_blocks * 512 >
-	    ((end + 4095) & ~4095ULL) + 4096) {
-		seg->trim_pending = 1;
-		seg->fd = fd;
-		tlog_seg_trim(seg);
-		seg->fd = -1;
-	}
-done:
-	free(v.e);
-	if (fd != -1)
-		close(fd);
-	return seg;
-fail:
-	free(v.e);
-	if (fd != -1)
-		close(fd);
-	tlog_segment_put(seg);
-	return NULL;
-}
 
 static void
 read_next_offset(struct tlog_partition *p, int dfd)
@@ -672,7 +84,7 @@ static int
 list_segments(struct tlog_partition *p, DIR *d, const char *where,
     struct found **out, size_t *nout, bool *dirty)
 {
-	struct tlog_store *s = p->store;
+	struct tlog_ctx *ctx = p->ctx;
 	struct segfile *v = NULL;
 	struct found *f;
 	struct dirent *de;
@@ -689,14 +101,14 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			continue;
 		if (!is_regular(dirfd(d), de)) {
 			/* Never followed, never touched. */
-			tlog_log(s, LOG_WARNING, "%s/%s: not a regular file; "
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: not a regular file; "
 			    "ignored", where, nm);
 			continue;
 		}
 		if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
-			tlog_log(s, LOG_WARNING, "%s/%s: stray temporary file "
-			    "%s", where, nm, fix(s, "removed"));
-			if (!s->ro)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: stray temporary file "
+			    "%s", where, nm, tlog_repair_fix(ctx, "removed"));
+			if (!ctx->ro)
 				unlinkat(dirfd(d), nm, 0);
 			*dirty = true;
 			continue;
@@ -706,7 +118,7 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 		else if (tlog_segname_parse(nm, ".idx", &base))
 			islog = false;
 		else {
-			tlog_log(s, LOG_WARNING, "%s/%s: stray file ignored",
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: stray file ignored",
 			    where, nm);
 			continue;
 		}
@@ -743,9 +155,9 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 }
 
 int
-tlog_part_recover(struct tlog_partition *p)
+tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 {
-	struct tlog_store *s = p->store;
+	struct tlog_ctx *ctx = p->ctx;
 	struct tlog_segment *seg, *prev = NULL;
 	struct found *f = NULL;
 	char where[2 * TLOG_NAME_MAX + 2], name[32];
@@ -754,10 +166,10 @@ tlog_part_recover(struct tlog_partition *p)
 	DIR *d;
 	int fd, dfd, r;
 
-	tlog_part_path(p, where, sizeof(where));
+	tlog_level_path(&p->lv, where, sizeof(where));
 	/* Everything is opened relative to the partition's directory:
 	 * one path lookup for the whole partition. */
-	if ((fd = tlog_part_openat(p, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
+	if ((fd = tlog_level_openat(&p->lv, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
 		return fd;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
@@ -773,20 +185,20 @@ tlog_part_recover(struct tlog_partition *p)
 		;
 	for (i = 0; i < n; i++) {
 		if (!f[i].log) {
-			tlog_seg_name(f[i].base, ".idx", name, sizeof(name));
-			tlog_log(s, LOG_WARNING, "%s/%s: index without data "
-			    "%s", where, name, fix(s, "removed"));
-			if (!s->ro)
+			tlog_segname_format(f[i].base, ".idx", name, sizeof(name));
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data "
+			    "%s", where, name, tlog_repair_fix(ctx, "removed"));
+			if (!ctx->ro)
 				unlinkat(dfd, name, 0);
 			dirty = true;
 			continue;
 		}
-		seg = load_segment(p, dfd, f[i].base, f[i].idx,
+		seg = tlog_seg_recover(p, rc, dfd, f[i].base, f[i].idx,
 		    i + 1 == lastlog, where, &dirty);
 		if (seg == NULL)
 			continue;
 		if (prev != NULL && seg->base < prev->base + prev->records)
-			tlog_log(s, LOG_WARNING, "%s: segments %020" PRIu64
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: segments %020" PRIu64
 			    " and %020" PRIu64 " overlap", where, prev->base,
 			    seg->base);
 		TAILQ_INSERT_TAIL(&p->segs, seg, link);
@@ -803,26 +215,52 @@ tlog_part_recover(struct tlog_partition *p)
 	/* Repairs are on disk before the store takes appends: one syncfs
 	 * at the end of the open covers every file and directory. */
 	if (dirty)
-		__atomic_store_n(&s->repaired, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&rc->repaired, true, __ATOMIC_RELAXED);
 	closedir(d);
 	return 0;
 }
 
-int
-tlog_part_close(struct tlog_partition *p)
-{
-	struct tlog_segment *seg;
-	int r;
+struct workers {
+	struct tlog_partition **v;
+	size_t n;
+	size_t next;		/* atomic: the next partition to take */
+	struct tlog_recovery *rc;
+};
 
-	if ((r = tlog_part_fsync(p, true)) != 0)
-		tlog_log(p->store, LOG_ERR, "cannot make a partition durable "
-		    "at close: %s", strerror(-r));
-	pthread_mutex_lock(&p->lock);
-	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (seg->trim_pending)
-			tlog_seg_trim(seg);
-		tlog_seg_close_files(seg);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return r;
+static void *
+recover_worker(void *arg)
+{
+	struct workers *w = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED)) < w->n)
+		tlog_part_recover(w->v[i], w->rc);
+	return NULL;
+}
+
+/*
+ * Recovers every partition, on up to 4 threads (one per core): opening a
+ * store is mostly system calls, one partition independent of the next.
+ * The threads are joined before this returns, so none exists when the
+ * daemon forks.
+ */
+void
+tlog_recover_all(struct tlog_partition **v, size_t n, struct tlog_recovery *rc)
+{
+	struct workers w = { v, n, 0, rc };
+	pthread_t th[3];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nth, i, started = 0;
+
+	nth = ncpu > 1 ? (size_t)ncpu : 1;
+	if (nth > 4)
+		nth = 4;
+	if (nth > n / 64 + 1)
+		nth = n / 64 + 1;
+	for (i = 0; i + 1 < nth; i++)
+		if (pthread_create(&th[i], NULL, recover_worker, &w) == 0)
+			started++;
+	recover_worker(&w);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
 }

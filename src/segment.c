@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -19,10 +20,102 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "segment.h"
+
+/* ---- what a partition's segments share ---- */
+
+void
+tlog_segdir_init(struct tlog_segdir *sd, struct tlog_ctx *ctx,
+    struct tlog_level *lv, struct tlog_fdbudget *fdb)
+{
+	memset(sd, 0, sizeof(*sd));
+	sd->ctx = ctx;
+	sd->lv = lv;
+	sd->fdb = fdb;
+	pthread_mutex_init(&sd->lock, NULL);
+	pthread_mutex_init(&sd->sync_lock, NULL);
+	TAILQ_INIT(&sd->unsynced);
+}
+
+void
+tlog_segdir_destroy(struct tlog_segdir *sd)
+{
+	pthread_mutex_destroy(&sd->lock);
+	pthread_mutex_destroy(&sd->sync_lock);
+}
+
+/*
+ * Writes the footers of up to max (0: all) of sd's sealed segments, oldest
+ * first, each after its data and entries are synced; sd->sync_lock held.
+ * Returns how many; the first error goes to *errp, and to the partition
+ * for its next fsync if keep_err.
+ */
+int
+tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
+{
+	struct tlog_segment *seg;
+	struct tlog_seg_io io;
+	int n = 0, r;
+
+	while (max <= 0 || n < max) {
+		pthread_mutex_lock(&sd->lock);
+		if ((seg = TAILQ_FIRST(&sd->unsynced)) != NULL)
+			tlog_seg_io_take(seg, &io, true, false);
+		pthread_mutex_unlock(&sd->lock);
+		if (seg == NULL)
+			break;
+		r = tlog_seg_io_run(&io, true);
+		tlog_seg_io_finish(&io, r, keep_err);
+		if (r != 0 && *errp == 0)
+			*errp = r;
+		n++;
+	}
+	return n;
+}
+
+void
+tlog_segdir_drop_unsynced(struct tlog_segdir *sd)
+{
+	struct tlog_segment *seg;
+
+	while ((seg = TAILQ_FIRST(&sd->unsynced)) != NULL) {
+		TAILQ_REMOVE(&sd->unsynced, seg, synclink);
+		__atomic_sub_fetch(&sd->nunsynced, 1, __ATOMIC_RELAXED);
+		seg->foot_pending = 0;
+		tlog_segment_put(seg);
+	}
+}
+
+/* ---- the open-file budget ---- */
+
+void
+tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
+{
+	struct rlimit rl;
+
+	pthread_mutex_init(&b->lock, NULL);
+	TAILQ_INIT(&b->segs);
+	b->n = 0;
+	b->max = max;
+	if (b->max == 0) {
+		b->max = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur / 4 :
+		    4096;
+		if (b->max < 16)
+			b->max = 16;
+	}
+}
+
+void
+tlog_fdbudget_destroy(struct tlog_fdbudget *b)
+{
+	pthread_mutex_destroy(&b->lock);
+}
+
+/* ---- one segment ---- */
 
 struct tlog_segment *
-tlog_seg_new(struct tlog_partition *p, uint64_t base)
+tlog_seg_new(struct tlog_segdir *sd, uint64_t base)
 {
 	struct tlog_segment *seg;
 
@@ -30,14 +123,14 @@ tlog_seg_new(struct tlog_partition *p, uint64_t base)
 	if (seg == NULL)
 		return NULL;
 	seg->refs = 1;
-	seg->ino = tlog_new_ino(p->store);
+	seg->ino = tlog_ctx_ino(sd->ctx);
 	seg->base = base;
 	seg->first_ts = -1;
 	seg->max_ts = -1;
 	seg->fd = -1;
 	seg->ifd = -1;
-	seg->part = p;
-	tlog_part_ref(p);
+	seg->sd = sd;
+	tlog_level_ref(sd->lv);
 	return seg;
 }
 
@@ -54,26 +147,26 @@ tlog_segment_put(struct tlog_segment *seg)
 	    __ATOMIC_ACQ_REL) != 0)
 		return;
 	tlog_seg_close_files(seg);
-	tlog_partition_put(seg->part);
+	tlog_level_put(seg->sd->lv);
 	free(seg->mem_idx);
 	free(seg);
 }
 
 /* Closes a segment's files; the caller holds its partition's lock (or
- * the only reference), and s->fd_lock is held when `locked`. */
+ * the only reference), and the budget's lock when `locked`. */
 static void
 close_files(struct tlog_segment *seg, bool locked)
 {
-	struct tlog_store *s = seg->part->store;
+	struct tlog_fdbudget *b = seg->sd->fdb;
 
 	if (seg->fd_listed) {
 		if (!locked)
-			pthread_mutex_lock(&s->fd_lock);
-		TAILQ_REMOVE(&s->fdsegs, seg, fdlink);
+			pthread_mutex_lock(&b->lock);
+		TAILQ_REMOVE(&b->segs, seg, fdlink);
 		seg->fd_listed = 0;
-		s->nfdsegs--;
+		b->n--;
 		if (!locked)
-			pthread_mutex_unlock(&s->fd_lock);
+			pthread_mutex_unlock(&b->lock);
 	}
 	if (seg->fd != -1)
 		close(seg->fd);
@@ -106,49 +199,51 @@ struct evict {
 };
 
 static void
-fd_evict_locked(struct tlog_store *s, struct tlog_segment *self,
+fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
     size_t budget, struct evict *ev)
 {
 	struct tlog_segment *v, *next;
-	struct tlog_partition *p;
+	struct tlog_segdir *sd;
 	int scanned = 0;
 
-	for (v = TAILQ_FIRST(&s->fdsegs); v != NULL && s->nfdsegs > budget &&
+	for (v = TAILQ_FIRST(&b->segs); v != NULL && b->n > budget &&
 	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
 		next = TAILQ_NEXT(v, fdlink);
-		p = v->part;
-		if (v == self || pthread_mutex_trylock(&p->sync_lock) != 0)
+		sd = v->sd;
+		if (v == self || pthread_mutex_trylock(&sd->sync_lock) != 0)
 			continue;
-		if (pthread_mutex_trylock(&p->lock) != 0) {
-			pthread_mutex_unlock(&p->sync_lock);
+		if (pthread_mutex_trylock(&sd->lock) != 0) {
+			pthread_mutex_unlock(&sd->sync_lock);
 			continue;
 		}
 		if (v->foot_pending || v->wgen != v->sgen) {
 			tlog_seg_io_take(v, &ev->io[ev->n++], true, true);
-			pthread_mutex_unlock(&p->lock);
+			pthread_mutex_unlock(&sd->lock);
 			continue;	/* sync_lock held until synced */
 		}
 		close_files(v, true);
-		pthread_mutex_unlock(&p->lock);
-		pthread_mutex_unlock(&p->sync_lock);
+		pthread_mutex_unlock(&sd->lock);
+		pthread_mutex_unlock(&sd->sync_lock);
 	}
 }
 
-/* The disk work of the evicted segments; no fd_lock held. */
+/* The disk work of the evicted segments; the budget's lock not held. */
 static void
 evict_finish(struct evict *ev)
 {
-	struct tlog_partition *p;
+	struct tlog_segdir *sd;
 	size_t i;
 	int r;
 
 	for (i = 0; i < ev->n; i++) {
-		p = ev->io[i].seg->part;
-		tlog_part_ref(p);
+		sd = ev->io[i].seg->sd;
+		/* The last reference to the segment may go with io: its
+		 * partition must outlive the unlock. */
+		tlog_level_ref(sd->lv);
 		r = tlog_seg_io_run(&ev->io[i], true);
 		tlog_seg_io_finish(&ev->io[i], r, true);
-		pthread_mutex_unlock(&p->sync_lock);
-		tlog_partition_put(p);
+		pthread_mutex_unlock(&sd->sync_lock);
+		tlog_level_put(sd->lv);
 	}
 	ev->n = 0;
 }
@@ -156,19 +251,19 @@ evict_finish(struct evict *ev)
 static void
 fd_track(struct tlog_segment *seg)
 {
-	struct tlog_store *s = seg->part->store;
+	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct evict ev;
 
 	ev.n = 0;
-	pthread_mutex_lock(&s->fd_lock);
+	pthread_mutex_lock(&b->lock);
 	if (!seg->fd_listed) {
-		TAILQ_INSERT_TAIL(&s->fdsegs, seg, fdlink);
+		TAILQ_INSERT_TAIL(&b->segs, seg, fdlink);
 		seg->fd_listed = 1;
-		s->nfdsegs++;
+		b->n++;
 	}
-	if (s->nfdsegs > s->fd_budget)
-		fd_evict_locked(s, seg, s->fd_budget, &ev);
-	pthread_mutex_unlock(&s->fd_lock);
+	if (b->n > b->max)
+		fd_evict_locked(b, seg, b->max, &ev);
+	pthread_mutex_unlock(&b->lock);
 	evict_finish(&ev);
 }
 
@@ -176,13 +271,13 @@ fd_track(struct tlog_segment *seg)
 static void
 fd_evict_all(struct tlog_segment *self)
 {
-	struct tlog_store *s = self->part->store;
+	struct tlog_fdbudget *b = self->sd->fdb;
 	struct evict ev;
 
 	ev.n = 0;
-	pthread_mutex_lock(&s->fd_lock);
-	fd_evict_locked(s, self, 0, &ev);
-	pthread_mutex_unlock(&s->fd_lock);
+	pthread_mutex_lock(&b->lock);
+	fd_evict_locked(b, self, 0, &ev);
+	pthread_mutex_unlock(&b->lock);
 	evict_finish(&ev);
 }
 
@@ -195,24 +290,25 @@ fd_evict_all(struct tlog_segment *self)
 static bool
 set_aside(struct tlog_segment *seg, const char *name)
 {
-	struct tlog_store *s = seg->part->store;
+	struct tlog_ctx *ctx = seg->sd->ctx;
 	struct stat st;
 	char to[64];
 	bool done = false;
 	int dfd;
 
 	snprintf(to, sizeof(to), "%s.orphan-%llu", name,
-	    (unsigned long long)tlog_now(s));
-	if ((dfd = tlog_part_dir(seg->part)) < 0)
+	    (unsigned long long)tlog_ctx_now(ctx));
+	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		return false;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode))
-		tlog_log_err(s, "%s is in the way of a new segment and is not "
-		    "a regular file: left alone, its offset skipped", name);
+		tlog_ctx_log_err(ctx, "%s is in the way of a new segment and "
+		    "is not a regular file: left alone, its offset skipped",
+		    name);
 	else if (renameat(dfd, name, dfd, to) == 0) {
-		seg->part->dir_dirty = true;
-		tlog_log(s, LOG_ERR, "%s was in the way of a new segment: kept "
-		    "as %s", name, to);
+		seg->sd->dir_dirty = true;
+		tlog_ctx_log(ctx, LOG_ERR, "%s was in the way of a new "
+		    "segment: kept as %s", name, to);
 		done = true;
 	}
 	close(dfd);
@@ -227,14 +323,14 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 	char name[32];
 	int fd;
 
-	tlog_seg_name(seg->base, ext, name, sizeof(name));
-	fd = tlog_part_openat(seg->part, name, flags, 0644);
+	tlog_segname_format(seg->base, ext, name, sizeof(name));
+	fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 	if (fd == -EMFILE || fd == -ENFILE) {
 		fd_evict_all(seg);
-		fd = tlog_part_openat(seg->part, name, flags, 0644);
+		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 	}
 	if (create && fd == -EEXIST && set_aside(seg, name))
-		fd = tlog_part_openat(seg->part, name, flags, 0644);
+		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 	return fd;
 }
 
@@ -266,13 +362,13 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	}
 	if (create) {
 		seg->wgen++;
-		seg->part->dir_dirty = true;
+		seg->sd->dir_dirty = true;
 		tlog_idx_encode_header(hdr, seg->base, TLOG_IDX_F_DATACRC);
 		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			r = errno ? -errno : -EIO;
 			tlog_seg_close_files(seg);
-			tlog_seg_name(seg->base, ".idx", name, sizeof(name));
-			tlog_part_unlinkat(seg->part, name);
+			tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+			tlog_level_unlinkat(seg->sd->lv, name);
 			goto unlink_log;
 		}
 		seg->nidx = 0;
@@ -284,8 +380,8 @@ fail:
 unlink_log:
 	/* Only what this call created. */
 	if (create) {
-		tlog_seg_name(seg->base, ".log", name, sizeof(name));
-		tlog_part_unlinkat(seg->part, name);
+		tlog_segname_format(seg->base, ".log", name, sizeof(name));
+		tlog_level_unlinkat(seg->sd->lv, name);
 	}
 	return r;
 }
@@ -364,14 +460,14 @@ tlog_seg_trim(struct tlog_segment *seg)
 	if (!seg->trim_pending)
 		return 0;
 	if (fd == -1) {
-		tlog_seg_name(seg->base, ".log", name, sizeof(name));
-		fd = tlog_part_openat(seg->part, name, O_WRONLY, 0);
+		tlog_segname_format(seg->base, ".log", name, sizeof(name));
+		fd = tlog_level_openat(seg->sd->lv, name, O_WRONLY, 0);
 		if (fd < 0)
 			return fd;
 	}
 	if (ftruncate(fd, (off_t)seg->bytes) == -1) {
 		r = -errno;
-		tlog_log_err(seg->part->store,
+		tlog_ctx_log_err(seg->sd->ctx,
 		    "segment %020llu: cannot trim preallocated space: %s",
 		    (unsigned long long)seg->base, strerror(errno));
 	} else
@@ -391,7 +487,7 @@ tlog_seg_trim(struct tlog_segment *seg)
 int
 tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 {
-	struct tlog_partition *p = seg->part;
+	struct tlog_segdir *sd = seg->sd;
 
 	if (seg->sealed)
 		return 0;
@@ -404,9 +500,8 @@ tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 	tlog_seg_trim(seg);
 	seg->foot_pending = 1;
 	tlog_seg_ref(seg);
-	TAILQ_INSERT_TAIL(&p->unsynced, seg, synclink);
-	__atomic_add_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
-	tlog_part_queue_flush(p);
+	TAILQ_INSERT_TAIL(&sd->unsynced, seg, synclink);
+	__atomic_add_fetch(&sd->nunsynced, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -414,7 +509,7 @@ void
 tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
     bool steal, bool fd_locked)
 {
-	struct tlog_partition *p = seg->part;
+	struct tlog_segdir *sd = seg->sd;
 
 	memset(io, 0, sizeof(*io));
 	io->seg = seg;
@@ -423,8 +518,8 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	io->nidx = seg->nidx;
 	if (seg->foot_pending) {
 		/* Claimed: off the list, whose reference moves to io. */
-		TAILQ_REMOVE(&p->unsynced, seg, synclink);
-		__atomic_sub_fetch(&p->nunsynced, 1, __ATOMIC_RELAXED);
+		TAILQ_REMOVE(&sd->unsynced, seg, synclink);
+		__atomic_sub_fetch(&sd->nunsynced, 1, __ATOMIC_RELAXED);
 		seg->foot_pending = 0;
 		io->footer = true;
 	} else
@@ -462,14 +557,14 @@ io_open(struct tlog_seg_io *io)
 	int fd;
 
 	if (io->fd == -1) {
-		tlog_seg_name(io->seg->base, ".log", name, sizeof(name));
-		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
+		tlog_segname_format(io->seg->base, ".log", name, sizeof(name));
+		if ((fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0)) < 0)
 			return fd;
 		io->fd = fd;
 	}
 	if (io->ifd == -1) {
-		tlog_seg_name(io->seg->base, ".idx", name, sizeof(name));
-		if ((fd = tlog_part_openat(io->seg->part, name, O_RDWR, 0)) < 0)
+		tlog_segname_format(io->seg->base, ".idx", name, sizeof(name));
+		if ((fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0)) < 0)
 			return fd;
 		io->ifd = fd;
 	}
@@ -513,7 +608,7 @@ tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 	tlog_idx_encode_footer(buf, &io->f);
 	if (pwrite(io->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
 	    io->nidx * TLOG_IDX_ENT)) != sizeof(buf))
-		tlog_log_err(io->seg->part->store, "segment %020llu: cannot "
+		tlog_ctx_log_err(io->seg->sd->ctx, "segment %020llu: cannot "
 		    "write its seal footer; recovery will rebuild it",
 		    (unsigned long long)io->seg->base);
 	return 0;
@@ -523,9 +618,9 @@ void
 tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 {
 	struct tlog_segment *seg = io->seg;
-	struct tlog_partition *p = seg->part;
+	struct tlog_segdir *sd = seg->sd;
 
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&sd->lock);
 	if (r == 0 && io->sync && seg->sgen < io->gen)
 		seg->sgen = io->gen;
 	if (io->footer && r == 0 && io->bound) {
@@ -534,11 +629,11 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 		seg->last_idx_pos = io->be.pos;
 		seg->run_crc = 0;
 	}
-	if (r != 0 && keep_err && p->sync_err == 0)
-		p->sync_err = r;
-	pthread_mutex_unlock(&p->lock);
+	if (r != 0 && keep_err && sd->sync_err == 0)
+		sd->sync_err = r;
+	pthread_mutex_unlock(&sd->lock);
 	if (r != 0)
-		tlog_log_err(p->store, "segment %020llu: cannot sync: %s",
+		tlog_ctx_log_err(sd->ctx, "segment %020llu: cannot sync: %s",
 		    (unsigned long long)seg->base, strerror(-r));
 	if (io->fd != -1)
 		close(io->fd);
@@ -547,36 +642,14 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 	tlog_segment_put(seg);
 }
 
-void
-tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
-{
-	struct tlog_partition *p = seg->part;
-	int64_t rms;
-
-	pthread_mutex_lock(&p->lock);
-	info->ino = seg->ino;
-	info->base = seg->base;
-	info->records = seg->records;
-	info->bytes = seg->bytes;
-	info->alloc = seg->prealloc > seg->bytes ? seg->prealloc : seg->bytes;
-	info->first_ts = seg->first_ts;
-	info->max_ts = seg->max_ts;
-	info->sealed = seg->sealed;
-	info->sealed_by = seg->sealed_by;
-	pthread_mutex_unlock(&p->lock);
-	rms = tlog_partition_conf(p, TLOG_RETENTION_MS);
-	info->expires_at = (rms < 0 || info->max_ts < 0) ? -1 :
-	    info->max_ts + rms + 1;
-}
-
 bool
 tlog_segment_dead(struct tlog_segment *seg)
 {
 	bool dead;
 
-	pthread_mutex_lock(&seg->part->lock);
+	pthread_mutex_lock(&seg->sd->lock);
 	dead = seg->dead;
-	pthread_mutex_unlock(&seg->part->lock);
+	pthread_mutex_unlock(&seg->sd->lock);
 	return dead;
 }
 
@@ -585,8 +658,8 @@ tlog_segment_open(struct tlog_segment *seg)
 {
 	char name[32];
 
-	tlog_seg_name(seg->base, ".log", name, sizeof(name));
-	return tlog_part_openat(seg->part, name, O_RDONLY, 0);
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	return tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
 }
 
 ssize_t
@@ -630,9 +703,9 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 	ssize_t r;
 	int fd;
 
-	pthread_mutex_lock(&seg->part->lock);
+	pthread_mutex_lock(&seg->sd->lock);
 	cnt = seg->nidx;
-	pthread_mutex_unlock(&seg->part->lock);
+	pthread_mutex_unlock(&seg->sd->lock);
 	*out = NULL;
 	*n = 0;
 	if (cnt == 0)
@@ -646,8 +719,8 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 		*n = cnt;
 		return 0;
 	}
-	tlog_seg_name(seg->base, ".idx", name, sizeof(name));
-	fd = tlog_part_openat(seg->part, name, O_RDONLY, 0);
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
 	buf = reallocarray(NULL, cnt, TLOG_IDX_ENT);
@@ -674,6 +747,16 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 	return 0;
 }
 
+/* The span after which a segment seals on time: segment.ms less its
+ * jitter, never below 1 ms. */
+int64_t
+tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms)
+{
+	int64_t j = seg->jitter < seg_ms ? seg->jitter : seg_ms;
+
+	return seg_ms - j > 0 ? seg_ms - j : 1;
+}
+
 /*
  * Between two index entries every record ends with a newline, except that
  * the record just before an entry may end without one (records without a
@@ -681,7 +764,7 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
  * nearest entry finds any offset.
  */
 int
-tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
+tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
     uint64_t *pos)
 {
 	struct tlog_idx_entry *e;
@@ -691,10 +774,10 @@ tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
 	ssize_t r;
 	int fd, ret = 0;
 
-	pthread_mutex_lock(&seg->part->lock);
+	pthread_mutex_lock(&seg->sd->lock);
 	records = seg->records;
 	end = seg->bytes;
-	pthread_mutex_unlock(&seg->part->lock);
+	pthread_mutex_unlock(&seg->sd->lock);
 	if (offset < seg->base || offset >= seg->base + records)
 		return offset == seg->base + records ? (*pos = end, 0) :
 		    -ENOENT;
@@ -740,7 +823,7 @@ tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
 }
 
 int
-tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
+tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
     uint64_t *offset, uint64_t *pos)
 {
 	struct tlog_idx_entry *e;
@@ -748,9 +831,9 @@ tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
 	int64_t max_ts;
 	int ret;
 
-	pthread_mutex_lock(&seg->part->lock);
+	pthread_mutex_lock(&seg->sd->lock);
 	max_ts = seg->max_ts;
-	pthread_mutex_unlock(&seg->part->lock);
+	pthread_mutex_unlock(&seg->sd->lock);
 	if (max_ts < t)
 		return -ENOENT;
 	if ((ret = seg_load_index(seg, &e, &n)) != 0)

@@ -37,7 +37,7 @@ struct tlog_partition;
 struct tlog_segment;
 struct tlog_writer;
 
-/* ---- configuration keys (DESIGN 5) ---- */
+/* ---- configuration keys (doc/design.md §5) ---- */
 
 enum tlog_key {
 	TLOG_RETENTION_MS,
@@ -58,25 +58,6 @@ struct tlog_config {
 /* "retention.ms" -> TLOG_RETENTION_MS; -1 if unknown. */
 int tlog_key_lookup(const char *name);
 const char *tlog_key_name(enum tlog_key k);
-int64_t tlog_key_default(enum tlog_key k);
-
-/*
- * Parses a value for key k: a plain integer in the key's unit, or a number
- * with a unit suffix (ms s m h d w; K M G KiB MiB GiB). Leading and trailing
- * whitespace (and one trailing newline, as `echo` adds) is accepted. On a
- * bad value returns -EINVAL and writes a message naming the key, the value
- * and the accepted range into err.
- */
-int tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
-    char *err, size_t errlen);
-
-void tlog_config_init(struct tlog_config *c);	/* all unset */
-/* Reads a key=value file; missing file = all unset. Bad lines are logged
- * through the store (may be NULL) and skipped. */
-int tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
-    struct tlog_config *c);
-/* Writes the set keys atomically (temporary file, fsync, rename). */
-int tlog_config_save(int dirfd, const char *path, const struct tlog_config *c);
 
 /* ---- roll triggers and deletion rules ---- */
 
@@ -177,7 +158,7 @@ enum tlog_hook {
 	TLOG_HOOK_UNLINK,
 	/* Partition removal is about to wait for unlinks in flight. */
 	TLOG_HOOK_RMDIR_WAIT,
-	/* tlog_resched computed a due time and is about to put it in the
+	/* the reaper computed a due time and is about to put it in the
 	 * heap; the partition lock is held. */
 	TLOG_HOOK_RESCHED,
 };
@@ -185,7 +166,7 @@ enum tlog_hook {
 /*
  * Opens STORE at path, creating its layout (STORE/.tlogfs) if missing.
  * Takes an exclusive lock: a second open fails with -EBUSY and a message
- * naming the holder's pid in err. Recovers every partition (DESIGN 8).
+ * naming the holder's pid in err. Recovers every partition (doc/design.md §8).
  * With opts->readonly the layout must exist (-ENOENT otherwise), the
  * lock is shared (any number of read-only opens; -EBUSY beside a
  * writer) and nothing is written.
@@ -216,11 +197,6 @@ struct tlog_config *tlog_store_config(struct tlog_store *s);
 /* Inode numbers: unique per object for the store's lifetime, never reused.
  * The store root is 1. */
 #define TLOG_ROOT_INO 1
-
-/* ---- names ---- */
-
-/* 0, -EINVAL (bad characters, leading '.', empty) or -ENAMETOOLONG. */
-int tlog_name_check(const char *name);
 
 /* ---- directory listings ---- */
 
@@ -261,13 +237,10 @@ int tlog_partition_remove(struct tlog_topic *t, const char *name);
 int tlog_partition_rename(struct tlog_topic *t, const char *from,
     const char *to);
 uint64_t tlog_partition_ino(const struct tlog_partition *p);
-void tlog_partition_name(struct tlog_partition *p, char *buf, size_t len);
 struct tlog_config *tlog_partition_config(struct tlog_partition *p);
 /* The partition's topic (borrowed; valid while p is referenced). */
 struct tlog_topic *tlog_partition_topic(struct tlog_partition *p);
 
-/* Effective value of a key for p: partition, topic, store, built-in. */
-int64_t tlog_partition_conf(struct tlog_partition *p, enum tlog_key k);
 
 struct tlog_part_stats {
 	uint64_t start_offset;	/* base of the oldest segment (end if none) */
@@ -351,15 +324,6 @@ int tlog_segment_open(struct tlog_segment *seg);
 ssize_t tlog_segment_read(struct tlog_segment *seg, int fd, void *buf,
     size_t len, off_t pos);
 
-/* Position of the record with this offset within the segment; -ENOENT
- * if the offset is outside it. */
-int tlog_segment_find_offset(struct tlog_segment *seg, uint64_t offset,
-    uint64_t *pos);
-/* Offset and position of the first record that can have ts >= t
- * (conservative: from the nearest index entry at or before). */
-int tlog_segment_find_time(struct tlog_segment *seg, int64_t t,
-    uint64_t *offset, uint64_t *pos);
-
 /*
  * Where a reader starts (the mount's user.tlog.at.N and user.tlog.since.MS,
  * doc/seek.md). tlog_partition_seek finds the first live record with
@@ -416,13 +380,6 @@ int tlog_partition_fsync(struct tlog_partition *p, bool datasync);
 
 /* Seals the active segment now (user.seal). 0 if there is none. */
 int tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why);
-/* Idle trigger: seals the active segment if now - first_ts >= segment.ms
- * (less its jitter) and nothing was appended for min(segment.ms, 1 s).
- * Returns 1 if it sealed, 0 if not due. */
-int tlog_partition_seal_idle(struct tlog_partition *p);
-/* Earliest engine time at which the idle trigger can fire; -1 if
- * there is no non-empty active segment. */
-int64_t tlog_partition_idle_due(struct tlog_partition *p);
 
 /* ---- deletion ---- */
 
@@ -431,23 +388,6 @@ int64_t tlog_partition_idle_due(struct tlog_partition *p);
  * first if active) and queues its files for unlinking. -ENOENT if gone.
  */
 int tlog_partition_delete(struct tlog_partition *p, uint64_t base);
-/*
- * Time rule: detaches, oldest first, at most max segments whose
- * now - max_ts > retention.ms, stopping at the first young one; an
- * expired active segment is sealed first. Returns the count detached.
- */
-int tlog_partition_expire(struct tlog_partition *p, int max,
-    uint64_t *bytes /* may be NULL: their bytes */);
-/* Earliest time the time rule can delete something; -1 if never. */
-int64_t tlog_partition_expire_due(struct tlog_partition *p);
-/*
- * Size rule for a partition over retention.bytes without an append (the
- * ceiling was lowered): detaches, oldest first, at most max segments
- * until its bytes are within the ceiling; the active segment, last, is
- * sealed first. Returns the count detached (rule size).
- */
-int tlog_partition_enforce_size(struct tlog_partition *p, int max,
-    uint64_t *bytes /* may be NULL: their bytes */);
 
 /*
  * Detached segments wait in the store's unlink queue. This unlinks up to
@@ -467,36 +407,23 @@ int tlog_store_flush_pending(struct tlog_store *s, int max);
  * length of both queues. */
 size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
 void tlog_store_wakeup(struct tlog_store *s);
-size_t tlog_store_unlink_queued(struct tlog_store *s);
 
 /* ---- the reaper (reaper.c) ---- */
 
-struct tlog_reap_stats {
-	uint64_t visited;	/* due partitions this wake-up touched */
-	uint64_t sealed;	/* idle seals */
-	uint64_t expired;	/* segments detached by the time rule */
-	uint64_t bytes;		/* their bytes */
-	uint64_t sized;		/* segments detached by the size rule */
-	uint64_t sized_bytes;	/* their bytes */
-};
-
 /*
- * One wake-up at the store clock's now: pops only the partitions whose due
- * time has come, gives each one bounded step (an idle seal, at most 64
- * segments over retention.bytes, then at most 64 expired segments, each
- * under one hold of its lock), and reschedules them.
- * Returns the next due time, -1 if nothing is scheduled.
+ * The reaper is not started by the store: whoever opens it attaches one
+ * (and schedules every partition then) and, in a daemon, starts its
+ * thread, which sleeps until the earliest due time and runs wake-ups,
+ * logging one line per wake-up that expired something. A read-only
+ * store gets none. A reaper still attached when the store closes is
+ * detached by the close.
  */
-int64_t tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st);
-/* The earliest due time (-1 if none) and how many partitions wait. */
-int64_t tlog_reaper_next_due(struct tlog_store *s);
-size_t tlog_reaper_scheduled(struct tlog_store *s);
-/* A thread that sleeps until the earliest due time and runs cycles,
- * logging one line per wake-up that expired something. */
+int tlog_reaper_attach(struct tlog_store *s);
+/* Attaches (if not yet) and starts the thread. */
 int tlog_reaper_start(struct tlog_store *s);
 void tlog_reaper_stop(struct tlog_store *s);
 
-/* ---- observability (events.c) ---- */
+/* ---- observability (store.c, metrics.c) ---- */
 
 /* The internal partition .tlogfs/events: a new reference (put it). */
 struct tlog_partition *tlog_store_events(struct tlog_store *s);
@@ -509,9 +436,5 @@ uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
 /* Segment file names: "<base, 20 digits><ext>" (ext ".log" or ".idx")
  * -> base; false for any other name. */
 bool tlog_segname_parse(const char *name, const char *ext, uint64_t *base);
-/* Writes buf to dirfd/path atomically and durably: temporary file,
- * fsync, rename, fsync of the directory. */
-int tlog_write_atomic(int dirfd, const char *path, const void *buf,
-    size_t len);
 
 #endif /* TLOG_H */

@@ -1,8 +1,8 @@
 /*
  * util.c - small pieces every engine file uses: CRC-32C, atomic file
- * replacement, name rules, logging with a rate limit, the clock (engine
- * time, and the only reads of the system clocks), inode numbers, and the
- * names of triggers and rules.
+ * replacement, opening below a directory, name rules, the segment-name
+ * codec, the names of triggers and rules, monotonic waits, and the log
+ * sink. Nothing here knows a store (see ctx.c for what a store shares).
  */
 #include "config.h"
 
@@ -18,11 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "util.h"
 
 static uint32_t crc_table[256];
 static uint32_t (*crc_fn)(uint32_t, const unsigned char *, size_t);
@@ -317,7 +316,7 @@ tlog_name_check(const char *name)
 }
 
 void
-tlog_seg_name(uint64_t base, const char *ext, char *buf, size_t len)
+tlog_segname_format(uint64_t base, const char *ext, char *buf, size_t len)
 {
 	snprintf(buf, len, "%020" PRIu64 "%s", base, ext);
 }
@@ -339,143 +338,6 @@ tlog_segname_parse(const char *name, const char *ext, uint64_t *base)
 	}
 	*base = v;
 	return true;
-}
-
-uint64_t
-tlog_new_ino(struct tlog_store *s)
-{
-	return __atomic_fetch_add(&s->next_ino, 1, __ATOMIC_RELAXED);
-}
-
-/* ---- the clock: engine time (doc/engine.md, "The clock") ---- */
-
-#define CLOCK_STEP_MS 1000	/* a wall clock change larger is a step */
-
-static int64_t
-sys_ms(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-wall_ms(struct tlog_store *s)
-{
-	if (s->opts.clock != NULL)
-		return s->opts.clock(s->opts.clock_arg);
-	return sys_ms(CLOCK_REALTIME);
-}
-
-/* Real elapsed time, suspend included. A test that injects only the
- * wall clock gets it here too, so its clock moves engine time as it
- * always did. */
-static int64_t
-boot_ms(struct tlog_store *s)
-{
-	if (s->opts.boot_clock != NULL)
-		return s->opts.boot_clock(s->opts.clock_arg);
-	if (s->opts.clock != NULL)
-		return s->opts.clock(s->opts.clock_arg);
-	return sys_ms(CLOCK_BOOTTIME);
-}
-
-/* Engine time at boot time m: half speed until clk_m1, then full. */
-static int64_t
-engine_at(const struct tlog_store *s, int64_t m)
-{
-	if (m < s->clk_m1)
-		return s->clk_e0 + (m - s->clk_m0) / 2;
-	return s->clk_e0 + (s->clk_m1 - s->clk_m0) / 2 + (m - s->clk_m1);
-}
-
-/*
- * A new piece of engine time from e (at wall w, boot m): full speed,
- * unless the wall clock is more than a step behind, then half speed
- * until it catches up (after 2 * (e - w) of real time). Returns that
- * slow stretch, 0 if none. clock_lock held.
- */
-static int64_t
-anchor_locked(struct tlog_store *s, int64_t e, int64_t w, int64_t m)
-{
-	s->clk_e0 = e;
-	s->clk_m0 = m;
-	s->clk_off = w - m;
-	s->clk_m1 = e - w > CLOCK_STEP_MS ? m + 2 * (e - w) : m;
-	return s->clk_m1 - m;
-}
-
-void
-tlog_clock_init(struct tlog_store *s, int64_t newest)
-{
-	int64_t w, m, e, slow;
-
-	pthread_mutex_lock(&s->clock_lock);
-	w = wall_ms(s);
-	m = boot_ms(s);
-	e = newest > w ? newest : w;
-	slow = anchor_locked(s, e, w, m);
-	pthread_mutex_unlock(&s->clock_lock);
-	if (slow > 0)
-		tlog_log(s, LOG_WARNING, "clock: the newest stored timestamp "
-		    "is %" PRId64 " ms ahead of the wall clock: engine time "
-		    "runs at half speed for %" PRId64 " s, until the wall "
-		    "clock catches up", e - w, slow / 1000);
-}
-
-/*
- * Engine time, and the wall clock read with it. A step of the wall clock
- * (its distance to boot time changed by more than CLOCK_STEP_MS) starts a
- * new piece from the current engine time, so engine time never jumps.
- */
-static int64_t
-clock_read(struct tlog_store *s, int64_t *wallp)
-{
-	int64_t w, m, e, step, slow = 0;
-	bool stepped = false;
-
-	pthread_mutex_lock(&s->clock_lock);
-	w = wall_ms(s);
-	m = boot_ms(s);
-	e = engine_at(s, m);
-	step = (w - m) - s->clk_off;
-	if (step > CLOCK_STEP_MS || step < -CLOCK_STEP_MS) {
-		slow = anchor_locked(s, e, w, m);
-		stepped = true;
-	}
-	pthread_mutex_unlock(&s->clock_lock);
-	if (stepped && slow > 0)
-		tlog_log(s, LOG_WARNING, "clock: the wall clock stepped %s by "
-		    "%" PRId64 " ms and is %" PRId64 " ms behind engine time: "
-		    "engine time runs at half speed for %" PRId64 " s, until "
-		    "it catches up", step > 0 ? "forward" : "back",
-		    step > 0 ? step : -step, e - w, slow / 1000);
-	else if (stepped)
-		tlog_log(s, LOG_WARNING, "clock: the wall clock stepped %s by "
-		    "%" PRId64 " ms: engine time keeps to elapsed time, %"
-		    PRId64 " ms behind the wall clock until a restart",
-		    step > 0 ? "forward" : "back", step > 0 ? step : -step,
-		    w - e);
-	if (wallp != NULL)
-		*wallp = w;
-	return e;
-}
-
-int64_t
-tlog_now(struct tlog_store *s)
-{
-	if (s == NULL)
-		return sys_ms(CLOCK_REALTIME);
-	return clock_read(s, NULL);
-}
-
-int64_t
-tlog_clock_offset(struct tlog_store *s)
-{
-	int64_t w, e = clock_read(s, &w);
-
-	return w - e;
 }
 
 uint64_t
@@ -515,56 +377,26 @@ tlog_deadline(int64_t ms, struct timespec *ts)
 }
 
 void
-tlog_vlog(struct tlog_store *s, int prio, const char *fmt, va_list ap)
+tlog_sink_vlog(const struct tlog_sink *k, int prio, const char *fmt,
+    va_list ap)
 {
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (s != NULL && s->opts.log != NULL)
-		s->opts.log(s->opts.log_arg, prio, msg);
+	if (k != NULL && k->fn != NULL)
+		k->fn(k->arg, prio, msg);
 	else
 		fprintf(stderr, "tlogfs: %s\n", msg);
 }
 
 void
-tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
+tlog_sink_log(const struct tlog_sink *k, int prio, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	tlog_vlog(s, prio, fmt, ap);
+	tlog_sink_vlog(k, prio, fmt, ap);
 	va_end(ap);
-}
-
-void
-tlog_log_err(struct tlog_store *s, const char *fmt, ...)
-{
-	int64_t now = tlog_now(s);
-	unsigned dropped = 0;
-	bool say = false;
-	char msg[900];
-	va_list ap;
-
-	TLOG_METRIC_ADD(s, errors, 1);
-	pthread_mutex_lock(&s->log_lock);
-	if (s->last_err_ts == 0 || now - s->last_err_ts >= 30000) {
-		say = true;
-		dropped = s->suppressed;
-		s->suppressed = 0;
-		s->last_err_ts = now;
-	} else
-		s->suppressed++;
-	pthread_mutex_unlock(&s->log_lock);
-	if (!say)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (dropped)
-		tlog_log(s, LOG_ERR, "%s (%u similar errors suppressed)", msg,
-		    dropped);
-	else
-		tlog_log(s, LOG_ERR, "%s", msg);
 }
 
 const char *

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tlog_int.h"
+#include "flush.h"
 
 struct tlog_writer {
 	struct tlog_partition *part;
@@ -90,13 +90,13 @@ ssize_t
 tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 {
 	const char *buf = data, *nl;
-	int64_t max = tlog_partition_conf(w->part, TLOG_RECORD_MAX_BYTES);
+	int64_t max = tlog_part_conf(w->part, TLOG_RECORD_MAX_BYTES);
 	size_t room, take = 0, done;
 	ssize_t r;
 	int e;
 
 	/* Not even held: the bytes could never be appended. */
-	if (w->part->store->ro)
+	if (w->part->ctx->ro)
 		return -EROFS;
 	pthread_mutex_lock(&w->lock);
 	if (w->nheld > 0) {

@@ -1,6 +1,6 @@
 /*
  * tlbench.c - engine-level benchmarks and store generation for
- * tests/bench/run.sh. Links libtlog (internal API, tlog_int.h).
+ * tests/bench/run.sh. Links libtlog (internal API: the module headers).
  *
  *   tlbench gen STORE TOPIC NPARTS SEGS [AGE_MS [RETENTION_MS]]
  *	Writes NPARTS partitions of SEGS segments each straight in the
@@ -39,7 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "reaper.h"
+#include "store.h"
 
 static int64_t clock_offset;	/* added to the wall clock, atomically */
 
@@ -247,6 +248,8 @@ wakeup(const char *dir, long nparts, long ndue, int reps)
 
 	mkdir_p(dir);
 	s = open_store(dir);
+	if (tlog_reaper_attach(s) != 0)
+		die("reaper_attach");
 	real = calloc((size_t)ndue, sizeof(*real));
 	due_ms = calloc((size_t)reps, sizeof(double));
 	idle_ms = calloc((size_t)reps, sizeof(double));
@@ -256,9 +259,9 @@ wakeup(const char *dir, long nparts, long ndue, int reps)
 		die("topic");
 	for (i = 0; i < nparts - ndue; i++) {
 		snprintf(name, sizeof(name), "idle%ld", i);
-		if ((p = tlog_part_alloc(t, name)) == NULL)
+		if ((p = tlog_part_alloc(&t->lv, name, t->reg->penv)) == NULL)
 			die("tlog_part_alloc");
-		tlog_sched_earlier(p, now + 365LL * 86400000 + i);
+		tlog_part_sched_earlier(p, now + 365LL * 86400000 + i);
 		tlog_partition_put(p);
 	}
 	for (i = 0; i < ndue; i++) {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tlog.h"
+#include "conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,7 +37,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (k = 0; k < TLOG_NKEYS; k++) {
 		err[0] = '\0';
-		if (tlog_parse_value(k, (const char *)data, size, &v, err,
+		if (tlog_key_parse(k, (const char *)data, size, &v, err,
 		    sizeof(err)) == 0) {
 			if (v < -1)
 				abort();
@@ -49,10 +49,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd == -1 || write(fd, data, size) != (ssize_t)size)
 		abort();
 	close(fd);
-	if (tlog_config_load(NULL, dirfd_, "cfg", &c) != 0)
+	if (tlog_conf_load(NULL, dirfd_, "cfg", &c) != 0)
 		return 0;
-	if (tlog_config_save(dirfd_, "cfg2", &c) != 0 ||
-	    tlog_config_load(NULL, dirfd_, "cfg2", &c2) != 0)
+	if (tlog_conf_save(dirfd_, "cfg2", &c) != 0 ||
+	    tlog_conf_load(NULL, dirfd_, "cfg2", &c2) != 0)
 		abort();
 	if (memcmp(&c, &c2, sizeof(c)) != 0)
 		abort();

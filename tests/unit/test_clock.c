@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "reaper.h"
+#include "retention.h"
+#include "store.h"
 
 #define T0 1700000000000LL
 #define HOUR 3600000LL
@@ -171,7 +173,7 @@ START_TEST(backward_step_keeps_stamps_increasing)
 	free(si);
 	/* Idle: the active segment seals 2 s (engine) after its first
 	 * record, 4 s of real time at half speed; not before. */
-	ck_assert_int_eq(tlog_partition_idle_due(p), T0 + 4000);
+	ck_assert_int_eq(tlog_part_idle_due(p), T0 + 4000);
 	elapse(2 * (T0 + 4000 - tlog_now(th_S)) - 2);
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 0);

@@ -18,13 +18,13 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "levels.h"
 
 #define GiB (1LL << 30)
 #define MiB (1LL << 20)
 #define SENTINEL 424242
 
-/* ---- tlog_parse_value, table-driven ---- */
+/* ---- tlog_key_parse, table-driven ---- */
 
 struct prow {
 	enum tlog_key key;
@@ -198,7 +198,7 @@ START_TEST(test_parse_table)
 	int ret;
 
 	memset(err, 0, sizeof(err));
-	ret = tlog_parse_value(r->key, r->in, len, &v, err, sizeof(err));
+	ret = tlog_key_parse(r->key, r->in, len, &v, err, sizeof(err));
 	ck_assert_msg(ret == r->ret, "row %d: %s \"%s\": returned %d, want %d "
 	    "(err \"%s\")", _i, tlog_key_name(r->key), r->in, ret, r->ret,
 	    err);
@@ -225,31 +225,31 @@ START_TEST(test_parse_message)
 	char err[512];
 	int64_t v;
 
-	ck_assert_int_eq(tlog_parse_value(TLOG_SEGMENT_BYTES, "12X", 3, &v,
+	ck_assert_int_eq(tlog_key_parse(TLOG_SEGMENT_BYTES, "12X", 3, &v,
 	    err, sizeof(err)), -EINVAL);
 	ck_assert_str_eq(err, "segment.bytes: bad value \"12X\": accepted "
 	    "1024 .. 2147483648 bytes (or with unit K, M, G, KiB, MiB, GiB)");
 
-	ck_assert_int_eq(tlog_parse_value(TLOG_RETENTION_MS, "0", 1, &v,
+	ck_assert_int_eq(tlog_key_parse(TLOG_RETENTION_MS, "0", 1, &v,
 	    err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "-1 (forever)"));
 	ck_assert_ptr_nonnull(strstr(err, "1000 .. "));
 	ck_assert_ptr_nonnull(strstr(err, "ms, s, m, h, d, w"));
 
-	ck_assert_int_eq(tlog_parse_value(TLOG_RETENTION_BYTES, "1", 1, &v,
+	ck_assert_int_eq(tlog_key_parse(TLOG_RETENTION_BYTES, "1", 1, &v,
 	    err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "-1 (none) or >= 1024 bytes"));
 
-	ck_assert_int_eq(tlog_parse_value(TLOG_SEGMENT_PREALLOCATE, "2", 1,
+	ck_assert_int_eq(tlog_key_parse(TLOG_SEGMENT_PREALLOCATE, "2", 1,
 	    &v, err, sizeof(err)), -EINVAL);
 	ck_assert_str_eq(err, "segment.preallocate: bad value \"2\": "
 	    "accepted 0 or 1");
 
-	ck_assert_int_eq(tlog_parse_value(TLOG_SEGMENT_JITTER_MS, "x", 1,
+	ck_assert_int_eq(tlog_key_parse(TLOG_SEGMENT_JITTER_MS, "x", 1,
 	    &v, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "segment.ms"));
 	/* record.max.bytes is bounded by nothing but its own range */
-	ck_assert_int_eq(tlog_parse_value(TLOG_RECORD_MAX_BYTES, "x", 1,
+	ck_assert_int_eq(tlog_key_parse(TLOG_RECORD_MAX_BYTES, "x", 1,
 	    &v, err, sizeof(err)), -EINVAL);
 	ck_assert_str_eq(err, "record.max.bytes: bad value \"x\": accepted "
 	    "1 .. 2147483648 bytes (or with unit K, M, G, KiB, MiB, GiB)");
@@ -262,13 +262,13 @@ START_TEST(test_parse_message_sanitized)
 	int64_t v;
 
 	/* control bytes, quotes and backslashes are escaped */
-	ck_assert_int_eq(tlog_parse_value(TLOG_RETENTION_MS,
+	ck_assert_int_eq(tlog_key_parse(TLOG_RETENTION_MS,
 	    "\x01\"a\\\n\xff", 6, &v, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "\"\\x01\\\"a\\\\\\n\\xff\"") != NULL,
 	    "%s", err);
 
 	/* a NUL byte shows as \x00 and does not cut the message short */
-	ck_assert_int_eq(tlog_parse_value(TLOG_RETENTION_MS, "3\0" "0s", 4,
+	ck_assert_int_eq(tlog_key_parse(TLOG_RETENTION_MS, "3\0" "0s", 4,
 	    &v, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "\"3\\x000s\": accepted") != NULL, "%s",
 	    err);
@@ -276,7 +276,7 @@ START_TEST(test_parse_message_sanitized)
 	/* a long value is truncated */
 	memset(big, '7', sizeof(big));
 	big[sizeof(big) - 1] = 'X';
-	ck_assert_int_eq(tlog_parse_value(TLOG_RETENTION_MS, big,
+	ck_assert_int_eq(tlog_key_parse(TLOG_RETENTION_MS, big,
 	    sizeof(big), &v, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "...\": accepted"));
 	ck_assert_ptr_null(strchr(err, 'X'));
@@ -290,23 +290,23 @@ START_TEST(test_parse_small_err)
 	int64_t v = SENTINEL;
 
 	memset(err, 'Z', sizeof(err));
-	ck_assert_int_eq(tlog_parse_value(TLOG_SEGMENT_BYTES, "bad", 3, &v,
+	ck_assert_int_eq(tlog_key_parse(TLOG_SEGMENT_BYTES, "bad", 3, &v,
 	    err, 8), -EINVAL);
 	ck_assert_str_eq(err, "segment");
 	ck_assert_int_eq(err[8], 'Z');
 
 	/* no error buffer at all */
-	ck_assert_int_eq(tlog_parse_value(TLOG_SEGMENT_BYTES, "bad", 3, &v,
+	ck_assert_int_eq(tlog_key_parse(TLOG_SEGMENT_BYTES, "bad", 3, &v,
 	    NULL, 0), -EINVAL);
-	ck_assert_int_eq(tlog_parse_value(TLOG_SEGMENT_BYTES, "1K", 2, &v,
+	ck_assert_int_eq(tlog_key_parse(TLOG_SEGMENT_BYTES, "1K", 2, &v,
 	    NULL, 0), 0);
 	ck_assert_int_eq(v, 1024);
 
 	/* NULL value, and a key out of range */
 	v = SENTINEL;
-	ck_assert_int_eq(tlog_parse_value(TLOG_SEGMENT_BYTES, NULL, 0, &v,
+	ck_assert_int_eq(tlog_key_parse(TLOG_SEGMENT_BYTES, NULL, 0, &v,
 	    err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(tlog_parse_value(TLOG_NKEYS, "1", 1, &v, err,
+	ck_assert_int_eq(tlog_key_parse(TLOG_NKEYS, "1", 1, &v, err,
 	    sizeof(err)), -EINVAL);
 	ck_assert_int_eq(v, SENTINEL);
 }
@@ -373,15 +373,15 @@ START_TEST(test_save_load)
 	ck_assert_int_ne(asprintf(&path, "%s/cfg", dir), -1);
 
 	/* nothing set: the file exists and is empty */
-	tlog_config_init(&c);
+	tlog_conf_init(&c);
 	for (k = 0; k < TLOG_NKEYS; k++)
 		ck_assert(c.v[k] == TLOG_UNSET);
-	ck_assert_int_eq(tlog_config_save(dfd, "cfg", &c), 0);
+	ck_assert_int_eq(tlog_conf_save(dfd, "cfg", &c), 0);
 	text = th_slurp(path, NULL);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_str_eq(text, "");
 	free(text);
-	ck_assert_int_eq(tlog_config_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
 	for (k = 0; k < TLOG_NKEYS; k++)
 		ck_assert(d.v[k] == TLOG_UNSET);
 
@@ -390,7 +390,7 @@ START_TEST(test_save_load)
 	c.v[TLOG_RETENTION_BYTES] = -1;
 	c.v[TLOG_SEGMENT_BYTES] = MiB;
 	c.v[TLOG_SEGMENT_PREALLOCATE] = 0;
-	ck_assert_int_eq(tlog_config_save(dfd, "cfg", &c), 0);
+	ck_assert_int_eq(tlog_conf_save(dfd, "cfg", &c), 0);
 	text = th_slurp(path, NULL);
 	ck_assert_str_eq(text, "retention.ms=259200000\n"
 	    "retention.bytes=-1\n"
@@ -398,7 +398,7 @@ START_TEST(test_save_load)
 	    "segment.preallocate=0\n");
 	free(text);
 	memset(&d, 0, sizeof(d));
-	ck_assert_int_eq(tlog_config_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
 	for (k = 0; k < TLOG_NKEYS; k++)
 		ck_assert_msg(d.v[k] == c.v[k], "key %s: %lld != %lld",
 		    tlog_key_name(k), (long long)d.v[k], (long long)c.v[k]);
@@ -407,22 +407,22 @@ START_TEST(test_save_load)
 	for (k = 0; k < TLOG_NKEYS; k++)
 		c.v[k] = tlog_key_default(k);
 	c.v[TLOG_RETENTION_BYTES] = INT64_MAX;
-	ck_assert_int_eq(tlog_config_save(dfd, "cfg", &c), 0);
-	ck_assert_int_eq(tlog_config_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_save(dfd, "cfg", &c), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
 	ck_assert_int_eq(memcmp(&c, &d, sizeof(c)), 0);
 
 	/* a missing file is all unset, not an error */
 	memset(&d, 0, sizeof(d));
-	ck_assert_int_eq(tlog_config_load(NULL, dfd, "nonexistent", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "nonexistent", &d), 0);
 	for (k = 0; k < TLOG_NKEYS; k++)
 		ck_assert(d.v[k] == TLOG_UNSET);
 
 	/* an I/O error is one */
 	ck_assert_int_eq(mkdirat(dfd, "adir", 0755), 0);
-	ck_assert_int_eq(tlog_config_load(NULL, dfd, "adir", &d), -EISDIR);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "adir", &d), -EISDIR);
 
 	/* an absolute path works with any dirfd */
-	ck_assert_int_eq(tlog_config_load(NULL, AT_FDCWD, path, &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, path, &d), 0);
 	ck_assert_int_eq(memcmp(&c, &d, sizeof(c)), 0);
 
 	close(dfd);
@@ -455,7 +455,7 @@ START_TEST(test_load_bad_lines)
 	    "  segment.ms = 1h  \n"
 	    "segment.jitter.ms=-1\n"
 	    "record.max.bytes=4K");	/* no final newline */
-	ck_assert_int_eq(tlog_config_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
 	ck_assert_int_eq(d.v[TLOG_RETENTION_MS], 259200000);
 	ck_assert_int_eq(d.v[TLOG_SEGMENT_MS], 3600000);
 	ck_assert_int_eq(d.v[TLOG_RECORD_MAX_BYTES], 4096);
@@ -476,7 +476,7 @@ START_TEST(test_load_bad_lines)
 		    (ssize_t)sizeof(text) - 1);
 		close(fd);
 	}
-	ck_assert_int_eq(tlog_config_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
 	ck_assert_int_eq(d.v[TLOG_SEGMENT_MS], 2000);
 	ck_assert_int_eq(d.v[TLOG_RETENTION_MS], 2 * 86400000);
 
@@ -527,9 +527,9 @@ level_file(const char *dir, struct tlog_store *s, struct tlog_topic *t,
 	char rel[PATH_MAX], *out;
 	int r;
 
-	pthread_rwlock_rdlock(&s->tree_lock);
+	pthread_rwlock_rdlock(&s->tree.lock);
 	r = tlog_level_conf_path(s, t, p, rel, sizeof(rel));
-	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
 	ck_assert_int_eq(r, 0);
 	ck_assert_int_ne(asprintf(&out, "%s/%s", dir, rel), -1);
 	return out;
@@ -569,9 +569,9 @@ START_TEST(test_inherit)
 	ck_assert_int_eq(get(s, NULL, p, k), 3 * 86400000);
 	ck_assert_int_eq(get(s, NULL, q, k), 2 * 86400000);
 	ck_assert_int_eq(get(s, t, NULL, k), 2 * 86400000);
-	ck_assert_int_eq(tlog_partition_conf(p, TLOG_RETENTION_MS),
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_RETENTION_MS),
 	    3 * 86400000);
-	ck_assert_int_eq(tlog_partition_conf(q, TLOG_RETENTION_MS),
+	ck_assert_int_eq(tlog_part_conf(q, TLOG_RETENTION_MS),
 	    2 * 86400000);
 
 	/* -1 at a level overrides a finite value above it */
@@ -1040,11 +1040,11 @@ START_TEST(test_concurrent_set)
 		ck_assert_int_eq(rs[i].fails, 0);
 	}
 	pfile = level_file(dir, s, NULL, p);
-	ck_assert_int_eq(tlog_config_load(NULL, AT_FDCWD, pfile, &c), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, pfile, &c), 0);
 	for (i = 0; i < TLOG_NKEYS; i++)
-		ck_assert_msg(c.v[i] == p->cfg.v[i], "%s: file %lld, live "
+		ck_assert_msg(c.v[i] == p->lv.conf.v[i], "%s: file %lld, live "
 		    "%lld", tlog_key_name(i), (long long)c.v[i],
-		    (long long)p->cfg.v[i]);
+		    (long long)p->lv.conf.v[i]);
 	ck_assert_int_eq(get(s, NULL, p, "retention.bytes"), 25 * MiB);
 	ck_assert_int_eq(get(s, NULL, p, "segment.bytes"), 25 * MiB);
 	ck_assert_int_eq(get(s, NULL, p, "record.max.bytes"), 25 * 1024);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "store.h"
 
 #define LINE 100		/* bytes per test line, newline included */
 
@@ -154,9 +154,9 @@ START_TEST(layout_survives_power_loss)
 	free(de);
 	p = tlog_partition_get(t, "0");
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(tlog_partition_conf(p, TLOG_SEGMENT_BYTES), 65536);
-	ck_assert_int_eq(tlog_partition_conf(p, TLOG_SEGMENT_MS), 3600000);
-	ck_assert_int_eq(tlog_partition_conf(p, TLOG_RETENTION_MS),
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_SEGMENT_BYTES), 65536);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_SEGMENT_MS), 3600000);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_RETENTION_MS),
 	    3 * 86400000LL);
 	tlog_partition_put(p);
 	tlog_topic_put(t);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "segment.h"
 
 START_TEST(entry_round_trip)
 {
@@ -130,18 +130,18 @@ START_TEST(find_offset_and_time)
 	for (i = 0; i < 2000; i++) {
 		n = snprintf(line, sizeof(line), "%d %.*s\n", i, i % 50,
 		    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
-		ck_assert_int_eq(tlog_segment_find_offset(seg, (uint64_t)i,
+		ck_assert_int_eq(tlog_seg_find_offset(seg, (uint64_t)i,
 		    &pos), 0);
 		ck_assert_uint_eq(pos, expect);
 		expect += (uint64_t)n;
 	}
-	ck_assert_int_eq(tlog_segment_find_offset(seg, 2001, &pos), -ENOENT);
+	ck_assert_int_eq(tlog_seg_find_offset(seg, 2001, &pos), -ENOENT);
 	/* By time: a conservative start at or before the first match. */
-	ck_assert_int_eq(tlog_segment_find_time(seg, t0 + 1500, &off, &pos),
+	ck_assert_int_eq(tlog_seg_find_time(seg, t0 + 1500, &off, &pos),
 	    0);
 	ck_assert_uint_le(off, 1500);
 	ck_assert_uint_ge(off, 1300);
-	ck_assert_int_eq(tlog_segment_find_time(seg, t0 + 99999, &off, &pos),
+	ck_assert_int_eq(tlog_seg_find_time(seg, t0 + 99999, &off, &pos),
 	    -ENOENT);
 	tlog_segment_put(seg);
 	tlog_writer_close(w);

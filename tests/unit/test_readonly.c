@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "reaper.h"
+#include "retention.h"
 #include "testhelp.h"
 
 #define T0 4102444800000LL	/* 2100-01-01: later than any file mtime */
@@ -357,11 +359,11 @@ check_refusals(struct tlog_store *s)
 	ck_assert_int_eq(tlog_level_chmod(s, t, NULL, 0700), -EROFS);
 	ck_assert_int_eq(tlog_level_chown(s, NULL, p, 1, 1), -EROFS);
 	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), -EROFS);
-	ck_assert_int_eq(tlog_partition_seal_idle(p), -EROFS);
+	ck_assert_int_eq(tlog_part_seal_idle(p), -EROFS);
 	ck_assert_int_eq(tlog_partition_delete(p, 0), -EROFS);
 	ck_assert_int_eq(tlog_partition_delete(p, 40), -EROFS);
-	ck_assert_int_eq(tlog_partition_expire(p, 64, NULL), -EROFS);
-	ck_assert_int_eq(tlog_partition_enforce_size(p, 64, NULL), -EROFS);
+	ck_assert_int_eq(tlog_part_expire(p, 64, NULL), -EROFS);
+	ck_assert_int_eq(tlog_part_enforce_size(p, 64, NULL), -EROFS);
 	w = tlog_writer_open(p);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(tlog_writer_write(w, "a line\n", 7), -EROFS);

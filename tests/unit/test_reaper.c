@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "reaper.h"
+#include "retention.h"
+#include "store.h"
 
 
 static void
@@ -48,9 +50,9 @@ START_TEST(wakeup_visits_only_due_partitions)
 	 * what is measured is the heap, not the file system). */
 	for (i = 0; i < 99990; i++) {
 		snprintf(name, sizeof(name), "idle%d", i);
-		idle = tlog_part_alloc(t, name);
+		idle = tlog_part_alloc(&t->lv, name, t->reg->penv);
 		ck_assert_ptr_nonnull(idle);
-		tlog_sched_earlier(idle, t0 + 86400000LL + i);
+		tlog_part_sched_earlier(idle, t0 + 86400000LL + i);
 		tlog_partition_put(idle);
 	}
 	/* 10 real ones whose data expires after one second. */
@@ -108,7 +110,7 @@ START_TEST(idle_partition_empties_on_schedule)
 	ck_assert_uint_eq(st.expired, 1);
 	ck_assert_uint_eq(th_nsegs(p), 0);
 	ck_assert_int_eq(tlog_part_due(p), -1);
-	ck_assert_int_eq(p->heap_idx, SIZE_MAX);
+	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
 }
 END_TEST
@@ -143,7 +145,7 @@ START_TEST(config_change_reschedules)
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
 	ck_assert_int_eq(tlog_part_due(p), -1);
-	ck_assert_int_eq(p->heap_idx, SIZE_MAX);
+	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
 }
 END_TEST
@@ -288,11 +290,11 @@ append_between(void *arg, int point, struct tlog_partition *p)
 {
 	(void)arg;
 	if (point != TLOG_HOOK_RESCHED || !race_armed || race_ran ||
-	    strcmp(p->name, "0") != 0)
+	    strcmp(p->lv.name, "0") != 0)
 		return;
-	if (pthread_mutex_trylock(&p->lock) != 0)
+	if (pthread_mutex_trylock(&p->sd.lock) != 0)
 		return;		/* held through the update: it would wait */
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->sd.lock);
 	race_ran = 1;
 	put(p, "appended in between\n");
 }
@@ -322,7 +324,7 @@ START_TEST(resched_never_drops_a_partition_with_segments)
 		put(p, "appended after\n");
 	/* The new segment is scheduled: its time rule at t0 + 2002. */
 	ck_assert_uint_eq(th_nsegs(p), 1);
-	ck_assert_msg(p->heap_idx != SIZE_MAX, "a partition with a segment "
+	ck_assert_msg(tlog_heap_holds(&p->sched), "a partition with a segment "
 	    "left the reaper's schedule");
 	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 2002);
 	th_clock = t0 + 2002;

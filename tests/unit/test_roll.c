@@ -18,7 +18,8 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "retention.h"
+#include "store.h"
 
 
 /* A line of exactly n bytes, newline included. */
@@ -384,7 +385,7 @@ START_TEST(line_longer_than_segment_bytes_is_one_record)
 	free(si);
 	seg = tlog_segment_get(th_P, 5);
 	ck_assert_ptr_nonnull(seg);
-	ck_assert_int_eq(tlog_segment_find_offset(seg, 6, &pos), 0);
+	ck_assert_int_eq(tlog_seg_find_offset(seg, 6, &pos), 0);
 	ck_assert_uint_eq(pos, sizeof(line));
 	tlog_segment_put(seg);
 	data = th_partition_data(th_P, &len);
@@ -547,16 +548,16 @@ START_TEST(idle_seal)
 
 	th_open_tp(NULL);
 	th_set(th_S, th_P, "segment.ms", "1s");
-	ck_assert_int_eq(tlog_partition_idle_due(th_P), -1);
+	ck_assert_int_eq(tlog_part_idle_due(th_P), -1);
 	w = tlog_writer_open(th_P);
 	t0 = th_clock;
 	th_put(w, "a\n");
-	ck_assert_int_eq(tlog_partition_idle_due(th_P), t0 + 1000);
+	ck_assert_int_eq(tlog_part_idle_due(th_P), t0 + 1000);
 	th_clock = t0 + 999;
-	ck_assert_int_eq(tlog_partition_seal_idle(th_P), 0);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 0);
 	th_clock = t0 + 1000;
-	ck_assert_int_eq(tlog_partition_seal_idle(th_P), 1);
-	ck_assert_int_eq(tlog_partition_idle_due(th_P), -1);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 1);
+	ck_assert_int_eq(tlog_part_idle_due(th_P), -1);
 	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_IDLE);
@@ -568,8 +569,8 @@ START_TEST(idle_seal)
 	th_clock = t0 + 5999;
 	th_put(w, "c\n");
 	th_clock = t0 + 6000;
-	ck_assert_int_eq(tlog_partition_seal_idle(th_P), 0);
-	ck_assert_int_eq(tlog_partition_idle_due(th_P), t0 + 6999);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 0);
+	ck_assert_int_eq(tlog_part_idle_due(th_P), t0 + 6999);
 	th_put(w, "d\n");
 	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 3);
@@ -577,9 +578,9 @@ START_TEST(idle_seal)
 	free(si);
 	/* Once writes stop, it seals min(segment.ms, 1 s) after the last. */
 	th_clock = t0 + 6999;
-	ck_assert_int_eq(tlog_partition_seal_idle(th_P), 0);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 0);
 	th_clock = t0 + 7000;
-	ck_assert_int_eq(tlog_partition_seal_idle(th_P), 1);
+	ck_assert_int_eq(tlog_part_seal_idle(th_P), 1);
 	tlog_writer_close(w);
 }
 END_TEST
@@ -596,7 +597,7 @@ START_TEST(jitter_within_bounds)
 	w = tlog_writer_open(th_P);
 	for (i = 0; i < 300; i++) {
 		th_put(w, "j\n");
-		span = tlog_partition_idle_due(th_P) - th_clock;
+		span = tlog_part_idle_due(th_P) - th_clock;
 		ck_assert_int_ge(span, 6000);
 		ck_assert_int_le(span, 10000);
 		lo = span < lo ? span : lo;
@@ -728,8 +729,8 @@ check_delete(void *arg, const struct tlog_event *ev)
 	 * under the partition's lock. (The store's close, after the
 	 * fixture put th_P, drains what is left.) */
 	if (arg == NULL && th_P != NULL) {
-		ck_assert_int_eq(pthread_mutex_trylock(&th_P->lock), 0);
-		pthread_mutex_unlock(&th_P->lock);
+		ck_assert_int_eq(pthread_mutex_trylock(&th_P->sd.lock), 0);
+		pthread_mutex_unlock(&th_P->sd.lock);
 	}
 }
 
@@ -823,21 +824,21 @@ START_TEST(time_rule_boundaries)
 	th_put(w, "young\n");		/* segment 1: max_ts t0+5000 */
 	th_clock = t0 + 9000;
 	th_put(w, "newer\n");		/* segment 2, active */
-	ck_assert_int_eq(tlog_partition_expire_due(th_P), t0 + 10001);
+	ck_assert_int_eq(tlog_part_expire_due(th_P), t0 + 10001);
 	th_clock = t0 + 10000;		/* exactly retention.ms: kept */
-	ck_assert_int_eq(tlog_partition_expire(th_P, 64, NULL), 0);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 0);
 	th_clock = t0 + 10001;		/* one ms past: goes */
-	ck_assert_int_eq(tlog_partition_expire(th_P, 64, NULL), 1);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 1);
 	/* The walk stops at the first young segment. */
 	th_clock = t0 + 15000;
-	ck_assert_int_eq(tlog_partition_expire(th_P, 64, NULL), 0);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 0);
 	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(si[0].base, 1);
 	free(si);
 	/* An active segment past the window is sealed, then deleted. */
 	th_clock = t0 + 19001;
-	ck_assert_int_eq(tlog_partition_expire(th_P, 64, NULL), 2);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 2);
 	si = th_segs(th_P, &n);
 	ck_assert_uint_eq(n, 0);
 	free(si);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "retention.h"
 #include "testhelp.h"
 
 #define LINE 7		/* "%06d\n" */
@@ -127,7 +128,7 @@ START_TEST(expired_and_deleted_are_skipped)
 	 * skipped. */
 	th_set(th_S, th_P, "retention.ms", "1s");
 	th_clock = si[0].max_ts + 1001;
-	ck_assert_int_eq(tlog_partition_expire(th_P, 64, NULL), 1);
+	ck_assert_int_eq(tlog_part_expire(th_P, 64, NULL), 1);
 	ck_assert_int_eq(tlog_partition_seek(th_P, 5, &at), 0);
 	ck_assert_uint_eq(at.offset, si[1].base);
 	ck_assert_uint_eq(at.base, si[1].base);

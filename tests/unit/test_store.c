@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "tlog_int.h"
+#include "store.h"
 
 static char *
 path_in(const char *dir, const char *rel)
@@ -322,7 +322,7 @@ race_hook(void *arg, int point, struct tlog_partition *p)
 
 	if (point != TLOG_HOOK_NEW_SEGMENT || rc->fired)
 		return;
-	tlog_partition_name(p, name, sizeof(name));
+	tlog_part_name(p, name, sizeof(name));
 	if (strcmp(name, "a") != 0)
 		return;
 	rc->fired = 1;
@@ -670,14 +670,14 @@ START_TEST(repeated_errors_are_rate_limited)
 
 	th_logbuf[0] = '\0';
 	for (i = 0; i < 5; i++) {
-		tlog_log_err(s, "disk trouble %d", i);
+		tlog_ctx_log_err(&s->ctx, "disk trouble %d", i);
 		th_clock += 1000;
 	}
 	/* One line in 30 s; the next says how many it held back. */
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "disk trouble 0\n"));
 	ck_assert_ptr_null(strstr(th_logbuf, "disk trouble 1"));
 	th_clock += 30000;
-	tlog_log_err(s, "disk trouble %d", 5);
+	tlog_ctx_log_err(&s->ctx, "disk trouble %d", 5);
 	ck_assert_ptr_nonnull(strstr(th_logbuf,
 	    "disk trouble 5 (4 similar errors suppressed)"));
 	tlog_store_close(s);

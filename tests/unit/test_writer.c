@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "segment.h"
 #include "testhelp.h"
 
 
@@ -66,9 +67,9 @@ START_TEST(partial_lines_are_held)
 	{
 		struct tlog_segment *seg = tlog_segment_get_active(th_P);
 		uint64_t pos;
-		ck_assert_int_eq(tlog_segment_find_offset(seg, 3, &pos), 0);
+		ck_assert_int_eq(tlog_seg_find_offset(seg, 3, &pos), 0);
 		ck_assert_uint_eq(pos, strlen("other line\nhello world\nrest"));
-		ck_assert_int_eq(tlog_segment_find_offset(seg, 4, &pos), 0);
+		ck_assert_int_eq(tlog_seg_find_offset(seg, 4, &pos), 0);
 		ck_assert_uint_eq(pos, strlen("other line\nhello world\n"
 		    "restand a tail"));
 		tlog_segment_put(seg);

@@ -96,6 +96,10 @@ th_open_opts(const char *dir, struct tlog_store_opts *o)
 		o->log = th_log;
 	r = tlog_store_open(dir, o, &s, err, sizeof(err));
 	ck_assert_msg(r == 0, "tlog_store_open(%s): %s", dir, err);
+	/* As the daemon does, without the thread: the tests run the
+	 * reaper's wake-ups themselves (tlog_reaper_cycle). */
+	r = tlog_reaper_attach(s);
+	ck_assert_msg(r == 0, "tlog_reaper_attach: %s", strerror(-r));
 	return s;
 }
 

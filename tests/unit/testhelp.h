@@ -21,7 +21,8 @@ int64_t th_boot_now(void *arg);
 char *th_tmpdir(void);
 /* rm -rf */
 void th_rmrf(const char *dir);
-/* Opens (creating) a store at dir on th_clock; fails the test on error.
+/* Opens (creating) a store at dir on th_clock, with the reaper attached
+ * (no thread); fails the test on error.
  * Log lines are collected in th_logbuf (last 64 KiB) instead of stderr. */
 struct tlog_store *th_open(const char *dir);
 struct tlog_store *th_open_opts(const char *dir, struct tlog_store_opts *o);

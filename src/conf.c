@@ -1,7 +1,7 @@
 /*
- * config.c - configuration keys (DESIGN 5): the key table, the value
- * parser, the per-level key=value files, and set/get/unset on a level
- * (store, topic or partition) with inheritance.
+ * conf.c - configuration keys (doc/design.md §5): the key table, the value
+ * parser and the per-level key=value files. Inheritance is level.c's
+ * (tlog_level_conf); set, get and unset on a level are levels.c's.
  *
  * Value syntax, deliberately strict so that what is accepted is obvious:
  *
@@ -25,7 +25,7 @@
  *    "timestamp + retention.ms + segment.ms" sums cannot overflow.
  *
  * The cross-key limit segment.jitter.ms <= segment.ms is checked by
- * tlog_conf_set against the effective value at the level being set. It is
+ * tlog_conf_set (levels.c, with tlog_key_upper) against the effective value at the level being set. It is
  * not re-checked when segment.ms changes or at another level, so the
  * engine clamps the jitter. record.max.bytes has no such bound: a record
  * longer than segment.bytes gets a segment of its own (doc/engine.md).
@@ -35,8 +35,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,14 +42,14 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "tlog_int.h"
+#include "conf.h"
 
 #define TLOG_TIME_MAX	1000000000000000LL	/* 10^15 ms */
 #define TLOG_SEG_MIN	1024LL			/* the segment floor */
 #define TLOG_SEG_MAX	2147483648LL		/* 2 GiB */
 #define VALUE_SHOW	40	/* bytes of a bad value quoted in messages */
 #define QUOTED_MAX	(VALUE_SHOW * 4 + 4)	/* its quoted form */
-#define MSG_MAX		512	/* room for any message about a value */
+#define MSG_MAX		TLOG_CONF_MSG_MAX
 
 enum unit_kind { UNIT_TIME, UNIT_SIZE, UNIT_NONE };
 
@@ -314,7 +312,7 @@ parse_syntax(enum tlog_key k, const char *s, size_t len, int64_t *out)
 }
 
 int
-tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
+tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
     char *err, size_t errlen)
 {
 	int64_t v;
@@ -338,7 +336,7 @@ tlog_parse_value(enum tlog_key k, const char *s, size_t len, int64_t *out,
 /* ---- key=value files ---- */
 
 void
-tlog_config_init(struct tlog_config *c)
+tlog_conf_init(struct tlog_config *c)
 {
 	int k;
 
@@ -347,7 +345,7 @@ tlog_config_init(struct tlog_config *c)
 }
 
 int
-tlog_config_save(int dirfd, const char *path, const struct tlog_config *c)
+tlog_conf_save(int dirfd, const char *path, const struct tlog_config *c)
 {
 	char buf[TLOG_NKEYS * 64];
 	size_t n = 0;
@@ -355,7 +353,7 @@ tlog_config_save(int dirfd, const char *path, const struct tlog_config *c)
 	int k;
 
 	for (k = 0; k < TLOG_NKEYS; k++) {
-		v = tlog_cfg_load(c, k);
+		v = tlog_conf_value(c, k);
 		if (v == TLOG_UNSET)
 			continue;
 		/* cannot truncate: 19 bytes of key, 20 of digits */
@@ -401,7 +399,7 @@ read_all(int fd, char **out, size_t *outlen)
 /* One line of a config file (without its newline) into c; logs and
  * ignores a bad one. */
 static void
-load_line(struct tlog_store *s, const char *path, unsigned lineno,
+load_line(struct tlog_ctx *ctx, const char *path, unsigned lineno,
     const char *l, size_t len, struct tlog_config *c)
 {
 	char name[32], q[QUOTED_MAX], err[MSG_MAX];
@@ -417,8 +415,8 @@ load_line(struct tlog_store *s, const char *path, unsigned lineno,
 	eq = memchr(l + i, '=', len - i);
 	if (eq == NULL) {
 		quote_value(l + i, len - i, q, sizeof(q));
-		if (s != NULL)
-			tlog_log(s, LOG_WARNING, "%s: line %u: \"%s\": "
+		if (ctx != NULL)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: line %u: \"%s\": "
 			    "not key=value, ignored", path, lineno, q);
 		return;
 	}
@@ -433,15 +431,15 @@ load_line(struct tlog_store *s, const char *path, unsigned lineno,
 	}
 	if (k < 0) {
 		quote_value(l + i, kend - i, q, sizeof(q));
-		if (s != NULL)
-			tlog_log(s, LOG_WARNING, "%s: line %u: unknown key "
+		if (ctx != NULL)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: line %u: unknown key "
 			    "\"%s\", ignored", path, lineno, q);
 		return;
 	}
-	if (tlog_parse_value(k, eq + 1, len - (size_t)(eq + 1 - l), &v, err,
+	if (tlog_key_parse(k, eq + 1, len - (size_t)(eq + 1 - l), &v, err,
 	    sizeof(err)) != 0) {
-		if (s != NULL)
-			tlog_log(s, LOG_WARNING, "%s: line %u: %s; ignored",
+		if (ctx != NULL)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: line %u: %s; ignored",
 			    path, lineno, err);
 		return;
 	}
@@ -449,7 +447,7 @@ load_line(struct tlog_store *s, const char *path, unsigned lineno,
 }
 
 int
-tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
+tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *path,
     struct tlog_config *c)
 {
 	struct tlog_config nc;
@@ -459,7 +457,7 @@ tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
 	unsigned lineno = 0;
 	int fd, r;
 
-	tlog_config_init(c);
+	tlog_conf_init(c);
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -errno;
@@ -468,213 +466,41 @@ tlog_config_load(struct tlog_store *s, int dirfd, const char *path,
 	if (r != 0)
 		return r;
 
-	tlog_config_init(&nc);
+	tlog_conf_init(&nc);
 	end = buf + len;
 	for (l = buf; l < end; l = nl + 1) {
 		nl = memchr(l, '\n', (size_t)(end - l));
 		if (nl == NULL)
 			nl = end;
-		load_line(s, path, ++lineno, l, (size_t)(nl - l), &nc);
+		load_line(ctx, path, ++lineno, l, (size_t)(nl - l), &nc);
 	}
 	free(buf);
 	*c = nc;
 	return 0;
 }
 
-/* ---- set, get, unset on a level ---- */
-
-/*
- * The configs a level inherits from, nearest first: the partition, its
- * topic, the store. Returns how many.
- */
-static int
-level_chain(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, struct tlog_config *chain[3])
-{
-	int n = 0;
-
-	if (p != NULL) {
-		chain[n++] = &p->cfg;
-		t = p->topic;
-	}
-	if (t != NULL)
-		chain[n++] = &t->cfg;
-	chain[n++] = &s->cfg;
-	return n;
-}
-
-static int64_t
-chain_value(struct tlog_config *const chain[], int n, enum tlog_key k)
-{
-	int64_t v;
-	int i;
-
-	for (i = 0; i < n; i++) {
-		v = tlog_cfg_load(chain[i], k);
-		if (v != TLOG_UNSET)
-			return v;
-	}
-	return keys[k].def;
-}
-
-static bool
-level_dead(struct tlog_topic *t, struct tlog_partition *p)
-{
-	if (p != NULL)
-		return p->dead;
-	return t != NULL && t->dead;
-}
-
-/* Copies a message into the caller's buffer, if there is one. */
-static void
-set_err(char *err, size_t errlen, const char *msg)
-{
-	if (err != NULL && errlen > 0)
-		snprintf(err, errlen, "%s", msg);
-}
-
-/*
- * Writes the level's config with key k set to v (TLOG_UNSET: dropped),
- * then, only if that worked, applies it. Caller holds tree_lock (read,
- * so the level's path cannot change under the write) and conf_lock.
- */
-static int
-level_commit(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, struct tlog_config *live, enum tlog_key k,
-    int64_t v, char *err, size_t errlen)
-{
-	struct tlog_config copy;
-	char path[PATH_MAX], msg[PATH_MAX + 128];
-	const char *file;
-	int i, r, dfd;
-
-	for (i = 0; i < TLOG_NKEYS; i++)
-		copy.v[i] = tlog_cfg_load(live, i);
-	copy.v[k] = v;
-	if (tlog_level_conf_path(s, t, p, path, sizeof(path)) != 0)
-		strlcpy(path, ".config", sizeof(path));
-	/* Written through the level's own directory, never a path that a
-	 * rename could make name another level. */
-	if ((dfd = tlog_level_conf_dir(s, t, p, &file)) < 0) {
-		r = dfd;
-		snprintf(msg, sizeof(msg), "%s: cannot open the directory of "
-		    "%s: %s", keys[k].name, path, strerror(-r));
-		goto fail;
-	}
-	r = tlog_config_save(dfd, file, &copy);
-	close(dfd);
-	if (r != 0) {
-		snprintf(msg, sizeof(msg), "%s: cannot save %s: %s",
-		    keys[k].name, path, strerror(-r));
-		goto fail;
-	}
-	tlog_cfg_store(live, k, v);
-	return 0;
-fail:
-	set_err(err, errlen, msg);
-	tlog_log(s, LOG_ERR, "%s", msg);
-	return r;
-}
+/* ---- messages for a level's set ---- */
 
 int
-tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, const char *key, const char *value, size_t len,
+tlog_key_upper(enum tlog_key k)
+{
+	return valid_key((int)k) ? keys[k].upper_key : -1;
+}
+
+void
+tlog_key_bad_value(enum tlog_key k, const char *s, size_t len, int64_t lim,
     char *err, size_t errlen)
 {
-	struct tlog_config *chain[3];
-	char msg[MSG_MAX], q[QUOTED_MAX];
-	int64_t v, lim;
-	int k, n, r;
-
-	set_err(err, errlen, "");
-	if (s->ro) {
-		set_err(err, errlen, "the store is open read-only");
-		return -EROFS;
-	}
-	k = tlog_key_lookup(key);
-	if (k < 0) {
-		quote_value(key, key == NULL ? 0 : strlen(key), q, sizeof(q));
-		snprintf(msg, sizeof(msg), "\"%s\": unknown key", q);
-		set_err(err, errlen, msg);
-		return -ENOTSUP;
-	}
-	r = tlog_parse_value(k, value, len, &v, msg, sizeof(msg));
-	if (r != 0) {
-		set_err(err, errlen, msg);
-		tlog_log(s, LOG_WARNING, "%s", msg);
-		return r;
-	}
-
-	pthread_rwlock_rdlock(&s->tree_lock);
-	pthread_mutex_lock(&s->conf_lock);
-	if (level_dead(t, p)) {
-		set_err(err, errlen, "no such topic or partition");
-		r = -ENOENT;
-		goto out;
-	}
-	n = level_chain(s, t, p, chain);
-	if (keys[k].upper_key >= 0) {
-		/* the bound as effective at this very level */
-		lim = chain_value(chain, n, keys[k].upper_key);
-		if (v > lim) {
-			bad_value(k, value, len, lim, msg, sizeof(msg));
-			set_err(err, errlen, msg);
-			tlog_log(s, LOG_WARNING, "%s", msg);
-			r = -EINVAL;
-			goto out;
-		}
-	}
-	r = level_commit(s, t, p, chain[0], k, v, err, errlen);
-out:
-	pthread_mutex_unlock(&s->conf_lock);
-	pthread_rwlock_unlock(&s->tree_lock);
-	if (r == 0)
-		tlog_conf_changed(s, t, p);
-	return r;
+	bad_value(k, s, len, lim, err, errlen);
 }
 
-int
-tlog_conf_get(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, const char *key, int64_t *out)
+void
+tlog_key_unknown(const char *key, char *err, size_t errlen)
 {
-	struct tlog_config *chain[3];
-	int k, n;
+	char q[QUOTED_MAX];
 
-	k = tlog_key_lookup(key);
-	if (k < 0)
-		return -ENOTSUP;
-	n = level_chain(s, t, p, chain);
-	*out = chain_value(chain, n, k);
-	return 0;
-}
-
-int
-tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, const char *key)
-{
-	struct tlog_config *chain[3];
-	int k, r;
-
-	if (s->ro)
-		return -EROFS;
-	k = tlog_key_lookup(key);
-	if (k < 0)
-		return -ENOTSUP;
-	pthread_rwlock_rdlock(&s->tree_lock);
-	pthread_mutex_lock(&s->conf_lock);
-	if (level_dead(t, p))
-		r = -ENOENT;
-	else {
-		level_chain(s, t, p, chain);
-		if (tlog_cfg_load(chain[0], k) == TLOG_UNSET)
-			r = -ENODATA;
-		else
-			r = level_commit(s, t, p, chain[0], k, TLOG_UNSET,
-			    NULL, 0);
-	}
-	pthread_mutex_unlock(&s->conf_lock);
-	pthread_rwlock_unlock(&s->tree_lock);
-	if (r == 0)
-		tlog_conf_changed(s, t, p);
-	return r;
+	if (err == NULL || errlen == 0)
+		return;
+	quote_value(key, key == NULL ? 0 : strlen(key), q, sizeof(q));
+	snprintf(err, errlen, "\"%s\": unknown key", q);
 }

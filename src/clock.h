@@ -1,0 +1,39 @@
+/*
+ * clock.h - engine time (doc/engine.md, "The clock"): a store's one clock,
+ * made of the wall clock and real elapsed time. clock.c holds the only
+ * reads of the system clocks.
+ */
+#ifndef TLOG_CLOCK_H
+#define TLOG_CLOCK_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct tlog_clock {
+	int64_t (*wall)(void *arg);	/* NULL: CLOCK_REALTIME */
+	int64_t (*boot)(void *arg);	/* NULL: CLOCK_BOOTTIME, or wall if
+					   that one is injected */
+	void *arg;
+	const struct tlog_sink *log;	/* where a step is told */
+	pthread_mutex_t lock;		/* a leaf */
+	int64_t e0;			/* engine time at boot time m0 */
+	int64_t m0;
+	int64_t m1;			/* half speed until this boot time */
+	int64_t off;			/* wall - boot at the last anchor */
+};
+
+/* Takes the clocks (either may be NULL) and anchors at the wall clock. */
+void tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
+    int64_t (*boot)(void *), void *arg, const struct tlog_sink *log);
+void tlog_clock_destroy(struct tlog_clock *c);
+/* Anchors engine time at max(wall clock, newest), newest being the
+ * newest timestamp the store holds (-1: none). */
+void tlog_clock_anchor(struct tlog_clock *c, int64_t newest);
+/* Engine time in ms since the epoch; the wall clock if c is NULL. */
+int64_t tlog_clock_now(struct tlog_clock *c);
+/* The wall clock minus engine time, in ms. */
+int64_t tlog_clock_offset(struct tlog_clock *c);
+
+#endif /* TLOG_CLOCK_H */

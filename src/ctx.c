@@ -1,0 +1,92 @@
+/*
+ * ctx.c - a store's shared context (ctx.h): options, engine time, the log
+ * and its rate limit for errors, inode numbers.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "ctx.h"
+
+void
+tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	if (opts != NULL)
+		ctx->opts = *opts;
+	ctx->ro = ctx->opts.readonly;
+	ctx->log.fn = ctx->opts.log;
+	ctx->log.arg = ctx->opts.log_arg;
+	ctx->next_ino = TLOG_ROOT_INO + 1;
+	pthread_mutex_init(&ctx->log_lock, NULL);
+	tlog_clock_init(&ctx->clock, ctx->opts.clock, ctx->opts.boot_clock,
+	    ctx->opts.clock_arg, &ctx->log);
+}
+
+void
+tlog_ctx_destroy(struct tlog_ctx *ctx)
+{
+	pthread_mutex_destroy(&ctx->log_lock);
+	tlog_clock_destroy(&ctx->clock);
+}
+
+int64_t
+tlog_ctx_now(struct tlog_ctx *ctx)
+{
+	return tlog_clock_now(ctx != NULL ? &ctx->clock : NULL);
+}
+
+uint64_t
+tlog_ctx_ino(struct tlog_ctx *ctx)
+{
+	return __atomic_fetch_add(&ctx->next_ino, 1, __ATOMIC_RELAXED);
+}
+
+void
+tlog_ctx_vlog(struct tlog_ctx *ctx, int prio, const char *fmt, va_list ap)
+{
+	tlog_sink_vlog(ctx != NULL ? &ctx->log : NULL, prio, fmt, ap);
+}
+
+void
+tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tlog_ctx_vlog(ctx, prio, fmt, ap);
+	va_end(ap);
+}
+
+void
+tlog_ctx_log_err(struct tlog_ctx *ctx, const char *fmt, ...)
+{
+	int64_t now = tlog_ctx_now(ctx);
+	unsigned dropped = 0;
+	bool say = false;
+	char msg[900];
+	va_list ap;
+
+	TLOG_METRIC_ADD(ctx, errors, 1);
+	pthread_mutex_lock(&ctx->log_lock);
+	if (ctx->last_err_ts == 0 || now - ctx->last_err_ts >= 30000) {
+		say = true;
+		dropped = ctx->suppressed;
+		ctx->suppressed = 0;
+		ctx->last_err_ts = now;
+	} else
+		ctx->suppressed++;
+	pthread_mutex_unlock(&ctx->log_lock);
+	if (!say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (dropped)
+		tlog_ctx_log(ctx, LOG_ERR, "%s (%u similar errors suppressed)",
+		    msg, dropped);
+	else
+		tlog_ctx_log(ctx, LOG_ERR, "%s", msg);
+}

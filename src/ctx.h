@@ -1,0 +1,75 @@
+/*
+ * ctx.h - what every layer of one open store shares: its options, engine
+ * time, logging with the error rate limit, the metrics counters and
+ * inode numbers. The store embeds one (struct tlog_store.ctx); topics,
+ * partitions and segments reach it through a pointer, so a lower layer
+ * needs nothing of the store itself.
+ */
+#ifndef TLOG_CTX_H
+#define TLOG_CTX_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "util.h"
+
+/* Counters behind .tlogfs/metrics; updated with atomic adds. */
+struct tlog_metrics {
+	uint64_t appends;		/* append calls that stored records */
+	uint64_t records;
+	uint64_t bytes;
+	uint64_t rolls[TLOG_NTRIGGERS];
+	uint64_t deletions[TLOG_NRULES];
+	uint64_t deleted_bytes;
+	uint64_t reaper_wakeups;
+	uint64_t reaper_due;		/* partitions visited, all wake-ups */
+	uint64_t reaper_last_due;
+	uint64_t reaper_ns;		/* time spent in reaper cycles */
+	uint64_t reaper_last_ns;
+	uint64_t errors;
+};
+
+struct tlog_ctx {
+	struct tlog_store_opts opts;
+	bool ro;			/* opened read-only: nothing changes */
+	uint64_t cap_records;		/* segment capacity (tlog_store_opts) */
+	uint64_t cap_bytes;
+	struct tlog_sink log;
+	struct tlog_clock clock;
+	/* rate limit for repeated errors */
+	pthread_mutex_t log_lock;	/* a leaf */
+	int64_t last_err_ts;
+	unsigned suppressed;
+	struct tlog_metrics metrics;
+	uint64_t next_ino;		/* atomic */
+};
+
+void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);
+void tlog_ctx_destroy(struct tlog_ctx *ctx);
+/* Engine time (tlog_now); the wall clock if ctx is NULL. */
+int64_t tlog_ctx_now(struct tlog_ctx *ctx);
+/* Logging through the store's sink (stderr if ctx is NULL). */
+void tlog_ctx_vlog(struct tlog_ctx *ctx, int prio, const char *fmt,
+    va_list ap);
+void tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* An error that may repeat: at most one line per 30 s of engine time,
+ * with the count of those suppressed; every one is counted. */
+void tlog_ctx_log_err(struct tlog_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A new inode number: unique within one open of the store. */
+uint64_t tlog_ctx_ino(struct tlog_ctx *ctx);
+
+/* Calls the test hook, if a test set one (tlog_store_opts.hook). */
+#define TLOG_HOOK(ctx, point, p) do {					\
+	if ((ctx)->opts.hook != NULL)					\
+		(ctx)->opts.hook((ctx)->opts.hook_arg, (point), (p));	\
+} while (0)
+
+#define TLOG_METRIC_ADD(ctx, field, n) \
+	__atomic_add_fetch(&(ctx)->metrics.field, (n), __ATOMIC_RELAXED)
+
+#endif /* TLOG_CTX_H */

@@ -1,0 +1,154 @@
+/*
+ * flush.c - durability (doc/engine.md, "fsync and the flusher"): the
+ * flusher, which writes the footers of sealed segments once their data is
+ * on disk, fsync of a partition, and a partition's part of a clean close.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "flush.h"
+
+/*
+ * The flusher's step: takes queued partitions, oldest first, and writes
+ * the footers of at most max (max <= 0: all) of their sealed segments,
+ * each after its data and index are synced, with only that partition's
+ * sync lock held. Errors are kept for the partition's next fsync. A
+ * partition with more left is queued again, behind the others.
+ */
+int
+tlog_flush_pending(struct tlog_queue *q, int max)
+{
+	struct tlog_partition *p;
+	int done = 0, err;
+	bool more;
+
+	while (max <= 0 || done < max) {
+		if ((p = tlog_queue_flush_pop(q)) == NULL)
+			break;
+		err = 0;
+		pthread_mutex_lock(&p->sd.sync_lock);
+		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0,
+		    true, &err);
+		pthread_mutex_unlock(&p->sd.sync_lock);
+		pthread_mutex_lock(&p->sd.lock);
+		more = !TAILQ_EMPTY(&p->sd.unsynced);
+		pthread_mutex_unlock(&p->sd.lock);
+		if (more)
+			tlog_queue_flush(q, p);
+		tlog_partition_put(p);
+	}
+	return done;
+}
+
+/*
+ * Returns once every record appended before the call is durable: the
+ * sealed segments not yet flushed (each as the flusher does it), then the
+ * active segment (a boundary entry for all of its data, then data and
+ * index synced), then the directory if a segment file was created since
+ * it was last synced. An error kept from the flusher or an eviction is
+ * returned here, once.
+ */
+int
+tlog_part_fsync(struct tlog_partition *p, bool datasync)
+{
+	struct tlog_segment *seg;
+	struct tlog_seg_io io;
+	bool have_io = false, dir;
+	int r = 0, r2, dfd;
+
+	/* Nothing was written: everything is as durable as it gets (and
+	 * the boundary entry an fsync writes would change the store). */
+	if (p->ctx->ro)
+		return 0;
+	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_flush(&p->sd, 0, false, &r);
+	pthread_mutex_lock(&p->sd.lock);
+	seg = tlog_part_active(p);
+	if (seg != NULL && seg->records > 0) {
+		bool bound = !(seg->nidx > 0 &&
+		    seg->last_idx_rel == seg->records &&
+		    seg->last_idx_pos == seg->bytes);
+
+		if ((bound || seg->wgen != seg->sgen) &&
+		    (r2 = tlog_seg_open_files(seg, false)) != 0) {
+			if (r == 0)
+				r = r2;
+		} else if (bound || seg->wgen != seg->sgen) {
+			if (bound && (r2 = tlog_seg_write_boundary(seg)) != 0 &&
+			    r == 0)
+				r = r2;
+			tlog_seg_io_take(seg, &io, false, false);
+			have_io = true;
+		}
+	}
+	dir = p->sd.dir_dirty;
+	p->sd.dir_dirty = false;
+	pthread_mutex_unlock(&p->sd.lock);
+	if (have_io) {
+		r2 = tlog_seg_io_run(&io, datasync);
+		tlog_seg_io_finish(&io, r2, false);
+		if (r == 0)
+			r = r2;
+	}
+	/* New segment files need their directory entries durable too. */
+	if (dir) {
+		if ((dfd = tlog_level_dir(&p->lv)) < 0)
+			r2 = dfd;
+		else {
+			r2 = fsync(dfd) == -1 && errno != EINVAL ? -errno : 0;
+			close(dfd);
+		}
+		if (r2 != 0) {
+			pthread_mutex_lock(&p->sd.lock);
+			p->sd.dir_dirty = true;
+			pthread_mutex_unlock(&p->sd.lock);
+			if (r == 0)
+				r = r2;
+		}
+	}
+	pthread_mutex_lock(&p->sd.lock);
+	if (r == 0)
+		r = p->sd.sync_err;
+	p->sd.sync_err = 0;
+	pthread_mutex_unlock(&p->sd.lock);
+	pthread_mutex_unlock(&p->sd.sync_lock);
+	return r;
+}
+
+int
+tlog_partition_fsync(struct tlog_partition *p, bool datasync)
+{
+	return tlog_part_fsync(p, datasync);
+}
+
+/* Makes everything durable (as fsync) and closes the files (clean
+ * shutdown); 0 or the first error. */
+int
+tlog_part_close(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+	int r;
+
+	if ((r = tlog_part_fsync(p, true)) != 0)
+		tlog_ctx_log(p->ctx, LOG_ERR, "cannot make a partition durable "
+		    "at close: %s", strerror(-r));
+	pthread_mutex_lock(&p->sd.lock);
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (seg->trim_pending)
+			tlog_seg_trim(seg);
+		tlog_seg_close_files(seg);
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	return r;
+}

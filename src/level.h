@@ -1,0 +1,85 @@
+/*
+ * level.h - the levels of a store's tree: the store itself, its topics and
+ * their partitions. A level has a name (the store has none), a parent, its
+ * own settings, an inode number, a directory and a dead flag. Settings are
+ * inherited: a level's value is its own, else its parent's, up to the
+ * store's, else the built-in default (doc/design.md §5).
+ *
+ * Names and dead flags change under the tree lock (written by the
+ * registry: create, remove, rename). A level's directory is always
+ * reached by its current path under that lock, and checked against the
+ * identity recorded when it was made or loaded, so a path that now names
+ * another directory (after a rename over it, or rmdir and mkdir) is never
+ * used (doc/engine.md, "Threads and locks").
+ */
+#ifndef TLOG_LEVEL_H
+#define TLOG_LEVEL_H
+
+#include <sys/types.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+
+/* What all the levels of one store share. */
+struct tlog_tree {
+	pthread_rwlock_t lock;		/* names, dead flags, the registry */
+	int dirfd;			/* the store's directory */
+};
+
+struct tlog_level {
+	struct tlog_tree *tree;
+	struct tlog_level *parent;	/* NULL for the store; referenced if
+					   counted */
+	char *name;			/* under tree->lock; NULL: the store */
+	struct tlog_config conf;	/* this level's own settings */
+	uint64_t ino;
+	int refs;			/* atomic */
+	bool dead;			/* removed or replaced; atomic */
+	bool has_id;			/* the directory's identity is known */
+	dev_t dev;
+	ino_t dino;
+	/* Frees the object holding the level when the last reference goes;
+	 * NULL for the store's level, which is not counted. */
+	void (*free)(struct tlog_level *);
+};
+
+/* One reference, held by the caller; the parent (if counted) gains one. */
+int tlog_level_init(struct tlog_level *lv, struct tlog_tree *tree,
+    struct tlog_level *parent, const char *name, uint64_t ino,
+    void (*free_fn)(struct tlog_level *));
+/* For the free callback: drops the name and the parent's reference. */
+void tlog_level_destroy(struct tlog_level *lv);
+void tlog_level_ref(struct tlog_level *lv);
+void tlog_level_put(struct tlog_level *lv);
+
+/* The effective value of key k at lv: inheritance, in one place. */
+int64_t tlog_level_conf(const struct tlog_level *lv, enum tlog_key k);
+/* Copies the current name (it may be renamed at any time). */
+void tlog_level_name(struct tlog_level *lv, char *buf, size_t len);
+/* Dead, or below a dead level (tree lock held, or a racy hint). */
+bool tlog_level_dead(const struct tlog_level *lv);
+/* Path relative to the store's directory ("." for the store itself);
+ * the tree lock is held so names are stable. */
+int tlog_level_path(const struct tlog_level *lv, char *buf, size_t len);
+/*
+ * The level's own directory, opened by its current path and checked
+ * against its identity: a new descriptor, or -ENOENT once the level is
+ * dead or its path names another directory. What is created through the
+ * descriptor lands in this level or fails. _locked: the caller holds the
+ * tree lock.
+ */
+int tlog_level_dir(struct tlog_level *lv);
+int tlog_level_dir_locked(struct tlog_level *lv);
+/* Records the identity of lv's directory from an open descriptor of it. */
+int tlog_level_set_dir(struct tlog_level *lv, int dfd);
+/* Opens file in lv's directory (O_CLOEXEC | O_NOFOLLOW added); "." is
+ * the directory itself. */
+int tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
+    mode_t mode);
+/* Unlinks file in lv's directory; no lock is held during the unlink. */
+int tlog_level_unlinkat(struct tlog_level *lv, const char *file);
+
+#endif /* TLOG_LEVEL_H */

@@ -1,0 +1,273 @@
+/*
+ * levels.c - what a user changes on a level (the store, a topic, a
+ * partition): its settings, set, read and unset (doc/design.md §5), and
+ * its backing directory's mode, owner and fsync.
+ *
+ * A setting is written to the level's key=value file (atomically and
+ * durably, through the level's own directory) before the value applies:
+ * if the file cannot be written nothing changes, in memory or on disk.
+ * Then the partitions it governs are rescheduled (tlog_store_resched).
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "levels.h"
+
+static struct tlog_level *
+level_of(struct tlog_store *s, struct tlog_topic *t, struct tlog_partition *p)
+{
+	if (p != NULL)
+		return &p->lv;
+	if (t != NULL)
+		return &t->lv;
+	return &s->root;
+}
+
+int
+tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, char *buf, size_t len)
+{
+	struct tlog_level *lv = level_of(s, t, p);
+	char dir[2 * TLOG_NAME_MAX + 2];
+	int n;
+
+	if (lv->parent == NULL)
+		n = snprintf(buf, len, ".tlogfs/config");
+	else if (tlog_level_path(lv, dir, sizeof(dir)) != 0)
+		return -ENAMETOOLONG;
+	else
+		n = snprintf(buf, len, "%s/.config", dir);
+	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The directory holding a level's config file, and the file's name in
+ * it: a new descriptor, or -errno. Caller holds the tree lock. */
+static int
+conf_dir_locked(struct tlog_store *s, struct tlog_level *lv,
+    const char **file)
+{
+	*file = ".config";
+	if (lv->parent == NULL) {
+		*file = "config";
+		return tlog_open_beneath(s->tree.dirfd, ".tlogfs",
+		    O_RDONLY | O_DIRECTORY, 0);
+	}
+	return tlog_level_dir_locked(lv);
+}
+
+/* Copies a message into the caller's buffer, if there is one. */
+static void
+set_err(char *err, size_t errlen, const char *msg)
+{
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "%s", msg);
+}
+
+/*
+ * Writes the level's config with key k set to v (TLOG_UNSET: dropped),
+ * then, only if that worked, applies it. Caller holds the tree lock
+ * (read, so the level's path cannot change under the write) and
+ * conf_lock.
+ */
+static int
+level_commit(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, enum tlog_key k, int64_t v, char *err,
+    size_t errlen)
+{
+	struct tlog_level *lv = level_of(s, t, p);
+	struct tlog_config copy;
+	char path[PATH_MAX], msg[PATH_MAX + 128];
+	const char *file;
+	int i, r, dfd;
+
+	for (i = 0; i < TLOG_NKEYS; i++)
+		copy.v[i] = tlog_conf_value(&lv->conf, i);
+	copy.v[k] = v;
+	if (tlog_level_conf_path(s, t, p, path, sizeof(path)) != 0)
+		strlcpy(path, ".config", sizeof(path));
+	/* Written through the level's own directory, never a path that a
+	 * rename could make name another level. */
+	if ((dfd = conf_dir_locked(s, lv, &file)) < 0) {
+		r = dfd;
+		snprintf(msg, sizeof(msg), "%s: cannot open the directory of "
+		    "%s: %s", tlog_key_name(k), path, strerror(-r));
+		goto fail;
+	}
+	r = tlog_conf_save(dfd, file, &copy);
+	close(dfd);
+	if (r != 0) {
+		snprintf(msg, sizeof(msg), "%s: cannot save %s: %s",
+		    tlog_key_name(k), path, strerror(-r));
+		goto fail;
+	}
+	tlog_conf_assign(&lv->conf, k, v);
+	return 0;
+fail:
+	set_err(err, errlen, msg);
+	tlog_ctx_log(&s->ctx, LOG_ERR, "%s", msg);
+	return r;
+}
+
+int
+tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key, const char *value, size_t len,
+    char *err, size_t errlen)
+{
+	struct tlog_level *lv = level_of(s, t, p);
+	char msg[TLOG_CONF_MSG_MAX];
+	int64_t v, lim;
+	int k, up, r;
+
+	set_err(err, errlen, "");
+	if (s->ctx.ro) {
+		set_err(err, errlen, "the store is open read-only");
+		return -EROFS;
+	}
+	k = tlog_key_lookup(key);
+	if (k < 0) {
+		tlog_key_unknown(key, err, errlen);
+		return -ENOTSUP;
+	}
+	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
+	if (r != 0) {
+		set_err(err, errlen, msg);
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
+		return r;
+	}
+
+	pthread_rwlock_rdlock(&s->tree.lock);
+	pthread_mutex_lock(&s->conf_lock);
+	if (tlog_level_dead(lv)) {
+		set_err(err, errlen, "no such topic or partition");
+		r = -ENOENT;
+		goto out;
+	}
+	/* the bound as effective at this very level */
+	if ((up = tlog_key_upper(k)) >= 0 &&
+	    v > (lim = tlog_level_conf(lv, up))) {
+		tlog_key_bad_value(k, value, len, lim, msg, sizeof(msg));
+		set_err(err, errlen, msg);
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
+		r = -EINVAL;
+		goto out;
+	}
+	r = level_commit(s, t, p, k, v, err, errlen);
+out:
+	pthread_mutex_unlock(&s->conf_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
+	if (r == 0)
+		tlog_store_resched(s, t, p);
+	return r;
+}
+
+int
+tlog_conf_get(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key, int64_t *out)
+{
+	int k;
+
+	k = tlog_key_lookup(key);
+	if (k < 0)
+		return -ENOTSUP;
+	*out = tlog_level_conf(level_of(s, t, p), k);
+	return 0;
+}
+
+int
+tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *key)
+{
+	struct tlog_level *lv = level_of(s, t, p);
+	int k, r;
+
+	if (s->ctx.ro)
+		return -EROFS;
+	k = tlog_key_lookup(key);
+	if (k < 0)
+		return -ENOTSUP;
+	pthread_rwlock_rdlock(&s->tree.lock);
+	pthread_mutex_lock(&s->conf_lock);
+	if (tlog_level_dead(lv))
+		r = -ENOENT;
+	else if (tlog_conf_value(&lv->conf, k) == TLOG_UNSET)
+		r = -ENODATA;
+	else
+		r = level_commit(s, t, p, k, TLOG_UNSET, NULL, 0);
+	pthread_mutex_unlock(&s->conf_lock);
+	pthread_rwlock_unlock(&s->tree.lock);
+	if (r == 0)
+		tlog_store_resched(s, t, p);
+	return r;
+}
+
+/* ---- the backing directory ---- */
+
+int
+tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, struct stat *st)
+{
+	int fd, r = 0;
+
+	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
+		return fd;
+	if (fstat(fd, st) == -1)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int
+tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, mode_t mode)
+{
+	int fd, r = 0;
+
+	if (s->ctx.ro)
+		return -EROFS;
+	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
+		return fd;
+	if (fchmod(fd, mode & 07777) == -1)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int
+tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, uid_t uid, gid_t gid)
+{
+	int fd, r = 0;
+
+	if (s->ctx.ro)
+		return -EROFS;
+	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
+		return fd;
+	if (fchown(fd, uid, gid) == -1)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int
+tlog_level_fsync(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p)
+{
+	int fd, r = 0;
+
+	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
+		return fd;
+	/* No lock held while the disk works. */
+	if (fsync(fd) == -1 && errno != EINVAL)
+		r = -errno;
+	close(fd);
+	return r;
+}

@@ -1,0 +1,140 @@
+/*
+ * metrics.c - the Prometheus text behind .tlogfs/metrics: the store's
+ * counters, read with relaxed atomics, and a few gauges.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "reaper.h"
+#include "store.h"
+
+struct sbuf {
+	char *b;
+	size_t len, cap;
+	int err;
+};
+
+static void
+sb_printf(struct sbuf *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+sb_printf(struct sbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(sb->b + sb->len, sb->cap - sb->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			sb->err = -EIO;
+			return;
+		}
+		if ((size_t)n < sb->cap - sb->len) {
+			sb->len += (size_t)n;
+			return;
+		}
+		size_t cap = sb->cap * 2 + (size_t)n + 1;
+		char *nb = realloc(sb->b, cap);
+		if (nb == NULL) {
+			sb->err = -ENOMEM;
+			return;
+		}
+		sb->b = nb;
+		sb->cap = cap;
+	}
+}
+
+static uint64_t
+get(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+static void
+counter(struct sbuf *sb, const char *name, const char *help, uint64_t v)
+{
+	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s counter\n"
+	    "tlogfs_%s %" PRIu64 "\n", name, help, name, name, v);
+}
+
+static void
+gauge(struct sbuf *sb, const char *name, const char *help, double v)
+{
+	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s gauge\n"
+	    "tlogfs_%s %.9g\n", name, help, name, name, v);
+}
+
+int
+tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
+{
+	struct tlog_metrics *m = &s->ctx.metrics;
+	struct sbuf sb = { NULL, 0, 0, 0 };
+	int i;
+
+	if ((sb.b = malloc(4096)) == NULL)
+		return -ENOMEM;
+	sb.cap = 4096;
+	counter(&sb, "appends_total", "Append calls that stored records.",
+	    get(&m->appends));
+	counter(&sb, "records_total", "Records appended.", get(&m->records));
+	counter(&sb, "bytes_total", "Bytes appended.", get(&m->bytes));
+	sb_printf(&sb, "# HELP tlogfs_rolls_total Segments sealed, by "
+	    "trigger.\n# TYPE tlogfs_rolls_total counter\n");
+	for (i = 1; i < TLOG_NTRIGGERS; i++)
+		sb_printf(&sb, "tlogfs_rolls_total{trigger=\"%s\"} %" PRIu64
+		    "\n", tlog_trigger_name(i), get(&m->rolls[i]));
+	sb_printf(&sb, "# HELP tlogfs_deletions_total Segments deleted, by "
+	    "rule.\n# TYPE tlogfs_deletions_total counter\n");
+	for (i = 0; i < TLOG_NRULES; i++)
+		sb_printf(&sb, "tlogfs_deletions_total{rule=\"%s\"} %" PRIu64
+		    "\n", tlog_rule_name(i), get(&m->deletions[i]));
+	counter(&sb, "deleted_bytes_total", "Bytes of deleted segments.",
+	    get(&m->deleted_bytes));
+	counter(&sb, "reaper_wakeups_total", "Reaper wake-ups.",
+	    get(&m->reaper_wakeups));
+	counter(&sb, "reaper_due_partitions_total",
+	    "Due partitions visited by the reaper.", get(&m->reaper_due));
+	gauge(&sb, "reaper_last_due_partitions",
+	    "Due partitions visited by the last wake-up.",
+	    (double)get(&m->reaper_last_due));
+	sb_printf(&sb, "# HELP tlogfs_reaper_cycle_seconds_total Time spent "
+	    "in reaper wake-ups.\n# TYPE tlogfs_reaper_cycle_seconds_total "
+	    "counter\ntlogfs_reaper_cycle_seconds_total %.9f\n",
+	    (double)get(&m->reaper_ns) / 1e9);
+	gauge(&sb, "reaper_last_cycle_seconds",
+	    "Duration of the last reaper wake-up.",
+	    (double)get(&m->reaper_last_ns) / 1e9);
+	gauge(&sb, "reaper_scheduled_partitions",
+	    "Partitions waiting in the reaper's heap.",
+	    (double)tlog_reaper_scheduled(s));
+	gauge(&sb, "unlink_queue", "Deleted segments whose files wait to be "
+	    "unlinked.", (double)tlog_store_unlink_queued(s));
+	gauge(&sb, "partitions", "Partitions in the store.",
+	    (double)tlog_reg_count(&s->reg));
+	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
+	    get(&m->errors));
+	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "
+	    "(non-zero after a wall clock step).",
+	    (double)tlog_clock_offset(&s->ctx.clock) / 1e3);
+	if (sb.err != 0) {
+		free(sb.b);
+		return sb.err;
+	}
+	*out = sb.b;
+	*len = sb.len;
+	return 0;
+}

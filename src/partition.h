@@ -1,0 +1,154 @@
+/*
+ * partition.h - a partition: an append-only log kept as a run of segments
+ * (oldest first), the append path with its roll decision and size
+ * ceiling, sealing, detaching segments for deletion, statistics.
+ *
+ * A partition reaches the layers above it only through the hooks the
+ * store fills in (struct tlog_part_env): seal and deletion events, the
+ * unlink and flush queues, the scheduler. Locks: p->sd.sync_lock, then
+ * p->sd.lock (doc/engine.md, "Threads and locks").
+ */
+#ifndef TLOG_PARTITION_H
+#define TLOG_PARTITION_H
+
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctx.h"
+#include "heap.h"
+#include "level.h"
+#include "segment.h"
+
+struct tlog_partition;
+
+/* The scheduler's calls (the reaper's, once one is attached). */
+struct tlog_sched_ops {
+	/* A new segment: p may be due sooner, at `due` (p->sd.lock held). */
+	void (*earlier)(void *arg, struct tlog_partition *p, int64_t due);
+	/* p's settings changed: its due time is computed again (no partition
+	 * lock held). */
+	void (*resched)(void *arg, struct tlog_partition *p);
+	/* p left the store. */
+	void (*unsched)(void *arg, struct tlog_partition *p);
+	/* The store closes with the scheduler still attached: it lets go
+	 * of every partition (no partition lock held). */
+	void (*detach)(void *arg);
+};
+
+/*
+ * What every partition of a store shares: the context, the open-file
+ * budget, and the hooks through which a partition reaches the layers
+ * above it, which the store fills in at open (and the reaper, sched and
+ * sched_arg, while it is attached).
+ */
+struct tlog_part_env {
+	struct tlog_ctx *ctx;
+	struct tlog_fdbudget *fdb;
+	/* A seal or a deletion: recorded and reported (no lock held). */
+	void (*emit)(void *arg, struct tlog_partition *p,
+	    struct tlog_event *ev);
+	/* A detached segment and its reference: to the unlink queue
+	 * (p->sd.lock held). */
+	void (*detached)(void *arg, struct tlog_segment *seg);
+	/* p has sealed segments for the flusher (p->sd.lock held). */
+	void (*sealed)(void *arg, struct tlog_partition *p);
+	/* The size ceiling: unlinks p's detached segments until they hold
+	 * at most limit bytes, now, on this thread (no lock held). */
+	void (*unlink)(void *arg, struct tlog_partition *p, uint64_t limit);
+	void *arg;
+	const struct tlog_sched_ops *sched;
+	void *sched_arg;		/* atomic; NULL: nothing is scheduled */
+};
+
+struct tlog_partition {
+	/* Name, topic (the parent), settings, inode, references, dead
+	 * flag, and the identity of its own directory: a path that names
+	 * another directory (after a rename over it, or rmdir + mkdir) is
+	 * never used to reach this partition's files. */
+	struct tlog_level lv;
+	struct tlog_segdir sd;		/* lock, sync lock, unsynced list */
+	const struct tlog_part_env *env;	/* the store's */
+	struct tlog_ctx *ctx;		/* env->ctx */
+	bool quiet;			/* the store's events partition: no
+					   metrics, no events of its own */
+	struct tlog_seglist segs;	/* oldest first (sd.lock) */
+	uint64_t nsegs;			/* atomic for readers */
+	uint64_t bytes;
+	uint64_t next_offset;
+	int64_t last_ts;		/* newest timestamp handed out */
+	RB_ENTRY(tlog_partition) entry;	/* its topic's tree (registry.c) */
+	/* The unlink queue's (queue.c), under its lock: detached segments
+	 * whose files are not unlinked yet, and their bytes, counted
+	 * against the ceiling (read atomically). */
+	uint64_t pending_unlinks;
+	uint64_t pending_bytes;
+	uint64_t saved_end;		/* durable .next (unlink.c, sd.sync_lock) */
+	bool flush_queued;		/* on the flush queue (queue.c) */
+	TAILQ_ENTRY(tlog_partition) flushlink;
+	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */
+};
+
+/* A new partition of parent's (not yet in any tree): one reference. */
+struct tlog_partition *tlog_part_alloc(struct tlog_level *parent,
+    const char *name, const struct tlog_part_env *env);
+void tlog_part_ref(struct tlog_partition *p);
+/* Effective value of a key for p: partition, topic, store, built-in. */
+int64_t tlog_part_conf(struct tlog_partition *p, enum tlog_key k);
+/* Copies the current name. */
+void tlog_part_name(struct tlog_partition *p, char *buf, size_t len);
+
+/* The partition a segment belongs to. */
+static inline struct tlog_partition *
+tlog_seg_part(const struct tlog_segment *seg)
+{
+	return TLOG_CONTAINER_OF(seg->sd, struct tlog_partition, sd);
+}
+
+/*
+ * When a segment whose newest record is max_ts expires under retention.ms
+ * rms: max_ts + rms + 1, the first ms strictly after its window (an age
+ * of exactly rms is kept); -1 if rms is -1 (forever).
+ */
+int64_t tlog_part_expires_at(int64_t max_ts, int64_t rms);
+
+/* The active segment (unsealed, the last), or NULL; p->sd.lock held. */
+struct tlog_segment *tlog_part_active(struct tlog_partition *p);
+
+/* Events collected under the partition lock, emitted after it. */
+struct tlog_evbuf {
+	struct tlog_event *ev;
+	size_t n, cap;
+};
+/* Seals the active segment if it has records (p->sd.lock held); its
+ * event goes to eb, if not NULL. */
+int tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
+    struct tlog_evbuf *eb, int64_t now);
+/* Counts and emits the events of eb, then frees them; no lock held. */
+void tlog_part_emit(struct tlog_partition *p, struct tlog_evbuf *eb);
+/* Takes seg off p's list and queues it for unlinking, with no I/O
+ * (p->sd.lock held). */
+void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
+    enum tlog_rule rule);
+
+/*
+ * Appends the whole records at the front of buf (see writer.c) and
+ * returns how many bytes they took; bytes after the last newline stay
+ * unless tail_is_record. If it stops early on an error, *errp is the
+ * negative errno and the records before it are appended (a short write);
+ * otherwise *errp is 0.
+ */
+size_t tlog_part_append(struct tlog_partition *p, const char *buf,
+    size_t len, bool tail_is_record, int *errp);
+/* Flushes all of p's sealed segments (takes p->sd.sync_lock). */
+void tlog_part_flush(struct tlog_partition *p, bool keep_err);
+
+/* The scheduler's calls for p, if one is attached. */
+void tlog_part_sched_earlier(struct tlog_partition *p, int64_t due);
+void tlog_part_resched(struct tlog_partition *p);
+void tlog_part_unsched(struct tlog_partition *p);
+
+#endif /* TLOG_PARTITION_H */

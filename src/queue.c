@@ -1,0 +1,123 @@
+/*
+ * queue.c - a store's background work queues (queue.h).
+ */
+#include "config.h"
+
+#include <time.h>
+
+#include "queue.h"
+
+void
+tlog_queue_init(struct tlog_queue *q)
+{
+	pthread_mutex_init(&q->lock, NULL);
+	tlog_cond_init_mono(&q->cond);
+	TAILQ_INIT(&q->unlinkq);
+	q->nunlink = 0;
+	TAILQ_INIT(&q->flushq);
+	q->nflush = 0;
+	q->wakeup = false;
+}
+
+void
+tlog_queue_destroy(struct tlog_queue *q)
+{
+	struct tlog_segment *seg;
+	struct tlog_partition *p;
+
+	while ((seg = TAILQ_FIRST(&q->unlinkq)) != NULL) {
+		TAILQ_REMOVE(&q->unlinkq, seg, link);
+		tlog_segment_put(seg);
+	}
+	while ((p = TAILQ_FIRST(&q->flushq)) != NULL) {
+		TAILQ_REMOVE(&q->flushq, p, flushlink);
+		p->flush_queued = false;
+		tlog_partition_put(p);
+	}
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+}
+
+void
+tlog_queue_unlink(struct tlog_queue *q, struct tlog_segment *seg)
+{
+	struct tlog_partition *p = tlog_seg_part(seg);
+
+	pthread_mutex_lock(&q->lock);
+	p->pending_unlinks++;
+	__atomic_add_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
+	q->nunlink++;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void
+tlog_queue_flush(struct tlog_queue *q, struct tlog_partition *p)
+{
+	pthread_mutex_lock(&q->lock);
+	if (!p->flush_queued) {
+		tlog_part_ref(p);
+		p->flush_queued = true;
+		TAILQ_INSERT_TAIL(&q->flushq, p, flushlink);
+		q->nflush++;
+		pthread_cond_broadcast(&q->cond);
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+struct tlog_partition *
+tlog_queue_flush_pop(struct tlog_queue *q)
+{
+	struct tlog_partition *p;
+
+	pthread_mutex_lock(&q->lock);
+	if ((p = TAILQ_FIRST(&q->flushq)) != NULL) {
+		TAILQ_REMOVE(&q->flushq, p, flushlink);
+		p->flush_queued = false;
+		q->nflush--;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return p;
+}
+
+size_t
+tlog_queue_wait(struct tlog_queue *q, int timeout_ms)
+{
+	struct timespec ts;
+	size_t n;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->nunlink == 0 && q->nflush == 0 && !q->wakeup) {
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&q->cond, &q->lock);
+		} else {
+			tlog_deadline(timeout_ms, &ts);
+			pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+		}
+	}
+	q->wakeup = false;
+	n = q->nunlink + q->nflush;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
+void
+tlog_queue_wakeup(struct tlog_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->wakeup = true;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+size_t
+tlog_queue_unlinks(struct tlog_queue *q)
+{
+	size_t n;
+
+	pthread_mutex_lock(&q->lock);
+	n = q->nunlink;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}

@@ -1,0 +1,52 @@
+/*
+ * queue.h - a store's background work: the unlink queue (detached
+ * segments whose files wait to be unlinked) and the flush queue
+ * (partitions whose sealed segments wait for their footers). One lock and
+ * one condition serve both, so the front end's unlinker thread waits for
+ * either (tlog_store_unlink_wait). Drained by unlink.c and flush.c.
+ *
+ * Lock order: a partition's sd.lock, then q->lock (a detach or a seal
+ * queues under the partition lock); never the reverse.
+ */
+#ifndef TLOG_QUEUE_H
+#define TLOG_QUEUE_H
+
+#include <sys/queue.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "partition.h"
+
+TAILQ_HEAD(tlog_partq, tlog_partition);
+
+struct tlog_queue {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* work queued, a drain's progress */
+	struct tlog_seglist unlinkq;	/* each referenced */
+	size_t nunlink;
+	struct tlog_partq flushq;	/* each referenced */
+	size_t nflush;
+	bool wakeup;
+};
+
+void tlog_queue_init(struct tlog_queue *q);
+/* Releases what is left: queued segments are simply dropped; their files
+ * are found again (and kept) at the next open. */
+void tlog_queue_destroy(struct tlog_queue *q);
+/* A detached segment and its reference; counted against its partition's
+ * pending_unlinks and pending_bytes. */
+void tlog_queue_unlink(struct tlog_queue *q, struct tlog_segment *seg);
+/* p has sealed segments for the flusher (queued once, referenced). */
+void tlog_queue_flush(struct tlog_queue *q, struct tlog_partition *p);
+/* The next partition to flush and its reference, or NULL. */
+struct tlog_partition *tlog_queue_flush_pop(struct tlog_queue *q);
+/* Blocks until either queue is non-empty, timeout_ms passes (-1: never)
+ * or tlog_queue_wakeup; returns the length of both queues. */
+size_t tlog_queue_wait(struct tlog_queue *q, int timeout_ms);
+void tlog_queue_wakeup(struct tlog_queue *q);
+/* The length of the unlink queue. */
+size_t tlog_queue_unlinks(struct tlog_queue *q);
+
+#endif /* TLOG_QUEUE_H */

@@ -1,0 +1,38 @@
+/*
+ * reaper.h - what the unit tests call of the reaper besides tlog.h's
+ * start and stop: one wake-up on the test's clock, and the heap's state.
+ */
+#ifndef TLOG_REAPER_H
+#define TLOG_REAPER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tlog.h"
+
+struct tlog_reap_stats {
+	uint64_t visited;	/* due partitions this wake-up touched */
+	uint64_t sealed;	/* idle seals */
+	uint64_t expired;	/* segments detached by the time rule */
+	uint64_t bytes;		/* their bytes */
+	uint64_t sized;		/* segments detached by the size rule */
+	uint64_t sized_bytes;	/* their bytes */
+};
+
+/*
+ * One wake-up at the store clock's now: pops only the partitions whose due
+ * time has come, gives each one bounded step (an idle seal, at most 64
+ * segments over retention.bytes, then at most 64 expired segments, each
+ * under one hold of its lock), and reschedules them.
+ * Returns the next due time, -1 if nothing is scheduled (or no reaper is
+ * attached).
+ */
+int64_t tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st);
+/* The earliest due time (-1 if none) and how many partitions wait. */
+int64_t tlog_reaper_next_due(struct tlog_store *s);
+size_t tlog_reaper_scheduled(struct tlog_store *s);
+/* Detaches the reaper from s (stopping its thread), as the store's close
+ * does if it is still attached. */
+void tlog_reaper_detach(struct tlog_store *s);
+
+#endif /* TLOG_REAPER_H */

@@ -1,0 +1,746 @@
+/*
+ * repair.c - loading one segment at open, and repairing what a crash or
+ * corruption left behind (recover.c loads a partition's segments with
+ * it).
+ *
+ * A sealed segment whose footer is intact and agrees with the data file's
+ * size is taken as it is: only the index's header and footer are read.
+ * An active segment whose last index entry ends exactly at the data's end
+ * (written at clean close, and on every record without newline) needs no
+ * scan either. Everything else is rebuilt from the data, never the other
+ * way round: index entries past the data are cut, data past the last entry
+ * is scanned, a missing or corrupt index is rebuilt, and the bytes of a
+ * line that was being written when the daemon died (no newline, no entry)
+ * are cut. One bad segment is logged and never stops the store opening.
+ *
+ * A read-only open (tlog_store_opts.readonly) makes the same repairs in
+ * memory only: it cuts, removes, trims and rewrites nothing. What a cut
+ * would drop is simply not served (the segment's byte count ends before
+ * it), and a repaired index is kept in memory for look-ups.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "repair.h"
+
+struct entries {
+	struct tlog_idx_entry *e;
+	size_t n, cap;
+	size_t crc_from;	/* the first entry without its data CRC */
+};
+
+/* Adds an entry whose data CRC is computed later (data_crcs). */
+static int
+entries_push(struct entries *v, uint64_t rel, uint64_t pos, int64_t ts)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		void *ne = reallocarray(v->e, cap, sizeof(*v->e));
+		if (ne == NULL)
+			return -ENOMEM;
+		v->e = ne;
+		v->cap = cap;
+	}
+	if (v->crc_from > v->n)
+		v->crc_from = v->n;
+	v->e[v->n++] = (struct tlog_idx_entry){ (uint32_t)rel, (uint32_t)pos,
+		ts, 0 };
+	return 0;
+}
+
+/*
+ * The data CRC of entries k..n-1 of e: each over the bytes from the entry
+ * before (or the start) to its own position. With check, returns the
+ * index of the first entry whose stored CRC differs (n if none);
+ * otherwise stores them and returns n. A read error gives -errno; data
+ * ending early, the index of the first entry it cannot cover.
+ */
+static ssize_t
+data_crcs(int fd, struct tlog_idx_entry *e, size_t k, size_t n, bool check)
+{
+	unsigned char buf[65536];
+	uint64_t cur = k ? e[k - 1].pos : 0;
+	size_t j, have = 0, off = 0, take;
+	uint32_t crc;
+	ssize_t r;
+
+	for (j = k; j < n; j++) {
+		crc = 0;
+		while (cur < e[j].pos) {
+			if (off == have) {
+				r = pread(fd, buf, sizeof(buf), (off_t)cur);
+				if (r <= 0)
+					return r == 0 ? (ssize_t)j : -errno;
+				have = (size_t)r;
+				off = 0;
+			}
+			take = have - off;
+			if (take > e[j].pos - cur)
+				take = (size_t)(e[j].pos - cur);
+			crc = tlog_crc32c(crc, buf + off, take);
+			off += take;
+			cur += take;
+		}
+		/* 0 is what an older engine wrote: not recorded. */
+		if (!check)
+			e[j].crc = crc;
+		else if (e[j].crc != 0 && e[j].crc != crc)
+			return (ssize_t)j;
+	}
+	return (ssize_t)n;
+}
+
+/*
+ * Where a page that never reached the disk begins: the first 4 KiB-
+ * aligned block of zero bytes at or after `from`, or size if none. The
+ * data is written a page at a time; after a power cut a page the file's
+ * size covers but whose data was lost reads back as zeros.
+ */
+static uint64_t
+first_zero_block(int fd, uint64_t from, uint64_t size)
+{
+	unsigned char buf[65536];
+	uint64_t b = (from + 4095) & ~(uint64_t)4095;
+	size_t want, i;
+	ssize_t n;
+
+	while (b + 4096 <= size) {
+		want = sizeof(buf);
+		if (want > ((size - b) & ~(uint64_t)4095))
+			want = (size_t)((size - b) & ~(uint64_t)4095);
+		if ((n = pread(fd, buf, want, (off_t)b)) < 4096)
+			break;
+		for (i = 0; i + 4096 <= (size_t)n; i += 4096)
+			if (buf[i] == 0 && memcmp(buf + i, buf + i + 1, 4095) == 0)
+				return b + i;
+		b += (uint64_t)n & ~(uint64_t)4095;
+	}
+	return size;
+}
+
+static int64_t
+mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 +
+	    st->st_mtim.tv_nsec / 1000000;
+}
+
+/*
+ * Scans data from pos (record rel) to the end, adding an index entry every
+ * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
+ * *end; bytes after the last newline count as a record only if keep_tail.
+ */
+static int
+scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
+    int64_t ts, struct entries *v, uint64_t *records, uint64_t *end)
+{
+	char buf[65536];
+	uint64_t at = pos, rstart = pos, last_entry;
+	ssize_t n, i;
+	int r;
+
+	last_entry = v->n ? v->e[v->n - 1].pos : 0;
+	*end = pos;
+	while (at < size) {
+		n = pread(fd, buf, size - at < sizeof(buf) ? (size_t)(size - at) :
+		    sizeof(buf), (off_t)at);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++) {
+			if (buf[i] != '\n')
+				continue;
+			if (v->n == 0 || rel == 0 ||
+			    rstart - last_entry >= TLOG_IDX_INTERVAL) {
+				if ((v->n == 0 || v->e[v->n - 1].rel != rel) &&
+				    (r = entries_push(v, rel, rstart, ts)) != 0)
+					return r;
+				last_entry = rstart;
+			}
+			rel++;
+			rstart = at + (uint64_t)i + 1;
+		}
+		at += (uint64_t)n;
+	}
+	if (keep_tail && rstart < at) {
+		if ((v->n == 0 || rel == 0) &&
+		    (r = entries_push(v, rel, rstart, ts)) != 0)
+			return r;
+		rel++;
+		rstart = at;
+	}
+	*records = rel;
+	*end = rstart;
+	return 0;
+}
+
+/* Writes a complete new index atomically (temporary file and rename);
+ * every entry has its data CRC. Synced later, with the file system. */
+static int
+write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
+    bool sealed)
+{
+	unsigned char *buf;
+	struct tlog_footer f;
+	char name[32];
+	size_t len, i;
+	int r;
+
+	len = TLOG_IDX_HDR + v->n * TLOG_IDX_ENT + (sealed ? TLOG_IDX_FOOT : 0);
+	if ((buf = malloc(len)) == NULL)
+		return -ENOMEM;
+	tlog_idx_encode_header(buf, seg->base, TLOG_IDX_F_DATACRC);
+	for (i = 0; i < v->n; i++)
+		tlog_idx_encode_entry(buf + TLOG_IDX_HDR + i * TLOG_IDX_ENT,
+		    &v->e[i]);
+	if (sealed) {
+		f.records = seg->records;
+		f.bytes = seg->bytes;
+		f.first_ts = seg->first_ts;
+		f.max_ts = seg->max_ts;
+		f.sealed_by = seg->sealed_by;
+		tlog_idx_encode_footer(buf + len - TLOG_IDX_FOOT, &f);
+	}
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+	r = tlog_write_file_atomic(dfd, name, buf, len, false);
+	free(buf);
+	if (r == 0) {
+		seg->nidx = v->n;
+		if (v->n) {
+			seg->last_idx_rel = v->e[v->n - 1].rel;
+			seg->last_idx_pos = v->e[v->n - 1].pos;
+		}
+	}
+	return r;
+}
+
+/* Reads and validates the index: header, entries, footer. */
+static int
+read_index(int dfd, uint64_t base, struct entries *v,
+    struct tlog_footer *foot, bool *has_footer, bool *torn, bool *crcs)
+{
+	unsigned char *buf = NULL;
+	struct tlog_idx_entry e;
+	struct stat st;
+	char name[32];
+	size_t i, n, body;
+	uint64_t hbase;
+	int fd, r = 0;
+
+	*has_footer = false;
+	*torn = false;
+	*crcs = false;
+	tlog_segname_format(base, ".idx", name, sizeof(name));
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return -errno;
+	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR) {
+		r = -EINVAL;
+		goto out;
+	}
+	if ((buf = malloc((size_t)st.st_size)) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
+	    tlog_idx_decode_header(buf, &hbase) != 0 || hbase != base) {
+		r = -EINVAL;
+		goto out;
+	}
+	*crcs = (tlog_idx_header_flags(buf) & TLOG_IDX_F_DATACRC) != 0;
+	body = (size_t)st.st_size - TLOG_IDX_HDR;
+	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
+	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
+	    foot) == 0) {
+		*has_footer = true;
+		body -= TLOG_IDX_FOOT;
+	}
+	n = body / TLOG_IDX_ENT;
+	if (body % TLOG_IDX_ENT)
+		*torn = true;
+	for (i = 0; i < n; i++) {
+		if (tlog_idx_decode_entry(buf + TLOG_IDX_HDR +
+		    i * TLOG_IDX_ENT, &e) != 0 || (v->n > 0 &&
+		    (e.rel < v->e[v->n - 1].rel ||
+		    e.pos < v->e[v->n - 1].pos ||
+		    e.ts < v->e[v->n - 1].ts))) {
+			*torn = true;
+			*has_footer = false;
+			break;
+		}
+		if ((r = entries_push(v, e.rel, e.pos, e.ts)) != 0)
+			goto out;
+		v->e[v->n - 1].crc = e.crc;
+	}
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+/*
+ * The clean path: reads only the index's header and footer, and takes the
+ * segment as sealed if the footer agrees with the data's size.
+ */
+static bool
+quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
+    uint64_t *nidx)
+{
+	unsigned char buf[4096];
+	struct stat st;
+	char name[32];
+	uint64_t hbase, body;
+	const unsigned char *ft;
+	bool ok = false;
+	int fd;
+
+	tlog_segname_format(base, ".idx", name, sizeof(name));
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return false;
+	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR + TLOG_IDX_FOOT)
+		goto out;
+	/* A small index in one read; a large one, its two ends. */
+	if (st.st_size <= (off_t)sizeof(buf)) {
+		if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+			goto out;
+		ft = buf + st.st_size - TLOG_IDX_FOOT;
+	} else {
+		if (pread(fd, buf, TLOG_IDX_HDR, 0) != TLOG_IDX_HDR ||
+		    pread(fd, buf + TLOG_IDX_HDR, TLOG_IDX_FOOT,
+		    st.st_size - TLOG_IDX_FOOT) != TLOG_IDX_FOOT)
+			goto out;
+		ft = buf + TLOG_IDX_HDR;
+	}
+	if (tlog_idx_decode_header(buf, &hbase) == 0 && hbase == base &&
+	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size) {
+		body = (uint64_t)st.st_size - TLOG_IDX_HDR - TLOG_IDX_FOOT;
+		ok = body % TLOG_IDX_ENT == 0;
+		*nidx = body / TLOG_IDX_ENT;
+	}
+out:
+	close(fd);
+	return ok;
+}
+
+/*
+ * Loading one segment, in phases (tlog_seg_recover below) that share this:
+ * what is known of its files so far and what is decided about them.
+ */
+struct load {
+	struct tlog_partition *p;
+	const struct tlog_recovery *rc;
+	struct tlog_ctx *ctx;
+	int dfd;			/* the partition's directory */
+	uint64_t base;
+	bool last;			/* the newest segment of the partition */
+	const char *where;		/* topic/partition, for the log */
+	char name[32];			/* the data file's */
+	bool *dirty;			/* set when a file changed */
+	struct stat st;			/* the data file's */
+	uint64_t size;			/* its usable length */
+	int64_t mt;			/* its mtime, in ms */
+	int fd;				/* the data file, if it must be read */
+	struct tlog_segment *seg;	/* what is built */
+	struct tlog_footer foot;
+	struct entries v;		/* the index's entries (or none) */
+	size_t n0;			/* how many the file held */
+	bool footer;			/* an intact footer */
+	bool torn;			/* the index's tail was cut */
+	bool rebuild;			/* the index is rebuilt from the data */
+	bool crcs;			/* entries carry data CRCs */
+	bool mismatch;			/* data failed its CRC (power cut) */
+	uint64_t end;			/* where the whole records end */
+};
+
+/* Frees what the phases hold; the segment too unless it is kept. */
+static struct tlog_segment *
+load_finish(struct load *l, bool keep)
+{
+	free(l->v.e);
+	l->v.e = NULL;
+	if (l->fd != -1)
+		close(l->fd);
+	l->fd = -1;
+	if (!keep) {
+		tlog_segment_put(l->seg);
+		l->seg = NULL;
+	}
+	return l->seg;
+}
+
+/* The data file's size, without following a link; -1: skip it. */
+static int
+load_stat(struct load *l)
+{
+	tlog_segname_format(l->base, ".log", l->name, sizeof(l->name));
+	if (fstatat(l->dfd, l->name, &l->st, AT_SYMLINK_NOFOLLOW) == -1) {
+		tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: %s; segment skipped",
+		    l->where, l->name, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(l->st.st_mode)) {
+		tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: not a regular file; "
+		    "segment skipped", l->where, l->name);
+		return -1;
+	}
+	l->size = (uint64_t)l->st.st_size;
+	l->mt = mtime_ms(&l->st);
+	return 0;
+}
+
+/* The index: its footer alone when it agrees with the data (the clean
+ * path), else its entries; a corrupt or missing one is rebuilt. */
+static void
+load_index(struct load *l, bool has_idx)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	int r;
+
+	if (has_idx && quick_sealed(l->dfd, l->base, l->size, &l->foot,
+	    &l->seg->nidx)) {
+		l->footer = true;
+		l->v.n = l->seg->nidx;	/* entries not needed */
+	} else if (has_idx && (r = read_index(l->dfd, l->base, &l->v,
+	    &l->foot, &l->footer, &l->torn, &l->crcs)) != 0) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
+		    "index; rebuilding it from the data%s", l->where, l->base,
+		    ctx->ro ? " in memory" : "");
+		l->v.n = 0;
+		l->rebuild = true;
+	} else if (!has_idx) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
+		    "rebuilding it from the data%s", l->where, l->base,
+		    ctx->ro ? " in memory" : "");
+		l->rebuild = true;
+	}
+	if (l->crcs)
+		l->v.crc_from = SIZE_MAX;	/* read from the index */
+}
+
+/* Opens the data file unless the clean path needs only its size, and
+ * cuts what lies past a seal; -1: skip the segment. */
+static int
+load_open(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+
+	if (!(l->footer && l->foot.bytes == l->size) && (l->fd = openat(l->dfd,
+	    l->name, (ctx->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+	    O_NOFOLLOW)) == -1) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: %s; segment skipped",
+		    l->where, l->name, strerror(errno));
+		return -1;
+	}
+	if (l->footer && l->foot.bytes < l->size) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past "
+		    "the seal; %s", l->where, l->name, l->size - l->foot.bytes,
+		    tlog_repair_fix(ctx, "cut"));
+		if (ctx->ro || ftruncate(l->fd, (off_t)l->foot.bytes) == 0)
+			l->size = l->foot.bytes;
+		*l->dirty = true;
+	}
+	return 0;
+}
+
+/* The clean path: an intact footer that agrees with the data. */
+static void
+load_clean(struct load *l)
+{
+	struct tlog_segment *seg = l->seg;
+
+	seg->records = l->foot.records;
+	seg->bytes = l->foot.bytes;
+	seg->first_ts = l->foot.first_ts;
+	seg->max_ts = l->foot.max_ts;
+	seg->sealed = 1;
+	seg->sealed_by = (unsigned char)l->foot.sealed_by;
+	seg->nidx = l->v.n;
+	if (!l->ctx->ro && (uint64_t)l->st.st_blocks * 512 >
+	    ((l->size + 4095) & ~4095ULL) + 4096) {
+		seg->trim_pending = 1;
+		tlog_seg_trim(seg);
+	}
+}
+
+/*
+ * Which entries still vouch for data: none past its end, and after a
+ * power cut only those whose data CRC matches. -1: the data cannot be
+ * read (skip the segment).
+ */
+static int
+load_entries(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	struct entries *v = &l->v;
+	ssize_t k;
+
+	if (l->footer) {
+		/* Shorter than its seal: the entries that still point into
+		 * the data stay, and the whole records after them. */
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data shorter than its "
+		    "seal (%" PRIu64 " of %" PRIu64 " bytes); keeping its "
+		    "whole records", l->where, l->name, l->size,
+		    l->foot.bytes);
+		l->seg->sealed_by = (unsigned char)l->foot.sealed_by;
+		l->rebuild = true;
+	}
+	if (l->torn && !l->rebuild)
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
+		    "corrupt tail %s", l->where, l->base, tlog_repair_fix(ctx, "cut"));
+	l->n0 = v->n;
+	/* Entries that point past the data are cut. */
+	while (v->n > 0 && v->e[v->n - 1].pos > l->size)
+		v->n--, l->torn = true;
+	/* After a power cut: only entries whose data made it. */
+	if (!(l->rc->verify && l->crcs && v->n > 0))
+		return 0;
+	if ((k = data_crcs(l->fd, v->e, 0, v->n, true)) < 0) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
+		    "skipped", l->where, l->name, strerror((int)-k));
+		return -1;
+	}
+	if ((size_t)k < v->n) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
+		    " on does not match its index (lost in a power cut); %s",
+		    l->where, l->name, v->e[k ? k - 1 : 0].pos,
+		    tlog_repair_fix(ctx, "cut"));
+		v->n = (size_t)k;
+		l->torn = l->mismatch = true;
+	}
+	return 0;
+}
+
+/*
+ * The records after the last good entry: scanned up to where the data
+ * can be trusted, the rest (an unfinished line, pages lost in a power
+ * cut) cut off. Sets the segment's counters and times. -1: the data
+ * cannot be read (skip the segment).
+ */
+static int
+load_scan(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	struct tlog_segment *seg = l->seg;
+	struct entries *v = &l->v;
+	uint64_t pos = 0, rel = 0, records, scan_end;
+	int64_t hint;
+	bool keep_tail;
+	int r;
+
+	if (v->n > 0) {
+		pos = v->e[v->n - 1].pos;
+		rel = v->e[v->n - 1].rel;
+		seg->first_ts = v->e[0].rel == 0 ? v->e[0].ts : l->mt;
+		seg->max_ts = v->e[v->n - 1].ts;
+	} else {
+		seg->first_ts = l->mt;
+		seg->max_ts = l->mt;
+	}
+	/* The tail after the last newline is a record only where no write
+	 * can have been in flight: a sealed segment's, or an index-less
+	 * segment behind a newer one; never after a power cut, which can
+	 * tear any line that no entry vouches for. */
+	keep_tail = !l->last && !l->footer && !l->rc->verify;
+	/* Past a chunk that failed its CRC nothing is known to be what was
+	 * written: the data is cut at the last good entry. */
+	if (l->mismatch)
+		scan_end = pos;
+	else
+		scan_end = l->rc->verify ? first_zero_block(l->fd, pos,
+		    l->size) : l->size;
+	/* Records found past the last entry: the footer's newest time if
+	 * there is one, else the data's mtime, never before the entries. */
+	hint = l->footer ? l->foot.max_ts : l->mt;
+	if (hint < seg->max_ts)
+		hint = seg->max_ts;
+	if ((r = scan_data(l->fd, pos, rel, scan_end, keep_tail, hint, v,
+	    &records, &l->end)) != 0) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
+		    "skipped", l->where, l->name, strerror(-r));
+		return -1;
+	}
+	if (l->end < l->size) {
+		if (l->mismatch)
+			;	/* logged above */
+		else if (scan_end < l->size)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
+			    "from a page that never reached the disk on, %s",
+			    l->where, l->name, l->size - l->end,
+			    tlog_repair_fix(ctx, "cut"));
+		else
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
+			    "of an unfinished line %s", l->where, l->name,
+			    l->size - l->end, tlog_repair_fix(ctx, "cut"));
+		/* Synced before the store takes appends (tlog_store_open):
+		 * appends must never land on a cut a power cut could undo.
+		 * Read-only: the bytes stay, past the end served. */
+		if (!ctx->ro && ftruncate(l->fd, (off_t)l->end) == -1)
+			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot cut: %s",
+			    l->where, l->name, strerror(errno));
+		*l->dirty = true;
+	}
+	if (l->end > pos)
+		seg->max_ts = hint;
+	if (seg->first_ts > seg->max_ts)
+		seg->first_ts = seg->max_ts;
+	seg->records = records;
+	seg->bytes = l->end;
+	if (records > 0 && (v->n == 0 || v->e[v->n - 1].rel != records))
+		entries_push(v, records, l->end, seg->max_ts);
+	return 0;
+}
+
+/* A segment behind a newer one is sealed; the newest keeps what it has
+ * reserved on disk. */
+static void
+load_seal(struct load *l)
+{
+	struct tlog_segment *seg = l->seg;
+	uint64_t alloc = (uint64_t)l->st.st_blocks * 512;
+
+	if (!l->last || l->footer) {
+		seg->sealed = 1;
+		if (!l->footer)
+			seg->sealed_by = TLOG_TRIG_RECOVERY;
+		if (!l->footer && !l->rebuild)
+			tlog_ctx_log(l->ctx, LOG_WARNING, "%s/%s: recovery: "
+			    "unsealed behind a newer segment; sealed%s",
+			    l->where, l->name, l->ctx->ro ? " in memory" : "");
+	} else if (alloc > ((l->end + 4095) & ~4095ULL)) {
+		seg->prealloc = alloc;
+	}
+}
+
+/* The index as the data now says: kept if it already does, held in
+ * memory by a reader, else written again. */
+static void
+load_fix_index(struct load *l)
+{
+	struct tlog_ctx *ctx = l->ctx;
+	struct tlog_segment *seg = l->seg;
+	struct entries *v = &l->v;
+	ssize_t k;
+	int r;
+
+	if (!l->rebuild && !l->torn && v->n == l->n0 &&
+	    l->footer == (bool)seg->sealed) {
+		seg->nidx = v->n;
+		if (v->n) {
+			seg->last_idx_rel = v->e[v->n - 1].rel;
+			seg->last_idx_pos = v->e[v->n - 1].pos;
+		}
+	} else if (ctx->ro) {
+		/* The file stays as it is and says less, or something
+		 * else, than the data: look-ups read these entries. */
+		seg->mem_idx = v->e;
+		seg->nidx = v->n;
+		if (v->n) {
+			seg->last_idx_rel = v->e[v->n - 1].rel;
+			seg->last_idx_pos = v->e[v->n - 1].pos;
+		}
+		v->e = NULL;
+		*l->dirty = true;
+	} else if (v->crc_from < v->n && (k = data_crcs(l->fd, v->e,
+	    v->crc_from, v->n, false)) != (ssize_t)v->n) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; index not "
+		    "rewritten", l->where, l->name,
+		    strerror(k < 0 ? (int)-k : EIO));
+	} else if (seg->sealed && fdatasync(l->fd) == -1) {
+		/* A footer goes only on data that is on disk. */
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot sync: %s; index not "
+		    "rewritten", l->where, l->name, strerror(errno));
+	} else if ((r = write_index(l->dfd, seg, v, seg->sealed)) != 0) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot "
+		    "write: %s", l->where, l->base, strerror(-r));
+	} else
+		*l->dirty = true;
+}
+
+/*
+ * Loads one segment; returns it (not yet linked) or NULL if it holds
+ * nothing worth keeping. *dirty is set when it changed a file.
+ *
+ * After a power cut (rc->verify: the last open was in another boot and
+ * the store was not closed cleanly) a segment without an intact footer
+ * may hold data that never reached the disk: zero-filled pages inside
+ * its size, entries whose data did not make it. Its entries' data CRCs
+ * are checked against the data and the segment is cut at the first
+ * chunk that fails; the records after the last good entry are kept up to
+ * the first one holding a zero page, and a line without newline there
+ * is cut, whichever segment it ends. After a kill -9 in the same boot
+ * the page cache still holds everything written: only the tail after the
+ * last entry is scanned, as before.
+ */
+struct tlog_segment *
+tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
+    int dfd, uint64_t base, bool has_idx, bool last, const char *where,
+    bool *dirty)
+{
+	struct load l;
+
+	memset(&l, 0, sizeof(l));
+	l.p = p;
+	l.rc = rc;
+	l.ctx = p->ctx;
+	l.dfd = dfd;
+	l.base = base;
+	l.last = last;
+	l.where = where;
+	l.dirty = dirty;
+	l.fd = -1;
+	l.v.crc_from = SIZE_MAX;
+	/* The data file is opened only if something must be read or cut:
+	 * the clean path needs its size, from fstatat. Never through a
+	 * symbolic link. */
+	if (load_stat(&l) != 0)
+		return NULL;
+	if ((l.seg = tlog_seg_new(&p->sd, base)) == NULL)
+		return NULL;
+	load_index(&l, has_idx);
+	if (load_open(&l) != 0)
+		return load_finish(&l, false);
+	if (l.footer && l.foot.bytes == l.size) {
+		load_clean(&l);
+		return load_finish(&l, true);
+	}
+	if (load_entries(&l) != 0 || load_scan(&l) != 0)
+		return load_finish(&l, false);
+	if (l.seg->records == 0 && !last) {
+		load_finish(&l, false);
+		if (!l.ctx->ro) {
+			unlinkat(dfd, l.name, 0);
+			tlog_segname_format(base, ".idx", l.name,
+			    sizeof(l.name));
+			unlinkat(dfd, l.name, 0);
+		}
+		*dirty = true;
+		return NULL;
+	}
+	load_seal(&l);
+	load_fix_index(&l);
+	/* Records a crash left in the page cache may not be on disk yet:
+	 * the partition's next fsync must sync them (unless the open's
+	 * syncfs does, see tlog_store_open). */
+	if (!l.seg->sealed && !rc->was_clean)
+		l.seg->wgen = 1;
+	if (!l.ctx->ro && l.seg->sealed && (uint64_t)l.st.st_blocks * 512 >
+	    ((l.end + 4095) & ~4095ULL) + 4096) {
+		l.seg->trim_pending = 1;
+		l.seg->fd = l.fd;
+		tlog_seg_trim(l.seg);
+		l.seg->fd = -1;
+	}
+	return load_finish(&l, true);
+}
+

@@ -1,0 +1,40 @@
+/*
+ * repair.h - loading one segment of a partition at open and repairing
+ * what a crash or corruption left (doc/format.md, "Recovery").
+ */
+#ifndef TLOG_REPAIR_H
+#define TLOG_REPAIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "partition.h"
+
+/* What recovery needs to know of the open, and what it tells back. */
+struct tlog_recovery {
+	bool was_clean;		/* the last close wrote the clean mark */
+	/* The last open was in another boot (or unknown) and did not close
+	 * cleanly: a power cut may have lost unsynced pages, so data is
+	 * checked against the index's data CRCs. */
+	bool verify;
+	bool repaired;		/* out: a file was changed (atomic) */
+};
+
+/* What a repair did on disk, for its log line: nothing, read-only. */
+static inline const char *
+tlog_repair_fix(const struct tlog_ctx *ctx, const char *verb)
+{
+	return ctx->ro ? "left as it is (read-only)" : verb;
+}
+
+/*
+ * Loads the segment based at base from the partition's directory dfd;
+ * returns it (not yet linked) or NULL if it holds nothing worth keeping
+ * (its files are then removed, unless read-only). has_idx: its .idx
+ * exists; last: it is the newest. *dirty is set when it changed a file.
+ */
+struct tlog_segment *tlog_seg_recover(struct tlog_partition *p,
+    const struct tlog_recovery *rc, int dfd, uint64_t base, bool has_idx,
+    bool last, const char *where, bool *dirty);
+
+#endif /* TLOG_REPAIR_H */

@@ -1,0 +1,254 @@
+/*
+ * retention.c - what seals and takes segments away off the append path
+ * (doc/design.md §3, §4): the time rule, the size rule for a ceiling
+ * lowered since the last append, manual deletion and sealing, the idle
+ * seal, and a partition's due time, which the reaper schedules by
+ * (doc/reaper.md). Each call holds the partition lock once; detached
+ * segments go to the unlink queue, and events are emitted after the lock
+ * is dropped.
+ */
+#include "config.h"
+
+#include <errno.h>
+
+#include "retention.h"
+
+#define IDLE_QUIET_MS 1000	/* no append this long before an idle seal */
+
+int
+tlog_partition_seal(struct tlog_partition *p, enum tlog_trigger why)
+{
+	struct tlog_evbuf eb = { 0 };
+
+	if (p->ctx->ro)
+		return -EROFS;
+	pthread_mutex_lock(&p->sd.lock);
+	tlog_part_seal_active(p, why, &eb, tlog_ctx_now(p->ctx));
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_part_emit(p, &eb);
+	return 0;
+}
+
+/*
+ * The idle trigger is for partitions that stopped receiving writes: the
+ * span has passed and nothing was appended for min(segment.ms, 1 s). A
+ * partition still being written rolls on record time instead, so the
+ * wall clock never races the record that would roll it. (Deletion does
+ * not wait for this seal: the time rule seals an expired active segment.)
+ */
+static int64_t
+idle_due_locked(struct tlog_partition *p, struct tlog_segment *seg)
+{
+	int64_t ms = tlog_part_conf(p, TLOG_SEGMENT_MS);
+	int64_t quiet = ms < IDLE_QUIET_MS ? ms : IDLE_QUIET_MS;
+	int64_t a = seg->first_ts + tlog_seg_span(seg, ms);
+	int64_t b = seg->max_ts + quiet;
+
+	return a > b ? a : b;
+}
+
+static int64_t
+idle_due_of(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = tlog_part_active(p);
+
+	return seg != NULL && seg->records > 0 ? idle_due_locked(p, seg) : -1;
+}
+
+int64_t
+tlog_part_idle_due(struct tlog_partition *p)
+{
+	int64_t due;
+
+	pthread_mutex_lock(&p->sd.lock);
+	due = idle_due_of(p);
+	pthread_mutex_unlock(&p->sd.lock);
+	return due;
+}
+
+int
+tlog_part_seal_idle(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+	struct tlog_evbuf eb = { 0 };
+	int64_t now = tlog_ctx_now(p->ctx);
+	int sealed = 0;
+
+	if (p->ctx->ro)
+		return -EROFS;
+	pthread_mutex_lock(&p->sd.lock);
+	seg = tlog_part_active(p);
+	if (seg != NULL && seg->records > 0 && now >= idle_due_locked(p, seg)) {
+		tlog_part_seal_active(p, TLOG_TRIG_IDLE, &eb, now);
+		sealed = 1;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_part_emit(p, &eb);
+	return sealed;
+}
+
+int
+tlog_partition_delete(struct tlog_partition *p, uint64_t base)
+{
+	struct tlog_segment *seg;
+	struct tlog_evbuf eb = { 0 };
+	int r = -ENOENT;
+
+	if (p->ctx->ro)
+		return -EROFS;
+	pthread_mutex_lock(&p->sd.lock);
+	TAILQ_FOREACH(seg, &p->segs, link)
+		if (seg->base == base)
+			break;
+	if (seg != NULL && seg->records == 0) {
+		/* An empty active segment holds nothing to delete; it stays,
+		 * so its base is never queued for unlinking while a new
+		 * segment could take the same name. */
+		r = 0;
+	} else if (seg != NULL) {
+		if (!seg->sealed)
+			tlog_part_seal_active(p, TLOG_TRIG_MANUAL, &eb,
+			    tlog_ctx_now(p->ctx));
+		tlog_part_detach(p, seg, TLOG_RULE_MANUAL);
+		r = 0;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_part_emit(p, &eb);
+	return r;
+}
+
+static int64_t
+expire_due_of(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
+	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
+
+	return seg != NULL && seg->records > 0 ?
+	    tlog_part_expires_at(seg->max_ts, rms) : -1;
+}
+
+int64_t
+tlog_part_expire_due(struct tlog_partition *p)
+{
+	int64_t due;
+
+	pthread_mutex_lock(&p->sd.lock);
+	due = expire_due_of(p);
+	pthread_mutex_unlock(&p->sd.lock);
+	return due;
+}
+
+/*
+ * Whether p holds more than rb: its bytes plus what is left of the active
+ * segment's preallocation, which the ceiling counts (doc/engine.md).
+ */
+static bool
+over_ceiling(struct tlog_partition *p, int64_t rb)
+{
+	struct tlog_segment *seg = tlog_part_active(p);
+	uint64_t held = p->bytes;
+
+	if (seg != NULL && seg->prealloc > seg->bytes)
+		held += seg->prealloc - seg->bytes;
+	return rb >= 0 && held > (uint64_t)rb;
+}
+
+int64_t
+tlog_part_due_locked(struct tlog_partition *p)
+{
+	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
+
+	/* Over its ceiling (lowered since the last append): due at once. */
+	if (over_ceiling(p, tlog_part_conf(p, TLOG_RETENTION_BYTES)))
+		return 0;
+	if (idle < 0)
+		return exp;
+	if (exp < 0)
+		return idle;
+	return idle < exp ? idle : exp;
+}
+
+/*
+ * The size rule off the append path, for a partition over a ceiling that
+ * was lowered (or found over it at open): the reaper's bounded step. As
+ * in make_room, oldest first, the active segment last (sealed first), an
+ * empty one's reservation given back.
+ */
+int
+tlog_part_enforce_size(struct tlog_partition *p, int max,
+    uint64_t *bytes)
+{
+	struct tlog_segment *old;
+	struct tlog_evbuf eb = { 0 };
+	int64_t rb = tlog_part_conf(p, TLOG_RETENTION_BYTES);
+	int64_t now = tlog_ctx_now(p->ctx);
+	int n = 0;
+
+	if (p->ctx->ro)
+		return -EROFS;
+	if (rb < 0)
+		return 0;
+	pthread_mutex_lock(&p->sd.lock);
+	while (n < max && over_ceiling(p, rb) &&
+	    (old = TAILQ_FIRST(&p->segs)) != NULL) {
+		if (!old->sealed) {
+			if (old->records == 0 && old->prealloc == 0)
+				break;
+			if (old->records == 0) {
+				old->prealloc = 0;
+				old->trim_pending = 1;
+				tlog_seg_trim(old);
+				continue;
+			}
+			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
+		}
+		if (bytes != NULL)
+			*bytes += old->bytes;
+		tlog_part_detach(p, old, TLOG_RULE_SIZE);
+		n++;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_part_emit(p, &eb);
+	return n;
+}
+
+int
+tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
+{
+	struct tlog_segment *seg;
+	struct tlog_evbuf eb = { 0 };
+	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
+	int64_t now = tlog_ctx_now(p->ctx);
+	int n = 0;
+
+	if (p->ctx->ro)
+		return -EROFS;
+	if (rms < 0)
+		return 0;
+	pthread_mutex_lock(&p->sd.lock);
+	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
+		if (seg->records == 0 ||
+		    now < tlog_part_expires_at(seg->max_ts, rms))
+			break;
+		if (!seg->sealed)
+			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
+		if (bytes != NULL)
+			*bytes += seg->bytes;
+		tlog_part_detach(p, seg, TLOG_RULE_TIME);
+		n++;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_part_emit(p, &eb);
+	return n;
+}
+
+int64_t
+tlog_part_due(struct tlog_partition *p)
+{
+	int64_t due;
+
+	pthread_mutex_lock(&p->sd.lock);
+	due = tlog_part_due_locked(p);
+	pthread_mutex_unlock(&p->sd.lock);
+	return due;
+}

@@ -1,0 +1,182 @@
+/*
+ * segment.h - one segment: a data file holding records exactly as written
+ * and its sparse index (index.h); the struct the segments of one
+ * partition share (tlog_segdir, which the partition embeds); and the
+ * store's open-file budget.
+ *
+ * A segment's counters change only under its partition's lock (sd->lock);
+ * bytes is also read atomically by readers, which never see past the last
+ * whole record. Segments are counted references; each holds one on its
+ * partition (through sd->lv).
+ */
+#ifndef TLOG_SEGMENT_H
+#define TLOG_SEGMENT_H
+
+#include <sys/queue.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctx.h"
+#include "index.h"
+#include "level.h"
+
+struct tlog_segdir;
+
+struct tlog_segment {
+	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
+	int refs;
+	uint64_t ino;
+	uint64_t base;
+	uint64_t records;	/* committed */
+	uint64_t bytes;		/* committed; read atomically by readers */
+	int64_t first_ts;
+	int64_t max_ts;
+	int64_t jitter;		/* taken off segment.ms, drawn at creation */
+	uint64_t nidx;		/* index entries in the file */
+	uint64_t last_idx_pos;	/* data position of the last index entry */
+	uint64_t last_idx_rel;
+	uint32_t run_crc;	/* CRC-32C of the data after that entry */
+	/* A read-only open's repaired index, which it may not write:
+	 * nidx entries that look-ups read instead of the file; NULL
+	 * when the file is right. */
+	struct tlog_idx_entry *mem_idx;
+	int fd;			/* data, O_RDWR; -1 until needed */
+	int ifd;		/* index; -1 until needed */
+	uint64_t prealloc;	/* length reserved from offset 0 (data
+				   included) until the seal trims it; 0 if
+				   none */
+	unsigned sealed : 1;
+	unsigned dead : 1;	/* detached from its partition */
+	unsigned trim_pending : 1;
+	unsigned char sealed_by;
+	unsigned char rule;	/* why it was detached */
+	unsigned fd_listed : 1;	/* on the open-file budget's list */
+	TAILQ_ENTRY(tlog_segment) fdlink;
+	struct tlog_segdir *sd;		/* its partition's; referenced */
+	/* Durability (doc/engine.md, "fsync and the flusher"). */
+	uint64_t wgen;		/* writes to its files so far */
+	uint64_t sgen;		/* wgen as of the last sync covering them */
+	unsigned foot_pending : 1;	/* sealed, footer not yet written */
+	TAILQ_ENTRY(tlog_segment) synclink;	/* the unsynced list */
+};
+TAILQ_HEAD(tlog_seglist, tlog_segment);
+TAILQ_HEAD(tlog_fdlist, tlog_segment);
+
+/*
+ * The open-file budget: segments holding open descriptors, oldest opened
+ * first; past max the oldest idle ones are closed (and reopened when
+ * written again). One per store.
+ */
+struct tlog_fdbudget {
+	pthread_mutex_t lock;
+	struct tlog_fdlist segs;
+	size_t n;
+	size_t max;
+};
+
+/*
+ * What the segments of one partition share; the partition embeds it
+ * (struct tlog_partition.sd) and each of its segments points to it.
+ */
+struct tlog_segdir {
+	struct tlog_ctx *ctx;
+	struct tlog_level *lv;		/* the partition's: its directory,
+					   its references */
+	struct tlog_fdbudget *fdb;	/* the store's */
+	/* The partition lock: the partition's segment list and counters,
+	 * its segments' counters, the unsynced list, sync_err. */
+	pthread_mutex_t lock;
+	/* Durability work that waits on the disk: flushing sealed
+	 * segments, fsync, .next. Taken before lock, never under it. */
+	pthread_mutex_t sync_lock;
+	/* Sealed segments whose footer waits for their data to be synced,
+	 * oldest first, each referenced (lock). */
+	struct tlog_seglist unsynced;
+	uint64_t nunsynced;		/* its length; atomic: the append path
+					   reads it with no lock */
+	int sync_err;			/* for the next fsync (lock) */
+	bool dir_dirty;			/* a file made since the dir sync */
+};
+
+void tlog_segdir_init(struct tlog_segdir *sd, struct tlog_ctx *ctx,
+    struct tlog_level *lv, struct tlog_fdbudget *fdb);
+void tlog_segdir_destroy(struct tlog_segdir *sd);
+/* Writes the footers of up to max (0: all) sealed segments, oldest first,
+ * each after its data and entries are synced; sd->sync_lock held. Returns
+ * how many; the first error goes to *errp, and to sd->sync_err for the
+ * next fsync if keep_err. */
+int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
+    int *errp);
+/* Drops the unsynced list without writing (store teardown). */
+void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
+
+/* max 0: a quarter of RLIMIT_NOFILE (at least 16). */
+void tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max);
+void tlog_fdbudget_destroy(struct tlog_fdbudget *b);
+
+/* A new segment (not yet linked anywhere): one reference. */
+struct tlog_segment *tlog_seg_new(struct tlog_segdir *sd, uint64_t base);
+void tlog_seg_ref(struct tlog_segment *seg);
+/* Opens (or creates, for a new active segment) the data and index files,
+ * through the partition's own directory. */
+int tlog_seg_open_files(struct tlog_segment *seg, bool create);
+void tlog_seg_close_files(struct tlog_segment *seg);
+/* All or nothing: on a short write the index is cut back. */
+int tlog_seg_write_entries(struct tlog_segment *seg,
+    const struct tlog_idx_entry *e, size_t n);
+/* An entry where the segment ends, unless the last one is there. */
+int tlog_seg_write_boundary(struct tlog_segment *seg);
+/* Seals in memory and puts the segment on the unsynced list: its footer
+ * waits for the flusher (sd->lock held). */
+int tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why);
+/* Gives back space reserved beyond the data; retried later on failure. */
+int tlog_seg_trim(struct tlog_segment *seg);
+/* The span after which a segment seals on time: segment.ms less its
+ * jitter, never below 1 ms. */
+int64_t tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms);
+
+/*
+ * Look-ups inside one segment (doc/seek.md). find_offset: the position of
+ * the record with this offset; -ENOENT if the offset is outside it.
+ * find_time: offset and position of the first record that can have
+ * ts >= t (conservative: from the nearest index entry at or before).
+ */
+int tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
+    uint64_t *pos);
+int tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
+    uint64_t *offset, uint64_t *pos);
+
+/*
+ * Disk work on one segment, done without its partition's lock:
+ * descriptors and what must be written, taken under the lock
+ * (tlog_seg_io_take), the syncs and the footer (tlog_seg_io_run, with
+ * sd->sync_lock held), the result recorded under the lock again
+ * (tlog_seg_io_finish). The footer is written only after the data and
+ * the index entries are on disk.
+ */
+struct tlog_seg_io {
+	struct tlog_segment *seg;	/* referenced */
+	int fd, ifd;			/* ours to close; -1: open by name */
+	uint64_t gen;			/* seg->wgen when taken */
+	bool sync;			/* written since the last sync */
+	bool footer;			/* write the boundary and footer */
+	bool bound;			/* the boundary entry is missing */
+	struct tlog_idx_entry be;
+	struct tlog_footer f;
+	uint64_t nidx;
+};
+
+/* Caller holds sd->lock; steal: the segment's own descriptors (closed
+ * after), else duplicates. fd_locked: the budget's lock is held too. A
+ * sealed segment waiting for its footer is claimed: taken off the
+ * unsynced list, the footer is io's to write. */
+void tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
+    bool steal, bool fd_locked);
+int tlog_seg_io_run(struct tlog_seg_io *io, bool datasync);
+/* keep_err: an error goes to sd->sync_err for the partition's next
+ * fsync. */
+void tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err);
+
+#endif /* TLOG_SEGMENT_H */

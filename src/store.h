@@ -1,0 +1,71 @@
+/*
+ * store.h - an open store: its directory and lock, the levels' tree with
+ * the store's own level, the registry of topics and partitions, the
+ * background work queues, the events partition, and the hooks through
+ * which the layers below reach it (struct tlog_part_env, filled in here).
+ *
+ * STORE/.tlogfs/format   "tlogfs <version>"
+ * STORE/.tlogfs/lock     pid of the holder, flock()ed while open
+ * STORE/.tlogfs/config   store-wide settings (key=value)
+ * STORE/.tlogfs/clean    present only between a clean close and the next open
+ * STORE/.tlogfs/boot     the kernel's boot id at the last open
+ * STORE/TOPIC/.config, STORE/TOPIC/PART/.config, STORE/TOPIC/PART/.next
+ *
+ * Locks, outermost first (doc/engine.md, "Threads and locks"): the tree
+ * lock (tree.lock), conf_lock, a partition's sync lock, its lock, then
+ * the leaves: the queue's lock, the scheduler's lock, the open-file
+ * budget's lock, the log lock.
+ */
+#ifndef TLOG_STORE_H
+#define TLOG_STORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "ctx.h"
+#include "events.h"
+#include "level.h"
+#include "partition.h"
+#include "queue.h"
+#include "recover.h"
+#include "registry.h"
+#include "segment.h"
+
+/* What .tlogfs/format says (doc/format.md). */
+#define TLOG_FORMAT_VERSION 1
+
+struct tlog_store {
+	char *path;
+	struct tlog_tree tree;		/* the tree lock; the directory */
+	struct tlog_level root;		/* the store's level: its settings */
+	int lockfd;
+	struct tlog_ctx ctx;		/* options, clock, log, metrics */
+	struct tlog_recovery rc;	/* was the last close clean, verify */
+	pthread_mutex_t conf_lock;	/* serializes settings' writers */
+	struct tlog_fdbudget fdb;	/* the open-file budget */
+	struct tlog_queue q;		/* unlinks and flushes */
+	struct tlog_part_env penv;	/* every partition's hooks */
+	struct tlog_registry reg;	/* topics and partitions */
+	struct tlog_events ev;		/* .tlogfs/events */
+};
+
+/*
+ * A scheduler (the reaper) attaches to the store: from then on every
+ * partition tells it of new segments and changed settings through ops.
+ * detach runs when the store closes with the scheduler still attached.
+ * The store never calls the scheduler by name: only through ops.
+ */
+void tlog_store_set_sched(struct tlog_store *s,
+    const struct tlog_sched_ops *ops, void *arg);
+void *tlog_store_sched(struct tlog_store *s);
+/* A level's settings changed (t and p NULL: the store's): every
+ * partition it governs has its due time computed again. */
+void tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p);
+/* A referenced snapshot of every user partition (put each, free v). */
+int tlog_store_partitions(struct tlog_store *s, struct tlog_partition ***v,
+    size_t *n);
+/* The length of the unlink queue. */
+size_t tlog_store_unlink_queued(struct tlog_store *s);
+
+#endif /* TLOG_STORE_H */

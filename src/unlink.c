@@ -1,0 +1,233 @@
+/*
+ * unlink.c - draining the unlink queue (queue.h): the files of detached
+ * segments are unlinked with no engine lock held, .log then .idx, after
+ * the partition's end offset is made to outlive them, and only then is
+ * the deletion event emitted. The drainers: the front end's unlinker
+ * (tlog_unlink_pending), the size ceiling on the appender's thread and
+ * rmdir's wait (tlog_unlink_drain). A crash between detach and unlink
+ * loses the event, never names data still present, and the segment
+ * reappears at the next open.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unlink.h"
+
+static int
+save_end(struct tlog_partition *p, uint64_t need)
+{
+	struct tlog_segment *last;
+	char buf[32];
+	uint64_t end;
+	bool witness, dir;
+	int n, dfd, r = 0;
+
+	pthread_mutex_lock(&p->sd.sync_lock);
+	if (p->saved_end >= need)
+		goto out;
+	pthread_mutex_lock(&p->sd.lock);
+	end = p->next_offset;
+	last = TAILQ_LAST(&p->segs, tlog_seglist);
+	witness = last != NULL && last->base >= need;
+	dir = p->sd.dir_dirty;
+	if (witness)
+		p->sd.dir_dirty = false;
+	pthread_mutex_unlock(&p->sd.lock);
+	if (end < need)
+		end = need;
+	if ((dfd = tlog_level_dir(&p->lv)) < 0) {
+		/* A partition removed with its directory: nothing to keep. */
+		r = dfd == -ENOENT ? 0 : dfd;
+		goto out;
+	}
+	if (witness) {
+		if (dir && fsync(dfd) == -1 && errno != EINVAL) {
+			r = -errno;
+			pthread_mutex_lock(&p->sd.lock);
+			p->sd.dir_dirty = true;
+			pthread_mutex_unlock(&p->sd.lock);
+		}
+	} else {
+		n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
+		if ((r = tlog_write_atomic(dfd, ".next", buf, (size_t)n)) == 0)
+			p->saved_end = end;
+	}
+	if (r != 0)
+		tlog_ctx_log_err(p->ctx, "cannot save the end offset of a "
+		    "partition before deleting a segment: %s", strerror(-r));
+	close(dfd);
+out:
+	pthread_mutex_unlock(&p->sd.sync_lock);
+	return r;
+}
+
+static int
+unlink_one(struct tlog_segment *seg)
+{
+	char name[32];
+	int dfd, r = 0;
+
+	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
+		/* A removed partition's directory went with its files (it
+		 * is removed only once none is left). */
+		return dfd == -ENOENT && __atomic_load_n(&seg->sd->lv->dead,
+		    __ATOMIC_ACQUIRE) ? 0 : dfd;
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+		r = -errno;
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+		r = -errno;
+	close(dfd);
+	return r;
+}
+
+/* The deletion event, once the files are gone. */
+static void
+emit_deleted(struct tlog_partition *p, struct tlog_segment *seg)
+{
+	struct tlog_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TLOG_EV_DELETE;
+	ev.ts = tlog_ctx_now(p->ctx);
+	ev.segment_ino = seg->ino;
+	ev.base = seg->base;
+	ev.records = seg->records;
+	ev.bytes = seg->bytes;
+	ev.first_ts = seg->first_ts;
+	ev.max_ts = seg->max_ts;
+	ev.trigger = seg->sealed_by;
+	ev.rule = seg->rule;
+	TLOG_METRIC_ADD(p->ctx, deletions[seg->rule], 1);
+	TLOG_METRIC_ADD(p->ctx, deleted_bytes, seg->bytes);
+	p->env->emit(p->env->arg, p, &ev);
+}
+
+/*
+ * Unlinks the files of one detached segment taken off the queue, then
+ * records its deletion (only after the unlink succeeded) and drops the
+ * queue's reference. On failure the segment goes back in the queue.
+ * No engine lock is held.
+ */
+static int
+unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
+{
+	struct tlog_partition *p = tlog_seg_part(seg);
+	int r;
+
+	TLOG_HOOK(p->ctx, TLOG_HOOK_UNLINK, p);
+	/* The end offset outlives the files it was read from. */
+	if ((r = save_end(p, seg->base + seg->records)) != 0 ||
+	    (r = unlink_one(seg)) != 0) {
+		tlog_ctx_log_err(p->ctx, "cannot delete segment %020" PRIu64
+		    ": %s; will retry", seg->base, strerror(-r));
+		pthread_mutex_lock(&q->lock);
+		TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
+		q->nunlink++;
+		pthread_cond_broadcast(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+		return r;
+	}
+	pthread_mutex_lock(&q->lock);
+	p->pending_unlinks--;
+	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	emit_deleted(p, seg);
+	tlog_segment_put(seg);
+	return 0;
+}
+
+int
+tlog_unlink_pending(struct tlog_queue *q, int max)
+{
+	struct tlog_segment *seg;
+	size_t budget;
+	int done = 0;
+
+	pthread_mutex_lock(&q->lock);
+	budget = max > 0 ? (size_t)max : q->nunlink;
+	pthread_mutex_unlock(&q->lock);
+	while (budget-- > 0) {
+		pthread_mutex_lock(&q->lock);
+		if ((seg = TAILQ_FIRST(&q->unlinkq)) != NULL) {
+			TAILQ_REMOVE(&q->unlinkq, seg, link);
+			q->nunlink--;
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (seg == NULL)
+			break;
+		if (unlink_seg(q, seg) == 0)
+			done++;
+	}
+	return done;
+}
+
+/*
+ * Waits until no file of p's deleted segments is left, or, with limit >=
+ * 0, until they hold at most limit bytes: unlinks those still queued
+ * itself, and waits for those another thread is unlinking. So rm -r of a
+ * partition works at once after its segments were deleted, and the size
+ * ceiling holds on disk (tlog_unlink_part).
+ */
+int
+tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
+    int64_t limit)
+{
+	struct tlog_segment *seg;
+	bool hooked = limit >= 0;
+	int r;
+
+	for (;;) {
+		pthread_mutex_lock(&q->lock);
+		if (p->pending_unlinks == 0 || (limit >= 0 &&
+		    __atomic_load_n(&p->pending_bytes, __ATOMIC_RELAXED) <=
+		    (uint64_t)limit)) {
+			pthread_mutex_unlock(&q->lock);
+			return 0;
+		}
+		TAILQ_FOREACH(seg, &q->unlinkq, link)
+			if (seg->sd == &p->sd)
+				break;
+		if (seg != NULL) {
+			TAILQ_REMOVE(&q->unlinkq, seg, link);
+			q->nunlink--;
+			pthread_mutex_unlock(&q->lock);
+			if ((r = unlink_seg(q, seg)) != 0)
+				return r;
+			continue;
+		}
+		if (!hooked) {
+			pthread_mutex_unlock(&q->lock);
+			TLOG_HOOK(p->ctx, TLOG_HOOK_RMDIR_WAIT, p);
+			hooked = true;
+			continue;
+		}
+		/* In flight in another thread, which broadcasts when it is
+		 * done (or puts it back in the queue). */
+		pthread_cond_wait(&q->cond, &q->lock);
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+/*
+ * The size ceiling's unlinks, on the appender's thread, through the same
+ * unlink_seg as the unlinker's. A failed unlink is requeued and ends it:
+ * an append never waits on a backing store that refuses unlinks.
+ */
+void
+tlog_unlink_part(struct tlog_queue *q, struct tlog_partition *p,
+    uint64_t limit)
+{
+	tlog_unlink_drain(q, p, limit > INT64_MAX ? INT64_MAX :
+	    (int64_t)limit);
+	/* The unlinker thread sends the kernel its notices. */
+	tlog_queue_wakeup(q);
+}

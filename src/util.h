@@ -1,0 +1,68 @@
+/*
+ * util.h - the engine's bottom layer: CRC-32C, files replaced atomically,
+ * directories synced, opening below a directory without following links,
+ * name rules, the segment-name codec, monotonic time for waits, and the
+ * log sink. Nothing here knows a store.
+ */
+#ifndef TLOG_UTIL_H
+#define TLOG_UTIL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "tlog.h"
+
+/* The structure holding member m at address ptr. */
+#define TLOG_CONTAINER_OF(ptr, type, m) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, m)))
+
+/* The table-driven CRC-32C, whatever the CPU (tests compare it with
+ * tlog_crc32c, which uses the CPU's instruction when there is one). */
+uint32_t tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+/* Writes buf to dirfd/path atomically and durably: temporary file,
+ * fsync, rename, fsync of the directory. */
+int tlog_write_atomic(int dirfd, const char *path, const void *buf,
+    size_t len);
+/* fsync of directory dirfd/path ("." for dirfd itself); a file system
+ * that cannot sync directories counts as done. */
+int tlog_fsync_dir(int dirfd, const char *path);
+/* tlog_write_atomic; with !sync, neither the file nor the directory is
+ * synced: recovery syncs the whole file system once (syncfs). */
+int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
+    size_t len, bool sync);
+/* openat(2) below dirfd that never follows a symbolic link; -errno. */
+int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* Segment file names: "<base, 20 digits><ext>", ext ".log" or ".idx".
+ * The parser, tlog_segname_parse, is in tlog.h: mount/ uses it too. */
+void tlog_segname_format(uint64_t base, const char *ext, char *buf,
+    size_t len);
+
+/* 0, -EINVAL (bad characters, leading '.', empty) or -ENAMETOOLONG:
+ * the rule for topic and partition names. */
+int tlog_name_check(const char *name);
+
+/* Not time of day: for durations (monotonic ns) and for sleeps (a
+ * condition variable on CLOCK_MONOTONIC and a deadline ms from now). */
+uint64_t tlog_mono_ns(void);
+void tlog_cond_init_mono(pthread_cond_t *c);
+void tlog_deadline(int64_t ms, struct timespec *ts);
+
+/* Where log lines go: tlog_store_opts.log, or stderr when fn (or the
+ * sink itself) is NULL. */
+struct tlog_sink {
+	void (*fn)(void *arg, int prio, const char *msg);
+	void *arg;
+};
+void tlog_sink_vlog(const struct tlog_sink *k, int prio, const char *fmt,
+    va_list ap);
+void tlog_sink_log(const struct tlog_sink *k, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* TLOG_UTIL_H */
