@@ -110,14 +110,14 @@ level_part(const struct tl_node *n)
 static bool
 level_sets(struct tl_fs *fs, const struct tl_node *n, int k)
 {
-	struct tlog_config *c;
+	struct tlog_conf *c;
 
 	if (n->kind == TL_TOPIC)
-		c = tlog_topic_config(n->topic);
+		c = tlog_topic_conf(n->topic);
 	else if (n->kind == TL_PART)
-		c = tlog_partition_config(n->part);
+		c = tlog_partition_conf(n->part);
 	else
-		c = tlog_store_config(fs->store);
+		c = tlog_store_conf(fs->store);
 	return __atomic_load_n(&c->v[k], __ATOMIC_RELAXED) != TLOG_UNSET;
 }
 

@@ -336,7 +336,7 @@ tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
 /* ---- key=value files ---- */
 
 void
-tlog_conf_init(struct tlog_config *c)
+tlog_conf_init(struct tlog_conf *c)
 {
 	int k;
 
@@ -345,7 +345,7 @@ tlog_conf_init(struct tlog_config *c)
 }
 
 int
-tlog_conf_save(int dirfd, const char *path, const struct tlog_config *c)
+tlog_conf_save(int dirfd, const char *path, const struct tlog_conf *c)
 {
 	char buf[TLOG_NKEYS * 64];
 	size_t n = 0;
@@ -400,7 +400,7 @@ read_all(int fd, char **out, size_t *outlen)
  * ignores a bad one. */
 static void
 load_line(struct tlog_ctx *ctx, const char *path, unsigned lineno,
-    const char *l, size_t len, struct tlog_config *c)
+    const char *l, size_t len, struct tlog_conf *c)
 {
 	char name[32], q[QUOTED_MAX], err[MSG_MAX];
 	const char *eq;
@@ -448,9 +448,9 @@ load_line(struct tlog_ctx *ctx, const char *path, unsigned lineno,
 
 int
 tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *path,
-    struct tlog_config *c)
+    struct tlog_conf *c)
 {
-	struct tlog_config nc;
+	struct tlog_conf nc;
 	const char *l, *nl, *end;
 	char *buf = NULL;
 	size_t len = 0;

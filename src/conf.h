@@ -17,21 +17,21 @@
 /* key=value files: a missing file is all unset; bad lines are logged
  * through ctx (nothing if NULL) and skipped. Save writes the set keys
  * atomically and durably. */
-void tlog_conf_init(struct tlog_config *c);	/* all unset */
+void tlog_conf_init(struct tlog_conf *c);	/* all unset */
 int tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *path,
-    struct tlog_config *c);
-int tlog_conf_save(int dirfd, const char *path, const struct tlog_config *c);
+    struct tlog_conf *c);
+int tlog_conf_save(int dirfd, const char *path, const struct tlog_conf *c);
 
 /* A level's own value of k, or TLOG_UNSET: read with no lock (the append
  * path reads its settings before it locks the partition). */
 static inline int64_t
-tlog_conf_value(const struct tlog_config *c, enum tlog_key k)
+tlog_conf_value(const struct tlog_conf *c, enum tlog_key k)
 {
 	return __atomic_load_n(&c->v[k], __ATOMIC_RELAXED);
 }
 
 static inline void
-tlog_conf_assign(struct tlog_config *c, enum tlog_key k, int64_t v)
+tlog_conf_assign(struct tlog_conf *c, enum tlog_key k, int64_t v)
 {
 	__atomic_store_n(&c->v[k], v, __ATOMIC_RELAXED);
 }

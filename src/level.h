@@ -34,7 +34,7 @@ struct tlog_level {
 	struct tlog_level *parent;	/* NULL for the store; referenced if
 					   counted */
 	char *name;			/* under tree->lock; NULL: the store */
-	struct tlog_config conf;	/* this level's own settings */
+	struct tlog_conf conf;	/* this level's own settings */
 	uint64_t ino;
 	int refs;			/* atomic */
 	bool dead;			/* removed or replaced; atomic */

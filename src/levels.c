@@ -84,7 +84,7 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
     size_t errlen)
 {
 	struct tlog_level *lv = level_of(s, t, p);
-	struct tlog_config copy;
+	struct tlog_conf copy;
 	char path[PATH_MAX], msg[PATH_MAX + 128];
 	const char *file;
 	int i, r, dfd;

@@ -91,8 +91,8 @@ tlog_partition_ino(const struct tlog_partition *p)
 	return p->lv.ino;
 }
 
-struct tlog_config *
-tlog_partition_config(struct tlog_partition *p)
+struct tlog_conf *
+tlog_partition_conf(struct tlog_partition *p)
 {
 	return &p->lv.conf;
 }

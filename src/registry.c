@@ -173,8 +173,8 @@ tlog_topic_ino(const struct tlog_topic *t)
 	return t->lv.ino;
 }
 
-struct tlog_config *
-tlog_topic_config(struct tlog_topic *t)
+struct tlog_conf *
+tlog_topic_conf(struct tlog_topic *t)
 {
 	return &t->lv.conf;
 }

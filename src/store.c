@@ -49,8 +49,8 @@ tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
 	va_end(ap);
 }
 
-struct tlog_config *
-tlog_store_config(struct tlog_store *s)
+struct tlog_conf *
+tlog_store_conf(struct tlog_store *s)
 {
 	return &s->root.conf;
 }

@@ -25,7 +25,7 @@ static int dirfd_ = -1;
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tlog_config c, c2;
+	struct tlog_conf c, c2;
 	char err[512];
 	int64_t v;
 	int k, fd;

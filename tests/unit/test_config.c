@@ -1,5 +1,5 @@
 /*
- * test_config.c - configuration (doc/design.md, 5): the value parser and its
+ * test_config.c - configuration (doc/design.md §5): the value parser and its
  * units and bounds, the key table, the key=value files, and set/get/unset
  * through a real store with inheritance, persistence and nothing
  * half-applied.
@@ -363,7 +363,7 @@ write_file(const char *path, const char *text)
 
 START_TEST(test_save_load)
 {
-	struct tlog_config c, d;
+	struct tlog_conf c, d;
 	char *dir, *path, *text;
 	int dfd, k;
 
@@ -434,7 +434,7 @@ END_TEST
 
 START_TEST(test_load_bad_lines)
 {
-	struct tlog_config d;
+	struct tlog_conf d;
 	char *dir, *path;
 	int dfd;
 
@@ -1018,7 +1018,7 @@ START_TEST(test_concurrent_set)
 	    "record.max.bytes", "segment.preallocate" };
 	struct racer rs[4];
 	pthread_t th[4];
-	struct tlog_config c;
+	struct tlog_conf c;
 	struct tlog_partition *p;
 	struct tlog_store *s;
 	char *dir, *pfile;
