@@ -359,6 +359,15 @@ ignore_signals(void)
 	for (s = SIGRTMIN; s <= SIGRTMAX; s++)
 		if (sigaction(s, &sa, NULL) == -1)
 			return -1;
+	/* TERM and INT stop the daemon cleanly even when it was started
+	 * with them ignored (a shell starts its background jobs with INT
+	 * ignored, by accident as far as a daemon goes): libfuse installs
+	 * its handler only over the default action. HUP stays ignored when
+	 * it came ignored: that is what nohup(1) asks for. */
+	sa.sa_handler = SIG_DFL;
+	if (sigaction(SIGTERM, &sa, NULL) == -1 ||
+	    sigaction(SIGINT, &sa, NULL) == -1)
+		return -1;
 	return 0;
 }
 
@@ -510,10 +519,12 @@ main(int argc, char *argv[])
 	fs.events = tlog_store_events(fs.store);
 	fs.start_ms = tlog_now(fs.store);
 
+	/* First the defaults and the ignored ones, then libfuse's handlers
+	 * over TERM, INT and HUP (it takes only signals at their default). */
+	if (ignore_signals() != 0)
+		goto out_session;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
-	if (ignore_signals() != 0)
-		goto out_signals;
 	if (fuse_session_mount(se, opts.mountpoint) != 0)
 		goto out_signals;
 	if (opts.foreground ? chdir("/") : daemonize()) {

@@ -477,8 +477,18 @@ store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 {
 	int r;
 
-	s->rc.was_clean = faccessat(s->tree.dirfd, ".tlogfs/clean", F_OK,
-	    0) == 0;
+	struct stat st;
+
+	/* Only a regular file is the mark: anything else planted there (a
+	 * symlink, a FIFO) is not followed, and is removed below as a
+	 * stale mark would be. */
+	if (fstatat(s->tree.dirfd, ".tlogfs/clean", &st,
+	    AT_SYMLINK_NOFOLLOW) == 0) {
+		s->rc.was_clean = S_ISREG(st.st_mode);
+		if (!s->ctx.ro && !s->rc.was_clean)
+			(void)unlinkat(s->tree.dirfd, ".tlogfs/clean", 0);
+	} else
+		s->rc.was_clean = false;
 	/* A reader leaves the mark as it found it: it changes nothing the
 	 * mark vouches for, and an unclean store stays unclean for the
 	 * next writer's recovery. */
@@ -617,8 +627,14 @@ tlog_store_close(struct tlog_store *s)
 	if (s->ev.p != NULL && tlog_part_close(s->ev.p) != 0)
 		bad = true;
 	/* The mark says everything before it is on disk: only then. */
-	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY | O_CREAT |
-	    O_TRUNC | O_CLOEXEC, 0644);
+	/* Created afresh (O_EXCL never follows a link, never opens a FIFO or
+	 * a device): whatever was planted at the name while the store ran
+	 * is unlinked, never written through. */
+	if (!bad && unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
+	    errno != ENOENT)
+		bad = true;
+	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
+	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd != -1) {
 		if (fsync(fd) == 0)
 			tlog_fsync_dir(s->tree.dirfd, ".tlogfs");

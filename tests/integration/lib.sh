@@ -118,8 +118,8 @@ tl_daemon_alive() { [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; }
 
 # tl_mount [OPTIONS...]: starts the daemon in the foreground, in the
 # background of this shell, and polls until the mount is up. TL_LAUNCH,
-# if set, is a command prefix (a shell starts background commands with
-# SIGINT ignored: TL_LAUNCH="env --default-signal=INT" undoes that).
+# if set, is a command prefix, e.g. TL_LAUNCH="env --ignore-signal=INT"
+# (a shell starts background commands with SIGINT ignored already).
 tl_mount() {
 	${TL_LAUNCH:-} "$TLOGFS" "$STORE" "$MNT" -f "$@" 2>>"$ERR" &
 	DPID=$!

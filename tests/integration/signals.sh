@@ -5,12 +5,13 @@
 # SIGHUP stops it cleanly (status 0, clean mark), appending the held
 # bytes.
 #
-# A daemon started with TERM, INT or HUP ignored keeps them ignored, as
-# nohup(1) asks; a shell starts background commands with INT ignored,
-# so the daemon starts here with the default action restored.
+# A daemon started with HUP ignored keeps it ignored, as nohup(1) asks;
+# TERM and INT stop it even when it was started with them ignored (a
+# shell starts its background commands with INT ignored): the INT run
+# starts the daemon so.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-TL_LAUNCH="env --default-signal=INT"
+TL_LAUNCH="env --default-signal=HUP --default-signal=TERM"
 
 # Not a zombie, and ls through the mount answers (a stopped daemon
 # would hang it: timeout).
@@ -65,7 +66,9 @@ stop_with() {
 }
 
 stop_with TERM 0
+TL_LAUNCH="env --ignore-signal=INT"
 stop_with INT 1
+TL_LAUNCH="env --default-signal=INT"
 stop_with HUP 2
 
 tl_mount

@@ -559,6 +559,50 @@ unl_thread(void *arg)
 	return NULL;
 }
 
+/* The clean mark is created afresh at close: a symlink planted at its
+ * name while the store ran is unlinked, never written through (a root
+ * daemon would truncate the file it points to), a FIFO never opened
+ * (the close would block for good); at open, neither counts as clean. */
+START_TEST(clean_mark_never_followed)
+{
+	char *out = th_tmpdir(), *x, *y, *data;
+	struct tlog_store *s;
+	struct stat st;
+	size_t len;
+
+	x = path_in(out, "victim");
+	write_file(x, "precious\n");
+	y = path_in(th_dir, ".tlogfs/clean");
+	s = th_open(th_dir);
+	ck_assert_int_eq(symlink(x, y), 0);
+	tlog_store_close(s);
+	data = th_slurp(x, &len);
+	ck_assert_str_eq(data, "precious\n");
+	free(data);
+	ck_assert_int_eq(lstat(y, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	s = th_open(th_dir);
+	ck_assert(tlog_store_was_clean(s));
+	ck_assert_int_eq(mkfifo(y, 0644), 0);
+	tlog_store_close(s);
+	ck_assert_int_eq(lstat(y, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	/* Planted while the store was closed: not a mark. */
+	ck_assert_int_eq(unlink(y), 0);
+	ck_assert_int_eq(symlink(x, y), 0);
+	s = th_open(th_dir);
+	ck_assert(!tlog_store_was_clean(s));
+	tlog_store_close(s);
+	data = th_slurp(x, &len);
+	ck_assert_str_eq(data, "precious\n");
+	free(data);
+	free(x);
+	free(y);
+	th_rmrf(out);
+	free(out);
+}
+END_TEST
+
 START_TEST(rmdir_waits_for_unlinks_in_flight)
 {
 	char *dir = th_tmpdir(), *f;
@@ -702,6 +746,7 @@ main(void)
 	TH_CASE(s, append_races_rename_over_its_partition);
 	TH_CASE(s, append_races_rmdir_and_mkdir);
 	TH_CASE(s, symlinks_are_never_followed);
+	TH_CASE(s, clean_mark_never_followed);
 	TH_CASE(s, rmdir_waits_for_unlinks_in_flight);
 	TH_CASE(s, open_files_stay_within_budget);
 	TH_CASE(s, repeated_errors_are_rate_limited);
