@@ -84,6 +84,7 @@ tlog_store_update_pid(struct tlog_store *s)
 static int
 store_lock(struct tlog_store *s, char *err, size_t errlen)
 {
+	struct stat lst;
 	char buf[32] = "";
 	ssize_t n;
 
@@ -92,9 +93,19 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 	 * nothing, coexist; a writer is kept out while any of them runs,
 	 * and keeps them out, so what a reader shows never moves.
 	 */
+	/* Never through a link, never a FIFO or device planted there. */
 	s->lockfd = s->ctx.ro ? openat(s->tree.dirfd, ".tlogfs/lock", O_RDONLY |
-	    O_CLOEXEC) : openat(s->tree.dirfd, ".tlogfs/lock", O_RDWR | O_CREAT |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : openat(s->tree.dirfd,
+	    ".tlogfs/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC, 0644);
+	if (s->lockfd != -1 && (fstat(s->lockfd, &lst) == -1 ||
+	    !S_ISREG(lst.st_mode))) {
+		close(s->lockfd);
+		s->lockfd = -1;
+		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file",
+		    s->path);
+		return -EINVAL;
+	}
 	if (s->lockfd == -1) {
 		snprintf(err, errlen, "%s/.tlogfs/lock: %s", s->path,
 		    strerror(errno));

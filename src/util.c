@@ -198,8 +198,12 @@ tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-	    0644);
+	/* A fresh file: whatever has the name (a crash's leftover, or a
+	 * FIFO or link planted there) is unlinked, never opened. */
+	if (unlinkat(dirfd, tmp, 0) == -1 && errno != ENOENT)
+		return -errno;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0644);
 	if (fd == -1)
 		return -errno;
 	while (off < len) {

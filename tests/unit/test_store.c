@@ -596,6 +596,37 @@ START_TEST(clean_mark_never_followed)
 	data = th_slurp(x, &len);
 	ck_assert_str_eq(data, "precious\n");
 	free(data);
+	/* The lock file as a link: the open refuses, writing nothing. */
+	free(y);
+	y = path_in(th_dir, ".tlogfs/lock");
+	ck_assert_int_eq(unlink(y), 0);
+	ck_assert_int_eq(symlink(x, y), 0);
+	{
+		struct tlog_store_opts o;
+		char err[256] = "";
+
+		memset(&o, 0, sizeof(o));
+		ck_assert_int_lt(tlog_store_open(th_dir, &o, &s, err,
+		    sizeof(err)), 0);
+		ck_assert_ptr_nonnull(strstr(err, "lock"));
+	}
+	data = th_slurp(x, &len);
+	ck_assert_str_eq(data, "precious\n");
+	free(data);
+	/* A FIFO where an atomic write puts its temporary file is unlinked,
+	 * not opened (which would block the setting for good). */
+	ck_assert_int_eq(unlink(y), 0);
+	s = th_open(th_dir);
+	free(y);
+	y = path_in(th_dir, ".tlogfs/config.tmp");
+	ck_assert_int_eq(mkfifo(y, 0644), 0);
+	{
+		char err[256];
+
+		ck_assert_int_eq(tlog_conf_set(s, NULL, NULL, "retention.ms",
+		    "1h", 2, err, sizeof(err)), 0);
+	}
+	tlog_store_close(s);
 	free(x);
 	free(y);
 	th_rmrf(out);
