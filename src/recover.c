@@ -180,6 +180,9 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 		closedir(d);
 		return r;
 	}
+	/* First the end the partition saved before deleting segments: a
+	 * newest segment ending below it is not kept active (repair.c). */
+	read_next_offset(p, dfd);
 	/* The newest segment with data is the active candidate. */
 	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log; lastlog--)
 		;
@@ -211,7 +214,6 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 		prev = seg;
 	}
 	free(f);
-	read_next_offset(p, dfd);
 	/* Repairs are on disk before the store takes appends: one syncfs
 	 * at the end of the open covers every file and directory. */
 	if (dirty)

@@ -7,8 +7,9 @@
  * directory's entries; for syncfs, everything tracked). th_powercut() then turns a store into what a power cut at that
  * moment may leave on disk, taking the worst case everywhere: a directory
  * entry that no fsync of its directory covered is gone (a rename is
- * undone, an unlink of a synced file comes back), and a file keeps only
- * the content of its last sync, the rest of it lost or zero-filled.
+ * undone, an unlinked file comes back, empty if no sync covered it),
+ * and a file keeps only the content of its last sync, the rest of it
+ * lost or zero-filled.
  *
  * The same seam injects faults: a sync of a file whose path contains
  * th_sync_fail fails with EIO, and th_unlink_hook runs before each
@@ -448,9 +449,12 @@ cut_dir(int fd, unsigned *seed, enum th_cut mode)
 			mkdirat(fd, d->ents[j].name, 0755);
 			continue;
 		}
+		/* A file no sync covered comes back, its data lost. */
 		f = dur_find(st.st_dev, d->ents[j].ino);
 		if (f != NULL && !f->dir)
 			write_at(fd, d->ents[j].name, f->data, f->len);
+		else if (f == NULL && d->ents[j].type == DT_REG)
+			write_at(fd, d->ents[j].name, NULL, 0);
 	}
 	free(cur);
 	if (list_dir(fd, &cur, &n) != 0)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
+#include "retention.h"
 #include "store.h"
 
 #define LINE 100		/* bytes per test line, newline included */
@@ -930,6 +931,120 @@ START_TEST(synced_zero_pages_are_kept)
 }
 END_TEST
 
+/* ---- deleted segments a power cut brings back ---- */
+
+/*
+ * Every segment deleted after records no fsync covered, then a power
+ * cut: .next (3) is on disk, the unlinks are not, so segment 0 comes
+ * back, empty, or with the record synced first (short). Its offsets
+ * below .next were handed out: the next record goes at 3 or after.
+ */
+enum gone_how { GONE_RM, GONE_CEILING, GONE_SHORT };
+
+static void
+gone_load(void *arg)
+{
+	enum gone_how *how = arg;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char big[1500];
+
+	th_dur_start(th_dir);
+	s = keep(th_open(th_dir));
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "r0\n");
+	if (*how == GONE_SHORT)
+		ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	/* Over the smallest ceiling (1K) for the size rule. */
+	memset(big, 'b', sizeof(big));
+	big[sizeof(big) - 1] = '\0';
+	big[sizeof(big) - 2] = '\n';
+	th_put(w, *how == GONE_CEILING ? big : "r1\n");
+	th_put(w, "r2\n");
+	tlog_writer_close(w);
+	if (*how == GONE_CEILING) {
+		th_set(s, p, "retention.bytes", "1K");
+		ck_assert_int_eq(tlog_part_enforce_size(p, 16, NULL), 1);
+	} else
+		ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 1);
+	th_powercut(th_dir, 1, TH_CUT_ZERO);
+}
+
+static void
+append_after_gone(enum gone_how how)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_part_stats st;
+	struct tlog_seginfo *v;
+	size_t n;
+
+	in_child(gone_load, &how, sizeof(how));
+	new_boot();
+	ck_assert(exists("t/0/00000000000000000000.log"));
+	/* Read-only: the same end, and nothing on disk changes. */
+	memset(&o, 0, sizeof(o));
+	o.readonly = true;
+	s = th_open_opts(th_dir, &o);
+	p = th_part(s, "t", "0");
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_eq(st.end_offset, 3);
+	ck_assert_ptr_null(tlog_segment_get_active(p));
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck_assert(exists("t/0/00000000000000000000.log"));
+
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "x\n");
+	tlog_writer_close(w);
+	v = th_segs(p, &n);
+	ck_assert_uint_ge(n, 1);
+	/* The new record is the last segment's last one: at 3. */
+	ck_assert_uint_eq(v[n - 1].base, 3);
+	ck_assert_uint_eq(v[n - 1].records, 1);
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_eq(st.end_offset, 4);
+	if (how == GONE_SHORT) {
+		/* The synced record stays, sealed. */
+		ck_assert_uint_eq(n, 2);
+		ck_assert_uint_eq(v[0].base, 0);
+		ck_assert_uint_eq(v[0].records, 1);
+		ck_assert(v[0].sealed);
+	} else {
+		ck_assert_uint_eq(n, 1);
+		ck_assert(!exists("t/0/00000000000000000000.log"));
+		ck_assert(!exists("t/0/00000000000000000000.idx"));
+	}
+	free(v);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+}
+
+START_TEST(deleted_segment_back_after_cut_takes_no_append)
+{
+	append_after_gone(GONE_RM);
+}
+END_TEST
+
+START_TEST(ceiling_segment_back_after_cut_takes_no_append)
+{
+	append_after_gone(GONE_CEILING);
+}
+END_TEST
+
+START_TEST(short_segment_back_after_cut_is_sealed)
+{
+	append_after_gone(GONE_SHORT);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -940,6 +1055,9 @@ main(void)
 	TH_CASE(s, rm_current_keeps_end_offset);
 	TH_CASE(s, racing_drainers_keep_end_offset);
 	TH_CASE(s, deletion_end_offset_is_durable);
+	TH_CASE(s, deleted_segment_back_after_cut_takes_no_append);
+	TH_CASE(s, ceiling_segment_back_after_cut_takes_no_append);
+	TH_CASE(s, short_segment_back_after_cut_is_sealed);
 	TH_CASE(s, fsync_reports_sealed_segment_error);
 	TH_CASE(s, eviction_error_reaches_fsync);
 	TH_CASE(s, flusher_error_is_sticky);
