@@ -155,8 +155,11 @@ last() { tail -1 "$TMP/fgot" | grep -q '^w8 199 '; }
 tl_check "and follows on to the newest line" tl_wait_for 20 last
 kill $RPID
 wait $RPID 2>/dev/null
-tl_is "one warning" 1 "$(wc -l <"$TMP/ferr")"
-tl_check "which names the records skipped" grep -q 'expired or were deleted' "$TMP/ferr"
+# One warning per fall: on a loaded machine the reaper may overtake it
+# once more before it catches up, so every line must be that warning.
+tl_check "only warnings, each naming the records skipped" \
+    awk '!/expired or were deleted/ { bad = 1 } END { exit bad || NR == 0 }' \
+    "$TMP/ferr"
 # Writers 5, 6, 7, 8 in that order, each strictly increasing, no line
 # twice, all of 8.
 tl_is "nothing twice, nothing out of order, every line of the last writer" \
