@@ -135,7 +135,9 @@ tl_unlinker(void *arg)
 	/* Tests only: an unlinker that lags, to show that the size ceiling
 	 * holds on disk without its help (tests/integration/ceiling.sh). */
 	long delay = e != NULL ? strtol(e, NULL, 10) : 0;
+	size_t queued;
 	bool stop;
+	int done, i;
 
 	for (;;) {
 		pthread_mutex_lock(&fs->nlock);
@@ -143,13 +145,24 @@ tl_unlinker(void *arg)
 		pthread_mutex_unlock(&fs->nlock);
 		if (stop)
 			break;
-		tlog_store_unlink_wait(fs->store, -1);
+		queued = tlog_store_unlink_wait(fs->store, -1);
 		if (delay > 0 && delay < 10000)
 			usleep((useconds_t)delay * 1000);
-		tlog_store_unlink_pending(fs->store, 64);
+		done = tlog_store_unlink_pending(fs->store, 64);
 		/* Footers of sealed segments, after their data is synced. */
-		tlog_store_flush_pending(fs->store, 64);
+		done += tlog_store_flush_pending(fs->store, 64);
 		send_notes(fs);
+		/* Work that cannot be done now (an unlink waits until the end
+		 * offset can be saved; the engine logs why, once) is tried
+		 * again a second later, not in a busy loop. */
+		for (i = 0; queued > 0 && done <= 0 && i < 10; i++) {
+			pthread_mutex_lock(&fs->nlock);
+			stop = fs->stop;
+			pthread_mutex_unlock(&fs->nlock);
+			if (stop)
+				break;
+			usleep(100000);
+		}
 	}
 	return NULL;
 }

@@ -98,12 +98,13 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : openat(s->tree.dirfd,
 	    ".tlogfs/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC, 0644);
+	/* A second link could name a file outside the store. */
 	if (s->lockfd != -1 && (fstat(s->lockfd, &lst) == -1 ||
-	    !S_ISREG(lst.st_mode))) {
+	    !S_ISREG(lst.st_mode) || lst.st_nlink != 1)) {
 		close(s->lockfd);
 		s->lockfd = -1;
-		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file",
-		    s->path);
+		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file "
+		    "with one link", s->path);
 		return -EINVAL;
 	}
 	if (s->lockfd == -1) {

@@ -250,4 +250,31 @@ tl_is "the sealed segment keeps its size while the writer appends" \
 exec 3>&-
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing after the remount"
+
+# A directory planted where .next's temporary file goes: the unlinker
+# cannot save the end offset, so it keeps the segment (it never unlinks
+# without it) and tries again each second, not in a busy loop; once the
+# stray is gone the removal completes.
+: >"$ERR"
+tl_mount
+mkdir -p "$MNT/spin/0"
+echo a >>"$MNT/spin/0/current"
+setfattr -n user.seal -v 1 "$MNT/spin/0"
+mkdir "$STORE/spin/0/.next.tmp"
+rm "$MNT/spin/0/00000000000000000000.log"
+refused() { grep -q 'end offset' "$ERR"; }
+tl_check "the unlinker says why it cannot go on" tl_wait_for 10 refused
+ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
+t0=$(ticks)
+sleep 2	# the window over which the daemon's CPU time is measured
+t1=$(ticks)
+tl_check "and does not spin meanwhile ($((t1 - t0)) ticks in 2 s)" \
+    test $((t1 - t0)) -lt 50
+tl_check "the segment stays while its end offset cannot be saved" \
+    test -e "$STORE/spin/0/00000000000000000000.log"
+rmdir "$STORE/spin/0/.next.tmp"
+gone() { ! test -e "$STORE/spin/0/00000000000000000000.log"; }
+tl_check "with the stray gone, the removal completes" tl_wait_for 10 gone
+tl_is "and the end offset is kept" 1 "$(gx user.tlog.end_offset "$MNT/spin/0")"
+tl_check "unmount" tl_umount
 tl_done

@@ -613,6 +613,20 @@ START_TEST(clean_mark_never_followed)
 	data = th_slurp(x, &len);
 	ck_assert_str_eq(data, "precious\n");
 	free(data);
+	/* Nor as a second link to a file elsewhere. */
+	ck_assert_int_eq(unlink(y), 0);
+	ck_assert_int_eq(link(x, y), 0);
+	{
+		struct tlog_store_opts o;
+		char err[256] = "";
+
+		memset(&o, 0, sizeof(o));
+		ck_assert_int_lt(tlog_store_open(th_dir, &o, &s, err,
+		    sizeof(err)), 0);
+	}
+	data = th_slurp(x, &len);
+	ck_assert_str_eq(data, "precious\n");
+	free(data);
 	/* A FIFO where an atomic write puts its temporary file is unlinked,
 	 * not opened (which would block the setting for good). */
 	ck_assert_int_eq(unlink(y), 0);
