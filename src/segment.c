@@ -550,21 +550,43 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	io->f.sealed_by = seg->sealed_by;
 }
 
+/*
+ * Opens one of the files a sync needs. Out of descriptors (the daemon's
+ * limit is shared with readers), idle segments' files are closed and
+ * the open tried once more, as for an append: an fsync must not fail
+ * for want of a descriptor while others can be given back. The guard
+ * keeps an eviction's own syncs from evicting in turn.
+ */
 static int
-io_open(struct tlog_seg_io *io)
+io_open_one(struct tlog_seg_io *io, const char *ext)
 {
+	static __thread bool evicting;
 	char name[32];
 	int fd;
 
+	tlog_segname_format(io->seg->base, ext, name, sizeof(name));
+	fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
+	if ((fd == -EMFILE || fd == -ENFILE) && !evicting) {
+		evicting = true;
+		fd_evict_all(io->seg);
+		evicting = false;
+		fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
+	}
+	return fd;
+}
+
+static int
+io_open(struct tlog_seg_io *io)
+{
+	int fd;
+
 	if (io->fd == -1) {
-		tlog_segname_format(io->seg->base, ".log", name, sizeof(name));
-		if ((fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0)) < 0)
+		if ((fd = io_open_one(io, ".log")) < 0)
 			return fd;
 		io->fd = fd;
 	}
 	if (io->ifd == -1) {
-		tlog_segname_format(io->seg->base, ".idx", name, sizeof(name));
-		if ((fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0)) < 0)
+		if ((fd = io_open_one(io, ".idx")) < 0)
 			return fd;
 		io->ifd = fd;
 	}

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -751,6 +752,52 @@ START_TEST(open_files_stay_within_budget)
 }
 END_TEST
 
+/*
+ * An fsync when the daemon is out of descriptors (readers hold them):
+ * idle segments give theirs back and the fsync succeeds, rather than
+ * failing with EMFILE while descriptors could be freed.
+ */
+START_TEST(fsync_out_of_descriptors_evicts_idle_segments)
+{
+	char *dir = th_tmpdir(), name[16];
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p[4];
+	struct tlog_writer *w[4];
+	struct rlimit rl, low;
+	int i, fd, nfill = 0, fill[512];
+
+	for (i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		p[i] = th_part(s, "t", name);
+		w[i] = tlog_writer_open(p[i]);
+		th_put(w[i], "a record\n");
+	}
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = 400;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (nfill < 512 && (fd = dup(0)) != -1)
+		fill[nfill++] = fd;
+	ck_assert_int_eq(errno, EMFILE);
+	ck_assert_int_eq(tlog_writer_fsync(w[0], false), 0);
+	while (nfill > 0)
+		close(fill[--nfill]);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	for (i = 0; i < 4; i++) {
+		struct tlog_part_stats st;
+
+		ck_assert_int_eq(tlog_writer_fsync(w[i], false), 0);
+		tlog_partition_stats(p[i], &st);
+		ck_assert_uint_eq(st.end_offset, 1);
+		tlog_writer_close(w[i]);
+		tlog_partition_put(p[i]);
+	}
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(repeated_errors_are_rate_limited)
 {
 	char *dir = th_tmpdir();
@@ -794,6 +841,7 @@ main(void)
 	TH_CASE(s, clean_mark_never_followed);
 	TH_CASE(s, rmdir_waits_for_unlinks_in_flight);
 	TH_CASE(s, open_files_stay_within_budget);
+	TH_CASE(s, fsync_out_of_descriptors_evicts_idle_segments);
 	TH_CASE(s, repeated_errors_are_rate_limited);
 	return th_run(s);
 }
