@@ -48,4 +48,10 @@ int tlog_idx_decode_entry(const unsigned char *b, struct tlog_idx_entry *e);
 void tlog_idx_encode_footer(unsigned char *b, const struct tlog_footer *f);
 int tlog_idx_decode_footer(const unsigned char *b, struct tlog_footer *f);
 
+/* Little-endian integers, as every tlogfs file stores them. */
+void tlog_put32(unsigned char *b, uint32_t v);
+void tlog_put64(unsigned char *b, uint64_t v);
+uint32_t tlog_get32(const unsigned char *b);
+uint64_t tlog_get64(const unsigned char *b);
+
 #endif /* TLOG_INDEX_H */

@@ -18,6 +18,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "recover.h"
 
 struct found {
@@ -154,15 +155,69 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 	return 0;
 }
 
+/*
+ * Whether the checkpoint's sealed segments are what the directory holds:
+ * each with both its files, in order, and nothing older or in between
+ * that it does not name (only newer segments, the active one, may be
+ * missing from it). Anything else, and the partition is loaded from its
+ * files, as without a checkpoint.
+ */
+static bool
+ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
+    const struct found *f, size_t n, const char *where)
+{
+	uint64_t last = tlog_ckpt_base(cp, cp->n - 1);
+	size_t i, j = 0;
+
+	for (i = 0; i < n; i++) {
+		if (j < cp->n && f[i].base == tlog_ckpt_base(cp, j)) {
+			if (!f[i].log || !f[i].idx)
+				break;
+			j++;
+		} else if (f[i].base < last)
+			break;
+	}
+	if (i == n && j == cp->n)
+		return true;
+	tlog_ctx_log(p->ctx, LOG_NOTICE, "%s: the checkpoint does not match "
+	    "the directory; reading every segment's index", where);
+	return false;
+}
+
+/*
+ * Segment i of the checkpoint, if its data file is still the size the
+ * checkpoint says (one stat, no file opened): a file cut or grown while
+ * the store was unmounted is loaded from its files instead, and
+ * repaired as recovery repairs it (NULL).
+ */
+static struct tlog_segment *
+ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
+    size_t i, int dfd)
+{
+	struct tlog_segment *seg;
+	struct stat st;
+	char name[32];
+
+	if ((seg = tlog_ckpt_segment(p, cp, i)) == NULL)
+		return NULL;
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && (uint64_t)st.st_size == seg->bytes)
+		return seg;
+	tlog_segment_put(seg);
+	return NULL;
+}
+
 int
 tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 {
 	struct tlog_ctx *ctx = p->ctx;
 	struct tlog_segment *seg, *prev = NULL;
 	struct found *f = NULL;
+	struct tlog_ckpt_part cp;
 	char where[2 * TLOG_NAME_MAX + 2], name[32];
-	size_t n = 0, i, lastlog;
-	bool dirty = false;
+	size_t n = 0, i, j, lastlog;
+	bool dirty = false, trusted;
 	DIR *d;
 	int fd, dfd, r;
 
@@ -186,7 +241,12 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	/* The newest segment with data is the active candidate. */
 	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log; lastlog--)
 		;
-	for (i = 0; i < n; i++) {
+	trusted = rc->was_clean && tlog_ckpt_find(rc->ckpt, where, &cp) &&
+	    ckpt_agrees(p, &cp, f, n, where);
+	for (i = 0, j = 0; i < n; i++) {
+		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j) &&
+		    (seg = ckpt_segment(p, &cp, j++, dfd)) != NULL)
+			goto link;
 		if (!f[i].log) {
 			tlog_segname_format(f[i].base, ".idx", name, sizeof(name));
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data "
@@ -200,6 +260,7 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 		    i + 1 == lastlog, where, &dirty);
 		if (seg == NULL)
 			continue;
+link:
 		if (prev != NULL && seg->base < prev->base + prev->records)
 			tlog_ctx_log(ctx, LOG_WARNING, "%s: segments %020" PRIu64
 			    " and %020" PRIu64 " overlap", where, prev->base,

@@ -10,6 +10,8 @@
 
 #include "partition.h"
 
+struct tlog_ckpt;
+
 /* What recovery needs to know of the open, and what it tells back. */
 struct tlog_recovery {
 	bool was_clean;		/* the last close wrote the clean mark */
@@ -18,6 +20,9 @@ struct tlog_recovery {
 	 * checked against the index's data CRCs. */
 	bool verify;
 	bool repaired;		/* out: a file was changed (atomic) */
+	/* The last clean close's checkpoint (checkpoint.h), if it wrote
+	 * one and was the last close; else NULL. */
+	struct tlog_ckpt *ckpt;
 };
 
 /* What a repair did on disk, for its log line: nothing, read-only. */

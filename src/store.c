@@ -21,6 +21,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "flush.h"
 #include "store.h"
 #include "unlink.h"
@@ -282,6 +283,7 @@ store_free(struct tlog_store *s)
 	tlog_queue_destroy(&s->q);
 	tlog_reg_destroy(&s->reg);
 	tlog_events_close(&s->ev);
+	tlog_ckpt_free(s->rc.ckpt);
 	if (s->lockfd != -1)
 		close(s->lockfd);
 	if (s->tree.dirfd != -1)
@@ -482,11 +484,33 @@ store_alloc(const struct tlog_store_opts *opts)
 	return s;
 }
 
+/* The nonce the clean close wrote in its mark, which its checkpoint
+ * repeats; false if the mark holds none (an older tlogfs's). */
+static bool
+read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
+{
+	char buf[32];
+	ssize_t n;
+	int fd;
+
+	fd = openat(s->tree.dirfd, ".tlogfs/clean", O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n != 17 || buf[16] != '\n')
+		return false;
+	buf[n] = '\0';
+	return sscanf(buf, "%16" SCNx64, nonce) == 1;
+}
+
 /* Whether the last close was clean; the mark goes while the store is
  * open (read-write). */
 static int
 store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 {
+	uint64_t nonce;
 	int r;
 
 	struct stat st;
@@ -501,6 +525,19 @@ store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 			(void)unlinkat(s->tree.dirfd, ".tlogfs/clean", 0);
 	} else
 		s->rc.was_clean = false;
+	/* The checkpoint is the last clean close's: read now, and gone
+	 * with the mark, so that no later open can take an older one for
+	 * the last close's (checkpoint.h). */
+	if (s->rc.was_clean)
+		s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd,
+		    read_mark_nonce(s, &nonce) ? &nonce : NULL);
+	if (!s->ctx.ro && unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
+	    errno != ENOENT) {
+		r = -errno;
+		snprintf(err, errlen, "store %s: cannot remove %s: %s", s->path,
+		    TLOG_CKPT_PATH, strerror(errno));
+		return r;
+	}
 	/* A reader leaves the mark as it found it: it changes nothing the
 	 * mark vouches for, and an unclean store stays unclean for the
 	 * next writer's recovery. */
@@ -568,6 +605,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
 		goto fail;
 	}
+	tlog_ckpt_free(s->rc.ckpt);
+	s->rc.ckpt = NULL;
 	/* Engine time starts no earlier than the newest stamp stored, so
 	 * stamps keep increasing whatever the wall clock says. */
 	tlog_clock_anchor(&s->ctx.clock, newest_stamp(s));
@@ -613,8 +652,10 @@ tlog_store_close(struct tlog_store *s)
 {
 	struct tlog_partition **v = NULL;
 	size_t n = 0, i;
+	uint64_t nonce;
+	char line[24];
 	bool bad = false;
-	int fd;
+	int fd, r;
 
 	if (s == NULL)
 		return;
@@ -630,14 +671,27 @@ tlog_store_close(struct tlog_store *s)
 	 * is held by a reference. */
 	if (tlog_store_partitions(s, &v, &n) != 0)
 		bad = true;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (tlog_part_close(v[i]) != 0)
 			bad = true;
-		tlog_partition_put(v[i]);
-	}
-	free(v);
 	if (s->ev.p != NULL && tlog_part_close(s->ev.p) != 0)
 		bad = true;
+	/* What the next open needs of every sealed segment, so that it
+	 * reads no footer (checkpoint.h); without it, the next open reads
+	 * them all, and no older checkpoint may stay to be trusted. */
+	nonce = ((uint64_t)arc4random() << 32) | arc4random();
+	if (!bad && (r = tlog_ckpt_write(s->tree.dirfd, nonce, v, n,
+	    s->ev.p)) != 0) {
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot write %s: "
+		    "%s; the next open reads every segment's index", s->path,
+		    TLOG_CKPT_PATH, strerror(-r));
+		if (unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
+		    errno != ENOENT)
+			bad = true;
+	}
+	for (i = 0; i < n; i++)
+		tlog_partition_put(v[i]);
+	free(v);
 	/* The mark says everything before it is on disk: only then. */
 	/* Created afresh (O_EXCL never follows a link, never opens a FIFO or
 	 * a device): whatever was planted at the name while the store ran
@@ -648,7 +702,9 @@ tlog_store_close(struct tlog_store *s)
 	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
 	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd != -1) {
-		if (fsync(fd) == 0)
+		n = (size_t)snprintf(line, sizeof(line), "%016" PRIx64 "\n",
+		    nonce);
+		if (write(fd, line, n) == (ssize_t)n && fsync(fd) == 0)
 			tlog_fsync_dir(s->tree.dirfd, ".tlogfs");
 		close(fd);
 	} else

@@ -337,6 +337,12 @@ run_scale() {	# NAME PARENT
 		record "5 RSS per segment, above empty-store baseline (bytes)" $fs tlogfs "$(awk -v k=$rss -v b=$base -v n=$nseg 'BEGIN { printf "%.0f", (k - b) * 1024 / n }')"
 		tl_umount "$mnt"
 		if [ $r -le 2 ]; then	# cold mounts are slow: two of them
+			# Side by side: what listing the store costs cold,
+			# the floor a clean mount (with its checkpoint,
+			# doc/format.md) is measured against.
+			drop_caches
+			t0=$(now); ls -R "$store" >/dev/null; t1=$(now)
+			record "5 ls -R of the store, cold cache (s)" $fs "ls -R" "$(elapsed $t0 $t1)"
 			drop_caches
 			tl_mount "$store" "$mnt"
 			record "5 mount after clean unmount, cold cache (s)" $fs tlogfs "$TL_MOUNT_SECS"

@@ -272,6 +272,8 @@ START_TEST(truncated_segment_data)
 	crash_after_writes();
 	lp = seg_path(0, ".log");
 	{
+		/* Closed cleanly: the checkpoint says how long the data
+		 * is, and the open sees it is not so. */
 		struct tlog_store *s0 = th_open(th_dir);
 		tlog_store_close(s0);
 	}
@@ -363,6 +365,216 @@ START_TEST(clean_open_reads_no_record_data)
 	free(lp);
 	tlog_partition_put(p);
 	tlog_store_close(s);
+}
+END_TEST
+
+/* The store cleanly closed once after the crash; the segments' info. */
+static struct tlog_seginfo *
+close_cleanly(size_t *n)
+{
+	struct tlog_store *s = th_open(th_dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_seginfo *si = th_segs(p, n);
+
+	ck_assert_uint_ge(*n, 4);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	return si;
+}
+
+static char *
+ckpt_path(void)
+{
+	char *p;
+
+	ck_assert_int_ge(asprintf(&p, "%s/.tlogfs/checkpoint", th_dir), 0);
+	return p;
+}
+
+/* Opens and compares with si: the same segments, sealed alike, with the
+ * same stamps but for segment `rebuilt` (SIZE_MAX: none), whose index
+ * was rebuilt from its data. */
+static void
+open_and_compare(const struct tlog_seginfo *si, size_t n, bool ro,
+    size_t rebuilt)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si2;
+	size_t n2, i;
+
+	memset(&o, 0, sizeof(o));
+	o.readonly = ro;
+	s = th_open_opts(th_dir, &o);
+	p = th_part(s, "t", "0");
+	si2 = th_segs(p, &n2);
+	ck_assert_uint_eq(n, n2);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(si[i].base, si2[i].base);
+		ck_assert_uint_eq(si[i].records, si2[i].records);
+		ck_assert_uint_eq(si[i].bytes, si2[i].bytes);
+		ck_assert_int_eq(si[i].sealed, si2[i].sealed);
+		if (i == rebuilt)	/* stamps come from the index */
+			continue;
+		ck_assert_int_eq(si[i].first_ts, si2[i].first_ts);
+		ck_assert_int_eq(si[i].max_ts, si2[i].max_ts);
+		ck_assert_int_eq(si[i].sealed_by, si2[i].sealed_by);
+	}
+	free(si2);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+}
+
+/*
+ * A clean open takes the sealed segments from the checkpoint the clean
+ * close wrote: it reads no index footer (here every sealed segment's
+ * index is emptied, and nothing is rebuilt or logged). A read-only open
+ * leaves the checkpoint; a read-write open removes it with the clean
+ * mark, so it is never trusted after a later crash.
+ */
+START_TEST(clean_open_reads_no_footer)
+{
+	struct tlog_seginfo *si;
+	char *ck, *ip;
+	size_t n, i;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck = ckpt_path();
+	ck_assert_int_eq(access(ck, F_OK), 0);
+	for (i = 0; i + 1 < n; i++) {
+		ip = seg_path(si[i].base, ".idx");
+		ck_assert_int_eq(truncate(ip, 0), 0);
+		free(ip);
+	}
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, true, SIZE_MAX);
+	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
+	ck_assert_int_eq(access(ck, F_OK), 0);
+	open_and_compare(si, n, false, SIZE_MAX);
+	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
+	free(si);
+	free(ck);
+}
+END_TEST
+
+/* After a crash the checkpoint of the clean close before is not there to
+ * be trusted: the open after the crash reads the files. */
+START_TEST(checkpoint_gone_once_open)
+{
+	struct tlog_store *s;
+	struct tlog_seginfo *si;
+	char *ck;
+	size_t n;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck = ckpt_path();
+	ck_assert_int_eq(access(ck, F_OK), 0);
+	s = th_open(th_dir);
+	ck_assert(tlog_store_was_clean(s));
+	ck_assert_int_eq(access(ck, F_OK), -1);
+	tlog_store_close(s);
+	ck_assert_int_eq(access(ck, F_OK), 0);
+	free(si);
+	free(ck);
+}
+END_TEST
+
+/* A listing that disagrees with the checkpoint (a sealed segment's index
+ * gone, a whole segment gone): that partition is read from its files. */
+START_TEST(checkpoint_disagreeing_listing_falls_back)
+{
+	struct tlog_seginfo *si;
+	char *ip, *lp;
+	size_t n;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ip = seg_path(si[1].base, ".idx");
+	ck_assert_int_eq(unlink(ip), 0);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, 1);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "the checkpoint does not "
+	    "match"));
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
+	lp = seg_path(si[2].base, ".log");
+	ck_assert_int_eq(unlink(lp), 0);
+	free(lp);
+	lp = seg_path(si[2].base, ".idx");
+	ck_assert_int_eq(unlink(lp), 0);
+	free(lp);
+	th_logbuf[0] = '\0';
+	{
+		struct tlog_store *s = th_open(th_dir);
+		struct tlog_partition *p = th_part(s, "t", "0");
+		size_t n2;
+		struct tlog_seginfo *si2 = th_segs(p, &n2);
+
+		ck_assert_ptr_nonnull(strstr(th_logbuf, "the checkpoint does "
+		    "not match"));
+		ck_assert_uint_eq(n2, n - 1);
+		ck_assert_uint_eq(si2[2].base, si[3].base);
+		free(si2);
+		tlog_partition_put(p);
+		tlog_store_close(s);
+	}
+	free(ip);
+	free(si);
+}
+END_TEST
+
+/* A damaged checkpoint is logged once and ignored. */
+START_TEST(damaged_checkpoint_ignored)
+{
+	struct tlog_seginfo *si;
+	unsigned char c;
+	char *ck;
+	size_t n;
+	int fd;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck = ckpt_path();
+	fd = open(ck, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &c, 1, 40), 1);
+	c ^= 0x01;
+	ck_assert_int_eq(pwrite(fd, &c, 1, 40), 1);
+	close(fd);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, SIZE_MAX);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: damaged"));
+	ck_assert_ptr_eq(strchr(th_logbuf, '\n'),
+	    th_logbuf + strlen(th_logbuf) - 1);
+	free(si);
+	free(ck);
+}
+END_TEST
+
+/* A clean mark without the checkpoint's nonce (a tlogfs that knows no
+ * checkpoint closed the store since it was written): not trusted. */
+START_TEST(checkpoint_of_another_close_ignored)
+{
+	struct tlog_seginfo *si;
+	char *mark, *ip;
+	size_t n;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck_assert_int_ge(asprintf(&mark, "%s/.tlogfs/clean", th_dir), 0);
+	ck_assert_int_eq(truncate(mark, 0), 0);
+	ip = seg_path(si[0].base, ".idx");
+	ck_assert_int_eq(unlink(ip), 0);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, 0);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: not written by "
+	    "the last clean close"));
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
+	free(ip);
+	free(mark);
+	free(si);
 }
 END_TEST
 
@@ -508,6 +720,11 @@ main(void)
 	TH_CASE(s, truncated_segment_data);
 	TH_CASE(s, flipped_footer_rebuilt);
 	TH_CASE(s, clean_open_reads_no_record_data);
+	TH_CASE(s, clean_open_reads_no_footer);
+	TH_CASE(s, checkpoint_gone_once_open);
+	TH_CASE(s, checkpoint_disagreeing_listing_falls_back);
+	TH_CASE(s, damaged_checkpoint_ignored);
+	TH_CASE(s, checkpoint_of_another_close_ignored);
 	TH_CASE(s, stray_and_orphan_files);
 	TH_CASE(s, timestamps_stay_monotone_after_crash);
 	TH_CASE(s, unreadable_file_is_never_overwritten);

@@ -1,0 +1,323 @@
+/*
+ * checkpoint.c - the clean close's record of every sealed segment
+ * (doc/format.md, "The checkpoint"). A clean open would otherwise read
+ * two inodes and a block per segment (the data file's size, the index's
+ * footer); with the checkpoint it reads one file and the directory
+ * listings it reads anyway, much as `ls -R` does. Kafka keeps a
+ * recovery-point checkpoint per log directory for the same reason.
+ *
+ * The file: a 24-byte header ("TLOGCKP1", version, flags, the close's
+ * nonce, which the clean mark repeats), then for
+ * each partition its path (u16 length, bytes), its count of entries
+ * (u32) and the entries (48 bytes each: base, records, bytes, first_ts,
+ * max_ts, index entries as u32, sealed_by, 3 zero bytes), then a
+ * trailer: the count of partitions (u64) and the CRC-32C of everything
+ * before it (u32). Little-endian, like every tlogfs file.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "util.h"
+
+#define CKPT_MAGIC "TLOGCKP1"
+#define CKPT_VERSION 1
+#define CKPT_HDR 24
+#define CKPT_ENT 48
+#define CKPT_TRAILER 12
+#define CKPT_MAX ((size_t)1 << 32)	/* larger is not ours */
+
+struct ckpt_index {
+	const char *path;
+	size_t len;
+	struct tlog_ckpt_part part;
+};
+
+struct tlog_ckpt {
+	unsigned char *buf;
+	struct ckpt_index *v;	/* sorted by path */
+	size_t n;
+};
+
+static int
+index_cmp(const void *a, const void *b)
+{
+	const struct ckpt_index *x = a, *y = b;
+	size_t m = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->path, y->path, m);
+
+	if (c != 0)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Walks the body: every part in bounds, every part's bases increasing,
+ * each path once; false on the first thing that is not so. */
+static bool
+parse(struct tlog_ckpt *c, size_t size)
+{
+	const unsigned char *b = c->buf;
+	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, k;
+	uint64_t nparts = tlog_get64(b + end), base, prev;
+
+	if (nparts > (end - pos) / 6)
+		return false;
+	if ((c->v = calloc(nparts ? nparts : 1, sizeof(*c->v))) == NULL)
+		return false;
+	for (k = 0; k < nparts; k++) {
+		struct ckpt_index *x = &c->v[k];
+
+		if (end - pos < 2)
+			return false;
+		x->len = (size_t)b[pos] | (size_t)b[pos + 1] << 8;
+		pos += 2;
+		if (x->len == 0 || end - pos < x->len + 4)
+			return false;
+		x->path = (const char *)b + pos;
+		pos += x->len;
+		x->part.n = tlog_get32(b + pos);
+		pos += 4;
+		if (x->part.n == 0 || x->part.n > (end - pos) / CKPT_ENT)
+			return false;
+		x->part.ent = b + pos;
+		pos += x->part.n * CKPT_ENT;
+		for (i = 0, prev = 0; i < x->part.n; i++) {
+			base = tlog_ckpt_base(&x->part, i);
+			if (i > 0 && base <= prev)
+				return false;
+			prev = base;
+		}
+	}
+	if (pos != end)
+		return false;
+	c->n = nparts;
+	qsort(c->v, c->n, sizeof(*c->v), index_cmp);
+	for (k = 1; k < c->n; k++)
+		if (index_cmp(&c->v[k - 1], &c->v[k]) == 0)
+			return false;
+	return true;
+}
+
+struct tlog_ckpt *
+tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, const uint64_t *nonce)
+{
+	struct tlog_ckpt *c = NULL;
+	struct stat st;
+	size_t size = 0, got = 0;
+	ssize_t r;
+	const char *why = NULL;
+	int fd;
+
+	fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY | O_CLOEXEC,
+	    0);
+	if (fd == -ENOENT)
+		return NULL;
+	if (fd < 0) {
+		why = strerror(-fd);
+		goto bad;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size < CKPT_HDR + CKPT_TRAILER ||
+	    (uint64_t)st.st_size >= CKPT_MAX) {
+		why = "not a checkpoint";
+		goto bad;
+	}
+	size = (size_t)st.st_size;
+	if ((c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->buf = malloc(size)) == NULL) {
+		why = strerror(ENOMEM);
+		goto bad;
+	}
+	while (got < size && (r = pread(fd, c->buf + got, size - got,
+	    (off_t)got)) > 0)
+		got += (size_t)r;
+	if (got != size) {
+		why = "short read";
+		goto bad;
+	}
+	if (memcmp(c->buf, CKPT_MAGIC, 8) != 0 ||
+	    tlog_get32(c->buf + 8) != CKPT_VERSION ||
+	    tlog_get32(c->buf + size - 4) !=
+	    tlog_crc32c(0, c->buf, size - 4) || !parse(c, size)) {
+		why = "damaged";
+		goto bad;
+	}
+	/* Written by another close than the one whose mark is there (a
+	 * version of tlogfs that knows no checkpoint closed the store
+	 * since): not this close's record. */
+	if (nonce == NULL || tlog_get64(c->buf + 16) != *nonce) {
+		why = "not written by the last clean close";
+		goto bad;
+	}
+	close(fd);
+	return c;
+bad:
+	if (fd >= 0)
+		close(fd);
+	tlog_ctx_log(ctx, LOG_WARNING, "%s: %s; every segment's index is read "
+	    "instead", TLOG_CKPT_PATH, why);
+	tlog_ckpt_free(c);
+	return NULL;
+}
+
+void
+tlog_ckpt_free(struct tlog_ckpt *c)
+{
+	if (c == NULL)
+		return;
+	free(c->v);
+	free(c->buf);
+	free(c);
+}
+
+bool
+tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
+    struct tlog_ckpt_part *out)
+{
+	struct ckpt_index key, *x;
+
+	if (c == NULL)
+		return false;
+	key.path = where;
+	key.len = strlen(where);
+	x = bsearch(&key, c->v, c->n, sizeof(*c->v), index_cmp);
+	if (x == NULL)
+		return false;
+	*out = x->part;
+	return true;
+}
+
+uint64_t
+tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i)
+{
+	return tlog_get64(cp->ent + i * CKPT_ENT);
+}
+
+struct tlog_segment *
+tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
+    size_t i)
+{
+	const unsigned char *e = cp->ent + i * CKPT_ENT;
+	struct tlog_segment *seg;
+
+	if ((seg = tlog_seg_new(&p->sd, tlog_get64(e))) == NULL)
+		return NULL;
+	seg->records = tlog_get64(e + 8);
+	seg->bytes = tlog_get64(e + 16);
+	seg->first_ts = (int64_t)tlog_get64(e + 24);
+	seg->max_ts = (int64_t)tlog_get64(e + 32);
+	seg->nidx = tlog_get32(e + 40);
+	seg->sealed_by = e[44];
+	seg->sealed = 1;
+	return seg;
+}
+
+/* A growing buffer; on allocation failure `failed` and nothing more. */
+struct out {
+	unsigned char *b;
+	size_t len, cap;
+	bool failed;
+};
+
+static unsigned char *
+out_take(struct out *o, size_t n)
+{
+	unsigned char *nb;
+	size_t nc;
+
+	if (o->failed)
+		return NULL;
+	if (o->cap - o->len < n) {
+		for (nc = o->cap ? o->cap : 65536; nc - o->len < n; nc *= 2)
+			;
+		if ((nb = realloc(o->b, nc)) == NULL) {
+			o->failed = true;
+			return NULL;
+		}
+		o->b = nb;
+		o->cap = nc;
+	}
+	o->len += n;
+	return o->b + o->len - n;
+}
+
+/* p's path and sealed segments; false if it has none (then nothing is
+ * added: recovery reads such a partition as it would without). */
+static bool
+add_part(struct out *o, struct tlog_partition *p)
+{
+	char where[2 * TLOG_NAME_MAX + 2];
+	struct tlog_segment *seg;
+	unsigned char *b;
+	size_t start = o->len, len;
+	uint32_t n = 0;
+
+	tlog_level_path(&p->lv, where, sizeof(where));
+	len = strlen(where);
+	if ((b = out_take(o, 2 + len + 4)) == NULL)
+		return false;
+	b[0] = (unsigned char)len;
+	b[1] = (unsigned char)(len >> 8);
+	memcpy(b + 2, where, len);
+	pthread_mutex_lock(&p->sd.lock);
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (!seg->sealed || n == UINT32_MAX ||
+		    (b = out_take(o, CKPT_ENT)) == NULL)
+			break;
+		tlog_put64(b, seg->base);
+		tlog_put64(b + 8, seg->records);
+		tlog_put64(b + 16, seg->bytes);
+		tlog_put64(b + 24, (uint64_t)seg->first_ts);
+		tlog_put64(b + 32, (uint64_t)seg->max_ts);
+		tlog_put32(b + 40, (uint32_t)seg->nidx);
+		memset(b + 44, 0, 4);
+		b[44] = seg->sealed_by;
+		n++;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	if (o->failed || n == 0) {
+		o->len = start;
+		return false;
+	}
+	tlog_put32(o->b + start + 2 + len, n);
+	return true;
+}
+
+int
+tlog_ckpt_write(int storefd, uint64_t nonce, struct tlog_partition **v,
+    size_t n, struct tlog_partition *ev)
+{
+	struct out o = { 0 };
+	unsigned char *b;
+	uint64_t nparts = 0;
+	size_t i;
+	int r;
+
+	if ((b = out_take(&o, CKPT_HDR)) != NULL) {
+		memcpy(b, CKPT_MAGIC, 8);
+		tlog_put32(b + 8, CKPT_VERSION);
+		tlog_put32(b + 12, 0);
+		tlog_put64(b + 16, nonce);
+	}
+	for (i = 0; i < n; i++)
+		nparts += add_part(&o, v[i]);
+	if (ev != NULL)
+		nparts += add_part(&o, ev);
+	if ((b = out_take(&o, CKPT_TRAILER)) != NULL) {
+		tlog_put64(b, nparts);
+		tlog_put32(b + 8, tlog_crc32c(0, o.b, o.len - 4));
+	}
+	r = o.failed ? -ENOMEM : tlog_write_atomic(storefd, TLOG_CKPT_PATH,
+	    o.b, o.len);
+	free(o.b);
+	return r;
+}

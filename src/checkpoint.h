@@ -1,0 +1,59 @@
+/*
+ * checkpoint.h - what a clean close knows of every sealed segment, so
+ * that the next open need not read their index footers (doc/format.md,
+ * "The checkpoint").
+ *
+ * The store writes .tlogfs/checkpoint at a clean close, after every
+ * partition is on disk and before the clean mark, both carrying the same
+ * random nonce; a read-write open removes it with the mark. A checkpoint
+ * is thus trusted only as the record of the close that wrote the mark. Recovery trusts a partition's part of it only when the
+ * last close was clean and the directory listing agrees (recover.c).
+ */
+#ifndef TLOG_CHECKPOINT_H
+#define TLOG_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "partition.h"
+
+#define TLOG_CKPT_PATH ".tlogfs/checkpoint"
+
+/* A loaded checkpoint (read-only once loaded; shared by the recovery
+ * threads). */
+struct tlog_ckpt;
+
+/* One partition's sealed segments, oldest first, as the file holds them
+ * (decoded one at a time by tlog_ckpt_segment). */
+struct tlog_ckpt_part {
+	const unsigned char *ent;
+	size_t n;
+};
+
+/* Reads the checkpoint in the store directory storefd, which the clean
+ * close that wrote *nonce in the clean mark must have written (NULL:
+ * the mark holds none, so no checkpoint is that close's): NULL if
+ * there is none, or if it is damaged or another close's (logged once:
+ * recovery then reads every footer, as without one). */
+struct tlog_ckpt *tlog_ckpt_load(struct tlog_ctx *ctx, int storefd,
+    const uint64_t *nonce);
+void tlog_ckpt_free(struct tlog_ckpt *c);
+/* The part for the partition at path where (topic/partition); false if
+ * the checkpoint has none. */
+bool tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
+    struct tlog_ckpt_part *out);
+/* The base of entry i of cp. */
+uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
+/* A new sealed segment of p built from entry i of cp (not yet linked);
+ * NULL when out of memory. */
+struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
+    const struct tlog_ckpt_part *cp, size_t i);
+
+/* Writes the checkpoint of v[0..n) (and the events partition ev, if not
+ * NULL) to storefd atomically and durably; 0 or -errno. Each partition's
+ * lock is taken in turn. */
+int tlog_ckpt_write(int storefd, uint64_t nonce, struct tlog_partition **v,
+    size_t n, struct tlog_partition *ev);
+
+#endif /* TLOG_CHECKPOINT_H */
