@@ -8,9 +8,10 @@
  *
  * The file: a 24-byte header ("TLOGCKP1", version, flags, the close's
  * nonce, which the clean mark repeats), then for
- * each partition its path (u16 length, bytes), its count of entries
- * (u32) and the entries (48 bytes each: base, records, bytes, first_ts,
- * max_ts, index entries as u32, sealed_by, 3 zero bytes), then a
+ * each partition its path (u16 length, bytes), its directory's inode
+ * number (u64), its count of entries (u32) and the entries (56 bytes
+ * each: base, records, bytes, first_ts, max_ts, the data file's inode
+ * number, index entries as u32, sealed_by, 3 zero bytes), then a
  * trailer: the count of partitions (u64) and the CRC-32C of everything
  * before it (u32). Little-endian, like every tlogfs file.
  */
@@ -32,7 +33,7 @@
 #define CKPT_MAGIC "TLOGCKP1"
 #define CKPT_VERSION 1
 #define CKPT_HDR 24
-#define CKPT_ENT 48
+#define CKPT_ENT 56
 #define CKPT_TRAILER 12
 #define CKPT_MAX ((size_t)1 << 32)	/* larger is not ours */
 
@@ -69,7 +70,7 @@ parse(struct tlog_ckpt *c, size_t size)
 	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, k;
 	uint64_t nparts = tlog_get64(b + end), base, prev;
 
-	if (nparts > (end - pos) / 6)
+	if (nparts > (end - pos) / 15)
 		return false;
 	if ((c->v = calloc(nparts ? nparts : 1, sizeof(*c->v))) == NULL)
 		return false;
@@ -80,12 +81,13 @@ parse(struct tlog_ckpt *c, size_t size)
 			return false;
 		x->len = (size_t)b[pos] | (size_t)b[pos + 1] << 8;
 		pos += 2;
-		if (x->len == 0 || end - pos < x->len + 4)
+		if (x->len == 0 || end - pos < x->len + 12)
 			return false;
 		x->path = (const char *)b + pos;
 		pos += x->len;
-		x->part.n = tlog_get32(b + pos);
-		pos += 4;
+		x->part.dir_ino = tlog_get64(b + pos);
+		x->part.n = tlog_get32(b + pos + 8);
+		pos += 12;
 		if (x->part.n == 0 || x->part.n > (end - pos) / CKPT_ENT)
 			return false;
 		x->part.ent = b + pos;
@@ -204,7 +206,7 @@ tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i)
 
 struct tlog_segment *
 tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    size_t i)
+    size_t i, uint64_t *ino)
 {
 	const unsigned char *e = cp->ent + i * CKPT_ENT;
 	struct tlog_segment *seg;
@@ -215,8 +217,9 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	seg->bytes = tlog_get64(e + 16);
 	seg->first_ts = (int64_t)tlog_get64(e + 24);
 	seg->max_ts = (int64_t)tlog_get64(e + 32);
-	seg->nidx = tlog_get32(e + 40);
-	seg->sealed_by = e[44];
+	*ino = tlog_get64(e + 40);
+	seg->nidx = tlog_get32(e + 48);
+	seg->sealed_by = e[52];
 	seg->sealed = 1;
 	return seg;
 }
@@ -250,45 +253,61 @@ out_take(struct out *o, size_t n)
 	return o->b + o->len - n;
 }
 
-/* p's path and sealed segments; false if it has none (then nothing is
- * added: recovery reads such a partition as it would without). */
+/* p's path, directory and sealed segments; false if it has none, or
+ * if a file of theirs cannot be looked at (then nothing is added:
+ * recovery reads such a partition as it would without). */
 static bool
 add_part(struct out *o, struct tlog_partition *p)
 {
-	char where[2 * TLOG_NAME_MAX + 2];
+	char where[2 * TLOG_NAME_MAX + 2], name[32];
 	struct tlog_segment *seg;
+	struct stat st;
 	unsigned char *b;
 	size_t start = o->len, len;
 	uint32_t n = 0;
+	bool ok = true;
+	int dfd;
 
 	tlog_level_path(&p->lv, where, sizeof(where));
 	len = strlen(where);
-	if ((b = out_take(o, 2 + len + 4)) == NULL)
+	if ((dfd = tlog_level_dir(&p->lv)) < 0)
 		return false;
+	if (fstat(dfd, &st) == -1 || (b = out_take(o, 2 + len + 12)) == NULL) {
+		close(dfd);
+		return false;
+	}
 	b[0] = (unsigned char)len;
 	b[1] = (unsigned char)(len >> 8);
 	memcpy(b + 2, where, len);
+	tlog_put64(b + 2 + len, (uint64_t)st.st_ino);
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (!seg->sealed || n == UINT32_MAX ||
-		    (b = out_take(o, CKPT_ENT)) == NULL)
+		if (!seg->sealed || n == UINT32_MAX)
 			break;
+		tlog_segname_format(seg->base, ".log", name, sizeof(name));
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    (b = out_take(o, CKPT_ENT)) == NULL) {
+			ok = false;
+			break;
+		}
 		tlog_put64(b, seg->base);
 		tlog_put64(b + 8, seg->records);
 		tlog_put64(b + 16, seg->bytes);
 		tlog_put64(b + 24, (uint64_t)seg->first_ts);
 		tlog_put64(b + 32, (uint64_t)seg->max_ts);
-		tlog_put32(b + 40, (uint32_t)seg->nidx);
-		memset(b + 44, 0, 4);
-		b[44] = seg->sealed_by;
+		tlog_put64(b + 40, (uint64_t)st.st_ino);
+		tlog_put32(b + 48, (uint32_t)seg->nidx);
+		memset(b + 52, 0, 4);
+		b[52] = seg->sealed_by;
 		n++;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
-	if (o->failed || n == 0) {
+	close(dfd);
+	if (!ok || o->failed || n == 0) {
 		o->len = start;
 		return false;
 	}
-	tlog_put32(o->b + start + 2 + len, n);
+	tlog_put32(o->b + start + 2 + len + 8, n);
 	return true;
 }
 

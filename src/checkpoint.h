@@ -29,6 +29,7 @@ struct tlog_ckpt;
 struct tlog_ckpt_part {
 	const unsigned char *ent;
 	size_t n;
+	uint64_t dir_ino;	/* its directory's inode number */
 };
 
 /* Reads the checkpoint in the store directory storefd, which the clean
@@ -45,10 +46,11 @@ bool tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
     struct tlog_ckpt_part *out);
 /* The base of entry i of cp. */
 uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
-/* A new sealed segment of p built from entry i of cp (not yet linked);
- * NULL when out of memory. */
+/* A new sealed segment of p built from entry i of cp (not yet linked),
+ * and in *ino the inode number its data file had; NULL when out of
+ * memory. */
 struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
-    const struct tlog_ckpt_part *cp, size_t i);
+    const struct tlog_ckpt_part *cp, size_t i, uint64_t *ino);
 
 /* Writes the checkpoint of v[0..n) (and the events partition ev, if not
  * NULL) to storefd atomically and durably; 0 or -errno. Each partition's

@@ -157,18 +157,23 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 
 /*
  * Whether the checkpoint's sealed segments are what the directory holds:
- * each with both its files, in order, and nothing older or in between
+ * the same directory, each segment with both its files, in order, and nothing older or in between
  * that it does not name (only newer segments, the active one, may be
  * missing from it). Anything else, and the partition is loaded from its
  * files, as without a checkpoint.
  */
 static bool
 ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    const struct found *f, size_t n, const char *where)
+    const struct found *f, size_t n, const char *where, int dfd)
 {
 	uint64_t last = tlog_ckpt_base(cp, cp->n - 1);
+	struct stat st;
 	size_t i, j = 0;
 
+	/* Another directory at the path (partitions swapped or copied
+	 * while the store was unmounted): not what was checkpointed. */
+	if (fstat(dfd, &st) == -1 || (uint64_t)st.st_ino != cp->dir_ino)
+		goto disagree;
 	for (i = 0; i < n; i++) {
 		if (j < cp->n && f[i].base == tlog_ckpt_base(cp, j)) {
 			if (!f[i].log || !f[i].idx)
@@ -179,16 +184,17 @@ ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	}
 	if (i == n && j == cp->n)
 		return true;
+disagree:
 	tlog_ctx_log(p->ctx, LOG_NOTICE, "%s: the checkpoint does not match "
 	    "the directory; reading every segment's index", where);
 	return false;
 }
 
 /*
- * Segment i of the checkpoint, if its data file is still the size the
- * checkpoint says (one stat, no file opened): a file cut or grown while
- * the store was unmounted is loaded from its files instead, and
- * repaired as recovery repairs it (NULL).
+ * Segment i of the checkpoint, if its data file is still the file (inode
+ * number) of the size the checkpoint says (one stat, no file opened): a
+ * file cut, grown or replaced while the store was unmounted is loaded
+ * from its files instead, and repaired as recovery repairs it (NULL).
  */
 static struct tlog_segment *
 ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
@@ -196,13 +202,15 @@ ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 {
 	struct tlog_segment *seg;
 	struct stat st;
+	uint64_t ino;
 	char name[32];
 
-	if ((seg = tlog_ckpt_segment(p, cp, i)) == NULL)
+	if ((seg = tlog_ckpt_segment(p, cp, i, &ino)) == NULL)
 		return NULL;
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && (uint64_t)st.st_size == seg->bytes)
+	    S_ISREG(st.st_mode) && (uint64_t)st.st_size == seg->bytes &&
+	    (uint64_t)st.st_ino == ino)
 		return seg;
 	tlog_segment_put(seg);
 	return NULL;
@@ -242,7 +250,7 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log; lastlog--)
 		;
 	trusted = rc->was_clean && tlog_ckpt_find(rc->ckpt, where, &cp) &&
-	    ckpt_agrees(p, &cp, f, n, where);
+	    ckpt_agrees(p, &cp, f, n, where, dfd);
 	for (i = 0, j = 0; i < n; i++) {
 		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j) &&
 		    (seg = ckpt_segment(p, &cp, j++, dfd)) != NULL)

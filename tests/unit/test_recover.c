@@ -578,6 +578,61 @@ START_TEST(checkpoint_of_another_close_ignored)
 }
 END_TEST
 
+/* Two partitions of the same layout swapped while the store was
+ * unmounted: each is read from its files, with its own stamps, not
+ * the checkpoint's record of the other. */
+START_TEST(checkpoint_partitions_swapped)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_seginfo *a, *b, *got;
+	size_t na, nb, ng, i;
+	char *d0, *d1, *dt;
+
+	crash_after_writes();
+	s = th_open(th_dir);
+	p = th_part(s, "t", "1");
+	th_set(s, p, "segment.bytes", "2K");
+	th_clock += 86400000;
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, expect, nexpect),
+	    (ssize_t)nexpect);
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	a = close_cleanly(&na);
+	s = th_open(th_dir);
+	p = th_part(s, "t", "1");
+	b = th_segs(p, &nb);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck_assert_uint_eq(na, nb);
+	ck_assert_uint_eq(a[0].bytes, b[0].bytes);
+	ck_assert_int_ne(a[0].max_ts, b[0].max_ts);
+	ck_assert_int_ge(asprintf(&d0, "%s/t/0", th_dir), 0);
+	ck_assert_int_ge(asprintf(&d1, "%s/t/1", th_dir), 0);
+	ck_assert_int_ge(asprintf(&dt, "%s/t/x", th_dir), 0);
+	ck_assert_int_eq(rename(d0, dt), 0);
+	ck_assert_int_eq(rename(d1, d0), 0);
+	ck_assert_int_eq(rename(dt, d1), 0);
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	got = th_segs(p, &ng);
+	ck_assert_uint_eq(ng, nb);
+	for (i = 0; i + 1 < ng; i++)
+		ck_assert_int_eq(got[i].max_ts, b[i].max_ts);
+	free(got);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(a);
+	free(b);
+	free(d0);
+	free(d1);
+	free(dt);
+}
+END_TEST
+
 START_TEST(stray_and_orphan_files)
 {
 	char *p1, *p2, *p3;
@@ -725,6 +780,7 @@ main(void)
 	TH_CASE(s, checkpoint_disagreeing_listing_falls_back);
 	TH_CASE(s, damaged_checkpoint_ignored);
 	TH_CASE(s, checkpoint_of_another_close_ignored);
+	TH_CASE(s, checkpoint_partitions_swapped);
 	TH_CASE(s, stray_and_orphan_files);
 	TH_CASE(s, timestamps_stay_monotone_after_crash);
 	TH_CASE(s, unreadable_file_is_never_overwritten);
