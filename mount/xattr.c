@@ -7,6 +7,8 @@
  *                   anywhere: a file shows its partition's effective
  *                   value, a level its own or the inherited one
  *   user.seal       a command: "1" seals the partition's active segment
+ *   user.cursor.NAME  a consumer's committed offset on a partition
+ *                   (listed), with its lag as user.tlog.lag.NAME
  *   user.tlog.NAME  read-only statistics of a partition or a segment
  *                   (listed), and a partition's seek names (doc/seek.md,
  *                   not listed)
@@ -60,12 +62,14 @@ enum xa_kind {
 	XA_FOREIGN,	/* any other name outside user. */
 	XA_STAT,	/* user.tlog.NAME: a statistic or a seek name */
 	XA_SEAL,	/* user.seal: a command, never a value */
+	XA_CURSOR,	/* user.cursor.NAME: a partition's cursor */
 	XA_KEY,		/* user.KEY of the key table */
 	XA_UNKNOWN	/* any other user. name */
 };
 
 /* The kind of name; *arg is what follows user. (XA_KEY, XA_UNKNOWN) or
- * user.tlog. (XA_STAT), *k the key's index (XA_KEY). */
+ * user.tlog. (XA_STAT) or user.cursor. (XA_CURSOR), *k the key's index
+ * (XA_KEY). */
 static enum xa_kind
 xattr_kind(const char *name, const char **arg, int *k)
 {
@@ -82,6 +86,10 @@ xattr_kind(const char *name, const char **arg, int *k)
 	}
 	if (strcmp(*arg, "seal") == 0)
 		return XA_SEAL;
+	if (strncmp(*arg, "cursor.", 7) == 0) {
+		*arg += 7;
+		return XA_CURSOR;
+	}
 	if ((*k = tlog_key_lookup(*arg)) < 0)
 		return XA_UNKNOWN;
 	return XA_KEY;
@@ -201,6 +209,37 @@ seek_value(struct tl_node *n, const char *name, char *buf, size_t len)
 	return 0;
 }
 
+/* "lag.NAME" on a partition: how far cursor NAME is behind the end.
+ * -ENOTSUP if name is not a lag name. */
+static int
+lag_value(struct tl_node *n, const char *name, char *buf, size_t len)
+{
+	uint64_t lag;
+	int r;
+
+	if (strncmp(name, "lag.", 4) != 0)
+		return -ENOTSUP;
+	if (n->kind != TL_PART)
+		return -ENODATA;
+	if ((r = tlog_partition_cursor_lag(n->part, name + 4, &lag)) == 0)
+		snprintf(buf, len, "%" PRIu64, lag);
+	return r;
+}
+
+/* A cursor's offset: ENODATA but on a partition. */
+static int
+cursor_value(struct tl_node *n, const char *name, char *buf, size_t len)
+{
+	uint64_t off;
+	int r;
+
+	if (n->kind != TL_PART)
+		return -ENODATA;
+	if ((r = tlog_partition_cursor_get(n->part, name, &off)) == 0)
+		snprintf(buf, len, "%" PRIu64, off);
+	return r;
+}
+
 static void
 reply_xattr_value(fuse_req_t req, const char *val, size_t len, size_t size)
 {
@@ -254,8 +293,12 @@ tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		return;
 	switch (kind) {
 	case XA_STAT:
-		if ((r = seek_value(n, arg, val, sizeof(val))) == -ENOTSUP)
+		if ((r = seek_value(n, arg, val, sizeof(val))) == -ENOTSUP &&
+		    (r = lag_value(n, arg, val, sizeof(val))) == -ENOTSUP)
 			r = stat_value(n, arg, val, sizeof(val));
+		break;
+	case XA_CURSOR:
+		r = cursor_value(n, arg, val, sizeof(val));
 		break;
 	case XA_SEAL:
 		r = -ENODATA;	/* a command, not a value */
@@ -341,6 +384,29 @@ may_write(fuse_req_t req, struct tl_fs *fs, struct tl_node *n,
 }
 
 /*
+ * Commits a cursor (setxattr's flags as for any attribute); only a
+ * partition has cursors.
+ */
+static int
+do_cursor(struct tl_node *n, const char *name, const char *value,
+    size_t size, int flags)
+{
+	uint64_t off;
+	bool has;
+
+	if (n->kind != TL_PART)
+		return -EPERM;
+	if (flags & (XATTR_CREATE | XATTR_REPLACE)) {
+		has = tlog_partition_cursor_get(n->part, name, &off) == 0;
+		if ((flags & XATTR_CREATE) && has)
+			return -EEXIST;
+		if ((flags & XATTR_REPLACE) && !has)
+			return -ENODATA;
+	}
+	return tlog_partition_cursor_set(n->part, name, value, size);
+}
+
+/*
  * The start of setxattr and removexattr: the node a change of name is
  * for, and what the name is; NULL once it has replied (a read-only
  * mount, a name outside user., no such node).
@@ -374,6 +440,8 @@ tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	if (kind == XA_SEAL)
 		r = do_seal(n, value, size);
+	else if (kind == XA_CURSOR)
+		r = do_cursor(n, arg, value, size, flags);
 	else if ((r = may_write(req, fs, n, kind, k)) != 0)
 		;
 	else if ((flags & XATTR_CREATE) && level_sets(fs, n, k))
@@ -399,6 +467,9 @@ tl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		return;
 	if (kind == XA_SEAL)
 		r = -ENODATA;
+	else if (kind == XA_CURSOR)
+		r = n->kind != TL_PART ? -EPERM :
+		    tlog_partition_cursor_remove(n->part, arg);
 	else if ((r = may_write(req, fs, n, kind, k)) == 0)
 		r = tlog_conf_unset(fs->store, level_topic(n), level_part(n),
 		    arg);
@@ -417,29 +488,48 @@ list_add(char *buf, size_t *len, size_t cap, const char *prefix,
 }
 
 /* A level lists the keys it sets itself (so `getfattr -d` shows its
- * overrides); partitions and files also list their statistics. */
+ * overrides); partitions and files also list their statistics, a
+ * partition its cursors and their lags. */
 void
 tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct tl_fs *fs = tl_fs_of(req);
 	const char *const *stats = NULL;
+	struct tlog_cursor *cur = NULL;
 	struct tl_node *n;
-	char buf[1024];
-	size_t len = 0;
+	char *buf;
+	size_t len = 0, cap = 1024, ncur = 0, i;
 	int k;
 
 	if ((n = tl_node_get(req, ino)) == NULL)
 		return;
+	if (n->kind == TL_PART &&
+	    tlog_partition_cursor_list(n->part, &cur, &ncur) != 0) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	cap += ncur * (2 * TLOG_CURSOR_NAME_MAX + 32);
+	if ((buf = malloc(cap)) == NULL) {
+		free(cur);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (i = 0; i < ncur; i++) {
+		list_add(buf, &len, cap, "user.cursor.", cur[i].name);
+		list_add(buf, &len, cap, "user.tlog.lag.", cur[i].name);
+	}
+	free(cur);
 	if (is_level(n))
 		for (k = 0; k < TLOG_NKEYS; k++)
 			if (level_sets(fs, n, k))
-				list_add(buf, &len, sizeof(buf), "user.",
+				list_add(buf, &len, cap, "user.",
 				    tlog_key_name(k));
 	if (n->kind == TL_PART)
 		stats = part_stats;
 	else if (n->kind == TL_SEG || n->kind == TL_EMPTY)
 		stats = seg_stats;
 	for (k = 0; stats != NULL && stats[k] != NULL; k++)
-		list_add(buf, &len, sizeof(buf), "user.tlog.", stats[k]);
+		list_add(buf, &len, cap, "user.tlog.", stats[k]);
 	reply_xattr_value(req, buf, len, size);
+	free(buf);
 }

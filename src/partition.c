@@ -50,6 +50,9 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 	TAILQ_INIT(&p->segs);
 	p->last_ts = -1;
 	tlog_heap_node_init(&p->sched);
+	p->ncursors = 0;
+	p->cursor_floor = UINT64_MAX;
+	pthread_mutex_init(&p->cursor_lock, NULL);
 	return p;
 }
 
@@ -80,6 +83,8 @@ part_free(struct tlog_level *lv)
 		tlog_seg_close_files(seg);
 		free(seg);
 	}
+	free(p->cursors);
+	pthread_mutex_destroy(&p->cursor_lock);
 	tlog_segdir_destroy(&p->sd);
 	tlog_level_destroy(&p->lv);
 	free(p);

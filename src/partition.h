@@ -90,7 +90,21 @@ struct tlog_partition {
 	bool flush_queued;		/* on the flush queue (queue.c) */
 	TAILQ_ENTRY(tlog_partition) flushlink;
 	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */
+	uint32_t ncursors;		/* cursors on this partition (sd.lock) */
+	uint64_t cursor_floor;		/* the slowest cursor; UINT64_MAX if none */
+	/* cursor.c's: the cursors, sorted by name, one malloc'd block
+	 * replaced under sd.lock (freed with p); commits take
+	 * cursor_lock, before any other lock of p's. */
+	struct tlog_cursor *cursors;
+	pthread_mutex_t cursor_lock;
 };
+
+/* The count of p's cursors (p->sd.lock held, or a racy read). */
+static inline uint32_t
+tlog_part_ncursors(struct tlog_partition *p)
+{
+	return p->ncursors;
+}
 
 /* A new partition of parent's (not yet in any tree): one reference. */
 struct tlog_partition *tlog_part_alloc(struct tlog_level *parent,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "cursor.h"
 #include "recover.h"
 
 struct found {
@@ -98,7 +99,8 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 		size_t len = strlen(nm);
 
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 ||
-		    strcmp(nm, ".config") == 0 || strcmp(nm, ".next") == 0)
+		    strcmp(nm, ".config") == 0 || strcmp(nm, ".next") == 0 ||
+		    strcmp(nm, ".cursors") == 0 || strcmp(nm, ".cursors.bad") == 0)
 			continue;
 		if (!is_regular(dirfd(d), de)) {
 			/* Never followed, never touched. */
@@ -225,6 +227,7 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	struct tlog_ckpt_part cp;
 	char where[2 * TLOG_NAME_MAX + 2], name[32];
 	size_t n = 0, i, j, lastlog;
+	uint64_t saved, floor;
 	bool dirty = false, trusted;
 	DIR *d;
 	int fd, dfd, r;
@@ -246,6 +249,15 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	/* First the end the partition saved before deleting segments: a
 	 * newest segment ending below it is not kept active (repair.c). */
 	read_next_offset(p, dfd);
+	/* A committed cursor is an offset handed out too (its records may
+	 * be lost in a power cut, their offsets never reused): for the
+	 * load it counts as a saved end (doc/format.md, "Cursors"). */
+	saved = p->saved_end;
+	tlog_cursor_load(p, dfd, where, &floor);
+	if (floor > p->saved_end)
+		p->saved_end = floor;
+	if (floor > p->next_offset)
+		p->next_offset = floor;
 	/* The newest segment with data is the active candidate. */
 	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log; lastlog--)
 		;
@@ -283,6 +295,12 @@ link:
 		prev = seg;
 	}
 	free(f);
+	if (floor > 0 && floor == p->next_offset && (prev == NULL ||
+	    prev->base + prev->records < floor))
+		tlog_ctx_log(ctx, LOG_WARNING, "%s: recovery: a cursor is at "
+		    "%" PRIu64 ", past the records found; the end offset is "
+		    "raised to it", where, floor);
+	p->saved_end = saved;
 	/* Repairs are on disk before the store takes appends: one syncfs
 	 * at the end of the open covers every file and directory. */
 	if (dirty)

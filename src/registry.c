@@ -260,7 +260,8 @@ static bool
 is_bookkeeping(const char *name)
 {
 	static const char *const names[] = { ".config", ".next",
-	    ".config.tmp", ".next.tmp", NULL };
+	    ".config.tmp", ".next.tmp", ".cursors", ".cursors.tmp",
+	    ".cursors.bad", NULL };
 	int i;
 
 	for (i = 0; names[i] != NULL; i++)

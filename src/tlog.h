@@ -346,6 +346,33 @@ int tlog_partition_seek(struct tlog_partition *p, uint64_t offset,
 int tlog_partition_seek_time(struct tlog_partition *p, int64_t t,
     struct tlog_pos *out);
 
+/* ---- cursors (cursor.c, doc/design.md §10) ---- */
+
+/*
+ * A cursor is a consumer's durable position in a partition: the offset of
+ * the next record it wants. Names are 1-64 bytes of [A-Za-z0-9._-].
+ * Set takes the offset as decimal text (0 <= offset <= end_offset) and
+ * returns once it is on disk (the partition's .cursors file, replaced
+ * atomically); a bad name or offset is -EINVAL with one log line. Get
+ * and remove answer -ENODATA for a cursor that is not there. List fills
+ * a malloc'd array sorted by name (caller frees). Lag is end_offset -
+ * max(cursor, start_offset).
+ */
+#define TLOG_CURSOR_NAME_MAX 64
+struct tlog_cursor {
+	char name[TLOG_CURSOR_NAME_MAX + 1];
+	uint64_t offset;
+};
+int tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
+    const char *value, size_t len);
+int tlog_partition_cursor_get(struct tlog_partition *p, const char *name,
+    uint64_t *offset);
+int tlog_partition_cursor_remove(struct tlog_partition *p, const char *name);
+int tlog_partition_cursor_list(struct tlog_partition *p,
+    struct tlog_cursor **out, size_t *n);
+int tlog_partition_cursor_lag(struct tlog_partition *p, const char *name,
+    uint64_t *lag);
+
 /* ---- appending ---- */
 
 /*

@@ -1,0 +1,29 @@
+/*
+ * cursor.h - a partition's cursors (doc/design.md §10, doc/format.md
+ * "Cursors"): consumers' durable positions, kept in the partition's
+ * .cursors file and summed up for the rules in p->ncursors and
+ * p->cursor_floor (the public calls are in tlog.h).
+ */
+#ifndef TLOG_CURSOR_H
+#define TLOG_CURSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "partition.h"
+
+#define TLOG_CURSORS_FILE ".cursors"
+
+/* Whether name is a valid cursor name (1-64 of [A-Za-z0-9._-]). */
+bool tlog_cursor_name_ok(const char *name);
+/*
+ * Loads p's cursors from its directory dfd at open (before any other
+ * thread sees p). A damaged file is logged once and kept aside as
+ * .cursors.bad (left in place read-only): the partition then has no
+ * cursors, since an offset is never guessed. *max is the largest
+ * cursor, 0 if none. where names the partition in log lines.
+ */
+void tlog_cursor_load(struct tlog_partition *p, int dfd, const char *where,
+    uint64_t *max);
+
+#endif /* TLOG_CURSOR_H */

@@ -1,0 +1,392 @@
+/*
+ * test_cursor.c - consumers' cursors (cursor.c): commit, read, list,
+ * drop, lag, the names and values refused, the .cursors file written,
+ * reloaded, found damaged, kept across a rename, and recovery's end
+ * offset never below a committed cursor after a power cut. On the
+ * injected clock.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+#include "cursor.h"
+#include "retention.h"
+#include "store.h"
+
+static int
+set(struct tlog_partition *p, const char *name, const char *val)
+{
+	return tlog_partition_cursor_set(p, name, val, strlen(val));
+}
+
+static uint64_t
+get(struct tlog_partition *p, const char *name)
+{
+	uint64_t off = 0;
+
+	ck_assert_int_eq(tlog_partition_cursor_get(p, name, &off), 0);
+	return off;
+}
+
+/* Appends n lines, one ms apart. */
+static void
+lines(struct tlog_partition *p, int n)
+{
+	struct tlog_writer *w = tlog_writer_open(p);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		th_put(w, "record\n");
+		th_clock++;
+	}
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+}
+
+static bool
+exists(const char *rel)
+{
+	char path[1024];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", th_dir, rel);
+	return lstat(path, &st) == 0;
+}
+
+static void
+suite_setup(void)
+{
+	unsetenv("TLOGFS_BOOT_ID");
+	th_open_tp(NULL);
+}
+
+static void
+suite_teardown(void)
+{
+	th_dur_stop();
+	unsetenv("TLOGFS_BOOT_ID");
+}
+
+START_TEST(commit_get_list_drop)
+{
+	struct tlog_cursor *v;
+	uint64_t lag;
+	size_t n;
+
+	lines(th_P, 10);
+	ck_assert_int_eq(tlog_part_ncursors(th_P), 0);
+	ck_assert_uint_eq(th_P->cursor_floor, UINT64_MAX);
+	ck_assert_int_eq(set(th_P, "b", "7"), 0);
+	ck_assert_int_eq(set(th_P, "a", "3"), 0);
+	ck_assert_int_eq(set(th_P, "c", "10\n"), 0);
+	ck_assert_uint_eq(get(th_P, "a"), 3);
+	ck_assert_uint_eq(get(th_P, "b"), 7);
+	ck_assert_uint_eq(get(th_P, "c"), 10);
+	ck_assert_int_eq(tlog_part_ncursors(th_P), 3);
+	ck_assert_uint_eq(th_P->cursor_floor, 3);
+	ck_assert_int_eq(tlog_partition_cursor_lag(th_P, "a", &lag), 0);
+	ck_assert_uint_eq(lag, 7);
+	ck_assert_int_eq(tlog_partition_cursor_list(th_P, &v, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(v[0].name, "a");
+	ck_assert_str_eq(v[2].name, "c");
+	free(v);
+	/* Moving the slowest moves the floor. */
+	ck_assert_int_eq(set(th_P, "a", "9"), 0);
+	ck_assert_uint_eq(th_P->cursor_floor, 7);
+	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "b"), 0);
+	ck_assert_uint_eq(th_P->cursor_floor, 9);
+	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "b"), -ENODATA);
+	ck_assert_int_eq(tlog_partition_cursor_get(th_P, "b", &lag), -ENODATA);
+	ck_assert_int_eq(tlog_partition_cursor_lag(th_P, "b", &lag), -ENODATA);
+	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "a"), 0);
+	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "c"), 0);
+	ck_assert_int_eq(tlog_part_ncursors(th_P), 0);
+	ck_assert_uint_eq(th_P->cursor_floor, UINT64_MAX);
+	/* No cursor left: no file. */
+	ck_assert(!exists("t/0/.cursors"));
+}
+END_TEST
+
+START_TEST(lag_counts_from_start_offset)
+{
+	struct tlog_seginfo *v;
+	uint64_t lag;
+	size_t n;
+
+	th_set(th_S, th_P, "segment.bytes", "1K");
+	lines(th_P, 400);		/* 7 bytes each: a few segments */
+	ck_assert_int_eq(set(th_P, "slow", "0"), 0);
+	ck_assert_int_eq(tlog_partition_delete(th_P, 0), 0);
+	ck_assert_int_eq(tlog_partition_cursor_lag(th_P, "slow", &lag), 0);
+	/* The first segment held 146 records (1K / 7). */
+	v = th_segs(th_P, &n);
+	ck_assert_uint_gt(v[0].base, 0);
+	ck_assert_uint_eq(lag, 400 - v[0].base);
+	free(v);
+}
+END_TEST
+
+START_TEST(einval_table)
+{
+	static const char *const names[] = {
+		"", "a/b", "a b", "a:b", "\xc3\xa9", "a\nb",
+		"nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnx",
+		NULL
+	};
+	static const char *const vals[] = {
+		"6", "-1", "+1", " 1", "1 ", "1.0", "0x1", "abc", "", "\n",
+		"1\n\n", "18446744073709551616", "99999999999999999999999",
+		NULL
+	};
+	char *at;
+	int i, nlog;
+
+	lines(th_P, 5);
+	ck_assert_int_eq(set(th_P,
+	    "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn",
+	    "5"), 0);
+	ck_assert_int_eq(set(th_P, "Az09._-", "0"), 0);
+	ck_assert_int_eq(set(th_P, "c", "2"), 0);
+	th_logbuf[0] = '\0';
+	for (i = 0; names[i] != NULL; i++)
+		ck_assert_msg(set(th_P, names[i], "1") == -EINVAL, "name %s",
+		    names[i]);
+	for (i = 0; vals[i] != NULL; i++)
+		ck_assert_msg(set(th_P, "c", vals[i]) == -EINVAL, "value %s",
+		    vals[i]);
+	ck_assert_uint_eq(get(th_P, "c"), 2);
+	ck_assert_int_eq(tlog_part_ncursors(th_P), 3);
+	/* Exactly one line per refusal, naming cursor, value, range. */
+	for (nlog = 0, at = th_logbuf; (at = strstr(at, "refused")) != NULL;
+	    at++)
+		nlog++;
+	ck_assert_int_eq(nlog, i + 7);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "cursor c: value \"abc\" "
+	    "refused: a decimal offset 0..5"));
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "cursor name \"a/b\" "));
+}
+END_TEST
+
+START_TEST(file_format_and_reload)
+{
+	char path[1024], *txt;
+	size_t len;
+
+	lines(th_P, 20);
+	ck_assert_int_eq(set(th_P, "beta", "20"), 0);
+	ck_assert_int_eq(set(th_P, "alpha", "12"), 0);
+	snprintf(path, sizeof(path), "%s/t/0/.cursors", th_dir);
+	txt = th_slurp(path, &len);
+	ck_assert_int_eq(strncmp(txt, "tlogfs-cursors 1\nalpha 12\nbeta 20\n"
+	    "crc32c ", 41), 0);
+	ck_assert_uint_eq(len, 41 + 9);
+	ck_assert_uint_eq(tlog_crc32c(0, txt, 34),
+	    (uint32_t)strtoul(txt + 41, NULL, 16));
+	free(txt);
+	ck_assert(!exists("t/0/.cursors.tmp"));
+	th_close();
+	th_open_tp(NULL);
+	ck_assert_uint_eq(get(th_P, "alpha"), 12);
+	ck_assert_uint_eq(get(th_P, "beta"), 20);
+	ck_assert_uint_eq(th_P->cursor_floor, 12);
+	ck_assert_int_eq(tlog_part_ncursors(th_P), 2);
+	/* Nothing about the file is a stray to recovery. */
+	ck_assert_ptr_null(strstr(th_logbuf, "stray"));
+}
+END_TEST
+
+/* A damaged file: one log line, no cursor, the file kept aside. */
+static void
+damaged(const char *content)
+{
+	char path[1024];
+	uint64_t off;
+	int fd;
+
+	lines(th_P, 20);
+	ck_assert_int_eq(set(th_P, "a", "12"), 0);
+	th_close();
+	snprintf(path, sizeof(path), "%s/t/0/.cursors", th_dir);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, content, strlen(content)),
+	    (ssize_t)strlen(content));
+	close(fd);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_int_eq(tlog_partition_cursor_get(th_P, "a", &off), -ENODATA);
+	ck_assert_int_eq(tlog_part_ncursors(th_P), 0);
+	ck_assert_uint_eq(th_P->cursor_floor, UINT64_MAX);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, ".cursors: damaged"));
+	ck_assert_ptr_null(strstr(strstr(th_logbuf, ".cursors: damaged") + 1,
+	    ".cursors: damaged"));
+	ck_assert(!exists("t/0/.cursors"));
+	ck_assert(exists("t/0/.cursors.bad"));
+	/* The partition is readable, and takes new commits. */
+	ck_assert_uint_eq(th_nsegs(th_P), 1);
+	ck_assert_int_eq(set(th_P, "b", "3"), 0);
+	th_close();
+	th_open_tp(NULL);
+	ck_assert_uint_eq(get(th_P, "b"), 3);
+}
+
+START_TEST(damaged_checksum)
+{
+	damaged("tlogfs-cursors 1\na 13\ncrc32c 00000000\n");
+}
+END_TEST
+
+START_TEST(damaged_torn)
+{
+	damaged("tlogfs-cursors 1\na 1");
+}
+END_TEST
+
+START_TEST(damaged_garbage)
+{
+	damaged("\x01\x02garbage");
+}
+END_TEST
+
+START_TEST(rename_keeps_rmdir_drops)
+{
+	struct tlog_topic *t = tlog_partition_topic(th_P);
+	struct tlog_partition *q;
+
+	lines(th_P, 4);
+	ck_assert_int_eq(set(th_P, "a", "4"), 0);
+	ck_assert_int_eq(tlog_partition_rename(t, "0", "1"), 0);
+	ck_assert_int_eq(set(th_P, "b", "2"), 0);
+	ck_assert(exists("t/1/.cursors"));
+	th_close();
+	th_S = th_open(th_dir);
+	th_P = th_part(th_S, "t", "1");
+	ck_assert_uint_eq(get(th_P, "a"), 4);
+	ck_assert_uint_eq(get(th_P, "b"), 2);
+	t = tlog_partition_topic(th_P);
+	ck_assert_int_eq(tlog_partition_delete(th_P, 0), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
+	tlog_partition_put(th_P);
+	th_P = NULL;
+	ck_assert_int_eq(tlog_partition_remove(t, "1"), 0);
+	ck_assert(!exists("t/1"));
+	q = th_part(th_S, "t", "1");
+	ck_assert_int_eq(tlog_part_ncursors(q), 0);
+	tlog_partition_put(q);
+}
+END_TEST
+
+START_TEST(readonly_refuses)
+{
+	struct tlog_store_opts o;
+	uint64_t off;
+
+	lines(th_P, 4);
+	ck_assert_int_eq(set(th_P, "a", "4"), 0);
+	th_close();
+	memset(&o, 0, sizeof(o));
+	o.readonly = true;
+	th_open_tp(&o);
+	ck_assert_int_eq(tlog_partition_cursor_get(th_P, "a", &off), 0);
+	ck_assert_int_eq(set(th_P, "a", "1"), -EROFS);
+	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "a"), -EROFS);
+}
+END_TEST
+
+/* ---- the power-cut rule: offsets below a committed cursor are never
+ * handed out again ---- */
+
+static void
+cut_load(void)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	pid_t pid;
+	int st, i;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		th_dur_start(th_dir);
+		s = th_open(th_dir);
+		p = th_part(s, "t", "0");
+		w = tlog_writer_open(p);
+		/* Two synced records, then five that only reach the page
+		 * cache; a consumer reads all seven and commits 7. */
+		th_put(w, "s0\ns1\n");
+		if (tlog_writer_fsync(w, true) != 0)
+			_exit(1);
+		for (i = 0; i < 5; i++)
+			th_put(w, "lost\n");
+		tlog_writer_flush(w);
+		if (set(p, "c", "7") != 0)
+			_exit(2);
+		th_powercut(th_dir, 1, TH_CUT_TRUNCATE);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	setenv("TLOGFS_BOOT_ID", "test-cursor-reboot", 1);
+}
+
+START_TEST(recovery_end_at_least_max_cursor)
+{
+	struct tlog_part_stats st;
+	struct tlog_seginfo *v;
+	struct tlog_writer *w;
+	size_t n;
+
+	th_close();
+	cut_load();
+	th_open_tp(NULL);
+	tlog_partition_stats(th_P, &st);
+	ck_assert_uint_eq(get(th_P, "c"), 7);
+	/* Records 2..6 are gone, their offsets are not reused. */
+	ck_assert_uint_eq(st.end_offset, 7);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "the end offset is raised"));
+	w = tlog_writer_open(th_P);
+	th_put(w, "new\n");
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+	v = th_segs(th_P, &n);
+	ck_assert_uint_ge(n, 1);
+	ck_assert_uint_eq(v[n - 1].base, 7);
+	ck_assert_uint_eq(v[n - 1].records, 1);
+	free(v);
+	tlog_partition_stats(th_P, &st);
+	ck_assert_uint_eq(st.end_offset, 8);
+	/* And so again at the next open. */
+	th_close();
+	th_open_tp(NULL);
+	tlog_partition_stats(th_P, &st);
+	ck_assert_uint_eq(st.end_offset, 8);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("cursor");
+
+	th_hooks(suite_setup, suite_teardown);
+	TH_CASE(s, commit_get_list_drop);
+	TH_CASE(s, lag_counts_from_start_offset);
+	TH_CASE(s, einval_table);
+	TH_CASE(s, file_format_and_reload);
+	TH_CASE(s, damaged_checksum);
+	TH_CASE(s, damaged_torn);
+	TH_CASE(s, damaged_garbage);
+	TH_CASE(s, rename_keeps_rmdir_drops);
+	TH_CASE(s, readonly_refuses);
+	TH_CASE(s, recovery_end_at_least_max_cursor);
+	return th_run(s);
+}
