@@ -5,7 +5,9 @@
  *
  * A partition's due time is the earlier of its idle seal (active segment's
  * first record + segment.ms less jitter) and its time rule (oldest
- * segment's newest record + retention.ms + 1 ms). Due times move earlier
+ * segment's newest record + retention.ms + 1 ms) and its consumed rule
+ * (the same with retention.consumed.ms, once every cursor passed that
+ * segment; a cursor commit reschedules). Due times move earlier
  * only when a segment is created or a setting changes, and both push the
  * partition forward here; appends into an existing segment only move them
  * later, so the append path never touches the heap. A partition popped
@@ -195,7 +197,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 	int64_t now = tlog_ctx_now(&s->ctx);
 	uint64_t t0 = tlog_mono_ns(), ns;
 	size_t n, i;
-	int k;
+	int k, c;
 
 	memset(st, 0, sizeof(*st));
 	/* A read-only store never schedules anything: nothing may seal or
@@ -215,6 +217,14 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 		k = tlog_part_expire(p, REAP_BATCH, &st->bytes);
 		if (k > 0)
 			st->expired += (uint64_t)k;
+		if (k < REAP_BATCH && k >= 0) {
+			c = tlog_part_consume(p, REAP_BATCH - k,
+			    &st->consumed_bytes);
+			if (c > 0) {
+				st->consumed += (uint64_t)c;
+				k += c;
+			}
+		}
 		if (k == REAP_BATCH)
 			reaper_sched_earlier(r, p, now); /* more: next cycle */
 		else
@@ -275,6 +285,12 @@ log_cycle(struct tlog_reaper *r, const struct tlog_reap_stats *st,
 		    "(%" PRIu64 " bytes) over retention.bytes removed "
 		    "from %" PRIu64 " due partitions in %.3f ms",
 		    st->sized, st->sized_bytes, st->visited,
+		    (double)(tlog_mono_ns() - t0) / 1e6);
+	if (st->consumed > 0)
+		tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %" PRIu64 " consumed "
+		    "segments (%" PRIu64 " bytes) removed from %" PRIu64
+		    " due partitions in %.3f ms", st->consumed,
+		    st->consumed_bytes, st->visited,
 		    (double)(tlog_mono_ns() - t0) / 1e6);
 }
 

@@ -139,6 +139,30 @@ tlog_part_expire_due(struct tlog_partition *p)
 }
 
 /*
+ * The consumed rule (doc/reaper.md): the oldest segment goes once every
+ * cursor has passed it (base + records <= the slowest cursor) and its
+ * newest record is older than retention.consumed.ms. Its due time is
+ * -1 while that segment is not wholly consumed: nothing but a cursor
+ * commit can change that, and a commit reschedules p.
+ */
+static bool
+consumed_locked(struct tlog_partition *p, struct tlog_segment *seg)
+{
+	return seg->records > 0 && tlog_part_ncursors(p) > 0 &&
+	    seg->base + seg->records <= p->cursor_floor;
+}
+
+static int64_t
+consumed_due_of(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
+	int64_t cms = tlog_part_conf(p, TLOG_RETENTION_CONSUMED_MS);
+
+	return cms >= 0 && seg != NULL && consumed_locked(p, seg) ?
+	    tlog_part_expires_at(seg->max_ts, cms) : -1;
+}
+
+/*
  * Whether p holds more than rb: its bytes plus what is left of the active
  * segment's preallocation, which the ceiling counts (doc/engine.md).
  */
@@ -157,10 +181,13 @@ int64_t
 tlog_part_due_locked(struct tlog_partition *p)
 {
 	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
+	int64_t con = consumed_due_of(p);
 
 	/* Over its ceiling (lowered since the last append): due at once. */
 	if (over_ceiling(p, tlog_part_conf(p, TLOG_RETENTION_BYTES)))
 		return 0;
+	if (con >= 0 && (exp < 0 || con < exp))
+		exp = con;
 	if (idle < 0)
 		return exp;
 	if (exp < 0)
@@ -235,6 +262,36 @@ tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 		if (bytes != NULL)
 			*bytes += seg->bytes;
 		tlog_part_detach(p, seg, TLOG_RULE_TIME);
+		n++;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_part_emit(p, &eb);
+	return n;
+}
+
+int
+tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes)
+{
+	struct tlog_segment *seg;
+	struct tlog_evbuf eb = { 0 };
+	int64_t cms = tlog_part_conf(p, TLOG_RETENTION_CONSUMED_MS);
+	int64_t now = tlog_ctx_now(p->ctx);
+	int n = 0;
+
+	if (p->ctx->ro)
+		return -EROFS;
+	if (cms < 0)
+		return 0;
+	pthread_mutex_lock(&p->sd.lock);
+	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
+		if (!consumed_locked(p, seg) ||
+		    now < tlog_part_expires_at(seg->max_ts, cms))
+			break;
+		if (!seg->sealed)
+			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
+		if (bytes != NULL)
+			*bytes += seg->bytes;
+		tlog_part_detach(p, seg, TLOG_RULE_CONSUMED);
 		n++;
 	}
 	pthread_mutex_unlock(&p->sd.lock);

@@ -23,6 +23,12 @@ int64_t tlog_part_idle_due(struct tlog_partition *p);
  * expired active segment is sealed first. Returns the count detached,
  * their bytes added to *bytes (may be NULL). */
 int tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes);
+/* Consumed rule: detaches, oldest first, at most max segments that every
+ * cursor has passed (base + records <= the slowest cursor) and whose
+ * now - max_ts > retention.consumed.ms, stopping at the first that is
+ * not; a wholly consumed active segment is sealed first. Nothing without
+ * a cursor. Returns the count detached (rule consumed). */
+int tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes);
 /* Earliest time the time rule can delete something; -1 if never. */
 int64_t tlog_part_expire_due(struct tlog_partition *p);
 /* Size rule for a partition over retention.bytes without an append (the
@@ -31,8 +37,8 @@ int64_t tlog_part_expire_due(struct tlog_partition *p);
  * sealed first. Returns the count detached (rule size). */
 int tlog_part_enforce_size(struct tlog_partition *p, int max,
     uint64_t *bytes);
-/* Due time of p: the earlier of its idle seal and its time rule, 0 while
- * it is over its ceiling; -1 if none. _locked: p->sd.lock held. */
+/* Due time of p: the earliest of its idle seal, its time rule and its
+ * consumed rule, 0 while it is over its ceiling; -1 if none. _locked: p->sd.lock held. */
 int64_t tlog_part_due(struct tlog_partition *p);
 int64_t tlog_part_due_locked(struct tlog_partition *p);
 

@@ -47,6 +47,7 @@ enum tlog_key {
 	TLOG_SEGMENT_JITTER_MS,
 	TLOG_SEGMENT_PREALLOCATE,
 	TLOG_RECORD_MAX_BYTES,
+	TLOG_RETENTION_CONSUMED_MS,
 	TLOG_NKEYS
 };
 
@@ -78,6 +79,7 @@ enum tlog_rule {
 	TLOG_RULE_TIME,
 	TLOG_RULE_SIZE,
 	TLOG_RULE_MANUAL,
+	TLOG_RULE_CONSUMED,	/* every cursor passed it, and it is old */
 	TLOG_NRULES
 };
 const char *tlog_rule_name(enum tlog_rule r);

@@ -417,7 +417,8 @@ tlog_trigger_name(enum tlog_trigger t)
 const char *
 tlog_rule_name(enum tlog_rule r)
 {
-	static const char *names[TLOG_NRULES] = { "time", "size", "manual" };
+	static const char *names[TLOG_NRULES] = { "time", "size", "manual",
+	    "consumed" };
 
 	return (unsigned)r < TLOG_NRULES ? names[r] : "unknown";
 }

@@ -89,6 +89,35 @@ mkdir "$MNT/t/moved"
 tl_is "a new partition of that name has none" ENODATA \
     "$(p getxattr "$MNT/t/moved" user.cursor.c1)"
 
+# ---- the consumed rule, end to end ----
+C=$MNT/t/c
+N=$MNT/t/nocursor
+mkdir "$C" "$N"
+setfattr -n user.retention.consumed.ms -v 1s "$MNT/t"
+nums 1 5 >>"$C/current"
+nums 1 5 >>"$N/current"
+setfattr -n user.seal -v 1 "$C"
+nums 6 8 >>"$C/current"
+tl_is "retention.consumed.ms is inherited" 1000 \
+    "$(gx user.retention.consumed.ms "$C")"
+setfattr -n user.cursor.reader -v 5 "$C"
+consumed_events() { cat "$MNT/.tlogfs/events"/* | grep -c '"rule":"consumed"'; }
+has_events() { [ "$(consumed_events)" = "$1" ]; }
+tl_check "the consumed segment goes" tl_wait_for 20 \
+    sh -c "[ \"\$(getfattr --only-values -n user.tlog.start_offset '$C' 2>/dev/null)\" = 5 ]"
+tl_check "its deletion is audited with rule consumed" tl_wait_for 10 \
+    has_events 1
+tl_is "the straddled rest stays" 3 "$(gx user.tlog.lag.reader "$C")"
+tl_is "no cursor: the rule deletes nothing" 5 "$(wc -l <"$N/current")"
+setfattr -n user.cursor.reader -v 8 "$C"
+tl_check "a commit to the end empties the partition" tl_wait_for 20 \
+    sh -c "[ \"\$(getfattr --only-values -n user.tlog.segments '$C' 2>/dev/null)\" = 0 ]"
+tl_check "two consumed deletions audited" tl_wait_for 10 has_events 2
+tl_is "the metric counts them" 'tlogfs_deletions_total{rule="consumed"} 2' \
+    "$(grep 'rule="consumed"' "$MNT/.tlogfs/metrics")"
+tl_is "the cursor's lag is 0" 0 "$(gx user.tlog.lag.reader "$C")"
+tl_is "the partition without a cursor kept its data" 5 "$(wc -l <"$N/current")"
+
 # ---- read-only mount ----
 p setxattr "$MNT/t/moved" user.cursor.r 0 >/dev/null
 tl_umount

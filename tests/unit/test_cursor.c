@@ -19,6 +19,7 @@
 
 #include "testhelp.h"
 #include "cursor.h"
+#include "reaper.h"
 #include "retention.h"
 #include "store.h"
 
@@ -372,6 +373,251 @@ START_TEST(recovery_end_at_least_max_cursor)
 }
 END_TEST
 
+/* ---- the consumed rule ---- */
+
+/* Three segments of 10 records: 0-9 and 10-19 sealed, 20-29 active;
+ * record i at TH_T0 + i. */
+static void
+three_segments(struct tlog_partition *p)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (i > 0)
+			ck_assert_int_eq(tlog_partition_seal(p,
+			    TLOG_TRIG_MANUAL), 0);
+		lines(p, 10);
+	}
+	ck_assert_uint_eq(th_nsegs(p), 3);
+}
+
+static uint64_t
+first_base(struct tlog_partition *p)
+{
+	struct tlog_part_stats st;
+
+	tlog_partition_stats(p, &st);
+	return st.start_offset;
+}
+
+/* The consumed deletions the metrics count. */
+static unsigned long
+consumed_metric(void)
+{
+	char *txt, *at;
+	size_t len;
+	unsigned long v = 0;
+
+	ck_assert_int_eq(tlog_metrics_format(th_S, &txt, &len), 0);
+	at = strstr(txt, "tlogfs_deletions_total{rule=\"consumed\"} ");
+	ck_assert_ptr_nonnull(at);
+	v = strtoul(at + strlen("tlogfs_deletions_total{rule=\"consumed\"} "),
+	    NULL, 10);
+	free(txt);
+	return v;
+}
+
+START_TEST(consumed_no_cursor_deletes_nothing)
+{
+	struct tlog_reap_stats st;
+
+	th_set(th_S, th_P, "retention.consumed.ms", "1s");
+	three_segments(th_P);
+	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
+	th_clock += 86400000;
+	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 3);
+}
+END_TEST
+
+START_TEST(consumed_one_cursor_straddling)
+{
+	struct tlog_reap_stats st;
+
+	th_set(th_S, th_P, "retention.consumed.ms", "1s");
+	three_segments(th_P);
+	/* 15 lies inside the second segment: only the first is passed. */
+	ck_assert_int_eq(set(th_P, "a", "15"), 0);
+	/* Due once the first segment's newest record (TH_T0 + 9) is
+	 * older than 1 s. */
+	ck_assert_int_eq(tlog_part_due(th_P), TH_T0 + 9 + 1000 + 1);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), TH_T0 + 9 + 1001);
+	th_clock = TH_T0 + 9 + 1000;
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 3);
+	th_clock = TH_T0 + 86400000;
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 1);
+	ck_assert_uint_eq(th_nsegs(th_P), 2);
+	ck_assert_uint_eq(first_base(th_P), 10);
+	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
+	ck_assert_uint_eq(consumed_metric(), 1);
+	/* The straddled segment is not due: no fruitless visits. */
+	ck_assert_int_eq(tlog_part_due(th_P), TH_T0 + 20 + 604800000LL);
+	/* Exactly at its end, it is passed (base + records <= cursor). */
+	ck_assert_int_eq(set(th_P, "a", "20"), 0);
+	ck_assert_int_eq(tlog_part_due(th_P), TH_T0 + 19 + 1001);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 1);
+	ck_assert_uint_eq(first_base(th_P), 20);
+	/* The active one, once wholly consumed, is sealed and goes. */
+	ck_assert_int_eq(set(th_P, "a", "30"), 0);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 1);
+	ck_assert_uint_eq(th_nsegs(th_P), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 2);
+	ck_assert_uint_eq(consumed_metric(), 3);
+	/* The cursor stays where it was; appends go on at 30. */
+	ck_assert_uint_eq(get(th_P, "a"), 30);
+	lines(th_P, 1);
+	ck_assert_uint_eq(first_base(th_P), 30);
+}
+END_TEST
+
+START_TEST(consumed_two_cursors_slowest_wins)
+{
+	struct tlog_reap_stats st;
+
+	th_set(th_S, th_P, "retention.consumed.ms", "1s");
+	three_segments(th_P);
+	ck_assert_int_eq(set(th_P, "fast", "30"), 0);
+	ck_assert_int_eq(set(th_P, "slow", "9"), 0);
+	th_clock = TH_T0 + 86400000;
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 3);
+	ck_assert_int_eq(set(th_P, "slow", "25"), 0);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 2);
+	ck_assert_uint_eq(first_base(th_P), 20);
+	/* Dropping the slow one leaves the fast one the slowest. */
+	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "slow"), 0);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.consumed, 1);
+	ck_assert_uint_eq(th_nsegs(th_P), 0);
+}
+END_TEST
+
+START_TEST(consumed_waits_for_its_age)
+{
+	th_set(th_S, th_P, "retention.consumed.ms", "1h");
+	three_segments(th_P);
+	ck_assert_int_eq(set(th_P, "a", "30"), 0);
+	th_clock = TH_T0 + 9 + 3600000;
+	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
+	th_clock = TH_T0 + 19 + 3600001;
+	/* Oldest first, stopping at the first too young. */
+	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 2);
+	ck_assert_uint_eq(first_base(th_P), 20);
+	/* Off (-1): nothing, cursors or not. */
+	th_set(th_S, th_P, "retention.consumed.ms", "-1");
+	th_clock += 86400000;
+	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 1);
+}
+END_TEST
+
+START_TEST(time_rule_ignores_cursors)
+{
+	struct tlog_reap_stats st;
+
+	/* A cursor at 0 pins nothing against retention.ms. */
+	th_set(th_S, th_P, "retention.consumed.ms", "1h");
+	th_set(th_S, th_P, "retention.ms", "2s");
+	three_segments(th_P);
+	ck_assert_int_eq(set(th_P, "stuck", "0"), 0);
+	th_clock = TH_T0 + 60000;
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 3);
+	ck_assert_uint_eq(st.consumed, 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 0);
+}
+END_TEST
+
+START_TEST(size_rule_ignores_cursors)
+{
+	char big[600];
+	struct tlog_writer *w;
+
+	th_set(th_S, th_P, "retention.consumed.ms", "1h");
+	memset(big, 'x', sizeof(big));
+	big[sizeof(big) - 1] = '\0';
+	big[sizeof(big) - 2] = '\n';
+	w = tlog_writer_open(th_P);
+	th_put(w, big);
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	w = tlog_writer_open(th_P);
+	th_put(w, big);
+	ck_assert_int_eq(tlog_writer_close(w), 0);
+	ck_assert_int_eq(set(th_P, "stuck", "0"), 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 2);
+	/* A ceiling lowered below what it holds: the oldest goes. */
+	th_set(th_S, th_P, "retention.bytes", "1K");
+	ck_assert_int_eq(tlog_part_enforce_size(th_P, 64, NULL), 1);
+	ck_assert_uint_eq(th_nsegs(th_P), 1);
+	ck_assert_uint_eq(get(th_P, "stuck"), 0);
+}
+END_TEST
+
+/*
+ * O(due): partitions whose old data no cursor has passed are not visited
+ * at all; a commit makes exactly its partition due.
+ */
+START_TEST(commit_reschedules_only_its_partition)
+{
+	struct tlog_partition *v[50];
+	struct tlog_reap_stats st;
+	char name[16];
+	int i;
+
+	th_set(th_S, NULL, "retention.consumed.ms", "1s");
+	for (i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		v[i] = th_part(th_S, "t", name);
+		lines(v[i], 3);
+		ck_assert_int_eq(set(v[i], "c", "0"), 0);
+	}
+	th_clock += 60000;
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.visited, 0);
+	/* Their only due time is the idle seal, 7 days out. */
+	ck_assert_int_ge(tlog_reaper_next_due(th_S), TH_T0 + 86400000LL);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(set(v[i], "c", "3"), 0);
+	/* A commit that passes nothing does not make its partition due. */
+	ck_assert_int_eq(set(v[10], "c", "2"), 0);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.visited, 5);
+	ck_assert_uint_eq(st.consumed, 5);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.visited, 0);
+	for (i = 0; i < 50; i++) {
+		ck_assert_uint_eq(th_nsegs(v[i]), i < 5 ? 0 : 1);
+		tlog_partition_put(v[i]);
+	}
+}
+END_TEST
+
+START_TEST(config_change_reschedules_consumed)
+{
+	struct tlog_reap_stats st;
+
+	three_segments(th_P);
+	ck_assert_int_eq(set(th_P, "a", "30"), 0);
+	th_clock = TH_T0 + 60000;
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.visited, 0);
+	th_set(th_S, NULL, "retention.consumed.ms", "10s");
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.visited, 1);
+	ck_assert_uint_eq(st.consumed, 3);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -388,5 +634,13 @@ main(void)
 	TH_CASE(s, rename_keeps_rmdir_drops);
 	TH_CASE(s, readonly_refuses);
 	TH_CASE(s, recovery_end_at_least_max_cursor);
+	TH_CASE(s, consumed_no_cursor_deletes_nothing);
+	TH_CASE(s, consumed_one_cursor_straddling);
+	TH_CASE(s, consumed_two_cursors_slowest_wins);
+	TH_CASE(s, consumed_waits_for_its_age);
+	TH_CASE(s, time_rule_ignores_cursors);
+	TH_CASE(s, size_rule_ignores_cursors);
+	TH_CASE(s, commit_reschedules_only_its_partition);
+	TH_CASE(s, config_change_reschedules_consumed);
 	return th_run(s);
 }
