@@ -115,7 +115,8 @@ publish_locked(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
 		if (v[i].offset < floor)
 			floor = v[i].offset;
 	p->cursors = v;
-	p->ncursors = (uint32_t)n;
+	/* Atomic: the metrics skip cursorless partitions with no lock. */
+	__atomic_store_n(&p->ncursors, (uint32_t)n, __ATOMIC_RELAXED);
 	p->cursor_floor = floor;
 	return old;
 }

@@ -78,6 +78,47 @@ gauge(struct sbuf *sb, const char *name, const char *help, double v)
 	    "tlogfs_%s %.9g\n", name, help, name, name, v);
 }
 
+/*
+ * tlogfs_cursor_lag_records, one series per cursor: end_offset -
+ * max(cursor, start_offset). Partitions without a cursor cost one
+ * racy read each. Names need no escaping (letters, digits, . _ -).
+ */
+static void
+cursor_lags(struct tlog_store *s, struct sbuf *sb)
+{
+	struct tlog_partition **v;
+	struct tlog_cursor *c;
+	char topic[TLOG_NAME_MAX + 1], part[TLOG_NAME_MAX + 1];
+	uint64_t lag;
+	size_t n, i, nc, k;
+
+	sb_printf(sb, "# HELP tlogfs_cursor_lag_records Records a cursor is "
+	    "behind its partition's end.\n# TYPE tlogfs_cursor_lag_records "
+	    "gauge\n");
+	if (tlog_reg_partitions(&s->reg, &v, &n) != 0) {
+		sb->err = -ENOMEM;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (__atomic_load_n(&v[i]->ncursors, __ATOMIC_RELAXED) > 0 &&
+		    tlog_partition_cursor_list(v[i], &c, &nc) == 0) {
+			tlog_topic_name(tlog_partition_topic(v[i]), topic,
+			    sizeof(topic));
+			tlog_part_name(v[i], part, sizeof(part));
+			for (k = 0; k < nc; k++)
+				if (tlog_partition_cursor_lag(v[i], c[k].name,
+				    &lag) == 0)
+					sb_printf(sb, "tlogfs_cursor_lag_records"
+					    "{topic=\"%s\",partition=\"%s\","
+					    "cursor=\"%s\"} %" PRIu64 "\n",
+					    topic, part, c[k].name, lag);
+			free(c);
+		}
+		tlog_partition_put(v[i]);
+	}
+	free(v);
+}
+
 int
 tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 {
@@ -130,6 +171,7 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "
 	    "(non-zero after a wall clock step).",
 	    (double)tlog_clock_offset(&s->ctx.clock) / 1e3);
+	cursor_lags(s, &sb);
 	if (sb.err != 0) {
 		free(sb.b);
 		return sb.err;

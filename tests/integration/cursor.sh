@@ -116,6 +116,8 @@ tl_check "two consumed deletions audited" tl_wait_for 10 has_events 2
 tl_is "the metric counts them" 'tlogfs_deletions_total{rule="consumed"} 2' \
     "$(grep 'rule="consumed"' "$MNT/.tlogfs/metrics")"
 tl_is "the cursor's lag is 0" 0 "$(gx user.tlog.lag.reader "$C")"
+tl_is "the lag metric" 'tlogfs_cursor_lag_records{topic="t",partition="c",cursor="reader"} 0' \
+    "$(grep 'partition="c"' "$MNT/.tlogfs/metrics")"
 tl_is "the partition without a cursor kept its data" 5 "$(wc -l <"$N/current")"
 
 # ---- read-only mount ----

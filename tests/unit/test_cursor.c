@@ -136,6 +136,32 @@ START_TEST(lag_counts_from_start_offset)
 }
 END_TEST
 
+START_TEST(lag_metric)
+{
+	struct tlog_partition *q;
+	char *txt;
+	size_t len;
+
+	lines(th_P, 10);
+	q = th_part(th_S, "t", "1");
+	lines(q, 4);
+	ck_assert_int_eq(set(th_P, "a", "4"), 0);
+	ck_assert_int_eq(set(th_P, "b", "10"), 0);
+	ck_assert_int_eq(set(q, "a", "1"), 0);
+	ck_assert_int_eq(tlog_metrics_format(th_S, &txt, &len), 0);
+	ck_assert_ptr_nonnull(strstr(txt, "# TYPE tlogfs_cursor_lag_records "
+	    "gauge\n"));
+	ck_assert_ptr_nonnull(strstr(txt, "tlogfs_cursor_lag_records{topic="
+	    "\"t\",partition=\"0\",cursor=\"a\"} 6\n"
+	    "tlogfs_cursor_lag_records{topic=\"t\",partition=\"0\","
+	    "cursor=\"b\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(txt, "tlogfs_cursor_lag_records{topic="
+	    "\"t\",partition=\"1\",cursor=\"a\"} 3\n"));
+	free(txt);
+	tlog_partition_put(q);
+}
+END_TEST
+
 START_TEST(einval_table)
 {
 	static const char *const names[] = {
@@ -626,6 +652,7 @@ main(void)
 	th_hooks(suite_setup, suite_teardown);
 	TH_CASE(s, commit_get_list_drop);
 	TH_CASE(s, lag_counts_from_start_offset);
+	TH_CASE(s, lag_metric);
 	TH_CASE(s, einval_table);
 	TH_CASE(s, file_format_and_reload);
 	TH_CASE(s, damaged_checksum);
