@@ -10,7 +10,7 @@
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
-#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7")
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8")
 #
 # Needs root (FUSE mounts, /proc/sys/vm/drop_caches), fusermount3,
 # pkg-config + libfuse3-dev (passthrough_ll is built from its examples),
@@ -28,7 +28,7 @@ QUICK=${BENCH_QUICK:-0}
 OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
 TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
 DISK_PARENT=${BENCH_DISK:-/var/tmp}
-ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8}
 TLOGFS=$BUILD/mount/tlogfs
 TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
@@ -44,6 +44,7 @@ if [ "$QUICK" != 0 ]; then
 	SCALE_PARTS=10000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=100000
 	PIPE_LINES=2000000
+	COMMITS=2000
 else
 	REPS=5
 	SMALL_LINES=200000
@@ -54,6 +55,7 @@ else
 	SCALE_PARTS=100000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=40000
 	PIPE_LINES=5000000
+	COMMITS=10000
 fi
 
 log() { printf '%s [bench] %s\n' "$(date +%T)" "$*" >&2; }
@@ -310,6 +312,25 @@ run_reaper() {	# NAME PARENT
 	rm -rf --one-file-system "$d"
 }
 
+# ================= workload 8: cursor commits (a real mount) =================
+run_commits() {	# NAME PARENT
+	local fs=$1 parent=$2 d r out
+	log "$fs: workload 8, $COMMITS cursor commits (setxattr user.cursor.NAME)"
+	mktempdir "$parent"; d=$TMPD
+	mkdir -p "$d/store"
+	tl_mount "$d/store" "$d/mnt"
+	mkdir -p "$d/mnt/t/0"
+	seq 1 1000 >>"$d/mnt/t/0/current"
+	for r in $(seq 1 $REPS); do
+		out=$("$TLBENCH" commit "$d/mnt/t/0" $COMMITS)
+		echo "$out" >&2
+		record "8 cursor commits (commits/s)" $fs tlogfs "$(echo "$out" | sed -n 's/.*commits_per_s=\([0-9]*\).*/\1/p')"
+		record "8 cursor commit (us each)" $fs tlogfs "$(echo "$out" | sed -n 's/.*us_per_commit=\([0-9.]*\).*/\1/p')"
+	done
+	tl_umount "$d/mnt"
+	rm -rf --one-file-system "$d"
+}
+
 # ================= workload 5: scale (disk) =================
 run_scale() {	# NAME PARENT
 	local fs=$1 parent=$2 d store mnt out r rss base nseg=$((SCALE_PARTS * SCALE_SEGS)) t0 t1
@@ -535,6 +556,7 @@ for pair in "${FS_LIST[@]}"; do
 	fs=${pair%%:*} parent=${pair#*:}
 	if want 4; then run_reaper "$fs" "$parent"; fi
 	if want 6; then run_logrotate "$fs" "$parent"; fi
+	if want 8; then run_commits "$fs" "$parent"; fi
 done
 # Scale on disk only: 2M small files would take ~10 GiB of tmpfs.
 if want 5; then run_scale disk "$DISK_PARENT"; fi
@@ -592,7 +614,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 		echo "| 4 reaper wake-up, $WAKE_PARTS partitions, 10 due (ms) | $fs | $(echo "${REAPER_WAKE[$fs]}" | awk '{ split($2, a, "="); split($3, b, "="); split($4, c, "="); printf "%s [%s-%s]", a[2], b[2], c[2] }') |"
 		echo "| 4 reaper wake-up, $WAKE_PARTS partitions, 0 due (ms) | $fs | $(echo "${REAPER_IDLE[$fs]}" | awk '{ split($2, a, "="); split($3, b, "="); split($4, c, "="); printf "%s [%s-%s]", a[2], b[2], c[2] }') |"
 	done
-	cut -f1 "$RES" | { grep '^[456] ' || true; } | awk '!seen[$0]++' | while read -r w; do
+	cut -f1 "$RES" | { grep '^[4568] ' || true; } | awk '!seen[$0]++' | while read -r w; do
 		for fs in tmpfs disk; do
 			for t in engine native tlogfs; do
 				read -r m a b <<<"$(cell "$w" $fs $t)"

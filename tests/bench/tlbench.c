@@ -24,6 +24,12 @@
  *	deleted (at least NLAT of them). Reports the deletion rate and the
  *	append latency percentiles of both phases.
  *
+ *   tlbench commit PART N
+ *	Cursor commits on a mounted partition PART (a real mount, through
+ *	setxattr(2), as a consumer commits): N commits of user.cursor.bench
+ *	to offsets 0, 1, ... (wrapping below the end offset); each is
+ *	durable (atomic replace, fsync) when setxattr returns.
+ *
  * Output: key=value pairs, one line per measurement.
  */
 #include "config.h"
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -425,13 +432,44 @@ drain(const char *dir, long nsegs, long nlat)
 	return 0;
 }
 
+static int
+commit(const char *part, long n)
+{
+	char end[32], val[32];
+	long i, e;
+	ssize_t len;
+	double t0, secs;
+
+	len = getxattr(part, "user.tlog.end_offset", end, sizeof(end) - 1);
+	if (len <= 0) {
+		perror(part);
+		return 1;
+	}
+	end[len] = '\0';
+	e = atol(end) + 1;
+	t0 = mono();
+	for (i = 0; i < n; i++) {
+		snprintf(val, sizeof(val), "%ld", i % e);
+		if (setxattr(part, "user.cursor.bench", val, strlen(val), 0)
+		    == -1) {
+			perror("setxattr user.cursor.bench");
+			return 1;
+		}
+	}
+	secs = mono() - t0;
+	printf("commit n=%ld secs=%.3f commits_per_s=%.0f us_per_commit=%.1f\n",
+	    n, secs, (double)n / secs, secs * 1e6 / (double)n);
+	return 0;
+}
+
 static void
 usage(void)
 {
 	fprintf(stderr,
 	    "usage: tlbench gen STORE TOPIC NPARTS SEGS [AGE_MS [RET_MS]]\n"
 	    "       tlbench wakeup DIR NPARTS NDUE REPS\n"
-	    "       tlbench drain DIR NSEGS NLAT\n");
+	    "       tlbench drain DIR NSEGS NLAT\n"
+	    "       tlbench commit PART N\n");
 	exit(2);
 }
 
@@ -454,6 +492,8 @@ main(int argc, char **argv)
 		    atoi(argv[5]));
 	if (strcmp(argv[1], "drain") == 0 && argc == 5)
 		return drain(argv[2], atol(argv[3]), atol(argv[4]));
+	if (strcmp(argv[1], "commit") == 0 && argc == 4)
+		return commit(argv[2], atol(argv[3]));
 	usage();
 	return 2;
 }
