@@ -1,11 +1,11 @@
 /*
- * cursor.c - a partition's cursors (doc/design.md §10): named, durable
- * positions of its consumers. They live in the partition's .cursors file
- * (doc/format.md, "Cursors"), replaced atomically and synced before a
- * commit returns, and in memory as one sorted array that a commit
- * replaces whole under the partition lock; p->ncursors and
- * p->cursor_floor sum them up for the rules of retention.c, which may not
- * call here (same layer).
+ * cursor.c - a partition's cursors (doc/tlogfs.8, EXTENDED ATTRIBUTES):
+ * named, durable positions of its consumers. They live in the
+ * partition's .cursors file (doc/format.md, "Store layout"), replaced
+ * atomically and synced before a commit returns, and in memory as one
+ * sorted array that a commit replaces whole under the partition lock;
+ * p->ncursors and p->cursor_floor sum them up for the rules of
+ * retention.c, which may not call here (same layer).
  *
  * Commits of one partition take p->cursor_lock, so two commits never race
  * to write the file; readers take only p->sd.lock, briefly, and never

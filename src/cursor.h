@@ -1,8 +1,8 @@
 /*
- * cursor.h - a partition's cursors (doc/design.md §10, doc/format.md
- * "Cursors"): consumers' durable positions, kept in the partition's
- * .cursors file and summed up for the rules in p->ncursors and
- * p->cursor_floor (the public calls are in tlog.h).
+ * cursor.h - a partition's cursors (doc/tlogfs.8, EXTENDED ATTRIBUTES;
+ * the file in doc/format.md): consumers' durable positions, kept in the
+ * partition's .cursors file and summed up for the rules in p->ncursors
+ * and p->cursor_floor (the public calls are in tlog.h).
  */
 #ifndef TLOG_CURSOR_H
 #define TLOG_CURSOR_H

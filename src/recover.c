@@ -251,7 +251,7 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	read_next_offset(p, dfd);
 	/* A committed cursor is an offset handed out too (its records may
 	 * be lost in a power cut, their offsets never reused): for the
-	 * load it counts as a saved end (doc/format.md, "Cursors"). */
+	 * load it counts as a saved end (doc/format.md, "Recovery"). */
 	saved = p->saved_end;
 	tlog_cursor_load(p, dfd, where, &floor);
 	if (floor > p->saved_end)
@@ -295,7 +295,7 @@ link:
 		prev = seg;
 	}
 	free(f);
-	if (floor > 0 && floor == p->next_offset && (prev == NULL ||
+	if (floor > saved && (prev == NULL ||
 	    prev->base + prev->records < floor))
 		tlog_ctx_log(ctx, LOG_WARNING, "%s: recovery: a cursor is at "
 		    "%" PRIu64 ", past the records found; the end offset is "

@@ -348,7 +348,7 @@ int tlog_partition_seek(struct tlog_partition *p, uint64_t offset,
 int tlog_partition_seek_time(struct tlog_partition *p, int64_t t,
     struct tlog_pos *out);
 
-/* ---- cursors (cursor.c, doc/design.md §10) ---- */
+/* ---- cursors (cursor.c, doc/tlogfs.8 EXTENDED ATTRIBUTES) ---- */
 
 /*
  * A cursor is a consumer's durable position in a partition: the offset of

@@ -1,6 +1,6 @@
 #!/bin/sh
 # cursor.sh - consumers' cursors through extended attributes
-# (doc/design.md §10): commit, read back, list, lag, drop, the EINVAL
+# (doc/tlogfs.8, EXTENDED ATTRIBUTES): commit, read back, list, lag, drop, the EINVAL
 # table, where cursors are refused, durability across kill -9, rename
 # and rmdir of the partition.
 . "${srcdir:-.}/tests/integration/lib.sh"
