@@ -103,6 +103,8 @@ static const struct keyinfo keys[TLOG_NKEYS] = {
 	    0, 0, 1, NULL, -1 },
 	[TLOG_RECORD_MAX_BYTES] = { "record.max.bytes", UNIT_SIZE,
 	    1LL << 20, 1, TLOG_SEG_MAX, NULL, -1 },
+	[TLOG_PARTITION_CLEANUP_MS] = { "partition.cleanup.ms", UNIT_TIME,
+	    -1, 1000, TLOG_TIME_MAX, "off", -1 },
 };
 
 static bool

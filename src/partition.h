@@ -87,10 +87,18 @@ struct tlog_partition {
 	uint64_t pending_unlinks;
 	uint64_t pending_bytes;
 	uint64_t saved_end;		/* durable .next (unlink.c, sd.sync_lock) */
+	uint32_t ncursors;       /* cursors on this partition (sd.lock) */
+	uint64_t cursor_floor;   /* the slowest cursor; UINT64_MAX if none */
+	/* Open writers (writer.c; atomic): partition.cleanup.ms never
+	 * removes a partition someone holds open for writing. */
+	uint32_t nwriters;
+	int64_t born;			/* engine time it was made or loaded */
 	bool flush_queued;		/* on the flush queue (queue.c) */
 	TAILQ_ENTRY(tlog_partition) flushlink;
 	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */
 };
+
+static inline uint32_t tlog_part_ncursors(struct tlog_partition *p) { return p->ncursors; }
 
 /* A new partition of parent's (not yet in any tree): one reference. */
 struct tlog_partition *tlog_part_alloc(struct tlog_level *parent,
