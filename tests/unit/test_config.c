@@ -327,6 +327,7 @@ START_TEST(test_keys)
 		[TLOG_SEGMENT_JITTER_MS] = { "segment.jitter.ms", 0 },
 		[TLOG_SEGMENT_PREALLOCATE] = { "segment.preallocate", 0 },
 		[TLOG_RECORD_MAX_BYTES] = { "record.max.bytes", MiB },
+		[TLOG_PARTITION_CLEANUP_MS] = { "partition.cleanup.ms", -1 },
 	};
 	int k;
 
