@@ -454,12 +454,17 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 			tlog_part_ref(p);
 			*out = p;
 		}
-		p = NULL;
+		/* Kept for its schedule, below (partition.cleanup.ms). */
+		tlog_part_ref(p);
 	}
 	pthread_rwlock_unlock(&reg->root->tree->lock);
-	if (r == 0)
+	if (r == 0) {
 		sync_parent(reg, tfd, name);
-	else if (tfd >= 0)
+		/* Never written, it is due from now under
+		 * partition.cleanup.ms. */
+		if (tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS) >= 0)
+			tlog_part_resched(p);
+	} else if (tfd >= 0)
 		close(tfd);
 	tlog_partition_put(p);
 	return r;

@@ -154,8 +154,8 @@ START_TEST(never_written_goes_from_creation)
 	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
 	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
 	    "1s", 2, err, sizeof(err)), 0);
-	p = th_part(th_S, "t", "idle");	/* born at t0 */
-	tlog_store_resched(th_S, NULL, p);
+	p = th_part(th_S, "t", "idle");	/* born at t0, scheduled */
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 1001);
 	th_clock = t0 + 1000;
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert(!gone("t", "idle"));
