@@ -215,7 +215,8 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 		k = tlog_part_expire(p, REAP_BATCH, &st->bytes);
 		if (k > 0)
 			st->expired += (uint64_t)k;
-		c = k == REAP_BATCH ? 0 : tlog_reg_part_cleanup(&s->reg, p, now);
+		c = k == REAP_BATCH ? 0 :
+		    tlog_reg_part_cleanup(&s->reg, p, now);
 		if (c > 0)
 			st->cleaned++;	/* removed: nothing to schedule */
 		else if (k == REAP_BATCH)

@@ -107,7 +107,7 @@ START_TEST(removed_after_exactly_cleanup_ms)
 	th_clock = t0 + 500;
 	write_and_rm(p);			/* last write at t0 + 500 */
 	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 500 + 10001);
-	th_clock = t0 + 500 + 10000;		/* exactly cleanup.ms: kept */
+	th_clock = t0 + 500 + 10000;	/* exactly cleanup.ms: kept */
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.cleaned, 0);
 	ck_assert(!gone("t", "0"));
