@@ -86,7 +86,7 @@ struct tl_note {
 	STAILQ_ENTRY(tl_note) link;
 	uint64_t parent;
 	uint64_t child;
-	char name[32];
+	char name[TLOG_NAME_MAX + 1];	/* a segment's or a partition's */
 };
 
 struct tl_fs {

@@ -91,6 +91,12 @@ tl_event(void *arg, const struct tlog_event *ev)
 	struct tl_fs *fs = arg;
 	char name[32];
 
+	/* A partition removed by partition.cleanup.ms leaves its topic's
+	 * entries too. */
+	if (ev->kind == TLOG_EV_PART_DELETE) {
+		queue_note(fs, ev->topic_ino, ev->partition_ino, ev->partition);
+		return;
+	}
 	/* Seals need no notice: `current` is never cached, and a sealed
 	 * segment's name was never looked up successfully before. */
 	if (ev->kind != TLOG_EV_DELETE)
@@ -116,7 +122,9 @@ send_notes(struct tl_fs *fs)
 			return;
 		r = fuse_lowlevel_notify_delete(fs->se, note->parent,
 		    note->child, note->name, strlen(note->name));
-		if (r == -ENOSYS)
+		/* ENOTEMPTY: a removed partition's directory still has
+		 * children in the kernel's cache; its entry is dropped. */
+		if (r == -ENOSYS || r == -ENOTEMPTY)
 			r = fuse_lowlevel_notify_inval_entry(fs->se,
 			    note->parent, note->name, strlen(note->name));
 		/* ENOENT: the kernel had no such entry cached. */

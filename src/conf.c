@@ -105,6 +105,8 @@ static const struct keyinfo keys[TLOG_NKEYS] = {
 	    1LL << 20, 1, TLOG_SEG_MAX, NULL, -1 },
 	[TLOG_RETENTION_CONSUMED_MS] = { "retention.consumed.ms", UNIT_TIME,
 	    -1, 1000, TLOG_TIME_MAX, "off", -1 },
+	[TLOG_PARTITION_CLEANUP_MS] = { "partition.cleanup.ms", UNIT_TIME,
+	    -1, 1000, TLOG_TIME_MAX, "off", -1 },
 };
 
 static bool

@@ -49,6 +49,8 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 	tlog_segdir_init(&p->sd, p->ctx, &p->lv, env->fdb);
 	TAILQ_INIT(&p->segs);
 	p->last_ts = -1;
+	p->cursor_floor = UINT64_MAX;
+	p->born = tlog_ctx_now(p->ctx);
 	tlog_heap_node_init(&p->sched);
 	p->ncursors = 0;
 	p->cursor_floor = UINT64_MAX;

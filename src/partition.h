@@ -87,6 +87,10 @@ struct tlog_partition {
 	uint64_t pending_unlinks;
 	uint64_t pending_bytes;
 	uint64_t saved_end;		/* durable .next (unlink.c, sd.sync_lock) */
+	/* Open writers (writer.c; atomic): partition.cleanup.ms never
+	 * removes a partition someone holds open for writing. */
+	uint32_t nwriters;
+	int64_t born;			/* engine time made or loaded */
 	bool flush_queued;		/* on the flush queue (queue.c) */
 	TAILQ_ENTRY(tlog_partition) flushlink;
 	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */

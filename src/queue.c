@@ -44,7 +44,7 @@ tlog_queue_unlink(struct tlog_queue *q, struct tlog_segment *seg)
 	struct tlog_partition *p = tlog_seg_part(seg);
 
 	pthread_mutex_lock(&q->lock);
-	p->pending_unlinks++;
+	__atomic_add_fetch(&p->pending_unlinks, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
 	q->nunlink++;

@@ -225,8 +225,18 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 				k += c;
 			}
 		}
-		if (k == REAP_BATCH)
+		c = k == REAP_BATCH ? 0 :
+		    tlog_reg_part_cleanup(&s->reg, p, now);
+		if (c > 0)
+			st->cleaned++;	/* removed: nothing to schedule */
+		else if (k == REAP_BATCH)
 			reaper_sched_earlier(r, p, now); /* more: next cycle */
+		else if (c < 0)
+			/* Busy (an append): soon; failed (logged): after
+			 * another partition.cleanup.ms, not in a loop. */
+			reaper_sched_earlier(r, p, now + (c == -EAGAIN ?
+			    1000 : tlog_part_conf(p,
+			    TLOG_PARTITION_CLEANUP_MS)));
 		else
 			reaper_resched(r, p);
 		tlog_partition_put(p);

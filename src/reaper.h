@@ -19,13 +19,15 @@ struct tlog_reap_stats {
 	uint64_t sized_bytes;	/* their bytes */
 	uint64_t consumed;	/* segments detached by the consumed rule */
 	uint64_t consumed_bytes;	/* their bytes */
+	uint64_t cleaned;	/* partitions removed (partition.cleanup.ms) */
 };
 
 /*
  * One wake-up at the store clock's now: pops only the partitions whose due
  * time has come, gives each one bounded step (an idle seal, at most 64
  * segments over retention.bytes, then at most 64 expired or consumed
- * segments, each rule under one hold of its lock), and reschedules them.
+ * segments, each rule under one hold of its lock, then, if it is empty,
+ * its removal under partition.cleanup.ms), and reschedules them.
  * Returns the next due time, -1 if nothing is scheduled (or no reaper is
  * attached).
  */

@@ -114,6 +114,9 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	}
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_part_emit(p, &eb);
+	/* The partition may be empty now: partition.cleanup.ms. */
+	if (r == 0 && tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS) >= 0)
+		tlog_part_resched(p);
 	return r;
 }
 
@@ -177,15 +180,46 @@ over_ceiling(struct tlog_partition *p, int64_t rb)
 	return rb >= 0 && held > (uint64_t)rb;
 }
 
+/*
+ * partition.cleanup.ms (doc/reaper.md): an empty partition (no segment
+ * with a record: an empty active segment is no data, its files go with
+ * the directory), with nothing detached still on disk, no open writer
+ * and no cursor, goes cm + 1 ms after its last write, or after it was
+ * made or loaded if never written. -1 while any of that vetoes it, so a
+ * vetoed partition is not visited: each veto's end reschedules it (the
+ * last writer's close, writer.c; the last unlink, unlink.c; a manual
+ * deletion, below; a cursor dropped must call tlog_part_resched too).
+ */
+int64_t
+tlog_part_cleanup_due_locked(struct tlog_partition *p)
+{
+	int64_t cm = tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS);
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
+	int64_t last = p->last_ts > p->born ? p->last_ts : p->born;
+
+	if (cm < 0 || p->quiet ||
+	    (seg != NULL && (seg->records > 0 || seg->sealed ||
+	    TAILQ_NEXT(seg, link) != NULL)) ||
+	    __atomic_load_n(&p->pending_unlinks, __ATOMIC_ACQUIRE) > 0 ||
+	    __atomic_load_n(&p->nwriters, __ATOMIC_ACQUIRE) > 0 ||
+	    tlog_part_ncursors(p) != 0)
+		return -1;
+	return last + cm + 1;
+}
+
 int64_t
 tlog_part_due_locked(struct tlog_partition *p)
 {
 	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
 	int64_t con = consumed_due_of(p);
+	int64_t clean = tlog_part_cleanup_due_locked(p);
 
 	/* Over its ceiling (lowered since the last append): due at once. */
 	if (over_ceiling(p, tlog_part_conf(p, TLOG_RETENTION_BYTES)))
 		return 0;
+	/* An empty partition has no idle seal nor time rule. */
+	if (clean >= 0)
+		return clean;
 	if (con >= 0 && (exp < 0 || con < exp))
 		exp = con;
 	if (idle < 0)

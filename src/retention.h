@@ -37,8 +37,13 @@ int64_t tlog_part_expire_due(struct tlog_partition *p);
  * sealed first. Returns the count detached (rule size). */
 int tlog_part_enforce_size(struct tlog_partition *p, int max,
     uint64_t *bytes);
+/* When partition.cleanup.ms may remove p (p->sd.lock held): its last
+ * write (or birth) + partition.cleanup.ms + 1; -1 if off or vetoed (a
+ * record, detached files, an open writer, a cursor). */
+int64_t tlog_part_cleanup_due_locked(struct tlog_partition *p);
 /* Due time of p: the earliest of its idle seal, its time rule and its
- * consumed rule, 0 while it is over its ceiling; -1 if none. _locked: p->sd.lock held. */
+ * consumed rule, 0 while it is over its ceiling, its cleanup when empty;
+ * -1 if none. _locked: p->sd.lock held. */
 int64_t tlog_part_due(struct tlog_partition *p);
 int64_t tlog_part_due_locked(struct tlog_partition *p);
 

@@ -335,6 +335,7 @@ store_emit(void *arg, struct tlog_partition *p, struct tlog_event *ev)
 	ev->topic = topic;
 	ev->partition = part;
 	ev->partition_ino = p->lv.ino;
+	ev->topic_ino = p->lv.parent->ino;
 	tlog_events_record(&s->ev, p, ev);
 	if (s->ctx.opts.event != NULL)
 		s->ctx.opts.event(s->ctx.opts.event_arg, ev);

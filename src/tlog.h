@@ -48,6 +48,7 @@ enum tlog_key {
 	TLOG_SEGMENT_PREALLOCATE,
 	TLOG_RECORD_MAX_BYTES,
 	TLOG_RETENTION_CONSUMED_MS,
+	TLOG_PARTITION_CLEANUP_MS,
 	TLOG_NKEYS
 };
 
@@ -86,7 +87,10 @@ const char *tlog_rule_name(enum tlog_rule r);
 
 /* ---- store ---- */
 
-enum tlog_event_kind { TLOG_EV_SEAL, TLOG_EV_DELETE };
+/* TLOG_EV_PART_DELETE: an empty partition removed by
+ * partition.cleanup.ms (only topic, partition, their inodes, ts and
+ * max_ts, its last write, are set). */
+enum tlog_event_kind { TLOG_EV_SEAL, TLOG_EV_DELETE, TLOG_EV_PART_DELETE };
 
 /* What a hook learns of a seal or a deletion. Strings are valid for the
  * duration of the call only. */
@@ -96,6 +100,7 @@ struct tlog_event {
 	const char *topic;
 	const char *partition;
 	uint64_t partition_ino;
+	uint64_t topic_ino;
 	uint64_t segment_ino;
 	uint64_t base;			/* the segment's base offset */
 	uint64_t records;
@@ -163,6 +168,10 @@ enum tlog_hook {
 	/* the reaper computed a due time and is about to put it in the
 	 * heap; the partition lock is held. */
 	TLOG_HOOK_RESCHED,
+	/* partition.cleanup.ms: the partition was found eligible and is
+	 * about to be checked again under the locks and removed. No lock
+	 * held. */
+	TLOG_HOOK_CLEANUP,
 };
 
 /*

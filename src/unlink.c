@@ -120,6 +120,7 @@ static int
 unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 {
 	struct tlog_partition *p = tlog_seg_part(seg);
+	bool last;
 	int r;
 
 	TLOG_HOOK(p->ctx, TLOG_HOOK_UNLINK, p);
@@ -136,11 +137,16 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 		return r;
 	}
 	pthread_mutex_lock(&q->lock);
-	p->pending_unlinks--;
+	last = __atomic_sub_fetch(&p->pending_unlinks, 1,
+	    __ATOMIC_RELEASE) == 0;
 	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 	emit_deleted(p, seg);
+	/* Nothing of p is left on disk: partition.cleanup.ms may take it
+	 * (doc/reaper.md). */
+	if (last && tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS) >= 0)
+		tlog_part_resched(p);
 	tlog_segment_put(seg);
 	return 0;
 }

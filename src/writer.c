@@ -33,6 +33,7 @@ tlog_writer_open(struct tlog_partition *p)
 		return NULL;
 	tlog_part_ref(p);
 	w->part = p;
+	__atomic_add_fetch(&p->nwriters, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_init(&w->lock, NULL);
 	return w;
 }
@@ -176,6 +177,11 @@ tlog_writer_close(struct tlog_writer *w)
 		return 0;
 	r = tlog_writer_flush(w);
 	pthread_mutex_destroy(&w->lock);
+	/* The last writer gone lifts its veto on partition.cleanup.ms:
+	 * the partition is due again (doc/reaper.md). */
+	if (__atomic_sub_fetch(&w->part->nwriters, 1, __ATOMIC_ACQ_REL) == 0 &&
+	    tlog_part_conf(w->part, TLOG_PARTITION_CLEANUP_MS) >= 0)
+		tlog_part_resched(w->part);
 	tlog_partition_put(w->part);
 	free(w->held);
 	free(w);

@@ -328,6 +328,7 @@ START_TEST(test_keys)
 		[TLOG_SEGMENT_PREALLOCATE] = { "segment.preallocate", 0 },
 		[TLOG_RECORD_MAX_BYTES] = { "record.max.bytes", MiB },
 		[TLOG_RETENTION_CONSUMED_MS] = { "retention.consumed.ms", -1 },
+		[TLOG_PARTITION_CLEANUP_MS] = { "partition.cleanup.ms", -1 },
 	};
 	int k;
 
