@@ -8,10 +8,11 @@
  *
  * The file: a 24-byte header ("TLOGCKP1", version, flags, the close's
  * nonce, which the clean mark repeats), then for
- * each partition its path (u16 length, bytes), its directory's inode
- * number (u64), its count of entries (u32) and the entries (56 bytes
- * each: base, records, bytes, first_ts, max_ts, the data file's inode
- * number, index entries as u32, sealed_by, 3 zero bytes), then a
+ * each partition its path (u16 length, bytes), its directory's identity
+ * (inode number and ctime in ns, u64 each), its count of entries (u32)
+ * and the entries (64 bytes each: base, records, bytes, first_ts,
+ * max_ts, the data file's inode number and ctime in ns, index entries
+ * as u32, sealed_by, 3 zero bytes), then a
  * trailer: the count of partitions (u64) and the CRC-32C of everything
  * before it (u32). Little-endian, like every tlogfs file.
  */
@@ -33,7 +34,7 @@
 #define CKPT_MAGIC "TLOGCKP1"
 #define CKPT_VERSION 1
 #define CKPT_HDR 24
-#define CKPT_ENT 56
+#define CKPT_ENT 64
 #define CKPT_TRAILER 12
 #define CKPT_MAX ((size_t)1 << 32)	/* larger is not ours */
 
@@ -61,8 +62,24 @@ index_cmp(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
-/* Walks the body: every part in bounds, every part's bases increasing,
- * each path once; false on the first thing that is not so. */
+/* What a sealed segment can be: at least one record, each of at least
+ * one byte, stamps in order, a trigger that exists, offsets that fit. */
+static bool
+entry_sane(const struct tlog_ckpt_part *cp, size_t i)
+{
+	const unsigned char *e = cp->ent + i * CKPT_ENT;
+	uint64_t base = tlog_get64(e), records = tlog_get64(e + 8);
+
+	return records > 0 && records <= tlog_get64(e + 16) &&
+	    records <= UINT64_MAX - base &&
+	    (int64_t)tlog_get64(e + 24) >= 0 &&
+	    (int64_t)tlog_get64(e + 24) <= (int64_t)tlog_get64(e + 32) &&
+	    e[60] > TLOG_TRIG_NONE && e[60] < TLOG_NTRIGGERS;
+}
+
+/* Walks the body: every part in bounds, every part's segments in order
+ * without overlap and each one sane, each path once; false on the first
+ * thing that is not so. */
 static bool
 parse(struct tlog_ckpt *c, size_t size)
 {
@@ -70,7 +87,7 @@ parse(struct tlog_ckpt *c, size_t size)
 	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, k;
 	uint64_t nparts = tlog_get64(b + end), base, prev;
 
-	if (nparts > (end - pos) / 15)
+	if (nparts > (end - pos) / 23)
 		return false;
 	if ((c->v = calloc(nparts ? nparts : 1, sizeof(*c->v))) == NULL)
 		return false;
@@ -81,22 +98,23 @@ parse(struct tlog_ckpt *c, size_t size)
 			return false;
 		x->len = (size_t)b[pos] | (size_t)b[pos + 1] << 8;
 		pos += 2;
-		if (x->len == 0 || end - pos < x->len + 12)
+		if (x->len == 0 || end - pos < x->len + 20)
 			return false;
 		x->path = (const char *)b + pos;
 		pos += x->len;
-		x->part.dir_ino = tlog_get64(b + pos);
-		x->part.n = tlog_get32(b + pos + 8);
-		pos += 12;
+		x->part.dir.ino = tlog_get64(b + pos);
+		x->part.dir.ctime = tlog_get64(b + pos + 8);
+		x->part.n = tlog_get32(b + pos + 16);
+		pos += 20;
 		if (x->part.n == 0 || x->part.n > (end - pos) / CKPT_ENT)
 			return false;
 		x->part.ent = b + pos;
 		pos += x->part.n * CKPT_ENT;
 		for (i = 0, prev = 0; i < x->part.n; i++) {
 			base = tlog_ckpt_base(&x->part, i);
-			if (i > 0 && base <= prev)
+			if ((i > 0 && base < prev) || !entry_sane(&x->part, i))
 				return false;
-			prev = base;
+			prev = base + tlog_get64(x->part.ent + i * CKPT_ENT + 8);
 		}
 	}
 	if (pos != end)
@@ -119,8 +137,9 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, const uint64_t *nonce)
 	const char *why = NULL;
 	int fd;
 
-	fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY | O_CLOEXEC,
-	    0);
+	/* Never through a link; a FIFO planted there never blocks. */
+	fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY | O_NONBLOCK |
+	    O_CLOEXEC, 0);
 	if (fd == -ENOENT)
 		return NULL;
 	if (fd < 0) {
@@ -199,6 +218,20 @@ tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
 }
 
 uint64_t
+tlog_ckpt_ctime(const struct stat *st)
+{
+	return (uint64_t)st->st_ctim.tv_sec * 1000000000u +
+	    (uint64_t)st->st_ctim.tv_nsec;
+}
+
+bool
+tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st)
+{
+	return f->ino == (uint64_t)st->st_ino &&
+	    f->ctime == tlog_ckpt_ctime(st);
+}
+
+uint64_t
 tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i)
 {
 	return tlog_get64(cp->ent + i * CKPT_ENT);
@@ -206,7 +239,7 @@ tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i)
 
 struct tlog_segment *
 tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    size_t i, uint64_t *ino)
+    size_t i, struct tlog_ckpt_file *file)
 {
 	const unsigned char *e = cp->ent + i * CKPT_ENT;
 	struct tlog_segment *seg;
@@ -217,9 +250,10 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	seg->bytes = tlog_get64(e + 16);
 	seg->first_ts = (int64_t)tlog_get64(e + 24);
 	seg->max_ts = (int64_t)tlog_get64(e + 32);
-	*ino = tlog_get64(e + 40);
-	seg->nidx = tlog_get32(e + 48);
-	seg->sealed_by = e[52];
+	file->ino = tlog_get64(e + 40);
+	file->ctime = tlog_get64(e + 48);
+	seg->nidx = tlog_get32(e + 56);
+	seg->sealed_by = e[60];
 	seg->sealed = 1;
 	return seg;
 }
@@ -272,7 +306,7 @@ add_part(struct out *o, struct tlog_partition *p)
 	len = strlen(where);
 	if ((dfd = tlog_level_dir(&p->lv)) < 0)
 		return false;
-	if (fstat(dfd, &st) == -1 || (b = out_take(o, 2 + len + 12)) == NULL) {
+	if (fstat(dfd, &st) == -1 || (b = out_take(o, 2 + len + 20)) == NULL) {
 		close(dfd);
 		return false;
 	}
@@ -280,6 +314,7 @@ add_part(struct out *o, struct tlog_partition *p)
 	b[1] = (unsigned char)(len >> 8);
 	memcpy(b + 2, where, len);
 	tlog_put64(b + 2 + len, (uint64_t)st.st_ino);
+	tlog_put64(b + 2 + len + 8, tlog_ckpt_ctime(&st));
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
 		if (!seg->sealed || n == UINT32_MAX)
@@ -296,9 +331,10 @@ add_part(struct out *o, struct tlog_partition *p)
 		tlog_put64(b + 24, (uint64_t)seg->first_ts);
 		tlog_put64(b + 32, (uint64_t)seg->max_ts);
 		tlog_put64(b + 40, (uint64_t)st.st_ino);
-		tlog_put32(b + 48, (uint32_t)seg->nidx);
-		memset(b + 52, 0, 4);
-		b[52] = seg->sealed_by;
+		tlog_put64(b + 48, tlog_ckpt_ctime(&st));
+		tlog_put32(b + 56, (uint32_t)seg->nidx);
+		memset(b + 60, 0, 4);
+		b[60] = seg->sealed_by;
 		n++;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
@@ -307,7 +343,7 @@ add_part(struct out *o, struct tlog_partition *p)
 		o->len = start;
 		return false;
 	}
-	tlog_put32(o->b + start + 2 + len + 8, n);
+	tlog_put32(o->b + start + 2 + len + 16, n);
 	return true;
 }
 

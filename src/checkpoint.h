@@ -12,6 +12,8 @@
 #ifndef TLOG_CHECKPOINT_H
 #define TLOG_CHECKPOINT_H
 
+#include <sys/stat.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,13 +26,28 @@
  * threads). */
 struct tlog_ckpt;
 
+/*
+ * Which file (or directory) the checkpoint saw: its inode number and its
+ * ctime, which nothing can set back, so that a file replaced while the
+ * store was unmounted (a copy, a restore, another file given the freed
+ * inode number) is never taken for the one checkpointed.
+ */
+struct tlog_ckpt_file {
+	uint64_t ino;
+	uint64_t ctime;		/* ns */
+};
+
 /* One partition's sealed segments, oldest first, as the file holds them
  * (decoded one at a time by tlog_ckpt_segment). */
 struct tlog_ckpt_part {
 	const unsigned char *ent;
 	size_t n;
-	uint64_t dir_ino;	/* its directory's inode number */
+	struct tlog_ckpt_file dir;	/* its directory */
 };
+
+/* st's ctime in ns; whether st is the file f names. */
+uint64_t tlog_ckpt_ctime(const struct stat *st);
+bool tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st);
 
 /* Reads the checkpoint in the store directory storefd, which the clean
  * close that wrote *nonce in the clean mark must have written (NULL:
@@ -47,10 +64,10 @@ bool tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
 /* The base of entry i of cp. */
 uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
 /* A new sealed segment of p built from entry i of cp (not yet linked),
- * and in *ino the inode number its data file had; NULL when out of
+ * and in *file which data file the checkpoint saw; NULL when out of
  * memory. */
 struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
-    const struct tlog_ckpt_part *cp, size_t i, uint64_t *ino);
+    const struct tlog_ckpt_part *cp, size_t i, struct tlog_ckpt_file *file);
 
 /* Writes the checkpoint of v[0..n) (and the events partition ev, if not
  * NULL) to storefd atomically and durably; 0 or -errno. Each partition's

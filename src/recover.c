@@ -173,8 +173,9 @@ ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	size_t i, j = 0;
 
 	/* Another directory at the path (partitions swapped or copied
-	 * while the store was unmounted): not what was checkpointed. */
-	if (fstat(dfd, &st) == -1 || (uint64_t)st.st_ino != cp->dir_ino)
+	 * while the store was unmounted), or this one changed since: not
+	 * what was checkpointed. */
+	if (fstat(dfd, &st) == -1 || !tlog_ckpt_same(&cp->dir, &st))
 		goto disagree;
 	for (i = 0; i < n; i++) {
 		if (j < cp->n && f[i].base == tlog_ckpt_base(cp, j)) {
@@ -194,7 +195,7 @@ disagree:
 
 /*
  * Segment i of the checkpoint, if its data file is still the file (inode
- * number) of the size the checkpoint says (one stat, no file opened): a
+ * number and ctime) of the size the checkpoint says (one stat, no file opened): a
  * file cut, grown or replaced while the store was unmounted is loaded
  * from its files instead, and repaired as recovery repairs it (NULL).
  */
@@ -203,16 +204,16 @@ ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
     size_t i, int dfd)
 {
 	struct tlog_segment *seg;
+	struct tlog_ckpt_file file;
 	struct stat st;
-	uint64_t ino;
 	char name[32];
 
-	if ((seg = tlog_ckpt_segment(p, cp, i, &ino)) == NULL)
+	if ((seg = tlog_ckpt_segment(p, cp, i, &file)) == NULL)
 		return NULL;
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && (uint64_t)st.st_size == seg->bytes &&
-	    (uint64_t)st.st_ino == ino)
+	    tlog_ckpt_same(&file, &st))
 		return seg;
 	tlog_segment_put(seg);
 	return NULL;

@@ -146,7 +146,8 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 
 	if (s->ctx.ro) {
 		/* A reader creates nothing: the store must be one. */
-		fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
+		fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY |
+		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd == -1 && errno == ENOENT) {
 			snprintf(err, errlen, "%s is not a tlogfs store (no "
 			    ".tlogfs/format), and a read-only open creates "
@@ -162,7 +163,8 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 		    strerror(errno));
 		return -errno;
 	}
-	fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_CLOEXEC);
+	fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1 && errno == ENOENT) {
 		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
 		    TLOG_FORMAT_VERSION);
@@ -224,8 +226,9 @@ last_boot(struct tlog_store *s, char *buf, size_t len)
 	int fd;
 
 	buf[0] = '\0';
-	if ((fd = openat(s->tree.dirfd, ".tlogfs/boot", O_RDONLY | O_CLOEXEC)) ==
-	    -1)
+	/* Never through a link; a FIFO planted there never blocks. */
+	if ((fd = openat(s->tree.dirfd, ".tlogfs/boot", O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) == -1)
 		return;
 	n = read(fd, buf, len - 1);
 	buf[n > 0 ? n : 0] = '\0';

@@ -633,6 +633,101 @@ START_TEST(checkpoint_partitions_swapped)
 }
 END_TEST
 
+/* A data file rewritten in place at the same length while unmounted
+ * (same inode, new ctime) is not the file checkpointed: that segment is
+ * read from its files (here its emptied index is rebuilt). */
+START_TEST(checkpoint_file_changed_in_place)
+{
+	struct tlog_seginfo *si;
+	char *lp, *ip, *d;
+	size_t n, len;
+	int fd;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	lp = seg_path(si[1].base, ".log");
+	d = th_slurp(lp, &len);
+	fd = open(lp, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, d, len, 0), (ssize_t)len);
+	close(fd);
+	ip = seg_path(si[1].base, ".idx");
+	ck_assert_int_eq(truncate(ip, 0), 0);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, 1);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "rebuilding it from the "
+	    "data"));
+	free(d);
+	free(lp);
+	free(ip);
+	free(si);
+}
+END_TEST
+
+/* Something else than a file at the checkpoint's name (a FIFO would
+ * block a reader forever) is ignored with one line; so is a FIFO at
+ * .tlogfs/boot. */
+START_TEST(checkpoint_fifo_never_blocks)
+{
+	struct tlog_seginfo *si;
+	char *ck, *boot;
+	size_t n;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck = ckpt_path();
+	ck_assert_int_eq(unlink(ck), 0);
+	ck_assert_int_eq(mkfifo(ck, 0644), 0);
+	ck_assert_int_ge(asprintf(&boot, "%s/.tlogfs/boot", th_dir), 0);
+	unlink(boot);
+	ck_assert_int_eq(mkfifo(boot, 0644), 0);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, true, SIZE_MAX);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: not a "
+	    "checkpoint"));
+	free(boot);
+	free(ck);
+	free(si);
+}
+END_TEST
+
+/* A checkpoint whose CRC holds but whose values cannot be a sealed
+ * segment's (no record) is damaged: ignored, with one line. */
+START_TEST(checkpoint_insane_values_ignored)
+{
+	struct tlog_seginfo *si;
+	unsigned char *b;
+	char *ck;
+	size_t n, len, path;
+	uint32_t crc;
+	int fd;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck = ckpt_path();
+	b = (unsigned char *)th_slurp(ck, &len);
+	/* The first part: its path after the 24-byte header, then 20
+	 * bytes of directory and count; its first entry's records. */
+	path = (size_t)b[24] | (size_t)b[25] << 8;
+	memset(b + 26 + path + 20 + 8, 0, 8);
+	crc = tlog_crc32c(0, b, len - 4);
+	b[len - 4] = (unsigned char)crc;
+	b[len - 3] = (unsigned char)(crc >> 8);
+	b[len - 2] = (unsigned char)(crc >> 16);
+	b[len - 1] = (unsigned char)(crc >> 24);
+	fd = open(ck, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, len), (ssize_t)len);
+	close(fd);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, SIZE_MAX);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: damaged"));
+	free(b);
+	free(ck);
+	free(si);
+}
+END_TEST
+
 START_TEST(stray_and_orphan_files)
 {
 	char *p1, *p2, *p3;
@@ -781,6 +876,9 @@ main(void)
 	TH_CASE(s, damaged_checkpoint_ignored);
 	TH_CASE(s, checkpoint_of_another_close_ignored);
 	TH_CASE(s, checkpoint_partitions_swapped);
+	TH_CASE(s, checkpoint_file_changed_in_place);
+	TH_CASE(s, checkpoint_fifo_never_blocks);
+	TH_CASE(s, checkpoint_insane_values_ignored);
 	TH_CASE(s, stray_and_orphan_files);
 	TH_CASE(s, timestamps_stay_monotone_after_crash);
 	TH_CASE(s, unreadable_file_is_never_overwritten);
