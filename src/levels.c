@@ -137,6 +137,14 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		tlog_key_unknown(key, err, errlen);
 		return -ENOTSUP;
 	}
+	/* Free space is the file system's, which the whole store shares. */
+	if (k == TLOG_RETENTION_KEEP_FREE && (t != NULL || p != NULL)) {
+		snprintf(msg, sizeof(msg), "%s: set on the mount root only",
+		    key);
+		set_err(err, errlen, msg);
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
+		return -EINVAL;
+	}
 	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
 	if (r != 0) {
 		set_err(err, errlen, msg);
