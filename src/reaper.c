@@ -55,7 +55,6 @@
 #define FREE_PASS_MAX 4096	/* segments one reclaiming pass may take */
 #define FREE_SYNC_MAX 4		/* segments an append's ENOSPC may take */
 #define FREE_CHECK_MIN (256 * 1024)	/* appended bytes between checks */
-#define FREE_CHECK_OFF (64 * 1024 * 1024)	/* the same, keep.free off */
 
 struct tlog_reaper {
 	struct tlog_store *s;
@@ -307,13 +306,18 @@ free_floor(struct tlog_reaper *r, uint64_t size)
 	return v < 0 ? -1 : v;
 }
 
-/* Arms the append path's trigger: a check after a fraction of the
- * floor has been written, so no writer eats the floor between checks. */
+/* Arms the append path's trigger: a check after an eighth of the floor
+ * has been written, so no writer eats the floor between checks. Off, it
+ * stays disarmed: setting the key arms it (levels.c). */
 static void
 free_arm(struct tlog_reaper *r, int64_t floor)
 {
-	uint64_t step = floor < 0 ? FREE_CHECK_OFF : (uint64_t)floor / 8;
+	uint64_t step = (uint64_t)floor / 8;
 
+	if (floor < 0) {
+		__atomic_store_n(&r->ctx->free_check, 0, __ATOMIC_RELAXED);
+		return;
+	}
 	if (step < FREE_CHECK_MIN)
 		step = FREE_CHECK_MIN;
 	__atomic_store_n(&r->ctx->free_check, __atomic_load_n(
@@ -442,6 +446,11 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 	size_t nlast = 0, i;
 	int e, n = 0;
 
+	if (tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) == -1) {
+		free_arm(r, -1);
+		st->floor = -1;
+		return 0;		/* off: not even a statvfs */
+	}
 	if ((e = free_space(r, &avail, &size)) != 0) {
 		tlog_ctx_log_err(r->ctx, "reaper: cannot read free space: %s",
 		    strerror(-e));
