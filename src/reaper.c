@@ -369,11 +369,7 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 			continue;
 		}
 		pthread_mutex_unlock(&r->lock);
-		if (!seg->sealed)
-			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb,
-			    tlog_ctx_now(r->ctx));
-		bytes = seg->bytes;
-		tlog_part_detach(p, seg, TLOG_RULE_FREE);
+		bytes = tlog_part_free_oldest(p, &eb);
 		key = free_key_locked(p);
 		pthread_mutex_lock(&r->lock);
 		drop = fheap_update(r, p, key);

@@ -122,6 +122,9 @@ tl_check "newer segments went too" grep -q '"topic":"new"' "$TMP/events"
 tl_check "the metrics count deletions by rule free" \
     awk '$1 == "tlogfs_deletions_total{rule=\"free\"}" && $2 > 0 { f = 1 }
         END { exit !f }' "$MNT/.tlogfs/metrics"
+tl_check "the metrics count the reclaiming passes" \
+    awk '$1 == "tlogfs_free_reclaims_total" && $2 > 0 { f = 1 }
+        END { exit !f }' "$MNT/.tlogfs/metrics"
 tl_check "the daemon logged the reclaiming" grep -q 'retention.keep.free' "$ERR"
 grep 'retention.keep.free [0-9]' "$ERR" | sed -n '1,3p;$p' | sed 's/^/# /'
 tl_check "unmount" tl_umount
