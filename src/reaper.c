@@ -698,6 +698,7 @@ reaper_main(void *arg)
 	struct timespec ts;
 	int64_t due, now;
 	uint64_t t0;
+	int k;
 
 	pthread_mutex_lock(&r->lock);
 	while (!r->stop) {
@@ -711,12 +712,18 @@ reaper_main(void *arg)
 			r->free_last = now;
 			pthread_mutex_unlock(&r->lock);
 			t0 = tlog_mono_ns();
-			if (tlog_reaper_free(r->s, &fst) > 0) {
+			k = tlog_reaper_free(r->s, &fst);
+			if (k > 0) {
 				TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
 				log_free(r, &fst, "free space", t0);
 				tlog_store_wakeup(r->s);
 			}
 			pthread_mutex_lock(&r->lock);
+			/* A full pass left more to do: the next one at once
+			 * (it takes the oldest data, what the time rule
+			 * would take first anyway). */
+			if (k == FREE_PASS_MAX)
+				r->pressure = true;
 			continue;
 		}
 		if (due < 0 || due > r->free_last + FREE_TICK_MS)
