@@ -101,8 +101,8 @@ free_next(struct tlog_partition *want, const char *why)
 
 	top = tlog_reaper_free_top(th_S);
 	ck_assert_ptr_nonnull(top);
-	tlog_part_name(top, a, sizeof(a));
-	tlog_part_name(want, b, sizeof(b));
+	tlog_topic_name(tlog_partition_topic(top), a, sizeof(a));
+	tlog_topic_name(tlog_partition_topic(want), b, sizeof(b));
 	ck_assert_msg(top == want, "%s: the top is %s, not %s", why, a, b);
 	tlog_partition_put(top);
 	fake_avail = FLOOR - 1;
