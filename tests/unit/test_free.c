@@ -1,7 +1,8 @@
 /*
  * test_free.c - retention.keep.free on an injected disk (doc/reaper.md,
  * "Disk pressure"): the store-wide oldest-first choice and the free
- * heap's order under seals, deletions, renames and new partitions, the
+ * heap.s order under seals, deletions, renames, new and removed
+ * partitions, the
  * events partition last, the hysteresis and the bytes still being
  * unlinked, and an append that hits ENOSPC (a write sent to /dev/full)
  * reclaiming and retrying once.
@@ -183,6 +184,34 @@ START_TEST(order_after_other_deletions)
 	free_next(b, "after a manual deletion");
 	free_next(a, "a's remaining segment");
 	tlog_partition_put(b);
+}
+END_TEST
+
+/* A removed partition leaves the free heap (its reference too: the
+ * fixture's close would find it otherwise, under valgrind). */
+START_TEST(removed_partition_leaves)
+{
+	struct tlog_partition *b;
+	struct tlog_topic *t;
+	struct tlog_seginfo *si;
+	size_t n, i;
+
+	keep_free("16K");
+	b = th_part(th_S, "b", "0");
+	rec(b, 'b'); seal(b);			/* the store's oldest */
+	th_clock += 1000;
+	rec(th_P, 'a'); seal(th_P);
+	si = th_segs(b, &n);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(tlog_partition_delete(b, si[i].base), 0);
+	free(si);
+	tlog_unlink_pending(&th_S->q, 0);
+	t = tlog_partition_topic(b);
+	ck_assert(tlog_heap_holds(&b->fheap));
+	ck_assert_int_eq(tlog_partition_remove(t, "0"), 0);
+	ck_assert(!tlog_heap_holds(&b->fheap));	/* at once, not lazily */
+	tlog_partition_put(b);
+	free_next(th_P, "after the oldest partition was removed");
 }
 END_TEST
 
@@ -370,6 +399,7 @@ main(void)
 	th_case(su, "oldest_first_across_partitions",
 	    oldest_first_across_partitions);
 	th_case(su, "order_after_other_deletions", order_after_other_deletions);
+	th_case(su, "removed_partition_leaves", removed_partition_leaves);
 	th_case(su, "hysteresis_and_pending", hysteresis_and_pending);
 	th_case(su, "percent_and_off", percent_and_off);
 	th_hooks(full_setup, full_teardown);
