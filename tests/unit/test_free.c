@@ -1,11 +1,10 @@
 /*
  * test_free.c - retention.keep.free on an injected disk (doc/reaper.md,
  * "Disk pressure"): the store-wide oldest-first choice and the free
- * heap.s order under seals, deletions, renames, new and removed
- * partitions, the
- * events partition last, the hysteresis and the bytes still being
- * unlinked, and an append that hits ENOSPC (a write sent to /dev/full)
- * reclaiming and retrying once.
+ * heap's order under seals, deletions, renames, new and removed
+ * partitions, the events partition last, the hysteresis and the bytes
+ * still being unlinked, and an append that hits ENOSPC (a write sent to
+ * /dev/full) reclaiming and retrying once.
  */
 #include "config.h"
 
