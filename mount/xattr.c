@@ -267,7 +267,7 @@ conf_value(struct tl_fs *fs, struct tl_node *n, const char *key, char *buf,
 	else
 		r = tlog_conf_get(fs->store, NULL, n->part, key, &v);
 	if (r == 0)
-		snprintf(buf, len, "%" PRId64, v);
+		tlog_key_format(tlog_key_lookup(key), v, buf, len);
 	return r;
 }
 

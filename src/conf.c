@@ -86,6 +86,7 @@ struct keyinfo {
 	int64_t max;
 	const char *minus_one;	/* meaning of -1, NULL if refused */
 	int upper_key;		/* key bounding it from above, -1 if none */
+	bool pct;		/* also N% of the file system (1..99) */
 };
 
 static const struct keyinfo keys[TLOG_NKEYS] = {
@@ -107,6 +108,8 @@ static const struct keyinfo keys[TLOG_NKEYS] = {
 	    -1, 1000, TLOG_TIME_MAX, "off", -1 },
 	[TLOG_PARTITION_CLEANUP_MS] = { "partition.cleanup.ms", UNIT_TIME,
 	    -1, 1000, TLOG_TIME_MAX, "off", -1 },
+	[TLOG_RETENTION_KEEP_FREE] = { "retention.keep.free", UNIT_SIZE,
+	    -1, 1, INT64_MAX, "off", -1, true },
 };
 
 static bool
@@ -142,6 +145,15 @@ tlog_key_default(enum tlog_key k)
 	if (!valid_key((int)k))
 		return TLOG_UNSET;
 	return keys[k].def;
+}
+
+void
+tlog_key_format(enum tlog_key k, int64_t v, char *buf, size_t len)
+{
+	if (valid_key((int)k) && keys[k].pct && TLOG_PCT_IS(v))
+		snprintf(buf, len, "%" PRId64 "%%", TLOG_PCT_DECODE(v));
+	else
+		snprintf(buf, len, "%" PRId64, v);
 }
 
 /* ---- value parsing ---- */
@@ -234,7 +246,11 @@ range_text(enum tlog_key k, int64_t lim, char *buf, size_t blen)
 		    word);
 	else
 		snprintf(hi, sizeof(hi), "%" PRId64 " %s", ki->max, word);
-	if (ki->max == INT64_MAX)
+	if (ki->pct)
+		snprintf(buf, blen, "%s>= %" PRId64 " %s (or with unit %s), "
+		    "or N%% of the file system, N in 1..99", m1, ki->min, word,
+		    units);
+	else if (ki->max == INT64_MAX)
 		snprintf(buf, blen, "%s>= %" PRId64 " %s (or with unit %s)",
 		    m1, ki->min, word, units);
 	else
@@ -285,6 +301,17 @@ parse_syntax(enum tlog_key k, const char *s, size_t len, int64_t *out)
 
 	if (s[i] < '0' || s[i] > '9')
 		return false;
+	if (keys[k].pct && s[end - 1] == '%') {
+		/* 1..99 only: one or two digits, no leading zero. */
+		if (end - i < 2 || end - i > 3 || s[i] == '0' ||
+		    (end - i == 3 && (s[i + 1] < '0' || s[i + 1] > '9')))
+			return false;
+		v = s[i] - '0';
+		if (end - i == 3)
+			v = v * 10 + (s[i + 1] - '0');
+		*out = TLOG_PCT_ENCODE(v);
+		return true;
+	}
 	for (; i < end && s[i] >= '0' && s[i] <= '9'; i++) {
 		int d = s[i] - '0';
 
@@ -328,8 +355,8 @@ tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
 	}
 	if (s == NULL)
 		len = 0;
-	if (!parse_syntax(k, s, len, &v) ||
-	    (v != -1 && (v < keys[k].min || v > keys[k].max))) {
+	if (!parse_syntax(k, s, len, &v) || (v != -1 && !TLOG_PCT_IS(v) &&
+	    (v < keys[k].min || v > keys[k].max))) {
 		bad_value(k, s, len, -1, err, errlen);
 		return -EINVAL;
 	}
@@ -361,8 +388,11 @@ tlog_conf_save(int dirfd, const char *path, const struct tlog_conf *c)
 		if (v == TLOG_UNSET)
 			continue;
 		/* cannot truncate: 19 bytes of key, 20 of digits */
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-		    "%s=%" PRId64 "\n", keys[k].name, v);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s=",
+		    keys[k].name);
+		tlog_key_format(k, v, buf + n, sizeof(buf) - n);
+		n += strlen(buf + n);
+		buf[n++] = '\n';
 	}
 	return tlog_write_atomic(dirfd, path, buf, n);
 }

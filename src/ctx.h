@@ -29,6 +29,8 @@ struct tlog_metrics {
 	uint64_t reaper_last_due;
 	uint64_t reaper_ns;		/* time spent in reaper cycles */
 	uint64_t reaper_last_ns;
+	uint64_t free_cycles;		/* keep.free passes that freed */
+	uint64_t free_sync;		/* ENOSPC appends that reclaimed */
 	uint64_t errors;
 };
 
@@ -45,6 +47,11 @@ struct tlog_ctx {
 	unsigned suppressed;
 	struct tlog_metrics metrics;
 	uint64_t next_ino;		/* atomic */
+	/* retention.keep.free: bytes appended (users' and events'), and
+	 * the count at which the reaper wants to check free space (0:
+	 * not armed); both atomic. */
+	uint64_t free_appended;
+	uint64_t free_check;
 };
 
 void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);

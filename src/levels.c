@@ -110,6 +110,9 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 		goto fail;
 	}
 	tlog_conf_assign(&lv->conf, k, v);
+	/* A new floor is checked at the next append (reaper.c). */
+	if (k == TLOG_RETENTION_KEEP_FREE)
+		__atomic_store_n(&s->ctx.free_check, 1, __ATOMIC_RELAXED);
 	return 0;
 fail:
 	set_err(err, errlen, msg);
@@ -136,6 +139,14 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	if (k < 0) {
 		tlog_key_unknown(key, err, errlen);
 		return -ENOTSUP;
+	}
+	/* Free space is the file system's, which the whole store shares. */
+	if (k == TLOG_RETENTION_KEEP_FREE && (t != NULL || p != NULL)) {
+		snprintf(msg, sizeof(msg), "%s: set on the mount root only",
+		    key);
+		set_err(err, errlen, msg);
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
+		return -EINVAL;
 	}
 	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
 	if (r != 0) {

@@ -147,6 +147,10 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    get(&m->deleted_bytes));
 	counter(&sb, "reaper_wakeups_total", "Reaper wake-ups.",
 	    get(&m->reaper_wakeups));
+	counter(&sb, "free_reclaims_total", "Reaper passes that deleted "
+	    "segments for retention.keep.free.", get(&m->free_cycles));
+	counter(&sb, "free_enospc_reclaims_total", "Appends that hit ENOSPC "
+	    "and reclaimed for retention.keep.free.", get(&m->free_sync));
 	counter(&sb, "reaper_due_partitions_total",
 	    "Due partitions visited by the reaper.", get(&m->reaper_due));
 	gauge(&sb, "reaper_last_due_partitions",

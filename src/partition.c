@@ -55,6 +55,7 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 	p->ncursors = 0;
 	p->cursor_floor = UINT64_MAX;
 	pthread_mutex_init(&p->cursor_lock, NULL);
+	tlog_heap_node_init(&p->fheap);
 	return p;
 }
 
@@ -222,6 +223,8 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
 		return 0;
 	r = tlog_seg_seal(seg, why);
 	p->env->sealed(p->env->arg, p);
+	if (sched_arg(p) != NULL)
+		p->env->sched->sealed(sched_arg(p), p);
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
 	return r;
@@ -359,6 +362,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	if ((r = tlog_seg_open_files(seg, false)) != 0)
 		goto fail;
 	seg->wgen++;
+	TLOG_HOOK(p->ctx, TLOG_HOOK_WRITE, p);
 	r = pwrite_all(seg->fd, buf + run->start, run->len,
 	    (off_t)seg->bytes);
 	if (r != 0) {
@@ -649,8 +653,8 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
  * adding the record (run_add); splitting the loop would spread that one
  * decision over functions that each need all of its state.
  */
-size_t
-tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
+static size_t
+append_once(struct tlog_partition *p, const char *buf, size_t len,
     bool tail_is_record, int *errp)
 {
 	struct tlog_segment *seg;
@@ -727,14 +731,50 @@ out:
 	if (pos > 0 && !p->quiet)
 		TLOG_METRIC_ADD(p->ctx, appends, 1);
 	tlog_part_emit(p, &eb);
-	if (r != 0)
-		log_refused(p, record_len(buf + pos, len - pos, l.rec_max,
-		    true), r, &l);
 	/* Sealing faster than the flusher syncs: the writer waits for the
 	 * disk instead of holding ever more descriptors. */
 	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
 		tlog_part_flush(p, true);
 	*errp = r;
+	return pos;
+}
+
+/*
+ * A full disk with retention.keep.free set: the scheduler frees space
+ * (oldest data store-wide) with no lock held, and the records not
+ * written are tried once more; the one in flight was cut whole. The
+ * events partition never reclaims: the reclaim's own events go there.
+ * Then the pressure check: past ctx->free_check appended bytes, the
+ * reaper is told to look at free space.
+ */
+size_t
+tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
+    bool tail_is_record, int *errp)
+{
+	struct limits l;
+	uint64_t at, chk;
+	size_t pos;
+	void *arg;
+
+	pos = append_once(p, buf, len, tail_is_record, errp);
+	if (*errp == -ENOSPC && !p->quiet && (arg = sched_arg(p)) != NULL &&
+	    p->env->sched->reclaim(arg, p) > 0)
+		pos += append_once(p, buf + pos, len - pos, tail_is_record,
+		    errp);
+	if (*errp != 0) {
+		get_limits(p, &l);
+		log_refused(p, record_len(buf + pos, len - pos, l.rec_max,
+		    true), *errp, &l);
+	}
+	if (pos > 0) {
+		at = __atomic_add_fetch(&p->ctx->free_appended, pos,
+		    __ATOMIC_RELAXED);
+		chk = __atomic_load_n(&p->ctx->free_check, __ATOMIC_RELAXED);
+		if (chk != 0 && at >= chk && (arg = sched_arg(p)) != NULL &&
+		    __atomic_compare_exchange_n(&p->ctx->free_check, &chk, 0,
+		    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			p->env->sched->pressure(arg);
+	}
 	return pos;
 }
 

@@ -37,6 +37,14 @@ struct tlog_sched_ops {
 	/* The store closes with the scheduler still attached: it lets go
 	 * of every partition (no partition lock held). */
 	void (*detach)(void *arg);
+	/* p sealed a segment: its oldest one may now be sealed
+	 * (p->sd.lock held). */
+	void (*sealed)(void *arg, struct tlog_partition *p);
+	/* An append to p hit ENOSPC: free space now if retention.keep.free
+	 * is set (no lock held). > 0: something was freed, retry once. */
+	int (*reclaim)(void *arg, struct tlog_partition *p);
+	/* Appends passed ctx->free_check bytes: check free space soon. */
+	void (*pressure)(void *arg);
 };
 
 /*
@@ -101,6 +109,8 @@ struct tlog_partition {
 	 * cursor_lock, before any other lock of p's. */
 	struct tlog_cursor *cursors;
 	pthread_mutex_t cursor_lock;
+	struct tlog_heap_node fheap;	/* the reaper's free-space heap: key =
+					   oldest segment's max_ts */
 };
 
 /* The count of p's cursors (p->sd.lock held, or a racy read). */

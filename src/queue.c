@@ -46,6 +46,7 @@ tlog_queue_unlink(struct tlog_queue *q, struct tlog_segment *seg)
 	pthread_mutex_lock(&q->lock);
 	__atomic_add_fetch(&p->pending_unlinks, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&q->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
 	q->nunlink++;
 	pthread_cond_broadcast(&q->cond);

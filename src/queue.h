@@ -26,6 +26,7 @@ struct tlog_queue {
 	pthread_cond_t cond;		/* work queued, a drain's progress */
 	struct tlog_seglist unlinkq;	/* each referenced */
 	size_t nunlink;
+	uint64_t pending_bytes;		/* atomic: their bytes, store-wide */
 	struct tlog_partq flushq;	/* each referenced */
 	size_t nflush;
 	bool wakeup;

@@ -32,14 +32,29 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+
 #include <syslog.h>
 #include <time.h>
 
 #include "reaper.h"
 #include "retention.h"
 #include "store.h"
+#include "unlink.h"
 
 #define REAP_BATCH 64
+
+/*
+ * retention.keep.free (doc/reaper.md, "Disk pressure"). The free heap's
+ * key puts sealed segments first, then active ones (sealed only when no
+ * sealed one is left), the events partition after everyone.
+ */
+#define FREE_ACTIVE ((int64_t)1 << 60)
+#define FREE_EVENTS ((int64_t)1 << 61)
+#define FREE_TICK_MS 1000	/* free space is checked at least this often */
+#define FREE_PASS_MAX 4096	/* segments one reclaiming pass may take */
+#define FREE_SYNC_MAX 4		/* segments an append's ENOSPC may take */
+#define FREE_CHECK_MIN (256 * 1024)	/* appended bytes between checks */
 
 struct tlog_reaper {
 	struct tlog_store *s;
@@ -53,6 +68,13 @@ struct tlog_reaper {
 	pthread_t th;
 	bool running;
 	bool stop;
+	/* retention.keep.free: partitions by their oldest segment's max_ts
+	 * (each referenced; under lock, kept with sched), one reclaiming
+	 * pass at a time (free_lock, taken before any partition lock). */
+	struct tlog_heap fheap;
+	pthread_mutex_t free_lock;
+	bool pressure;			/* appends asked for a check */
+	int64_t free_last;		/* last check, engine time */
 };
 
 static struct tlog_partition *
@@ -101,6 +123,61 @@ heap_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t due)
 	return NULL;
 }
 
+/* ---- the free heap (r->lock held) ---- */
+
+static struct tlog_partition *
+fpart_of(struct tlog_heap_node *x)
+{
+	return TLOG_CONTAINER_OF(x, struct tlog_partition, fheap);
+}
+
+/*
+ * p's key in the free heap (p->sd.lock held), -1 if it has no segment.
+ * An active segment's max_ts only grows and a detach only leaves newer
+ * segments, so a key can only go stale low, which costs a retry when it
+ * reaches the top (free_one); a seal (the only way down) updates it at
+ * once. An empty active segment counts from the newest timestamp handed
+ * out, below any record it will take.
+ */
+static int64_t
+free_key_locked(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
+	int64_t k;
+
+	if (seg == NULL)
+		return -1;
+	k = seg->records > 0 ? seg->max_ts : p->last_ts;
+	if (k < 0)
+		k = 0;
+	if (!seg->sealed)
+		k += FREE_ACTIVE;
+	if (p->quiet)
+		k += FREE_EVENTS;
+	return k;
+}
+
+/* Sets p's free key (-1: out); returns the reference to drop, if any. */
+static struct tlog_partition *
+fheap_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t key)
+{
+	if (key < 0 || tlog_level_dead(&p->lv)) {
+		if (!tlog_heap_holds(&p->fheap))
+			return NULL;
+		tlog_heap_remove(&r->fheap, &p->fheap);
+		return p;
+	}
+	p->fheap.key = key;
+	if (tlog_heap_holds(&p->fheap))
+		tlog_heap_fix(&r->fheap, &p->fheap);
+	else if (tlog_heap_insert(&r->fheap, &p->fheap) != 0)
+		tlog_ctx_log_err(r->ctx, "reaper: out of memory keeping a "
+		    "partition for retention.keep.free");
+	else
+		tlog_part_ref(p);
+	return NULL;
+}
+
 /* ---- the scheduler's hooks (struct tlog_sched_ops) ---- */
 
 static void
@@ -115,6 +192,27 @@ reaper_sched_earlier(void *arg, struct tlog_partition *p, int64_t due)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* A new segment (the earlier hook) or a seal: p's free key, p->sd.lock
+ * held. A partition that had none enters the free heap here. */
+static void
+reaper_sealed(void *arg, struct tlog_partition *p)
+{
+	struct tlog_reaper *r = arg;
+	int64_t key = free_key_locked(p);
+
+	pthread_mutex_lock(&r->lock);
+	if (key >= 0 && !tlog_level_dead(&p->lv))
+		fheap_update(r, p, key);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void
+reaper_earlier(void *arg, struct tlog_partition *p, int64_t due)
+{
+	reaper_sched_earlier(arg, p, due);
+	reaper_sealed(arg, p);
+}
+
 /*
  * The due time is computed and applied under the partition's lock: an
  * append that creates a segment (and schedules the partition) in between
@@ -125,39 +223,325 @@ static void
 reaper_resched(void *arg, struct tlog_partition *p)
 {
 	struct tlog_reaper *r = arg;
-	struct tlog_partition *drop;
-	int64_t due;
+	struct tlog_partition *drop, *fdrop;
+	int64_t due, key;
 
 	pthread_mutex_lock(&p->sd.lock);
 	due = tlog_part_due_locked(p);
+	key = free_key_locked(p);
 	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
 	pthread_mutex_lock(&r->lock);
 	drop = heap_update(r, p, due);
+	fdrop = fheap_update(r, p, key);
 	pthread_mutex_unlock(&r->lock);
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_partition_put(drop);
+	tlog_partition_put(fdrop);
 }
 
 static void
 reaper_unsched(void *arg, struct tlog_partition *p)
 {
 	struct tlog_reaper *r = arg;
-	struct tlog_partition *drop;
+	struct tlog_partition *drop, *fdrop;
 
 	pthread_mutex_lock(&r->lock);
 	drop = heap_update(r, p, -1);
+	fdrop = fheap_update(r, p, -1);
 	pthread_mutex_unlock(&r->lock);
 	tlog_partition_put(drop);
+	tlog_partition_put(fdrop);
+}
+
+static void
+reaper_pressure(void *arg)
+{
+	struct tlog_reaper *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	r->pressure = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
 }
 
 static void reaper_detach(void *arg);
+static int reaper_reclaim(void *arg, struct tlog_partition *p);
 
 static const struct tlog_sched_ops reaper_ops = {
-	reaper_sched_earlier,
+	reaper_earlier,
 	reaper_resched,
 	reaper_unsched,
 	reaper_detach,
+	reaper_sealed,
+	reaper_reclaim,
+	reaper_pressure,
 };
+
+/* ---- disk pressure: retention.keep.free ---- */
+
+static int
+free_space(struct tlog_reaper *r, uint64_t *avail, uint64_t *size)
+{
+	struct statvfs sv;
+
+	if (r->ctx->opts.free_space != NULL)
+		return r->ctx->opts.free_space(r->ctx->opts.free_space_arg,
+		    avail, size);
+	if (statvfs(r->s->path, &sv) == -1)
+		return -errno;
+	/* f_bavail: what a writer without the root reserve may use. */
+	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	*size = (uint64_t)sv.f_blocks * sv.f_frsize;
+	return 0;
+}
+
+/* The floor in bytes for a file system of size bytes; -1 if off. */
+static int64_t
+free_floor(struct tlog_reaper *r, uint64_t size)
+{
+	int64_t v = tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE);
+
+	if (TLOG_PCT_IS(v))
+		return (int64_t)(size / 100 * (uint64_t)TLOG_PCT_DECODE(v));
+	return v < 0 ? -1 : v;
+}
+
+/* Arms the append path's trigger: a check after an eighth of the floor
+ * has been written, so no writer eats the floor between checks. Off, it
+ * stays disarmed: setting the key arms it (levels.c). */
+static void
+free_arm(struct tlog_reaper *r, int64_t floor)
+{
+	uint64_t step = (uint64_t)floor / 8;
+
+	if (floor < 0) {
+		__atomic_store_n(&r->ctx->free_check, 0, __ATOMIC_RELAXED);
+		return;
+	}
+	if (step < FREE_CHECK_MIN)
+		step = FREE_CHECK_MIN;
+	__atomic_store_n(&r->ctx->free_check, __atomic_load_n(
+	    &r->ctx->free_appended, __ATOMIC_RELAXED) + step,
+	    __ATOMIC_RELAXED);
+}
+
+/*
+ * Detaches the store's oldest segment (the free heap's top, its key
+ * checked under the partition's lock: a stale one is fixed and the top
+ * looked at again). Returns its bytes, 0 if nothing is left; *pp is its
+ * partition (not referenced: compare only). Empty partitions (an empty
+ * active segment) leave the heap; the next segment brings them back.
+ * free_lock held, no partition lock.
+ */
+static uint64_t
+free_one(struct tlog_reaper *r, struct tlog_partition **pp)
+{
+	struct tlog_heap_node *top;
+	struct tlog_partition *p, *drop;
+	struct tlog_segment *seg;
+	struct tlog_evbuf eb = { 0 };
+	uint64_t bytes;
+	int64_t key;
+
+	for (;;) {
+		pthread_mutex_lock(&r->lock);
+		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
+			pthread_mutex_unlock(&r->lock);
+			return 0;
+		}
+		p = fpart_of(top);
+		tlog_part_ref(p);
+		pthread_mutex_unlock(&r->lock);
+
+		pthread_mutex_lock(&p->sd.lock);
+		seg = TAILQ_FIRST(&p->segs);
+		key = free_key_locked(p);
+		if (seg != NULL && seg->records == 0)
+			key = -1;	/* nothing to free in p for now */
+		pthread_mutex_lock(&r->lock);
+		if (!tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
+		    key < 0) {
+			drop = fheap_update(r, p, key);
+			pthread_mutex_unlock(&r->lock);
+			pthread_mutex_unlock(&p->sd.lock);
+			tlog_partition_put(drop);
+			tlog_partition_put(p);
+			continue;
+		}
+		pthread_mutex_unlock(&r->lock);
+		bytes = tlog_part_free_oldest(p, &eb);
+		key = free_key_locked(p);
+		pthread_mutex_lock(&r->lock);
+		drop = fheap_update(r, p, key);
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&p->sd.lock);
+		tlog_part_emit(p, &eb);
+		tlog_partition_put(drop);
+		/* The time rule's due time may have moved. */
+		reaper_resched(r, p);
+		*pp = p;
+		tlog_partition_put(p);
+		return bytes;
+	}
+}
+
+struct tlog_partition *
+tlog_reaper_free_top(struct tlog_store *s)
+{
+	struct tlog_reaper *r = reaper_of(s);
+	struct tlog_heap_node *top;
+	struct tlog_partition *p, *drop;
+	struct tlog_segment *seg;
+	int64_t key;
+
+	if (r == NULL)
+		return NULL;
+	for (;;) {
+		pthread_mutex_lock(&r->lock);
+		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
+			pthread_mutex_unlock(&r->lock);
+			return NULL;
+		}
+		p = fpart_of(top);
+		tlog_part_ref(p);
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_lock(&p->sd.lock);
+		seg = TAILQ_FIRST(&p->segs);
+		key = free_key_locked(p);
+		if (seg != NULL && seg->records == 0)
+			key = -1;
+		pthread_mutex_lock(&r->lock);
+		if (tlog_heap_holds(&p->fheap) && key == p->fheap.key) {
+			pthread_mutex_unlock(&r->lock);
+			pthread_mutex_unlock(&p->sd.lock);
+			return p;
+		}
+		drop = tlog_heap_holds(&p->fheap) ? fheap_update(r, p, key) :
+		    NULL;
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&p->sd.lock);
+		tlog_partition_put(drop);
+		tlog_partition_put(p);
+	}
+}
+
+/*
+ * One reclaiming pass (free_lock held): if free space, counting the
+ * bytes of detached segments not yet unlinked as free already (they
+ * will be), is below the floor, detaches oldest segments until it is
+ * above floor + floor / 16, at most max of them; at least one if
+ * force. Returns the count detached.
+ */
+static int
+free_pass(struct tlog_reaper *r, int max, bool force,
+    struct tlog_free_stats *st)
+{
+	struct tlog_partition *p, *last[64];
+	uint64_t avail, size, have, b;
+	int64_t floor;
+	size_t nlast = 0, i;
+	int e, n = 0;
+
+	if (tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) == -1) {
+		free_arm(r, -1);
+		st->floor = -1;
+		return 0;		/* off: not even a statvfs */
+	}
+	if ((e = free_space(r, &avail, &size)) != 0) {
+		tlog_ctx_log_err(r->ctx, "reaper: cannot read free space: %s",
+		    strerror(-e));
+		return 0;
+	}
+	floor = free_floor(r, size);
+	free_arm(r, floor);
+	st->avail = avail;
+	st->pending = __atomic_load_n(&r->s->q.pending_bytes,
+	    __ATOMIC_RELAXED);
+	st->floor = floor;
+	if (floor < 0)
+		return 0;
+	have = avail + st->pending;
+	if (have >= (uint64_t)floor && !force)
+		return 0;
+	st->target = (uint64_t)floor + (uint64_t)floor / 16;
+	while (n < max && (have < st->target || (force && n == 0))) {
+		if ((b = free_one(r, &p)) == 0)
+			break;
+		have += b;
+		st->bytes += b;
+		st->segments++;
+		n++;
+		for (i = 0; i < nlast && last[i] != p; i++)
+			;
+		if (i == nlast) {
+			st->partitions++;
+			if (nlast < sizeof(last) / sizeof(last[0]))
+				last[nlast++] = p;
+		}
+	}
+	return n;
+}
+
+static void
+log_free(struct tlog_reaper *r, const struct tlog_free_stats *st,
+    const char *who, uint64_t t0)
+{
+	if (st->segments == 0)
+		return;
+	tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %s %" PRIu64 " bytes free "
+	    "(+%" PRIu64 " being unlinked), retention.keep.free %" PRId64
+	    ": %" PRIu64 " segments (%" PRIu64 " bytes) freed from %" PRIu64
+	    " partitions in %.3f ms", who, st->avail, st->pending, st->floor,
+	    st->segments, st->bytes, st->partitions,
+	    (double)(tlog_mono_ns() - t0) / 1e6);
+}
+
+int
+tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st)
+{
+	struct tlog_reaper *r = reaper_of(s);
+	int n;
+
+	memset(st, 0, sizeof(*st));
+	st->floor = -1;
+	if (s->ctx.ro || r == NULL)
+		return 0;
+	pthread_mutex_lock(&r->free_lock);
+	n = free_pass(r, FREE_PASS_MAX, false, st);
+	pthread_mutex_unlock(&r->free_lock);
+	return n;
+}
+
+/*
+ * An append hit ENOSPC (no lock held): with keep.free set, what waits to
+ * be unlinked goes first, then at most FREE_SYNC_MAX oldest segments
+ * (at least one, whatever the count says: the disk is full), unlinked
+ * here and now. Returns what was unlinked or detached.
+ */
+static int
+reaper_reclaim(void *arg, struct tlog_partition *p)
+{
+	struct tlog_reaper *r = arg;
+	struct tlog_free_stats st;
+	uint64_t avail, size, t0 = tlog_mono_ns();
+	int n;
+
+	(void)p;
+	if (r->ctx->ro || free_space(r, &avail, &size) != 0 ||
+	    free_floor(r, size) < 0)
+		return 0;
+	memset(&st, 0, sizeof(st));
+	pthread_mutex_lock(&r->free_lock);
+	n = tlog_unlink_pending(&r->s->q, 0);
+	n += free_pass(r, FREE_SYNC_MAX, true, &st);
+	pthread_mutex_unlock(&r->free_lock);
+	if (st.segments > 0) {
+		n += tlog_unlink_pending(&r->s->q, 0);
+		TLOG_METRIC_ADD(r->ctx, free_sync, 1);
+	}
+	log_free(r, &st, "an append hit ENOSPC:", t0);
+	return n;
+}
 
 /* ---- wake-ups ---- */
 
@@ -310,18 +694,40 @@ reaper_main(void *arg)
 	struct tlog_reaper *r = arg;
 	struct tlog_heap_node *top;
 	struct tlog_reap_stats st;
+	struct tlog_free_stats fst;
 	struct timespec ts;
 	int64_t due, now;
 	uint64_t t0;
+	int k;
 
 	pthread_mutex_lock(&r->lock);
 	while (!r->stop) {
 		due = (top = tlog_heap_top(&r->heap)) != NULL ? top->key : -1;
 		now = tlog_ctx_now(r->ctx);
-		if (due < 0) {
-			pthread_cond_wait(&r->cond, &r->lock);
+		/* Disk pressure: when appends passed their share of the
+		 * floor, and once a tick whatever happens. */
+		if (r->pressure || now - r->free_last >= FREE_TICK_MS ||
+		    now < r->free_last) {
+			r->pressure = false;
+			r->free_last = now;
+			pthread_mutex_unlock(&r->lock);
+			t0 = tlog_mono_ns();
+			k = tlog_reaper_free(r->s, &fst);
+			if (k > 0) {
+				TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
+				log_free(r, &fst, "free space", t0);
+				tlog_store_wakeup(r->s);
+			}
+			pthread_mutex_lock(&r->lock);
+			/* A full pass left more to do: the next one at once
+			 * (it takes the oldest data, what the time rule
+			 * would take first anyway). */
+			if (k == FREE_PASS_MAX)
+				r->pressure = true;
 			continue;
 		}
+		if (due < 0 || due > r->free_last + FREE_TICK_MS)
+			due = r->free_last + FREE_TICK_MS;
 		if (due > now) {
 			/* Engine time never runs faster than real time, so
 			 * this never oversleeps; at half speed it wakes early
@@ -358,6 +764,10 @@ tlog_reaper_attach(struct tlog_store *s)
 	pthread_mutex_init(&r->lock, NULL);
 	tlog_cond_init_mono(&r->cond);
 	tlog_heap_init(&r->heap);
+	tlog_heap_init(&r->fheap);
+	pthread_mutex_init(&r->free_lock, NULL);
+	/* The first append checks free space. */
+	__atomic_store_n(&s->ctx.free_check, 1, __ATOMIC_RELAXED);
 	tlog_store_set_sched(s, &reaper_ops, r);
 	/* Everything that can expire or seal is scheduled; whatever came
 	 * due while the store was closed is due now. */
@@ -421,7 +831,14 @@ reaper_detach(void *arg)
 		tlog_heap_remove(&r->heap, top);
 		tlog_partition_put(part_of(top));
 	}
+	while ((top = tlog_heap_top(&r->fheap)) != NULL) {
+		tlog_heap_remove(&r->fheap, top);
+		tlog_partition_put(fpart_of(top));
+	}
+	__atomic_store_n(&r->ctx->free_check, 0, __ATOMIC_RELAXED);
 	tlog_heap_destroy(&r->heap);
+	tlog_heap_destroy(&r->fheap);
+	pthread_mutex_destroy(&r->free_lock);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	free(r);

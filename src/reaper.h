@@ -35,6 +35,28 @@ int64_t tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st);
 /* The earliest due time (-1 if none) and how many partitions wait. */
 int64_t tlog_reaper_next_due(struct tlog_store *s);
 size_t tlog_reaper_scheduled(struct tlog_store *s);
+/* What one reclaiming pass for retention.keep.free saw and did. */
+struct tlog_free_stats {
+	uint64_t avail;		/* free space at the start */
+	uint64_t pending;	/* bytes detached, not yet unlinked */
+	int64_t floor;		/* the floor in bytes, -1: off */
+	uint64_t target;	/* floor + hysteresis, if it reclaimed */
+	uint64_t segments;	/* detached (rule free) */
+	uint64_t bytes;		/* their bytes */
+	uint64_t partitions;	/* how many partitions they came from */
+};
+
+/*
+ * One check of free space (on the injected free_space, if any): below
+ * retention.keep.free, counting detached segments not yet unlinked as
+ * free, detaches the store's oldest segments (oldest newest record
+ * first, active ones after every sealed one, the events partition
+ * last) until free space reaches floor + floor / 16. Returns the count.
+ */
+int tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st);
+/* The partition the next reclaim would take from (referenced; NULL if
+ * none), for tests; its key is fixed first. */
+struct tlog_partition *tlog_reaper_free_top(struct tlog_store *s);
 /* Detaches the reaper from s (stopping its thread), as the store's close
  * does if it is still attached. */
 void tlog_reaper_detach(struct tlog_store *s);

@@ -333,6 +333,22 @@ tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes)
 	return n;
 }
 
+uint64_t
+tlog_part_free_oldest(struct tlog_partition *p, struct tlog_evbuf *eb)
+{
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
+	uint64_t bytes;
+
+	if (seg == NULL || seg->records == 0)
+		return 0;
+	if (!seg->sealed)
+		tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb,
+		    tlog_ctx_now(p->ctx));
+	bytes = seg->bytes;
+	tlog_part_detach(p, seg, TLOG_RULE_FREE);
+	return bytes;
+}
+
 int64_t
 tlog_part_due(struct tlog_partition *p)
 {

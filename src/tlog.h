@@ -49,6 +49,7 @@ enum tlog_key {
 	TLOG_RECORD_MAX_BYTES,
 	TLOG_RETENTION_CONSUMED_MS,
 	TLOG_PARTITION_CLEANUP_MS,
+	TLOG_RETENTION_KEEP_FREE,
 	TLOG_NKEYS
 };
 
@@ -60,6 +61,16 @@ struct tlog_conf {
 /* "retention.ms" -> TLOG_RETENTION_MS; -1 if unknown. */
 int tlog_key_lookup(const char *name);
 const char *tlog_key_name(enum tlog_key k);
+/* A value of k as getxattr and the key=value files show it. */
+void tlog_key_format(enum tlog_key k, int64_t v, char *buf, size_t len);
+/*
+ * retention.keep.free as a percentage of the file system: N% (1..99) is
+ * kept as -100 - N, below -1 (off) and above TLOG_UNSET, so a level's
+ * value stays one int64_t.
+ */
+#define TLOG_PCT_ENCODE(n) (-100 - (int64_t)(n))
+#define TLOG_PCT_IS(v) ((v) <= -101 && (v) >= -199)
+#define TLOG_PCT_DECODE(v) (-100 - (v))
 
 /* ---- roll triggers and deletion rules ---- */
 
@@ -81,6 +92,7 @@ enum tlog_rule {
 	TLOG_RULE_SIZE,
 	TLOG_RULE_MANUAL,
 	TLOG_RULE_CONSUMED,	/* every cursor passed it, and it is old */
+	TLOG_RULE_FREE,		/* retention.keep.free: disk pressure */
 	TLOG_NRULES
 };
 const char *tlog_rule_name(enum tlog_rule r);
@@ -144,6 +156,14 @@ struct tlog_store_opts {
 	void (*hook)(void *arg, int point, struct tlog_partition *p);
 	void *hook_arg;
 	/*
+	 * Free space of the store's file system (retention.keep.free):
+	 * bytes an unprivileged writer may still use, and the size; 0 or
+	 * -errno. NULL: statvfs on the store (f_bavail, f_blocks times
+	 * f_frsize). Tests inject a fake disk.
+	 */
+	int (*free_space)(void *arg, uint64_t *avail, uint64_t *size);
+	void *free_space_arg;
+	/*
 	 * Read-only (the mount's -o ro): nothing in the store changes.
 	 * The store is locked shared (read-only opens coexist, a writer
 	 * is kept out and keeps them out), the lock's pid, the clean
@@ -172,6 +192,9 @@ enum tlog_hook {
 	 * about to be checked again under the locks and removed. No lock
 	 * held. */
 	TLOG_HOOK_CLEANUP,
+	/* The append path, partition lock held, just before a run of
+	 * records is written to the active segment. */
+	TLOG_HOOK_WRITE,
 };
 
 /*

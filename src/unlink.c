@@ -140,6 +140,7 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	last = __atomic_sub_fetch(&p->pending_unlinks, 1,
 	    __ATOMIC_RELEASE) == 0;
 	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&q->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 	emit_deleted(p, seg);

@@ -41,6 +41,7 @@ if [ "$QUICK" != 0 ]; then
 	READ_MIB=64 READ_SEG=8M
 	WAKE_PARTS=100000
 	DRAIN_SEGS=20000
+	KEEPFREE_SECS=2
 	SCALE_PARTS=10000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=100000
 	PIPE_LINES=2000000
@@ -52,6 +53,7 @@ else
 	READ_MIB=512 READ_SEG=64M
 	WAKE_PARTS=100000
 	DRAIN_SEGS=100000
+	KEEPFREE_SECS=5
 	SCALE_PARTS=100000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=40000
 	PIPE_LINES=5000000
@@ -308,6 +310,18 @@ run_reaper() {	# NAME PARENT
 		record "4 append p50, during drain (us)" $fs engine "$(echo "$out" | sed -n 's/^append_drain.*p50_us=\([0-9.]*\).*/\1/p')"
 		record "4 append p99, during drain (us)" $fs engine "$(echo "$out" | sed -n 's/^append_drain.*p99_us=\([0-9.]*\).*/\1/p')"
 		rm -rf "$d/drain$r"
+	done
+	log "$fs: workload 4, retention.keep.free: a $DRAIN_SEGS-segment backlog on a full (fake) disk, then appends with and without pressure"
+	for r in $(seq 1 $dreps); do
+		out=$("$TLBENCH" keepfree "$d/free$r" $DRAIN_SEGS $KEEPFREE_SECS)
+		echo "$out" >&2
+		record "4 keep.free deletion rate (segments/s)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_backlog.*segments_per_s=\([0-9]*\).*/\1/p')"
+		record "4 keep.free append rate, off (appends/s)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_off_rate appends_per_s=\([0-9]*\).*/\1/p')"
+		record "4 keep.free append rate, reclaiming (appends/s)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_on_rate appends_per_s=\([0-9]*\).*/\1/p')"
+		record "4 keep.free append p99, off (us)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_off .*p99_us=\([0-9.]*\).*/\1/p')"
+		record "4 keep.free append p99, reclaiming (us)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_on .*p99_us=\([0-9.]*\).*/\1/p')"
+		record "4 keep.free segments reclaimed" $fs engine "$(echo "$out" | sed -n 's/^keepfree_reclaimed segments=\([0-9]*\).*/\1/p')"
+		rm -rf "$d/free$r"
 	done
 	rm -rf --one-file-system "$d"
 }

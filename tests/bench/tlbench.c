@@ -29,6 +29,16 @@
  *	setxattr(2), as a consumer commits): N commits of user.cursor.bench
  *	to offsets 0, 1, ... (wrapping below the end offset); each is
  *	durable (atomic replace, fsync) when setxattr returns.
+ *   tlbench keepfree DIR NSEGS SECS
+ *	retention.keep.free on a fake disk (the injected free_space: a
+ *	capacity less what was appended and not yet unlinked). A backlog
+ *	of NSEGS segments (generated as above, not expired) with a disk
+ *	that reads full: the deletion rate of the reaper and an unlinker
+ *	thread. Then one writer appends 100-byte lines to lat/0 (1 MiB
+ *	segments) for SECS seconds with the key off, and SECS more with a
+ *	16 MiB floor on a disk of 24 MiB over what is in the store, so the
+ *	reaper reclaims all along: throughput and latency percentiles of
+ *	both, and the segments reclaimed.
  *
  * Output: key=value pairs, one line per measurement.
  */
@@ -462,6 +472,150 @@ commit(const char *part, long n)
 	return 0;
 }
 
+/* ---- keepfree ---- */
+
+static struct tlog_store *kf_store;
+static uint64_t kf_cap;			/* the fake disk's size */
+static int kf_full;			/* it reads full */
+
+static int
+kf_free(void *arg, uint64_t *avail, uint64_t *size)
+{
+	struct tlog_store *s = __atomic_load_n(&kf_store, __ATOMIC_ACQUIRE);
+	uint64_t used = 0;
+
+	(void)arg;
+	if (s != NULL)
+		used = __atomic_load_n(&s->ctx.free_appended,
+		    __ATOMIC_RELAXED) - __atomic_load_n(
+		    &s->ctx.metrics.deleted_bytes, __ATOMIC_RELAXED);
+	*size = kf_cap;
+	*avail = kf_full || used >= kf_cap ? 0 : kf_cap - used;
+	return 0;
+}
+
+static void
+kf_set(struct tlog_store *s, struct tlog_partition *p, const char *key,
+    const char *v)
+{
+	char err[256];
+
+	if (tlog_conf_set(s, NULL, p, key, v, strlen(v), err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "tlbench: %s=%s: %s\n", key, v, err);
+		exit(1);
+	}
+}
+
+/* Appends 100-byte lines for secs; reports the rate and percentiles. */
+static void
+kf_write(const char *what, struct tlog_writer *w, double secs)
+{
+	static uint32_t *ns;
+	size_t cap = 16 << 20, n;
+	char line[100];
+	double t0 = mono(), t1;
+
+	if (ns == NULL && (ns = calloc(cap, sizeof(*ns))) == NULL)
+		die("calloc");
+	memset(line, 'k', sizeof(line));
+	line[sizeof(line) - 1] = '\n';
+	for (n = 0; n < cap; n++) {
+		t1 = mono();
+		if (tlog_writer_write(w, line, sizeof(line)) != sizeof(line))
+			die("append");
+		ns[n] = (uint32_t)((mono() - t1) * 1e9);
+		if ((n & 1023) == 0 && mono() - t0 >= secs)
+			break;
+	}
+	printf("%s_rate appends_per_s=%.0f mb_per_s=%.1f\n", what,
+	    (double)n / (mono() - t0), (double)n * 100 / 1e6 / (mono() - t0));
+	lat_report(what, ns, n);
+}
+
+static int
+keepfree(const char *dir, long nsegs, double secs)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s = NULL;
+	struct tlog_topic *t;
+	struct tlog_partition *lp, *bp;
+	struct tlog_writer *w;
+	struct tlog_part_stats ps;
+	pthread_t ut;
+	char err[512], cap[32];
+	uint64_t del0;
+	double t0, tdone;
+
+	gen(dir, "backlog", 1, nsegs, 3600000LL, 0);
+	memset(&o, 0, sizeof(o));
+	o.clock = bench_clock;
+	o.log = quiet_log;
+	o.free_space = kf_free;
+	kf_cap = 1ULL << 40;
+	if (tlog_store_open(dir, &o, &s, err, sizeof(err)) != 0) {
+		fprintf(stderr, "tlbench: open %s: %s\n", dir, err);
+		exit(1);
+	}
+	__atomic_store_n(&kf_store, s, __ATOMIC_RELEASE);
+	t = tlog_topic_get(s, "backlog");
+	bp = t ? tlog_partition_get(t, "0") : NULL;
+	if (bp == NULL)
+		die("backlog/0");
+	tlog_topic_put(t);
+	if (tlog_topic_create(s, "lat", &t) != 0 ||
+	    tlog_partition_create(t, "0", &lp) != 0)
+		die("lat/0");
+	tlog_topic_put(t);
+	kf_set(s, lp, "segment.bytes", "1M");
+	stop_unlinker = 0;
+	if (pthread_create(&ut, NULL, unlinker, s) != 0)
+		die("pthread_create");
+	if (tlog_reaper_start(s) != 0)
+		die("reaper_start");
+
+	/* The backlog on a disk that reads full. */
+	kf_full = 1;
+	t0 = mono();
+	kf_set(s, NULL, "retention.keep.free", "16M");
+	for (;;) {
+		tlog_partition_stats(bp, &ps);
+		if (ps.segments == 0 && tlog_store_unlink_queued(s) == 0)
+			break;
+		usleep(1000);
+	}
+	tdone = mono();
+	kf_full = 0;
+	printf("keepfree_backlog segments=%ld secs=%.3f segments_per_s=%.0f\n",
+	    nsegs, tdone - t0, (double)nsegs / (tdone - t0));
+	kf_set(s, NULL, "retention.keep.free", "-1");
+
+	if ((w = tlog_writer_open(lp)) == NULL)
+		die("writer");
+	kf_write("keepfree_off", w, secs);
+	/* 24 MiB of room over what the store holds now, 16 MiB floor:
+	 * reclaiming starts after 8 MiB. */
+	kf_cap = __atomic_load_n(&s->ctx.free_appended, __ATOMIC_RELAXED) -
+	    __atomic_load_n(&s->ctx.metrics.deleted_bytes, __ATOMIC_RELAXED) +
+	    (24 << 20);
+	del0 = s->ctx.metrics.deletions[TLOG_RULE_FREE];
+	snprintf(cap, sizeof(cap), "%d", 16 << 20);
+	kf_set(s, NULL, "retention.keep.free", cap);
+	kf_write("keepfree_on", w, secs);
+	printf("keepfree_reclaimed segments=%" PRIu64 "\n",
+	    s->ctx.metrics.deletions[TLOG_RULE_FREE] - del0);
+	tlog_writer_close(w);
+	tlog_reaper_stop(s);
+	stop_unlinker = 1;
+	tlog_store_wakeup(s);
+	pthread_join(ut, NULL);
+	tlog_partition_put(lp);
+	tlog_partition_put(bp);
+	__atomic_store_n(&kf_store, NULL, __ATOMIC_RELEASE);
+	tlog_store_close(s);
+	return 0;
+}
+
 static void
 usage(void)
 {
@@ -469,7 +623,8 @@ usage(void)
 	    "usage: tlbench gen STORE TOPIC NPARTS SEGS [AGE_MS [RET_MS]]\n"
 	    "       tlbench wakeup DIR NPARTS NDUE REPS\n"
 	    "       tlbench drain DIR NSEGS NLAT\n"
-	    "       tlbench commit PART N\n");
+	    "       tlbench commit PART N\n"
+	    "       tlbench keepfree DIR NSEGS SECS\n");
 	exit(2);
 }
 
@@ -494,6 +649,8 @@ main(int argc, char **argv)
 		return drain(argv[2], atol(argv[3]), atol(argv[4]));
 	if (strcmp(argv[1], "commit") == 0 && argc == 4)
 		return commit(argv[2], atol(argv[3]));
+	if (strcmp(argv[1], "keepfree") == 0 && argc == 5)
+		return keepfree(argv[2], atol(argv[3]), atof(argv[4]));
 	usage();
 	return 2;
 }

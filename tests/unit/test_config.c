@@ -90,6 +90,26 @@ static const struct prow prows[] = {
 	OK(TLOG_RECORD_MAX_BYTES, "1", 1),
 	OK(TLOG_RECORD_MAX_BYTES, "2G", 2 * GiB),
 
+	/* retention.keep.free: bytes, or N% (1..99) */
+	OK(TLOG_RETENTION_KEEP_FREE, "-1", -1),
+	OK(TLOG_RETENTION_KEEP_FREE, "2G", 2 * GiB),
+	OK(TLOG_RETENTION_KEEP_FREE, "512M", 512 * MiB),
+	OK(TLOG_RETENTION_KEEP_FREE, "1", 1),
+	OK(TLOG_RETENTION_KEEP_FREE, "10%", TLOG_PCT_ENCODE(10)),
+	OK(TLOG_RETENTION_KEEP_FREE, " 1%\n", TLOG_PCT_ENCODE(1)),
+	OK(TLOG_RETENTION_KEEP_FREE, "99%", TLOG_PCT_ENCODE(99)),
+	BAD(TLOG_RETENTION_KEEP_FREE, "0%"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "100%"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "05%"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "%"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "1.5%"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "10%%"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "0"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "-2"),
+	BAD(TLOG_RETENTION_KEEP_FREE, "-110"),
+	BAD(TLOG_RETENTION_BYTES, "10%"),
+	BAD(TLOG_RETENTION_MS, "10%"),
+
 	/* bounds: one past the limits */
 	BAD(TLOG_RETENTION_MS, "999"),
 	BAD(TLOG_RETENTION_MS, "500ms"),
@@ -329,6 +349,7 @@ START_TEST(test_keys)
 		[TLOG_RECORD_MAX_BYTES] = { "record.max.bytes", MiB },
 		[TLOG_RETENTION_CONSUMED_MS] = { "retention.consumed.ms", -1 },
 		[TLOG_PARTITION_CLEANUP_MS] = { "partition.cleanup.ms", -1 },
+		[TLOG_RETENTION_KEEP_FREE] = { "retention.keep.free", -1 },
 	};
 	int k;
 
@@ -1060,6 +1081,55 @@ START_TEST(test_concurrent_set)
 }
 END_TEST
 
+/*
+ * retention.keep.free: the mount root only (EINVAL on a topic or a
+ * partition, nothing changed), shown as bytes or N%, kept across opens
+ * in its canonical form.
+ */
+START_TEST(test_keep_free)
+{
+	struct tlog_partition *p;
+	struct tlog_topic *t;
+	struct tlog_store *s;
+	char *dir, *sfile, *text, buf[32];
+
+	dir = th_tmpdir();
+	s = th_open(dir);
+	p = th_part(s, "orders", "0");
+	t = tlog_partition_topic(p);
+	ck_assert_int_eq(get(s, NULL, NULL, "retention.keep.free"), -1);
+	ck_assert_int_eq(set(s, t, NULL, "retention.keep.free", "1G"),
+	    -EINVAL);
+	ck_assert_ptr_nonnull(strstr(seterr, "mount root only"));
+	ck_assert_int_eq(set(s, NULL, p, "retention.keep.free", "10%"),
+	    -EINVAL);
+	ck_assert_int_eq(get(s, NULL, p, "retention.keep.free"), -1);
+	set_ok(s, NULL, NULL, "retention.keep.free", "10%");
+	tlog_key_format(TLOG_RETENTION_KEEP_FREE,
+	    get(s, NULL, p, "retention.keep.free"), buf, sizeof(buf));
+	ck_assert_str_eq(buf, "10%");
+	set_ok(s, NULL, NULL, "retention.keep.free", "2M");
+	tlog_key_format(TLOG_RETENTION_KEEP_FREE,
+	    get(s, NULL, NULL, "retention.keep.free"), buf, sizeof(buf));
+	ck_assert_str_eq(buf, "2097152");
+	set_ok(s, NULL, NULL, "retention.keep.free", "25%");
+	sfile = level_file(dir, s, NULL, NULL);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+
+	text = th_slurp(sfile, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_str_eq(text, "retention.keep.free=25%\n");
+	free(text);
+	s = th_open(dir);
+	ck_assert_int_eq(get(s, NULL, NULL, "retention.keep.free"),
+	    TLOG_PCT_ENCODE(25));
+	tlog_store_close(s);
+	free(sfile);
+	th_rmrf(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1085,5 +1155,6 @@ main(void)
 	th_case(su, "record_max_independent", test_record_max_independent);
 	th_case(su, "dead_level", test_dead_level);
 	th_case(su, "concurrent_set", test_concurrent_set);
+	th_case(su, "keep_free", test_keep_free);
 	return th_run(su);
 }

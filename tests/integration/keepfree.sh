@@ -1,0 +1,154 @@
+#!/bin/bash
+# keepfree.sh - retention.keep.free on a real mount, STORE on a 48 MiB
+# tmpfs with a floor of 12 MiB and 1 MiB segments:
+#
+#   * the key: root only (EINVAL on a topic or a partition), bytes or N%,
+#     getxattr shows the canonical form;
+#   * two writers appending more than the disk holds (about 80 MB) never
+#     see ENOSPC; free space, sampled every 0.2 s, never falls more than
+#     a few segments below the floor; the oldest topic (written and
+#     sealed first) is emptied before any newer segment goes; each
+#     writer's newest lines are all there, whole and in order; the
+#     deletions are in .tlogfs/events with "rule":"free" and in the
+#     metrics;
+#   * keep.free off: the disk fills, the writer gets ENOSPC as before,
+#     and nothing is deleted.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+SPID=
+keepfree_cleanup() {
+	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
+	tl_cleanup_mount
+	umount "$STORE" 2>/dev/null
+	tl_cleanup
+}
+trap keepfree_cleanup EXIT
+
+tmpfs_up() {
+	if ! mount -t tmpfs -o size="$1" tlogfs-keepfree "$STORE" \
+	    2>"$TMP/tmpfs.err"; then
+		tl_not_ok "mount a $1 tmpfs on the store" "$(cat "$TMP/tmpfs.err")"
+		tl_done
+	fi
+}
+avail() { df --output=avail -B1 "$STORE" | tail -n 1 | tr -d ' '; }
+
+FLOOR=$((12 << 20))
+SEG=$((1 << 20))
+
+tmpfs_up 48m
+tl_mount
+
+# ---- the key ----
+mkdir -p "$MNT/old/0" "$MNT/new/0" "$MNT/new/1"
+tl_is "default: off" -1 "$(gx user.retention.keep.free "$MNT")"
+tl_is "a topic refuses it" EINVAL \
+    "$("$PROBE" setxattr "$MNT/old" user.retention.keep.free 1M)"
+tl_is "a partition refuses it" EINVAL \
+    "$("$PROBE" setxattr "$MNT/old/0" user.retention.keep.free 1M)"
+tl_is "a percentage" OK \
+    "$("$PROBE" setxattr "$MNT" user.retention.keep.free 10%)"
+tl_is "shown as N%" 10% "$(gx user.retention.keep.free "$MNT")"
+tl_is "101% is refused" EINVAL \
+    "$("$PROBE" setxattr "$MNT" user.retention.keep.free 101%)"
+tl_is "bytes with a unit" OK \
+    "$("$PROBE" setxattr "$MNT" user.retention.keep.free 12M)"
+tl_is "shown in bytes" $FLOOR "$(gx user.retention.keep.free "$MNT")"
+tl_is "a partition shows the store's value" $FLOOR \
+    "$(gx user.retention.keep.free "$MNT/new/0")"
+
+# ---- pressure ----
+for d in old/0 new/0 new/1; do
+	setfattr -n user.segment.bytes -v 1M "$MNT/$d"
+done
+"$LINEWRITER" -s 2000 "$MNT/old/0/current" 7 3000 2>"$TMP/old.err"
+setfattr -n user.seal -v 1 "$MNT/old/0"
+tl_is "the old topic is written" "" "$(cat "$TMP/old.err")"
+OLDSEGS=$(gx user.tlog.segments "$MNT/old/0")
+
+# Free space every 0.2 s, the lowest kept.
+(
+	min=$(avail)
+	while [ ! -e "$TMP/stop" ]; do
+		a=$(avail)
+		[ "$a" -lt "$min" ] && min=$a
+		echo "$min" >"$TMP/min"
+		sleep 0.2
+	done
+) &
+SPID=$!
+for w in 0 1; do
+	"$LINEWRITER" -s 2000 -a "$TMP/ack.$w" "$MNT/new/$w/current" "$w" \
+	    20000 2>"$TMP/writer.$w.err" &
+	eval "wp$w=$!"
+done
+bad=
+for w in 0 1; do
+	eval "wait \$wp$w" || bad="$bad w$w: $(cat "$TMP/writer.$w.err")"
+done
+touch "$TMP/stop"
+wait "$SPID"
+SPID=
+tl_is "two writers of 80 MB on a 48 MB disk never see an error" "" "$bad"
+MIN=$(cat "$TMP/min")
+tl_diag "lowest free space seen: $MIN bytes (floor $FLOOR)"
+tl_check "free space never fell more than 4 segments below the floor" \
+    test "$MIN" -ge $((FLOOR - 4 * SEG))
+caught_up() { [ "$(avail)" -ge $((FLOOR - SEG)) ]; }
+tl_check "free space is back near the floor once the unlinks are done" \
+    tl_wait_for 20 caught_up
+
+for w in 0 1; do
+	cat "$MNT/new/$w"/* >"$TMP/got.$w"
+	last=$(cat "$TMP/ack.$w")
+	tl_is "writer $w: whole lines, in order, the newest all there" \
+	    "torn=0 order=0 last=$last" \
+	    "$(tl_lines "$TMP/got.$w" | awk 'NR == 1 { h = $0 }
+	        NR == 2 { l = $4 } END { print h " last=" l }')"
+done
+tl_is "the old topic is emptied" 0 "$(gx user.tlog.segments "$MNT/old/0")"
+
+free_events() {
+	cat "$MNT/.tlogfs/events"/* | grep '"event":"delete"' |
+	    grep '"rule":"free"' >"$TMP/events"
+	[ "$(grep -c '"topic":"old"' "$TMP/events")" -eq "$OLDSEGS" ]
+}
+tl_check "every deletion of the old topic is in .tlogfs/events with \"rule\":\"free\"" \
+    tl_wait_for 20 free_events
+tl_is "the old topic went before any newer segment" "" \
+    "$(awk '/"topic":"new"/ { seen = 1 } /"topic":"old"/ && seen { print "old after new: " NR }' \
+    "$TMP/events")"
+tl_check "newer segments went too" grep -q '"topic":"new"' "$TMP/events"
+tl_check "the metrics count deletions by rule free" \
+    awk '$1 == "tlogfs_deletions_total{rule=\"free\"}" && $2 > 0 { f = 1 }
+        END { exit !f }' "$MNT/.tlogfs/metrics"
+tl_check "the metrics count the reclaiming passes" \
+    awk '$1 == "tlogfs_free_reclaims_total" && $2 > 0 { f = 1 }
+        END { exit !f }' "$MNT/.tlogfs/metrics"
+tl_check "the daemon logged the reclaiming" grep -q 'retention.keep.free' "$ERR"
+grep 'retention.keep.free [0-9]' "$ERR" | sed -n '1,3p;$p' | sed 's/^/# /'
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed only its reclaiming lines" \
+    'reaper: .*retention.keep.free|retention.keep.free: (set on the mount root only|bad value "101%")'
+umount "$STORE"
+
+# ---- off: ENOSPC as before, nothing deleted ----
+: >"$ERR"
+tmpfs_up 16m
+tl_mount
+mkdir -p "$MNT/old/0" "$MNT/new/0"
+setfattr -n user.segment.bytes -v 1M "$MNT/old/0"
+setfattr -n user.segment.bytes -v 1M "$MNT/new/0"
+"$LINEWRITER" -s 2000 "$MNT/old/0/current" 7 2000 2>/dev/null
+setfattr -n user.seal -v 1 "$MNT/old/0"
+OLDSEGS=$(gx user.tlog.segments "$MNT/old/0")
+"$LINEWRITER" -s 2000 "$MNT/new/0/current" 0 0 2>"$TMP/off.err"
+tl_is "off: the writer gets ENOSPC" "linewriter: write: ENOSPC" \
+    "$(cat "$TMP/off.err")"
+tl_is "off: the old topic keeps its segments" "$OLDSEGS" \
+    "$(gx user.tlog.segments "$MNT/old/0")"
+tl_is "off: no deletion" "" \
+    "$(cat "$MNT/.tlogfs/events"/* | grep '"event":"delete"')"
+tl_check "off: unmount" tl_umount
+umount "$STORE"
+tl_done

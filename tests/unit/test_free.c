@@ -1,0 +1,408 @@
+/*
+ * test_free.c - retention.keep.free on an injected disk (doc/reaper.md,
+ * "Disk pressure"): the store-wide oldest-first choice and the free
+ * heap's order under seals, deletions, renames, new and removed
+ * partitions, the events partition last, the hysteresis and the bytes
+ * still being unlinked, and an append that hits ENOSPC (a write sent to
+ * /dev/full) reclaiming and retrying once.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+#include "reaper.h"
+#include "store.h"
+#include "unlink.h"
+
+#define FLOOR 16384			/* retention.keep.free in these tests */
+#define TARGET (FLOOR + FLOOR / 16)	/* what a pass frees up to */
+
+/* The fake disk: free bytes, as the reaper reads them. */
+static uint64_t fake_avail;
+static unsigned free_events;		/* deletions with rule free */
+
+static int
+fake_free(void *arg, uint64_t *avail, uint64_t *size)
+{
+	(void)arg;
+	*avail = fake_avail;
+	*size = 1ULL << 30;
+	return 0;
+}
+
+static void
+count_event(void *arg, const struct tlog_event *ev)
+{
+	(void)arg;
+	if (ev->kind == TLOG_EV_DELETE && ev->rule == TLOG_RULE_FREE)
+		free_events++;
+}
+
+static void
+setup(void)
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.free_space = fake_free;
+	o.event = count_event;
+	fake_avail = 1ULL << 30;
+	free_events = 0;
+	th_open_tp(&o);
+}
+
+/* One record of 1200 bytes (more than TARGET - FLOOR + 1: a disk one
+ * byte under the floor frees exactly one segment). */
+static void
+rec(struct tlog_partition *p, char c)
+{
+	char buf[1200];
+	int err;
+
+	memset(buf, c, sizeof(buf));
+	buf[sizeof(buf) - 1] = '\n';
+	ck_assert_uint_eq(tlog_part_append(p, buf, sizeof(buf), true, &err),
+	    sizeof(buf));
+	ck_assert_int_eq(err, 0);
+}
+
+static void
+seal(struct tlog_partition *p)
+{
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+}
+
+static void
+keep_free(const char *v)
+{
+	char err[256];
+
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, NULL,
+	    "retention.keep.free", v, strlen(v), err, sizeof(err)), 0);
+}
+
+/* The next partition a reclaim takes from is want; one byte under the
+ * floor, a pass takes exactly one of its segments; then the unlinker
+ * runs (free space comes back only then). */
+static void
+free_next(struct tlog_partition *want, const char *why)
+{
+	struct tlog_free_stats st;
+	struct tlog_partition *top;
+	size_t before = th_nsegs(want);
+	unsigned ev = free_events;
+	char a[64], b[64];
+
+	top = tlog_reaper_free_top(th_S);
+	ck_assert_ptr_nonnull(top);
+	tlog_topic_name(tlog_partition_topic(top), a, sizeof(a));
+	tlog_topic_name(tlog_partition_topic(want), b, sizeof(b));
+	ck_assert_msg(top == want, "%s: the top is %s, not %s", why, a, b);
+	tlog_partition_put(top);
+	fake_avail = FLOOR - 1;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 1);
+	ck_assert_uint_eq(st.segments, 1);
+	ck_assert_uint_eq(st.partitions, 1);
+	ck_assert_uint_eq(th_nsegs(want), before - 1);
+	tlog_unlink_pending(&th_S->q, 0);
+	ck_assert_uint_eq(free_events, ev + 1);
+	fake_avail = 1ULL << 30;
+}
+
+START_TEST(oldest_first_across_partitions)
+{
+	struct tlog_partition *a = th_P, *b, *c, *d;
+
+	keep_free("16K");
+	b = th_part(th_S, "b", "0");
+	c = th_part(th_S, "c", "0");
+	rec(a, 'a'); seal(a);			/* a: sealed at T0 */
+	th_clock += 1000;
+	rec(b, 'b'); seal(b);			/* b: sealed at T0+1 */
+	th_clock += 1000;
+	rec(c, 'c'); seal(c);			/* c: sealed at T0+2 */
+	th_clock += 1000;
+	rec(a, 'a');				/* a: active at T0+3 */
+	th_clock += 1000;
+	rec(b, 'b'); seal(b);			/* b: sealed at T0+4 */
+	th_clock += 1000;
+	d = th_part(th_S, "d", "0");		/* new, active at T0+5 */
+	rec(d, 'd');
+	th_clock += 1000;
+	rec(c, 'c');				/* c: active at T0+6 */
+	/* A rename keeps c's place. */
+	ck_assert_int_eq(tlog_topic_rename(th_S, "c", "c2"), 0);
+
+	free_next(a, "the oldest sealed segment");
+	free_next(b, "the next oldest, another partition");
+	free_next(c, "the renamed topic's, in its place");
+	/* a's active segment (T0+3) seals: it goes before b's T0+4. */
+	seal(a);
+	free_next(a, "a segment sealed since");
+	free_next(b, "the last sealed segment");
+	/* Nothing sealed is left: active segments, oldest first. */
+	free_next(d, "the oldest active segment");
+	free_next(c, "the next active segment");
+	ck_assert_uint_eq(th_nsegs(a) + th_nsegs(b) + th_nsegs(c) +
+	    th_nsegs(d), 0);
+	/* The events partition goes last, after everyone's data. */
+	free_next(th_S->ev.p, "the events partition");
+	tlog_partition_put(b);
+	tlog_partition_put(c);
+	tlog_partition_put(d);
+}
+END_TEST
+
+/* Segments deleted by the other rules leave the free heap's order true. */
+START_TEST(order_after_other_deletions)
+{
+	struct tlog_partition *a = th_P, *b;
+	struct tlog_seginfo *si;
+	size_t n;
+
+	keep_free("16K");
+	b = th_part(th_S, "b", "0");
+	rec(a, 'a'); seal(a);
+	th_clock += 1000;
+	rec(b, 'b'); seal(b);
+	th_clock += 1000;
+	rec(a, 'a'); seal(a);
+	th_clock += 1000;
+	rec(b, 'b'); seal(b);
+	/* rm of a's oldest: b's T0+1 is now the store's oldest. */
+	si = th_segs(a, &n);
+	ck_assert_int_eq(tlog_partition_delete(a, si[0].base), 0);
+	free(si);
+	tlog_unlink_pending(&th_S->q, 0);
+	free_next(b, "after a manual deletion");
+	free_next(a, "a's remaining segment");
+	tlog_partition_put(b);
+}
+END_TEST
+
+/* A removed partition leaves the free heap (its reference too: the
+ * fixture's close would find it otherwise, under valgrind). */
+START_TEST(removed_partition_leaves)
+{
+	struct tlog_partition *b;
+	struct tlog_topic *t;
+	struct tlog_seginfo *si;
+	size_t n, i;
+
+	keep_free("16K");
+	b = th_part(th_S, "b", "0");
+	rec(b, 'b'); seal(b);			/* the store's oldest */
+	th_clock += 1000;
+	rec(th_P, 'a'); seal(th_P);
+	si = th_segs(b, &n);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(tlog_partition_delete(b, si[i].base), 0);
+	free(si);
+	tlog_unlink_pending(&th_S->q, 0);
+	t = tlog_partition_topic(b);
+	ck_assert(tlog_heap_holds(&b->fheap));
+	ck_assert_int_eq(tlog_partition_remove(t, "0"), 0);
+	ck_assert(!tlog_heap_holds(&b->fheap));	/* at once, not lazily */
+	tlog_partition_put(b);
+	free_next(th_P, "after the oldest partition was removed");
+}
+END_TEST
+
+/*
+ * Below the floor a pass frees up to floor + floor / 16, counting what
+ * waits to be unlinked as free: a second pass before the unlinks frees
+ * nothing more. Between the floor and the target nothing starts.
+ */
+START_TEST(hysteresis_and_pending)
+{
+	struct tlog_free_stats st;
+	char *data;
+	size_t len;
+	int i;
+
+	keep_free("16K");
+	for (i = 0; i < 12; i++) {
+		rec(th_P, 'x');
+		seal(th_P);
+		th_clock += 1000;
+	}
+	fake_avail = FLOOR;			/* at the floor: fine */
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+	ck_assert_int_eq(st.floor, FLOOR);
+	fake_avail = 10000;		/* 7408 short of the target */
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 7);
+	ck_assert_uint_eq(st.bytes, 7 * 1200);
+	ck_assert_uint_eq(st.target, TARGET);
+	/* The unlinks are not done yet: nothing more goes. */
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+	ck_assert_uint_eq(st.pending, 7 * 1200);
+	tlog_unlink_pending(&th_S->q, 0);
+	fake_avail = 10000 + 7 * 1200;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+	/* Dropping between floor and target starts nothing. */
+	fake_avail = FLOOR + 100;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 5);
+	ck_assert_uint_eq(free_events, 7);
+	data = th_partition_data(th_S->ev.p, &len);
+	ck_assert_ptr_nonnull(strstr(data, "\"rule\":\"free\""));
+	free(data);
+}
+END_TEST
+
+/* A percentage is of the file system's size; off frees nothing. */
+START_TEST(percent_and_off)
+{
+	struct tlog_free_stats st;
+
+	rec(th_P, 'x');
+	seal(th_P);
+	fake_avail = 0;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+	ck_assert_int_eq(st.floor, -1);
+	keep_free("10%");
+	fake_avail = (1ULL << 30) / 100 * 10;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+	ck_assert_int_eq(st.floor, (int64_t)((1ULL << 30) / 100 * 10));
+	fake_avail--;
+	/* 6.7 MB short: all there is goes, th_P's segment first. */
+	ck_assert_int_gt(tlog_reaper_free(th_S, &st), 0);
+	ck_assert_uint_eq(th_nsegs(th_P), 0);
+}
+END_TEST
+
+/* ---- ENOSPC on the append path: the write goes to /dev/full ---- */
+
+static struct tlog_partition *full_p;	/* whose next write fails */
+static int full_saved = -1, full_fd = -1;
+static unsigned full_writes;
+
+static void
+full_hook(void *arg, int point, struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+	int fd;
+
+	(void)arg;
+	if (point != TLOG_HOOK_WRITE || p != full_p)
+		return;
+	seg = tlog_part_active(p);
+	full_writes++;
+	if (full_saved == -1) {
+		full_saved = dup(seg->fd);
+		fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(dup2(fd, seg->fd), seg->fd);
+		close(fd);
+		full_fd = seg->fd;
+	} else if (full_fd != -1) {
+		/* the retry: the disk has room again */
+		ck_assert_int_eq(dup2(full_saved, full_fd), full_fd);
+		close(full_saved);
+		full_fd = -1;
+	}
+}
+
+static void
+full_setup(void)
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.free_space = fake_free;
+	o.event = count_event;
+	o.hook = full_hook;
+	fake_avail = 1ULL << 30;
+	free_events = 0;
+	full_p = NULL;
+	full_saved = full_fd = -1;
+	full_writes = 0;
+	th_open_tp(&o);
+}
+
+static void
+full_teardown(void)
+{
+	if (full_fd != -1) {
+		dup2(full_saved, full_fd);
+		close(full_saved);
+	}
+	full_p = NULL;
+}
+
+START_TEST(enospc_reclaims_and_retries)
+{
+	struct tlog_partition *b = th_part(th_S, "b", "0");
+	char rec2[] = "one\ntwo\n", *data;
+	size_t len;
+	int err;
+
+	keep_free("16K");
+	rec(b, 'b'); seal(b);			/* the store's oldest */
+	th_clock += 1000;
+	rec(th_P, 'a');
+	fake_avail = FLOOR - 1;	/* the tick has not run yet: the append
+				   finds out first */
+	full_p = th_P;
+	ck_assert_uint_eq(tlog_part_append(th_P, rec2, strlen(rec2), true,
+	    &err), strlen(rec2));
+	ck_assert_int_eq(err, 0);
+	ck_assert_uint_eq(full_writes, 2);	/* refused, then retried */
+	ck_assert_uint_eq(th_nsegs(b), 0);	/* b's segment went */
+	ck_assert_uint_eq(free_events, 1);	/* unlinked on the spot */
+	ck_assert_uint_eq(th_S->q.pending_bytes, 0);
+	data = th_partition_data(th_P, &len);
+	ck_assert_uint_eq(len, 1200 + strlen(rec2));
+	ck_assert(memcmp(data + 1200, rec2, strlen(rec2)) == 0);
+	free(data);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "hit ENOSPC"));
+	tlog_partition_put(b);
+}
+END_TEST
+
+START_TEST(enospc_without_keep_free)
+{
+	struct tlog_partition *b = th_part(th_S, "b", "0");
+	char rec2[] = "one\n", *data;
+	size_t len;
+	int err;
+
+	rec(b, 'b'); seal(b);
+	rec(th_P, 'a');
+	full_p = th_P;
+	ck_assert_uint_eq(tlog_part_append(th_P, rec2, strlen(rec2), true,
+	    &err), 0);
+	ck_assert_int_eq(err, -ENOSPC);
+	ck_assert_uint_eq(full_writes, 1);
+	ck_assert_uint_eq(th_nsegs(b), 1);	/* nothing deleted */
+	ck_assert_uint_eq(free_events, 0);
+	data = th_partition_data(th_P, &len);
+	ck_assert_uint_eq(len, 1200);		/* no half record */
+	free(data);
+	tlog_partition_put(b);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *su = suite_create("free");
+
+	th_hooks(setup, NULL);
+	th_case(su, "oldest_first_across_partitions",
+	    oldest_first_across_partitions);
+	th_case(su, "order_after_other_deletions", order_after_other_deletions);
+	th_case(su, "removed_partition_leaves", removed_partition_leaves);
+	th_case(su, "hysteresis_and_pending", hysteresis_and_pending);
+	th_case(su, "percent_and_off", percent_and_off);
+	th_hooks(full_setup, full_teardown);
+	th_case(su, "enospc_reclaims_and_retries", enospc_reclaims_and_retries);
+	th_case(su, "enospc_without_keep_free", enospc_without_keep_free);
+	return th_run(su);
+}
