@@ -16,7 +16,11 @@
 
 static const char usage_text[] =
     "usage: tlogctl append PART\n"
-    "       tlogctl read [--from OFFSET | --since TIME] [--follow] PART\n";
+    "       tlogctl read [--from OFFSET | --since TIME |"
+    " --cursor NAME [--commit]]\n"
+    "                    [--follow] PART\n"
+    "       tlogctl lag MOUNT\n"
+    "       tlogctl --help\n";
 
 static const struct {
 	const char *name;
@@ -24,6 +28,7 @@ static const struct {
 } cmds[] = {
 	{ "append", cmd_append },
 	{ "read", cmd_read },
+	{ "lag", cmd_lag },
 };
 
 void

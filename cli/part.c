@@ -100,6 +100,26 @@ part_since(const char *part, int64_t ms, uint64_t *offset, uint64_t *base,
 	return 0;
 }
 
+bool
+cursor_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 1 && n <= CURSOR_NAME_MAX &&
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._-") == n;
+}
+
+int
+part_cursor(const char *part, const char *name, uint64_t *v)
+{
+	char key[96], val[VALMAX];
+
+	snprintf(key, sizeof(key), CURSOR_PREFIX "%s", name);
+	return parse_nums(val, getxattr(part, key, val, sizeof(val) - 1), v,
+	    1);
+}
+
 void
 part_check(const char *part)
 {

@@ -1,7 +1,8 @@
 /*
- * read.c - tlogctl read [--from OFFSET | --since TIME] [--follow] PART:
- * records from a point on, across segments, in order, each once, byte
- * for byte as stored (as `cat` of the segments would print them).
+ * read.c - tlogctl read [--from OFFSET | --since TIME | --cursor NAME
+ * [--commit]] [--follow] PART: records from a point on, across segments,
+ * in order, each once, byte for byte as stored (as `cat` of the segments
+ * would print them).
  *
  * Where to start comes from the partition's seek attributes
  * (user.tlog.at.OFFSET, user.tlog.since.MS, doc/seek.md): a segment's
@@ -16,10 +17,21 @@
  * --follow: then it is polled every FOLLOW_MS. An open descriptor keeps
  * reading its own segment after a roll and after its deletion, so
  * nothing is lost or repeated across either.
+ *
+ * A cursor (user.cursor.NAME of the partition) gives the start; with
+ * --commit it is set, after each batch is written out, to the offset of
+ * the next record: at least once, since a crash between the write and
+ * the commit prints the batch again. That offset is the records' count,
+ * and records are counted by their newlines, which misses a record
+ * without newline (the end of a writer's last line, a line cut at
+ * record.max.bytes). So the count is checked against user.tlog.at: a
+ * count too low only names an earlier record, never a later one, and
+ * is raised until it names the record at the batch's end.
  */
 #include "config.h"
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <err.h>
 #include <errno.h>
@@ -38,6 +50,7 @@
 #define READ_BUF (1 << 20)
 #define FOLLOW_MS 100		/* polling of an active segment at its end */
 #define OPEN_TRIES 100		/* seeks racing rolls and deletions */
+#define COUNT_TRIES 64		/* records without newline in one batch */
 
 struct reader {
 	const char *part;
@@ -48,6 +61,12 @@ struct reader {
 	ino_t ino;		/* its inode, to see `current` move on */
 	char *buf;
 	char cur[PATH_MAX];	/* PART/current */
+	/* --commit: the cursor and what is known of the offsets */
+	char ckey[96];		/* user.cursor.NAME, "" without --commit */
+	uint64_t off;		/* the record at byte `mark` of the segment */
+	uint64_t mark;
+	uint64_t nl;		/* newlines printed since `mark` */
+	uint64_t committed;	/* the cursor's value, UINT64_MAX if unknown */
 };
 
 static void
@@ -116,6 +135,11 @@ seek_to(struct reader *r, uint64_t want, bool warn)
 		}
 		if (seg_open(r, base) == 0) {
 			r->pos = pos;
+			/* A record gone: the first live one is the
+			 * segment's first. */
+			r->off = base > want ? base : want;
+			r->mark = pos;
+			r->nl = 0;
 			if (warn && base > want)
 				warnx("%s: records %" PRIu64 "-%" PRIu64
 				    " expired or were deleted before they were"
@@ -146,10 +170,66 @@ put_out(const char *buf, size_t len)
 	}
 }
 
-/* Reads the open segment up to what it holds now; false on nothing. */
+static uint64_t
+count_nl(const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len;
+	uint64_t n = 0;
+
+	while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
+/*
+ * Commits the cursor to the record at byte `at` of the segment, a record
+ * boundary printed with all newlines before it: those since `mark` give
+ * a lower bound of its offset; user.tlog.at tells whether records
+ * without newline lie between. A segment deleted meanwhile cannot tell:
+ * the bound is committed, which at worst prints records again.
+ */
+static void
+commit(struct reader *r, uint64_t at)
+{
+	uint64_t want = r->off + r->nl, base, pos;
+	char val[32];
+	int i;
+
+	for (i = 0; i < COUNT_TRIES; i++) {
+		if (part_at(r->part, want, &base, &pos) == -1) {
+			if (errno != ENODATA)
+				err(1, "%s", r->part);
+			break;
+		}
+		/* Another segment: `want` is this one's end, or this
+		 * one was deleted. */
+		if (base != r->base || pos >= at)
+			break;
+		want++;		/* a record without newline before `at` */
+	}
+	r->off = want;
+	r->mark = at;
+	r->nl = 0;
+	if (want == r->committed)
+		return;
+	snprintf(val, sizeof(val), "%" PRIu64, want);
+	if (setxattr(r->part, r->ckey, val, strlen(val), 0) == -1)
+		err(1, "%s: cannot commit cursor %s at %" PRIu64, r->part,
+		    r->ckey + strlen(CURSOR_PREFIX), want);
+	r->committed = want;
+}
+
+/*
+ * Reads the open segment up to what it holds now; false on nothing.
+ * With --commit, commits after each full buffer at its last newline,
+ * and at the end of what the segment holds (a record boundary).
+ */
 static bool
 drain(struct reader *r)
 {
+	const char *last;
 	bool got = false;
 	ssize_t n;
 
@@ -160,11 +240,21 @@ drain(struct reader *r)
 				continue;
 			err(1, "%s: segment %" PRIu64, r->part, r->base);
 		}
-		if (n == 0)
+		if (n == 0) {
+			if (got && r->ckey[0] != '\0')
+				commit(r, r->pos);
 			return got;
+		}
 		put_out(r->buf, (size_t)n);
-		r->pos += (uint64_t)n;
 		got = true;
+		if (r->ckey[0] != '\0') {
+			r->nl += count_nl(r->buf, (size_t)n);
+			if (n == READ_BUF && (last = memrchr(r->buf, '\n',
+			    (size_t)n)) != NULL)
+				commit(r, r->pos + (uint64_t)(last - r->buf) +
+				    1);
+		}
+		r->pos += (uint64_t)n;
 	}
 }
 
@@ -225,14 +315,17 @@ cmd_read(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "from", required_argument, NULL, 'f' },
 		{ "since", required_argument, NULL, 's' },
+		{ "cursor", required_argument, NULL, 'c' },
+		{ "commit", no_argument, NULL, 'C' },
 		{ "follow", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct reader r;
-	const char *from = NULL, *since = NULL, *errstr;
+	const char *from = NULL, *since = NULL, *cursor = NULL, *errstr;
 	uint64_t off, base, pos;
 	int64_t ms = 0;
+	bool docommit = false, warn;
 	int c;
 
 	memset(&r, 0, sizeof(r));
@@ -244,6 +337,12 @@ cmd_read(int argc, char *argv[])
 		case 's':
 			since = optarg;
 			break;
+		case 'c':
+			cursor = optarg;
+			break;
+		case 'C':
+			docommit = true;
+			break;
 		case 'F':
 			r.follow = true;
 			break;
@@ -251,8 +350,17 @@ cmd_read(int argc, char *argv[])
 			usage();
 		}
 	}
-	if (from != NULL && since != NULL) {
-		warnx("read: --from and --since exclude each other");
+	if ((from != NULL) + (since != NULL) + (cursor != NULL) > 1) {
+		warnx("read: --from, --since and --cursor exclude each other");
+		usage();
+	}
+	if (docommit && cursor == NULL) {
+		warnx("read: --commit needs --cursor");
+		usage();
+	}
+	if (cursor != NULL && !cursor_name_ok(cursor)) {
+		warnx("read: --cursor %s: not a cursor name (1-64 of "
+		    "A-Z a-z 0-9 . _ -)", cursor);
 		usage();
 	}
 	if (argc - optind != 1)
@@ -277,16 +385,33 @@ cmd_read(int argc, char *argv[])
 	if ((r.buf = malloc(READ_BUF)) == NULL)
 		err(1, NULL);
 	r.fd = -1;
+	r.committed = UINT64_MAX;
+	warn = from != NULL;
+	if (cursor != NULL) {
+		/* A partition without this cursor is read from its
+		 * oldest record (Kafka's auto.offset.reset=earliest). */
+		if (part_cursor(r.part, cursor, &off) == 0) {
+			r.committed = off;
+			warn = true;
+		} else if (errno == ENODATA)
+			off = 0;
+		else
+			err(1, "%s: cursor %s", r.part, cursor);
+		if (docommit)
+			snprintf(r.ckey, sizeof(r.ckey), CURSOR_PREFIX "%s",
+			    cursor);
+	}
 
 	if (since != NULL) {
 		if (part_since(r.part, ms, &off, &base, &pos) == -1)
 			err(1, "%s", r.part);
-		if (seg_open(&r, base) == 0)
-			r.pos = pos;
-		else
+		if (seg_open(&r, base) == 0) {
+			r.pos = r.mark = pos;
+			r.off = off;
+		} else
 			seek_to(&r, off, true);
 	} else
-		seek_to(&r, off, from != NULL);
+		seek_to(&r, off, warn);
 	run(&r);
 	free(r.buf);
 	return 0;

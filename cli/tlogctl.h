@@ -42,6 +42,14 @@ int part_at(const char *part, uint64_t offset, uint64_t *base,
 int part_since(const char *part, int64_t ms, uint64_t *offset,
     uint64_t *base, uint64_t *pos);
 
+/* Cursors: user.cursor.NAME of a partition, NAME 1-64 bytes of
+ * [A-Za-z0-9._-]. */
+#define CURSOR_PREFIX "user.cursor."
+#define CURSOR_NAME_MAX 64
+bool cursor_name_ok(const char *name);
+/* The cursor's committed offset: 0, or -1 with errno (ENODATA: none). */
+int part_cursor(const char *part, const char *name, uint64_t *v);
+
 /* when.c */
 /* TIME for --since as ms since the epoch; -1 if it is not one. */
 int parse_time(const char *s, int64_t now, int64_t *out);
@@ -49,5 +57,6 @@ int parse_time(const char *s, int64_t now, int64_t *out);
 /* the subcommands */
 int cmd_append(int argc, char *argv[]);
 int cmd_read(int argc, char *argv[]);
+int cmd_lag(int argc, char *argv[]);
 
 #endif /* TLOGCTL_H */

@@ -1,0 +1,266 @@
+/*
+ * lag.c - tlogctl lag MOUNT: every cursor of every partition of a mount
+ * and how far behind the end it is, one line each, in the manner of
+ * kafka-consumer-groups --describe:
+ *
+ *	TOPIC   PARTITION  CURSOR   OFFSET  START  END  LAG
+ *
+ * OFFSET is the cursor, START and END the partition's start_offset and
+ * end_offset, LAG user.tlog.lag.NAME (END - max(OFFSET, START)). Rows
+ * are sorted by topic, partition and cursor, in version order (partition
+ * 2 before 10). A mount without cursors prints the header alone, so a
+ * script reads "no rows" the same way whatever the mount holds.
+ *
+ * A partition or cursor that goes while the table is made (rmdir, the
+ * empty partitions' cleanup, setfattr -x) is left out: the table is of
+ * one moment as far as each row goes, not across rows.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include <dirent.h>
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tlogctl.h"
+
+struct row {
+	char *topic;
+	char *part;
+	char *cursor;
+	uint64_t v[4];		/* offset, start, end, lag */
+};
+
+struct table {
+	struct row *rows;
+	size_t n, cap;
+};
+
+static const char *const heads[] = {
+	"TOPIC", "PARTITION", "CURSOR", "OFFSET", "START", "END", "LAG"
+};
+
+/* Whether an errno says the thing is gone, not that reading it failed. */
+static bool
+gone(int e)
+{
+	return e == ENOENT || e == ENODATA;
+}
+
+static int
+row_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	int c;
+
+	if ((c = strverscmp(x->topic, y->topic)) != 0)
+		return c;
+	if ((c = strverscmp(x->part, y->part)) != 0)
+		return c;
+	return strverscmp(x->cursor, y->cursor);
+}
+
+/* The partition's attribute names, NUL-separated, or NULL if it went. */
+static char *
+list_names(const char *path, ssize_t *lenp)
+{
+	char *buf = NULL, *nbuf;
+	ssize_t len;
+
+	for (;;) {
+		if ((len = listxattr(path, NULL, 0)) == -1)
+			break;
+		if ((nbuf = realloc(buf, (size_t)len + 1)) == NULL)
+			err(1, NULL);
+		buf = nbuf;
+		if ((len = listxattr(path, buf, (size_t)len)) >= 0) {
+			*lenp = len;
+			return buf;
+		}
+		if (errno != ERANGE)	/* ERANGE: it grew meanwhile */
+			break;
+	}
+	if (!gone(errno))
+		err(1, "%s", path);
+	free(buf);
+	return NULL;
+}
+
+static void
+add_row(struct table *t, const char *topic, const char *part,
+    const char *cursor, const uint64_t v[4])
+{
+	struct row *r;
+
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 64;
+		if ((t->rows = reallocarray(t->rows, t->cap,
+		    sizeof(*t->rows))) == NULL)
+			err(1, NULL);
+	}
+	r = &t->rows[t->n++];
+	if ((r->topic = strdup(topic)) == NULL ||
+	    (r->part = strdup(part)) == NULL ||
+	    (r->cursor = strdup(cursor)) == NULL)
+		err(1, NULL);
+	memcpy(r->v, v, sizeof(r->v));
+}
+
+static void
+scan_part(struct table *t, const char *path, const char *topic,
+    const char *part)
+{
+	char *names, *name, *end, lagname[96];
+	const char *cursor;
+	uint64_t v[4];
+	ssize_t len;
+
+	if ((names = list_names(path, &len)) == NULL)
+		return;
+	for (name = names, end = names + len; name < end;
+	    name += strlen(name) + 1) {
+		if (strncmp(name, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) != 0)
+			continue;
+		cursor = name + strlen(CURSOR_PREFIX);
+		snprintf(lagname, sizeof(lagname), "lag.%s", cursor);
+		if (part_cursor(path, cursor, &v[0]) == -1 ||
+		    part_stat(path, "start_offset", &v[1]) == -1 ||
+		    part_stat(path, "end_offset", &v[2]) == -1 ||
+		    part_stat(path, lagname, &v[3]) == -1) {
+			if (gone(errno))
+				continue;
+			err(1, "%s: cursor %s", path, cursor);
+		}
+		add_row(t, topic, part, cursor, v);
+	}
+	free(names);
+}
+
+/* Calls fn on each directory in dir but . and .. and hidden ones. */
+static void
+each_dir(const char *dir, void (*fn)(struct table *, const char *,
+    const char *, const char *), struct table *t, const char *topic)
+{
+	struct dirent *de;
+	struct stat st;
+	char path[PATH_MAX];
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL) {
+		if (topic != NULL && gone(errno))
+			return;		/* a topic removed meanwhile */
+		err(1, "%s", dir);
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+		    de->d_name) >= sizeof(path))
+			errx(1, "%s/%s: name too long", dir, de->d_name);
+		if (stat(path, &st) == -1) {
+			if (gone(errno))
+				continue;
+			err(1, "%s", path);
+		}
+		if (S_ISDIR(st.st_mode))
+			fn(t, path, topic != NULL ? topic : de->d_name,
+			    de->d_name);
+	}
+	if (errno != 0)
+		err(1, "%s", dir);
+	closedir(d);
+}
+
+static void
+scan_topic(struct table *t, const char *path, const char *topic,
+    const char *name)
+{
+	(void)name;
+	each_dir(path, scan_part, t, topic);
+}
+
+static int
+width(const char *s, int w)
+{
+	int n = (int)strlen(s);
+
+	return n > w ? n : w;
+}
+
+static int
+num_width(uint64_t v, int w)
+{
+	char buf[24];
+
+	return width((snprintf(buf, sizeof(buf), "%" PRIu64, v), buf), w);
+}
+
+int
+cmd_lag(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct table t = { 0 };
+	struct stat st;
+	char meta[PATH_MAX];
+	const char *mnt;
+	int w[7], c, i;
+	size_t k;
+
+	while ((c = next_opt(argc, argv, "+h", longopts)) != -1)
+		usage();
+	if (argc - optind != 1)
+		usage();
+	mnt = argv[optind];
+	/* The mount's root is the one with .tlogfs/ (tlogfs(8)). */
+	if ((size_t)snprintf(meta, sizeof(meta), "%s/.tlogfs/metrics", mnt) >=
+	    sizeof(meta))
+		errx(1, "%s: name too long", mnt);
+	if (stat(mnt, &st) == -1)
+		err(1, "%s", mnt);
+	if (!S_ISDIR(st.st_mode) || stat(meta, &st) == -1)
+		errx(1, "%s: not the root of a tlogfs mount", mnt);
+
+	each_dir(mnt, scan_topic, &t, NULL);
+	qsort(t.rows, t.n, sizeof(*t.rows), row_cmp);
+
+	for (i = 0; i < 7; i++)
+		w[i] = (int)strlen(heads[i]);
+	for (k = 0; k < t.n; k++) {
+		w[0] = width(t.rows[k].topic, w[0]);
+		w[1] = width(t.rows[k].part, w[1]);
+		w[2] = width(t.rows[k].cursor, w[2]);
+		for (i = 0; i < 4; i++)
+			w[3 + i] = num_width(t.rows[k].v[i], w[3 + i]);
+	}
+	/* Names to the left, numbers to the right, two spaces apart. */
+	printf("%-*s  %-*s  %-*s  %*s  %*s  %*s  %*s\n", w[0], heads[0],
+	    w[1], heads[1], w[2], heads[2], w[3], heads[3], w[4], heads[4],
+	    w[5], heads[5], w[6], heads[6]);
+	for (k = 0; k < t.n; k++) {
+		printf("%-*s  %-*s  %-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64
+		    "  %*" PRIu64 "\n", w[0], t.rows[k].topic, w[1],
+		    t.rows[k].part, w[2], t.rows[k].cursor, w[3],
+		    t.rows[k].v[0], w[4], t.rows[k].v[1], w[5],
+		    t.rows[k].v[2], w[6], t.rows[k].v[3]);
+		free(t.rows[k].topic);
+		free(t.rows[k].part);
+		free(t.rows[k].cursor);
+	}
+	free(t.rows);
+	if (fflush(stdout) == EOF || ferror(stdout))
+		err(1, "standard output");
+	return 0;
+}
