@@ -6,7 +6,7 @@
 # reader, across an emptied partition, and after the reader fell so far
 # behind that its next segment went (one warning, then start_offset);
 # the seek attributes themselves; usage errors exit 2, a missing
-# partition 1.
+# partition 1; --cursor and --commit usage errors.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
@@ -22,6 +22,18 @@ tl_is "--from with --since: exit 2" 2 $?
 tl_is "a bad offset: exit 2" 2 $?
 "$TLOGCTL" read --since yesterday "$MNT/x/0" 2>/dev/null
 tl_is "a bad time: exit 2" 2 $?
+"$TLOGCTL" read --cursor a --from 1 "$MNT/x/0" 2>/dev/null
+tl_is "--cursor with --from: exit 2" 2 $?
+"$TLOGCTL" read --commit "$MNT/x/0" 2>"$TMP/u.err"
+tl_is "--commit without --cursor: exit 2" 2 $?
+tl_check "--commit without --cursor: the usage on stderr" grep -q '^usage:' "$TMP/u.err"
+"$TLOGCTL" read --cursor 'a/b' "$MNT/x/0" 2>/dev/null
+tl_is "a bad cursor name: exit 2" 2 $?
+"$TLOGCTL" read --cursor "$(printf '%065d' 0)" "$MNT/x/0" 2>/dev/null
+tl_is "a cursor name of 65 bytes: exit 2" 2 $?
+out=$("$TLOGCTL" read --help 2>/dev/null)
+tl_is "read --help: exit 0" 0 $?
+tl_check "read --help: the usage on stdout" sh -c "echo '$out' | grep -q 'cursor NAME'"
 "$TLOGCTL" read "$MNT/nope/0" 2>"$TMP/e.err"
 tl_is "a missing partition: exit 1" 1 $?
 tl_is "a missing partition: one line on stderr" 1 "$(wc -l <"$TMP/e.err")"
