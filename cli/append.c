@@ -8,15 +8,21 @@
  * max_write (1 MiB) and goes out in one write(2) of whole lines, one
  * FUSE request, when the buffer is full, when the oldest whole line in
  * it has waited FLUSH_MS (so a slow producer's lines still show at
- * once), at end of input and at SIGTERM, SIGINT or SIGHUP. Whole lines
+ * once), at end of input and at SIGTERM, SIGINT or SIGHUP. 1 MiB is
+ * fixed, not asked: no client can see a FUSE mount's max_write (statvfs
+ * and /sys/fs/fuse/connections do not show it); the daemon asks for it
+ * (mount/ops.c), libfuse grants it as max_pages 256, and that is also
+ * the kernel's limit (fs.fuse.max_pages_limit). Whole lines
  * only, so that tlogctl killed at any moment leaves no half line for
  * the mount to store as a record. A final line without newline is
  * written as is; the mount stores it, at close, as a record without
  * newline.
  *
- * Two buffers: a writer thread writes one batch while the main thread
- * reads the next from the pipe, so reading and the mount's work
- * overlap instead of taking turns.
+ * A ring of NBUF buffers: a writer thread writes the batches in order
+ * while the main thread reads the next ones from the pipe, so reading
+ * and the mount's work overlap instead of taking turns, and the writer
+ * finds the next batch waiting instead of sleeping until it is handed
+ * over, when the producer runs ahead.
  *
  * A record the mount refuses (EFBIG, ENOSPC, EDQUOT, EIO) is dropped,
  * the rest of its batch still goes, reading goes on, and the error is
@@ -25,6 +31,7 @@
  */
 #include "config.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <err.h>
@@ -45,6 +52,8 @@
 
 #define BATCH (1 << 20)		/* the mount's max_write: one request */
 #define FLUSH_MS 100		/* longest a whole line waits */
+#define HUGE_PAGE (2 << 20)	/* x86-64, arm64 with 4 KiB pages */
+#define NBUF 4			/* batches: NBUF - 1 queued, one filling */
 
 struct sink {
 	const char *path;
@@ -55,9 +64,9 @@ struct sink {
 	/* the hand-over to the writer thread */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	const char *batch;
-	size_t batchlen;
-	bool busy;		/* a batch is handed over, not yet written */
+	char *bufs[NBUF];	/* used in turn */
+	size_t lens[NBUF];	/* of the batches handed over */
+	int pending;		/* handed over, not yet written */
 	bool done;		/* no more batches */
 };
 
@@ -148,60 +157,53 @@ writer(void *arg)
 	struct sink *s = arg;
 	const char *buf;
 	size_t len;
+	int i = 0;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->busy && !s->done)
+		while (s->pending == 0 && !s->done)
 			pthread_cond_wait(&s->cond, &s->lock);
-		if (!s->busy)
+		if (s->pending == 0)
 			break;
-		buf = s->batch;
-		len = s->batchlen;
+		buf = s->bufs[i];
+		len = s->lens[i];
 		pthread_mutex_unlock(&s->lock);
 		put(s, buf, len);
 		pthread_mutex_lock(&s->lock);
-		s->busy = false;
+		s->pending--;
+		i = (i + 1) % NBUF;
 		pthread_cond_broadcast(&s->cond);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
-/* Waits until the writer has written the last batch handed over. */
-static void
-wait_idle(struct sink *s)
-{
-	pthread_mutex_lock(&s->lock);
-	while (s->busy)
-		pthread_cond_wait(&s->cond, &s->lock);
-	pthread_mutex_unlock(&s->lock);
-}
-
 /*
  * Hands the whole lines at the front of the current buffer (all of it,
- * if `all` or if it holds no newline) to the writer, once the writer is
- * done with the other buffer; the rest moves to the other buffer, which
- * becomes current. Returns the length left in it.
+ * if `all` or if it holds no newline) to the writer, once the next
+ * buffer is free; the rest moves to the next buffer, which becomes
+ * current. Returns the length left in it.
  */
 static size_t
-ship(struct sink *s, char *bufs[2], int *cur, size_t len, bool all)
+ship(struct sink *s, int *cur, size_t len, bool all)
 {
-	char *b = bufs[*cur], *nl;
+	char *b = s->bufs[*cur], *nl;
 	size_t n = len;
 
 	if (!all && (nl = memrchr(b, '\n', len)) != NULL)
 		n = (size_t)(nl - b) + 1;
 	if (n == 0)
 		return len;
-	wait_idle(s);
 	pthread_mutex_lock(&s->lock);
-	s->batch = b;
-	s->batchlen = n;
-	s->busy = true;
+	/* The batches handed over are the buffers before *cur. */
+	while (s->pending >= NBUF - 1)
+		pthread_cond_wait(&s->cond, &s->lock);
+	s->lens[*cur] = n;
+	s->pending++;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	*cur ^= 1;
-	memcpy(bufs[*cur], b + n, len - n);
+	*cur = (*cur + 1) % NBUF;
+	memcpy(s->bufs[*cur], b + n, len - n);
 	return len - n;
 }
 
@@ -219,9 +221,9 @@ cmd_append(int argc, char *argv[])
 	sigset_t block, orig;
 	pthread_t tid;
 	int64_t since = -1, left;
-	size_t len = 0, pagesz = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = 0;
 	ssize_t n;
-	char *bufs[2], *buf, path[PATH_MAX];
+	char *buf, path[PATH_MAX];
 	int c, cur = 0, i;
 
 	/* No options but --help. */
@@ -237,11 +239,16 @@ cmd_append(int argc, char *argv[])
 	if ((s.fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) == -1)
 		err(1, "%s", path);
 	/* Page-aligned: the kernel passes a write of max_write bytes as
-	 * one request only if it spans no more pages than that. */
-	for (i = 0; i < 2; i++)
-		if ((errno = posix_memalign((void **)&bufs[i], pagesz,
-		    BATCH)) != 0)
-			err(1, NULL);
+	 * one request only if it spans no more pages than that. Both in
+	 * one huge page where the kernel gives one (madvise mode of
+	 * transparent huge pages): the kernel pins the pages of each write
+	 * for the mount to copy from, and one huge page pins at once. */
+	if ((errno = posix_memalign((void **)&s.bufs[0], HUGE_PAGE,
+	    NBUF * BATCH)) != 0)
+		err(1, NULL);
+	(void)madvise(s.bufs[0], NBUF * BATCH, MADV_HUGEPAGE);
+	for (i = 1; i < NBUF; i++)
+		s.bufs[i] = s.bufs[0] + i * BATCH;
 	raise_pipe(STDIN_FILENO);
 
 	/* Signals arrive only inside ppoll, so none is lost between the
@@ -267,13 +274,13 @@ cmd_append(int argc, char *argv[])
 	pfd.events = POLLIN;
 	while (!stop) {
 		if (len == BATCH)
-			len = ship(&s, bufs, &cur, len, false);
-		buf = bufs[cur];
+			len = ship(&s, &cur, len, false);
+		buf = s.bufs[cur];
 		tsp = NULL;
 		if (since >= 0) {
 			left = since + FLUSH_MS - mono_ms();
 			if (left <= 0) {
-				len = ship(&s, bufs, &cur, len, false);
+				len = ship(&s, &cur, len, false);
 				since = -1;
 				continue;
 			}
@@ -302,7 +309,7 @@ cmd_append(int argc, char *argv[])
 		if (len == BATCH)
 			since = -1;
 	}
-	ship(&s, bufs, &cur, len, true);
+	ship(&s, &cur, len, true);
 	pthread_mutex_lock(&s.lock);
 	s.done = true;
 	pthread_cond_broadcast(&s.cond);
@@ -315,7 +322,6 @@ cmd_append(int argc, char *argv[])
 		report(&s, errno);
 		s.lost++;
 	}
-	free(bufs[0]);
-	free(bufs[1]);
+	free(s.bufs[0]);
 	return s.lost > 0 ? 1 : 0;
 }

@@ -44,7 +44,7 @@ if [ "$QUICK" != 0 ]; then
 	KEEPFREE_SECS=2
 	SCALE_PARTS=10000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=100000
-	PIPE_LINES=2000000
+	PIPE_LINES=2000000 PIPE_REPS=5
 	COMMITS=2000
 else
 	REPS=5
@@ -56,7 +56,7 @@ else
 	KEEPFREE_SECS=5
 	SCALE_PARTS=100000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=40000
-	PIPE_LINES=5000000
+	PIPE_LINES=5000000 PIPE_REPS=7
 	COMMITS=10000
 fi
 
@@ -177,6 +177,8 @@ rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 # ---- results: one TSV line per measurement, aggregated at the end ----
 mktempdir /tmp; RES=$TMPD/results.tsv
 : >"$RES"
+PAIRS=$TMPD/pairs.tsv	# workload 7: repetition, logger, seconds
+: >"$PAIRS"
 record() {	# workload fs target value
 	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RES"
 }
@@ -467,7 +469,10 @@ EOF
 # PIPE_LINES numbered 100-byte lines kept on tmpfs, as fast as the pipe
 # takes them. Time: from the start of the pipeline to the logger's exit
 # (everything written). A sync before each run (not timed) keeps one
-# run's writeback out of the next.
+# run's writeback out of the next. The machine's load moves single runs
+# by a factor of 2 or more (other work on the cores, the host's disk), so
+# besides the ratio of medians the report gives the median of the
+# ratios within each repetition, runs seconds apart (PIPE_REPS of them).
 pipe_logger() {	# NAME SRC OUT: runs one pipeline
 	case $1 in
 	rotatelogs) cat "$2" | rotatelogs "$3/app.log" 16M ;;
@@ -511,7 +516,7 @@ run_pipe_loggers() {	# NAME PARENT
 	mkdir -p "$tmnt/pipe"
 	setfattr -n user.segment.bytes -v 16M "$tmnt/pipe"
 	log "$fs: workload 7, $PIPE_LINES lines of 100 bytes through ${have[*]}"
-	for r in $(seq 1 $REPS); do
+	for r in $(seq 1 $PIPE_REPS); do
 		# Each repetition starts with another logger.
 		for i in $(seq 0 $((${#have[@]} - 1))); do
 			l=${have[$(( (i + r - 1) % ${#have[@]} ))]}
@@ -529,6 +534,7 @@ run_pipe_loggers() {	# NAME PARENT
 			c1=$(ticks $TL_PID)
 			record "7 pipe loggers, $PIPE_LINES lines (lines/s)" $fs $l \
 			    "$(awk -v n=$PIPE_LINES -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')"
+			printf '%s\t%s\t%s\n' $r $l "$(elapsed $t0 $t1)" >>"$PAIRS"
 			# CPU of the pipeline, and of the daemon for the tlogfs
 			# ones (its clock ticks; it serves nothing else here).
 			case $l in tlogctl|cat) k=$((c1 - c0)) ;; *) k=0 ;; esac
@@ -644,8 +650,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 		wc=$(grep -m1 '^7 .*CPU' "$RES" | cut -f1)
 		read -r cm ca cb <<<"$(cell "$w" disk tlogctl)"
 		echo
-		echo "| $w, disk | lines/s | tlogctl append / this | CPU s per million lines (pipeline + daemon) |"
-		echo "|---|---|---|---|"
+		echo "| $w, disk | lines/s | tlogctl append / this | same, median of per-repetition ratios [min-max] | CPU s per million lines (pipeline + daemon) |"
+		echo "|---|---|---|---|---|"
 		for t in rotatelogs multilog svlogd tlogctl cat; do
 			read -r m a b <<<"$(cell "$w" disk $t)"
 			[ "$m" = - ] && continue
@@ -655,7 +661,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 			cat) label="cat >> PART/current" ;;
 			*) label=$t ;;
 			esac
-			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) | $(fmt $um $ua $ub) |"
+			# tlogctl's speed over this one's, repetition by
+			# repetition: their times' inverse ratio.
+			read -r pm pa pb <<<"$(awk -F'\t' -v t=$t '
+				$2 == "tlogctl" { c[$1] = $3 } $2 == t { o[$1] = $3 }
+				END { for (r in c) if (r in o && c[r] > 0) print o[r] / c[r] }' "$PAIRS" | stats)"
+			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) | $(fmt $pm $pa $pb) | $(fmt $um $ua $ub) |"
 		done
 	fi
 	echo
