@@ -110,9 +110,9 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 		goto fail;
 	}
 	tlog_conf_assign(&lv->conf, k, v);
-	/* A new floor is checked at the next append (reaper.c). */
+	/* A new floor is checked at once, and at the next append. */
 	if (k == TLOG_RETENTION_KEEP_FREE)
-		__atomic_store_n(&s->ctx.free_check, 1, __ATOMIC_RELAXED);
+		tlog_store_free_changed(s);
 	return 0;
 fail:
 	set_err(err, errlen, msg);

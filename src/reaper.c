@@ -698,6 +698,7 @@ reaper_main(void *arg)
 	struct timespec ts;
 	int64_t due, now;
 	uint64_t t0;
+	bool on;
 	int k;
 
 	pthread_mutex_lock(&r->lock);
@@ -705,9 +706,13 @@ reaper_main(void *arg)
 		due = (top = tlog_heap_top(&r->heap)) != NULL ? top->key : -1;
 		now = tlog_ctx_now(r->ctx);
 		/* Disk pressure: when appends passed their share of the
-		 * floor, and once a tick whatever happens. */
-		if (r->pressure || now - r->free_last >= FREE_TICK_MS ||
-		    now < r->free_last) {
+		 * floor, and once a tick while the key is set (off, the
+		 * thread sleeps until something is due, as ever; setting
+		 * it calls reaper_pressure). */
+		on = tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) !=
+		    -1;
+		if (r->pressure || (on && (now - r->free_last >= FREE_TICK_MS ||
+		    now < r->free_last))) {
 			r->pressure = false;
 			r->free_last = now;
 			pthread_mutex_unlock(&r->lock);
@@ -726,8 +731,12 @@ reaper_main(void *arg)
 				r->pressure = true;
 			continue;
 		}
-		if (due < 0 || due > r->free_last + FREE_TICK_MS)
+		if (on && (due < 0 || due > r->free_last + FREE_TICK_MS))
 			due = r->free_last + FREE_TICK_MS;
+		if (due < 0) {		/* nothing to do until told */
+			pthread_cond_wait(&r->cond, &r->lock);
+			continue;
+		}
 		if (due > now) {
 			/* Engine time never runs faster than real time, so
 			 * this never oversleeps; at half speed it wakes early

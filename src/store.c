@@ -397,6 +397,16 @@ tlog_store_sched(struct tlog_store *s)
 	return __atomic_load_n(&s->penv.sched_arg, __ATOMIC_ACQUIRE);
 }
 
+void
+tlog_store_free_changed(struct tlog_store *s)
+{
+	void *arg = tlog_store_sched(s);
+
+	__atomic_store_n(&s->ctx.free_check, 1, __ATOMIC_RELAXED);
+	if (arg != NULL && s->penv.sched->pressure != NULL)
+		s->penv.sched->pressure(arg);
+}
+
 /*
  * A setting changed at a level: every partition it governs gets its due
  * time recomputed. The partitions are collected under the tree lock and

@@ -62,6 +62,10 @@ void *tlog_store_sched(struct tlog_store *s);
  * partition it governs has its due time computed again. */
 void tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p);
+/* retention.keep.free changed: free space is checked at once (the
+ * scheduler's pressure call, if one is attached) and at the next
+ * append. */
+void tlog_store_free_changed(struct tlog_store *s);
 /* A referenced snapshot of every user partition (put each, free v). */
 int tlog_store_partitions(struct tlog_store *s, struct tlog_partition ***v,
     size_t *n);
