@@ -300,6 +300,28 @@ store_free(struct tlog_store *s)
 	free(s);
 }
 
+/* The partitions loaded were born (for partition.cleanup.ms) at engine
+ * time read before the clock was anchored, which may since have moved
+ * on to the newest stamp: they count as born now, never earlier. */
+static void
+born_now(struct tlog_store *s)
+{
+	struct tlog_partition **v;
+	int64_t now = tlog_ctx_now(&s->ctx);
+	size_t n, i;
+
+	if (tlog_store_partitions(s, &v, &n) != 0)
+		return;
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&v[i]->sd.lock);
+		if (v[i]->born < now)
+			v[i]->born = now;
+		pthread_mutex_unlock(&v[i]->sd.lock);
+		tlog_partition_put(v[i]);
+	}
+	free(v);
+}
+
 /* The newest timestamp in any partition, -1 if none. */
 static int64_t
 newest_stamp(struct tlog_store *s)
@@ -624,6 +646,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	/* Engine time starts no earlier than the newest stamp stored, so
 	 * stamps keep increasing whatever the wall clock says. */
 	tlog_clock_anchor(&s->ctx.clock, newest_stamp(s));
+	born_now(s);
 	/*
 	 * Recovery's repairs (cuts, rewritten indexes, removed files) are
 	 * on disk before the store takes an append; and after a crash,

@@ -169,6 +169,37 @@ START_TEST(never_written_goes_from_creation)
 }
 END_TEST
 
+/* A partition loaded at open counts as born when engine time is
+ * anchored to the newest stamp, never at the (earlier) wall clock read
+ * while loading: a wall clock behind the stamps removes nothing early. */
+START_TEST(loaded_partition_born_at_anchored_time)
+{
+	struct tlog_partition *a, *b;
+	struct tlog_topic *t;
+	struct tlog_reap_stats st;
+	char err[256];
+	int64_t t0 = th_clock;
+
+	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
+	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
+	    "1h", 2, err, sizeof(err)), 0);
+	tlog_topic_put(t);
+	th_clock = t0 + 10 * 3600000LL;
+	a = th_part(th_S, "t", "a");
+	put(a, "stamped ten hours on\n");
+	b = th_part(th_S, "t", "b");	/* empty */
+	tlog_partition_put(a);
+	tlog_partition_put(b);
+	th_close();
+	th_clock = t0;			/* the wall clock went back */
+	th_S = th_open(th_dir);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.cleaned, 0);
+	ck_assert(!gone("t", "b"));
+	ck_assert_int_ge(tlog_reaper_next_due(th_S), t0 + 11 * 3600000LL);
+}
+END_TEST
+
 /* Off by default; the events partition is never removed. */
 START_TEST(off_by_default)
 {
@@ -421,6 +452,7 @@ main(void)
 	th_hooks(suite_setup, NULL);
 	TH_CASE(s, removed_after_exactly_cleanup_ms);
 	TH_CASE(s, never_written_goes_from_creation);
+	TH_CASE(s, loaded_partition_born_at_anchored_time);
 	TH_CASE(s, off_by_default);
 	TH_CASE(s, vetoes_keep_it_without_visits);
 	TH_CASE(s, vetoed_partitions_cost_nothing);
