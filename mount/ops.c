@@ -444,13 +444,24 @@ tl_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, EPERM);
 }
 
+/*
+ * Nothing but the engine creates files; but `current` is always there in
+ * a partition, so a create of it (`>>` is O_CREAT) means the lookup just
+ * found the partition gone (removed, by rmdir or partition.cleanup.ms,
+ * while the open was on its way): the append fails as it would a moment
+ * later, with ENOENT.
+ */
 static void
 tl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     struct fuse_file_info *fi)
 {
-	(void)parent; (void)name; (void)mode; (void)fi;
-	if (!tl_refuse_ro(req))
-		fuse_reply_err(req, EPERM);
+	struct tl_node *pn;
+
+	(void)mode; (void)fi;
+	if ((pn = tl_node_get(req, parent)) == NULL || tl_refuse_ro(req))
+		return;
+	fuse_reply_err(req, pn->kind == TL_PART &&
+	    strcmp(name, "current") == 0 ? ENOENT : EPERM);
 }
 
 static void

@@ -189,12 +189,15 @@ commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
 	struct tlog_cursor *old;
 	int r;
 
+	char where[2 * TLOG_NAME_MAX + 2];
+
 	if ((r = persist(p, v, n)) != 0) {
 		free(v);
 		if (r == -ENOENT)
 			return r;	/* removed meanwhile */
-		tlog_ctx_log_err(p->ctx, "cannot save the cursors of a "
-		    "partition: %s", strerror(-r));
+		tlog_level_path(&p->lv, where, sizeof(where));
+		tlog_ctx_log_err(p->ctx, "%s: cannot save the cursors: %s",
+		    where, strerror(-r));
 		return r;
 	}
 	pthread_mutex_lock(&p->sd.lock);
@@ -245,7 +248,15 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		r = -EINVAL;
 		goto out;
 	}
-	if ((i = find(v, n, name)) < 0) {
+	if ((i = find(v, n, name)) < 0 && n >= TLOG_CURSORS_MAX) {
+		free(v);
+		tlog_ctx_log(p->ctx, LOG_WARNING, "%s: cursor %s refused: the "
+		    "partition has %d cursors, the most it keeps (drop one "
+		    "first)", where, name, TLOG_CURSORS_MAX);
+		r = -ENOSPC;
+		goto out;
+	}
+	if (i < 0) {
 		i = (ssize_t)n++;
 		strlcpy(v[i].name, name, sizeof(v[i].name));
 		v[i].offset = off;
@@ -387,7 +398,8 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 		}
 		*sp = '\0';
 		if (!tlog_cursor_name_ok(line) ||
-		    !parse_offset(sp + 1, strlen(sp + 1), &v[n].offset)) {
+		    !parse_offset(sp + 1, strlen(sp + 1), &v[n].offset) ||
+		    v[n].offset > TLOG_CURSOR_OFFSET_MAX) {
 			*why = "bad line";
 			free(v);
 			return NULL;

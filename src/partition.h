@@ -99,6 +99,7 @@ struct tlog_partition {
 	 * removes a partition someone holds open for writing. */
 	uint32_t nwriters;
 	int64_t born;			/* engine time made or loaded */
+	bool cleanup_warned;		/* a stray kept it from cleanup (sd.lock) */
 	bool flush_queued;		/* on the flush queue (queue.c) */
 	TAILQ_ENTRY(tlog_partition) flushlink;
 	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */

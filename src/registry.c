@@ -278,7 +278,8 @@ is_bookkeeping(const char *name)
  * those and the directory.
  */
 static int
-remove_dir(struct tlog_registry *reg, int dirfd, const char *name)
+remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
+    const char *shown)
 {
 	struct dirent *de;
 	uint64_t base;
@@ -299,11 +300,13 @@ remove_dir(struct tlog_registry *reg, int dirfd, const char *name)
 			continue;
 		/* A segment's file here is an append that won the race
 		 * (ENOTEMPTY is the answer); anything else is a stray the
-		 * operator must see. */
+		 * operator must see (named as `shown`, if not NULL). */
 		if (!tlog_segname_parse(de->d_name, ".log", &base) &&
-		    !tlog_segname_parse(de->d_name, ".idx", &base))
-			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot remove %s: it holds %s, "
-			    "which is not tlogfs's", name, de->d_name);
+		    !tlog_segname_parse(de->d_name, ".idx", &base) &&
+		    shown != NULL)
+			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot remove "
+			    "%s: it holds %s, which is not tlogfs's", shown,
+			    de->d_name);
 		r = -ENOTEMPTY;
 	}
 	if (r == 0) {
@@ -325,7 +328,7 @@ remove_dir(struct tlog_registry *reg, int dirfd, const char *name)
 static int
 clear_dir(struct tlog_registry *reg, int dirfd, const char *name)
 {
-	int r = remove_dir(reg, dirfd, name);
+	int r = remove_dir(reg, dirfd, name, name);
 
 	if (r == 0 && mkdirat(dirfd, name, 0755) == -1)
 		r = -errno;
@@ -345,7 +348,8 @@ tlog_reg_topic_remove(struct tlog_registry *reg, const char *name)
 		r = -ENOENT;
 	else if (!RB_EMPTY(&t->parts))
 		r = -ENOTEMPTY;
-	else if ((r = remove_dir(reg, reg->root->tree->dirfd, name)) == 0) {
+	else if ((r = remove_dir(reg, reg->root->tree->dirfd, name, name)) ==
+	    0) {
 		RB_REMOVE(tlog_topic_tree, &reg->topics, t);
 		__atomic_store_n(&t->lv.dead, true, __ATOMIC_RELEASE);
 	} else
@@ -476,6 +480,7 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 {
 	struct tlog_registry *reg = t->reg;
 	struct tlog_partition *p;
+	char shown[2 * TLOG_NAME_MAX + 2];
 	int r, tfd = -1;
 
 	if (reg->penv->ctx->ro)
@@ -500,8 +505,10 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	r = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0 ? -ENOTEMPTY : 0;
 	if (r == 0 && (tfd = tlog_level_dir_locked(&t->lv)) < 0)
 		r = tfd;
-	else if (r == 0)
-		r = remove_dir(reg, tfd, name);
+	else if (r == 0) {
+		snprintf(shown, sizeof(shown), "%s/%s", t->lv.name, name);
+		r = remove_dir(reg, tfd, name, shown);
+	}
 	if (r == 0) {
 		__atomic_store_n(&p->lv.dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, p);
@@ -582,6 +589,7 @@ tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
     int64_t now)
 {
 	char topic[TLOG_NAME_MAX + 1], name[TLOG_NAME_MAX + 1];
+	char shown[2 * TLOG_NAME_MAX + 2];
 	struct tlog_topic *t = tlog_partition_topic(p);
 	struct tlog_segment *seg = NULL;
 	int64_t due, last;
@@ -617,11 +625,16 @@ tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
 		seg = NULL;
 		goto unlock;
 	}
-	if ((r = remove_dir(reg, tfd, name)) == 0) {
+	/* A stray in the way is named once per partition, not at every
+	 * attempt (one each partition.cleanup.ms). */
+	snprintf(shown, sizeof(shown), "%s/%s", topic, name);
+	if ((r = remove_dir(reg, tfd, name, p->cleanup_warned ? NULL :
+	    shown)) == 0) {
 		__atomic_store_n(&p->lv.dead, true, __ATOMIC_RELEASE);
 		RB_REMOVE(tlog_part_tree, &t->parts, p);
 		r = 1;
-	}
+	} else if (r == -ENOTEMPTY)
+		p->cleanup_warned = true;
 unlock:
 	pthread_mutex_unlock(&p->sd.lock);
 out:

@@ -393,6 +393,12 @@ int tlog_partition_seek_time(struct tlog_partition *p, int64_t t,
  * max(cursor, start_offset).
  */
 #define TLOG_CURSOR_NAME_MAX 64
+/* The most cursors a partition keeps: their names and lag attributes
+ * must fit the kernel's 64 KiB listxattr answer (tlogfs(8)). */
+#define TLOG_CURSORS_MAX 256
+/* No offset reaches 2^62 (a million records a second for 146,000
+ * years): a larger cursor in a .cursors file is damage, not a position. */
+#define TLOG_CURSOR_OFFSET_MAX ((uint64_t)1 << 62)
 struct tlog_cursor {
 	char name[TLOG_CURSOR_NAME_MAX + 1];
 	uint64_t offset;

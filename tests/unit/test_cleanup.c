@@ -200,6 +200,39 @@ START_TEST(loaded_partition_born_at_anchored_time)
 }
 END_TEST
 
+/* A stray file keeps a partition from cleanup: named once, with its
+ * topic, not at every attempt. */
+START_TEST(stray_named_once)
+{
+	struct tlog_partition *p;
+	struct tlog_topic *t;
+	struct tlog_reap_stats st;
+	char err[256], path[1024];
+	int64_t t0 = th_clock;
+	int i, fd;
+
+	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
+	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
+	    "1s", 2, err, sizeof(err)), 0);
+	tlog_topic_put(t);
+	p = th_part(th_S, "t", "0");
+	snprintf(path, sizeof(path), "%s/t/0/stray", th_dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	th_logbuf[0] = '\0';
+	for (i = 1; i <= 4; i++) {
+		th_clock = t0 + i * 1001;
+		tlog_reaper_cycle(th_S, &st);
+		ck_assert_uint_eq(st.cleaned, 0);
+	}
+	ck_assert(!gone("t", "0"));
+	ck_assert_int_eq(count_substr(th_logbuf, "cannot remove t/0: it holds "
+	    "stray"), 1);
+	tlog_partition_put(p);
+}
+END_TEST
+
 /* Off by default; the events partition is never removed. */
 START_TEST(off_by_default)
 {
@@ -453,6 +486,7 @@ main(void)
 	TH_CASE(s, removed_after_exactly_cleanup_ms);
 	TH_CASE(s, never_written_goes_from_creation);
 	TH_CASE(s, loaded_partition_born_at_anchored_time);
+	TH_CASE(s, stray_named_once);
 	TH_CASE(s, off_by_default);
 	TH_CASE(s, vetoes_keep_it_without_visits);
 	TH_CASE(s, vetoed_partitions_cost_nothing);

@@ -284,6 +284,42 @@ START_TEST(damaged_garbage)
 }
 END_TEST
 
+/* A line whose checksum holds but whose offset no partition can reach
+ * (2^63 - 1 would wrap the end offset) is damage, not a position. */
+START_TEST(damaged_offset_out_of_range)
+{
+	char body[128], content[160];
+
+	snprintf(body, sizeof(body), "tlogfs-cursors 1\na %s\n",
+	    "9223372036854775807");
+	snprintf(content, sizeof(content), "%scrc32c %08x\n", body,
+	    (unsigned)tlog_crc32c(0, body, strlen(body)));
+	damaged(content);
+}
+END_TEST
+
+/* A partition keeps 256 cursors at most (their names and lag attributes
+ * must fit one listxattr answer): a new one past that is ENOSPC, with a
+ * log line; moving one that exists still works. */
+START_TEST(cursors_capped)
+{
+	char name[16];
+	int i;
+
+	lines(th_P, 3);
+	for (i = 0; i < TLOG_CURSORS_MAX; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		ck_assert_int_eq(set(th_P, name, "1"), 0);
+	}
+	th_logbuf[0] = '\0';
+	ck_assert_int_eq(set(th_P, "one-more", "1"), -ENOSPC);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "cursor one-more refused"));
+	ck_assert_int_eq(set(th_P, "c0", "2"), 0);
+	ck_assert_uint_eq(get(th_P, "c0"), 2);
+	ck_assert_int_eq(tlog_part_ncursors(th_P), TLOG_CURSORS_MAX);
+}
+END_TEST
+
 START_TEST(rename_keeps_rmdir_drops)
 {
 	struct tlog_topic *t = tlog_partition_topic(th_P);
@@ -658,6 +694,8 @@ main(void)
 	TH_CASE(s, damaged_checksum);
 	TH_CASE(s, damaged_torn);
 	TH_CASE(s, damaged_garbage);
+	TH_CASE(s, damaged_offset_out_of_range);
+	TH_CASE(s, cursors_capped);
 	TH_CASE(s, rename_keeps_rmdir_drops);
 	TH_CASE(s, readonly_refuses);
 	TH_CASE(s, recovery_end_at_least_max_cursor);
