@@ -228,9 +228,8 @@ cmd_append(int argc, char *argv[])
 
 	/* No options but --help. */
 	while ((c = next_opt(argc, argv, "+h", longopts)) != -1)
-		usage();
-	if (argc - optind != 1)
-		usage();
+		usage(argv[0], "option -%c is unknown", c);
+	one_operand(argc, argv, "PART");
 	part_check(argv[optind]);
 	if ((size_t)snprintf(path, sizeof(path), "%s/current",
 	    argv[optind]) >= sizeof(path))

@@ -220,9 +220,8 @@ cmd_lag(int argc, char *argv[])
 	size_t k;
 
 	while ((c = next_opt(argc, argv, "+h", longopts)) != -1)
-		usage();
-	if (argc - optind != 1)
-		usage();
+		usage(argv[0], "option -%c is unknown", c);
+	one_operand(argc, argv, "MOUNT");
 	mnt = argv[optind];
 	/* The mount's root is the one with .tlogfs/ (tlogfs(8)). */
 	if ((size_t)snprintf(meta, sizeof(meta), "%s/.tlogfs/metrics", mnt) >=

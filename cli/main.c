@@ -7,6 +7,7 @@
 
 #include <err.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,19 +23,34 @@ static const char usage_text[] =
     "       tlogctl lag MOUNT\n"
     "       tlogctl --help\n";
 
+/* Each command with its usage in one line, for a usage error. */
 static const struct {
 	const char *name;
 	int (*fn)(int, char *[]);
+	const char *line;
 } cmds[] = {
-	{ "append", cmd_append },
-	{ "read", cmd_read },
-	{ "lag", cmd_lag },
+	{ "append", cmd_append, "tlogctl append PART" },
+	{ "read", cmd_read, "tlogctl read [--from OFFSET | --since TIME | "
+	    "--cursor NAME [--commit]] [--follow] PART" },
+	{ "lag", cmd_lag, "tlogctl lag MOUNT" },
 };
 
 void
-usage(void)
+usage(const char *cmd, const char *fmt, ...)
 {
-	fputs(usage_text, stderr);
+	const char *line = "tlogctl append|read|lag ... (tlogctl --help "
+	    "for each)";
+	char what[256];
+	va_list ap;
+	size_t i;
+
+	for (i = 0; cmd != NULL && i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(cmd, cmds[i].name) == 0)
+			line = cmds[i].line;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	warnx("%s; usage: %s", what, line);
 	exit(EXIT_USAGE);
 }
 
@@ -53,20 +69,35 @@ next_opt(int argc, char *argv[], const char *optstr,
 
 	opterr = 0;
 	c = getopt_long(argc, argv, optstr, longopts, NULL);
-	if (c == 'h')
+	if (c == 'h') {
+		/* Help for "tlogctl CMD --help" alone: with anything
+		 * else it is not clear what was meant. */
+		if (argc != 2)
+			usage(argv[0], "%s takes no other argument",
+			    argv[optind - 1]);
 		help();
+	}
 	if (c == '?' || c == ':') {
 		/* A long option is named as given, a short one by its
 		 * letter (optind may already be past a bundle of them). */
 		if (strncmp(argv[optind - 1], "--", 2) == 0)
-			warnx("%s: option %s %s", argv[0], argv[optind - 1],
+			usage(argv[0], "option %s %s", argv[optind - 1],
 			    c == ':' ? "needs an argument" : "is unknown");
 		else
-			warnx("%s: option -%c %s", argv[0], optopt,
+			usage(argv[0], "option -%c %s", optopt,
 			    c == ':' ? "needs an argument" : "is unknown");
-		usage();
 	}
 	return c;
+}
+
+void
+one_operand(int argc, char *argv[], const char *name)
+{
+	if (argc - optind < 1)
+		usage(argv[0], "%s is missing", name);
+	if (argc - optind > 1)
+		usage(argv[0], "one %s only, not also %s", name,
+		    argv[optind + 1]);
 }
 
 static int64_t
@@ -96,12 +127,14 @@ main(int argc, char *argv[])
 	size_t i;
 
 	if (argc < 2)
-		usage();
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		usage(NULL, "no command");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		if (argc > 2)
+			usage(NULL, "%s takes no other argument", argv[1]);
 		help();
+	}
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
-	warnx("unknown command: %s", argv[1]);
-	usage();
+	usage(NULL, "unknown command: %s", argv[1]);
 }

@@ -323,6 +323,7 @@ cmd_read(int argc, char *argv[])
 	};
 	struct reader r;
 	const char *from = NULL, *since = NULL, *cursor = NULL, *errstr;
+	const char *startopt = NULL, *opt;
 	uint64_t off, base, pos;
 	int64_t ms = 0;
 	bool docommit = false, warn;
@@ -332,13 +333,24 @@ cmd_read(int argc, char *argv[])
 	while ((c = next_opt(argc, argv, "+:h", longopts)) != -1) {
 		switch (c) {
 		case 'f':
-			from = optarg;
-			break;
 		case 's':
-			since = optarg;
-			break;
 		case 'c':
-			cursor = optarg;
+			/* One start only: a second would be ignored, or
+			 * contradict the first. The option as given is
+			 * the word before its argument, or "--from=N". */
+			opt = argv[optind - (optarg == argv[optind - 1] ? 2 :
+			    1)];
+			if (startopt != NULL)
+				usage(argv[0], "%s after %s: one of --from, "
+				    "--since and --cursor, once", opt,
+				    startopt);
+			startopt = opt;
+			if (c == 'f')
+				from = optarg;
+			else if (c == 's')
+				since = optarg;
+			else
+				cursor = optarg;
 			break;
 		case 'C':
 			docommit = true;
@@ -347,36 +359,23 @@ cmd_read(int argc, char *argv[])
 			r.follow = true;
 			break;
 		default:
-			usage();
+			usage(argv[0], "option -%c is unknown", c);
 		}
 	}
-	if ((from != NULL) + (since != NULL) + (cursor != NULL) > 1) {
-		warnx("read: --from, --since and --cursor exclude each other");
-		usage();
-	}
-	if (docommit && cursor == NULL) {
-		warnx("read: --commit needs --cursor");
-		usage();
-	}
-	if (cursor != NULL && !cursor_name_ok(cursor)) {
-		warnx("read: --cursor %s: not a cursor name (1-64 of "
+	if (docommit && cursor == NULL)
+		usage(argv[0], "--commit needs --cursor");
+	if (cursor != NULL && !cursor_name_ok(cursor))
+		usage(argv[0], "--cursor %s: not a cursor name (1-64 of "
 		    "A-Z a-z 0-9 . _ -)", cursor);
-		usage();
-	}
-	if (argc - optind != 1)
-		usage();
+	one_operand(argc, argv, "PART");
 	off = 0;
 	if (from != NULL) {
 		off = (uint64_t)strtonum(from, 0, LLONG_MAX, &errstr);
-		if (errstr != NULL) {
-			warnx("read: --from %s: not an offset", from);
-			usage();
-		}
+		if (errstr != NULL)
+			usage(argv[0], "--from %s: not an offset", from);
 	}
-	if (since != NULL && parse_time(since, real_ms(), &ms) == -1) {
-		warnx("read: --since %s: not a time", since);
-		usage();
-	}
+	if (since != NULL && parse_time(since, real_ms(), &ms) == -1)
+		usage(argv[0], "--since %s: not a time", since);
 	r.part = argv[optind];
 	part_check(r.part);
 	if ((size_t)snprintf(r.cur, sizeof(r.cur), "%s/current", r.part) >=

@@ -4,7 +4,7 @@
  * the store (doc/tlogctl.1): it links nothing of the engine.
  *
  * Exit status: 0 done, 1 a runtime error (one line on stderr), 2 a usage
- * error (the usage on stderr).
+ * error (one line on stderr: what is wrong and the command's usage).
  */
 #ifndef TLOGCTL_H
 #define TLOGCTL_H
@@ -16,13 +16,20 @@
 #define EXIT_USAGE 2
 
 /* main.c */
-__attribute__((noreturn)) void usage(void);
+/* A usage error: "tlogctl: WHAT; usage: LINE" on stderr, LINE the usage
+ * of command cmd (of the whole tool if NULL), and exit 2. */
+__attribute__((noreturn, format(printf, 2, 3)))
+void usage(const char *cmd, const char *fmt, ...);
+/* The full usage on stdout, exit 0. */
 __attribute__((noreturn)) void help(void);
 /* Options of a subcommand: getopt_long over argv, argv[0] its name.
- * Handles --help and bad options (usage); returns getopt's character,
- * -1 at the end. */
+ * Handles --help (alone, else a usage error) and bad options; returns
+ * getopt's character, -1 at the end. */
 int next_opt(int argc, char *argv[], const char *optstr,
     const struct option *longopts);
+/* After the options: exactly one operand, called name, or a usage
+ * error. */
+void one_operand(int argc, char *argv[], const char *name);
 /* Milliseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 int64_t mono_ms(void);
 int64_t real_ms(void);

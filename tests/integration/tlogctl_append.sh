@@ -4,8 +4,8 @@
 # one record; SIGTERM stops it cleanly; a fast producer's lines go in
 # batches (one FUSE write per MiB, counted by tlogfs_appends_total),
 # every line once, in order; a refused record is dropped and reported
-# once while the rest goes in; usage errors exit 2, a missing partition
-# 1; tlogctl(1) is clean mdoc.
+# once while the rest goes in; usage errors exit 2 with one line on
+# stderr, a missing partition 1; tlogctl(1) is clean mdoc.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
@@ -14,18 +14,30 @@ appends() { awk '$1 == "tlogfs_appends_total" { print $2 }' "$MNT/.tlogfs/metric
 tl_mount
 
 # ---- usage ----
-"$TLOGCTL" >/dev/null 2>"$TMP/u.err"
-tl_is "no command: exit 2" 2 $?
-tl_check "no command: the usage on stderr" grep -q '^usage: tlogctl append PART' "$TMP/u.err"
-"$TLOGCTL" append </dev/null 2>/dev/null
-tl_is "append without PART: exit 2" 2 $?
-"$TLOGCTL" append -x "$MNT/a/0" </dev/null 2>/dev/null
-tl_is "append with an unknown option: exit 2" 2 $?
-"$TLOGCTL" frobnicate 2>/dev/null
-tl_is "an unknown command: exit 2" 2 $?
-out=$("$TLOGCTL" --help 2>&1)
+# usage_err NAME LINE ARGS...: `tlogctl ARGS` exits 2 with one line on
+# stderr, what is wrong and the usage LINE, and nothing on stdout.
+usage_err() {
+	local name=$1 line=$2
+	shift 2
+	"$TLOGCTL" "$@" </dev/null >"$TMP/u.out" 2>"$TMP/u.err"
+	tl_is "$name: exit 2" 2 $?
+	tl_is "$name: one line on stderr, with the usage" "1 1" \
+	    "$(wc -l <"$TMP/u.err") $(grep -c "^tlogctl: .*; usage: $line\$" "$TMP/u.err")"
+	tl_is "$name: nothing on stdout" "" "$(cat "$TMP/u.out")"
+}
+ALL='tlogctl append|read|lag .*'
+usage_err "no command" "$ALL"
+usage_err "an unknown command" "$ALL" frobnicate
+usage_err "--help with an argument" "$ALL" --help append
+usage_err "append without PART" 'tlogctl append PART' append
+usage_err "append with two PARTs" 'tlogctl append PART' append "$MNT/a/0" "$MNT/a/1"
+usage_err "append with an unknown option" 'tlogctl append PART' append -x "$MNT/a/0"
+usage_err "append --help with an argument" 'tlogctl append PART' append --help "$MNT/a/0"
+out=$("$TLOGCTL" --help 2>"$TMP/u.err")
 tl_is "--help: exit 0" 0 $?
 tl_is "--help: the usage on stdout" "usage: tlogctl append PART" "$(echo "$out" | head -1)"
+tl_is "--help: every command" 4 "$(echo "$out" | grep -c 'tlogctl \(append\|read\|lag\|--help\)')"
+tl_is "--help: nothing on stderr" "" "$(cat "$TMP/u.err")"
 "$TLOGCTL" append "$MNT/nope/0" </dev/null 2>"$TMP/e.err"
 tl_is "a missing partition: exit 1" 1 $?
 tl_is "a missing partition: one line on stderr" 1 "$(wc -l <"$TMP/e.err")"

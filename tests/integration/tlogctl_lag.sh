@@ -1,9 +1,9 @@
 #!/bin/sh
 # tlogctl_lag.sh - `tlogctl lag MOUNT` without cursors: the header alone,
 # on an empty mount and on one with topics and partitions; usage errors
-# exit 2 with the usage on stderr, a directory that is no mount's root 1
-# with one line; --help on stdout, exit 0. (The table with cursors is in
-# tlogctl_cursor.sh.)
+# exit 2 with one line on stderr (what is wrong; the usage of lag), a
+# directory that is no mount's root 1 with one line; --help on stdout,
+# exit 0. (The table with cursors is in tlogctl_cursor.sh.)
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
@@ -11,16 +11,25 @@ HEADER='TOPIC  PARTITION  CURSOR  OFFSET  START  END  LAG'
 
 tl_mount
 
-"$TLOGCTL" lag 2>"$TMP/u.err"
-tl_is "lag without MOUNT: exit 2" 2 $?
-tl_check "lag without MOUNT: the usage on stderr" grep -q '^usage:' "$TMP/u.err"
-"$TLOGCTL" lag "$MNT" "$MNT" 2>/dev/null
-tl_is "lag with two arguments: exit 2" 2 $?
-"$TLOGCTL" lag --frob "$MNT" 2>/dev/null
-tl_is "lag with an unknown option: exit 2" 2 $?
-out=$("$TLOGCTL" lag --help 2>/dev/null)
+# usage_err NAME ARGS...: exit 2, nothing on stdout, one line on stderr
+# naming the usage of lag.
+usage_err() {
+	local name=$1
+	shift
+	"$TLOGCTL" "$@" >"$TMP/u.out" 2>"$TMP/u.err"
+	tl_is "$name: exit 2" 2 $?
+	tl_is "$name: one line on stderr, with the usage of lag" \
+	    "1 1" "$(wc -l <"$TMP/u.err") $(grep -c '^tlogctl: .*; usage: tlogctl lag MOUNT$' "$TMP/u.err")"
+	tl_is "$name: nothing on stdout" "" "$(cat "$TMP/u.out")"
+}
+usage_err "lag without MOUNT" lag
+usage_err "lag with two arguments" lag "$MNT" "$MNT"
+usage_err "lag with an unknown option" lag --frob "$MNT"
+usage_err "lag --help with an argument" lag --help "$MNT"
+out=$("$TLOGCTL" lag --help 2>"$TMP/u.err")
 tl_is "lag --help: exit 0" 0 $?
 tl_check "lag --help: the usage on stdout" sh -c "echo '$out' | grep -q '^ *tlogctl lag MOUNT'"
+tl_is "lag --help: nothing on stderr" "" "$(cat "$TMP/u.err")"
 
 "$TLOGCTL" lag "$TMP" >/dev/null 2>"$TMP/e.err"
 tl_is "a directory that is no mount: exit 1" 1 $?

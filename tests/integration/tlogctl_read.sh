@@ -5,35 +5,49 @@
 # writer rolls segments every KiB and the reaper deletes them behind the
 # reader, across an emptied partition, and after the reader fell so far
 # behind that its next segment went (one warning, then start_offset);
-# the seek attributes themselves; usage errors exit 2, a missing
-# partition 1; --cursor and --commit usage errors.
+# the seek attributes themselves; usage errors (a start given twice)
+# exit 2 with one line on stderr, a missing partition 1; --cursor and
+# --commit usage errors.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
 tl_mount
 
 # ---- usage ----
-"$TLOGCTL" read 2>"$TMP/u.err"
-tl_is "read without PART: exit 2" 2 $?
-tl_check "the usage on stderr" grep -q '^usage:' "$TMP/u.err"
-"$TLOGCTL" read --from 1 --since 1 "$MNT/x/0" 2>/dev/null
-tl_is "--from with --since: exit 2" 2 $?
-"$TLOGCTL" read --from -1 "$MNT/x/0" 2>/dev/null
-tl_is "a bad offset: exit 2" 2 $?
-"$TLOGCTL" read --since yesterday "$MNT/x/0" 2>/dev/null
-tl_is "a bad time: exit 2" 2 $?
-"$TLOGCTL" read --cursor a --from 1 "$MNT/x/0" 2>/dev/null
-tl_is "--cursor with --from: exit 2" 2 $?
-"$TLOGCTL" read --commit "$MNT/x/0" 2>"$TMP/u.err"
-tl_is "--commit without --cursor: exit 2" 2 $?
-tl_check "--commit without --cursor: the usage on stderr" grep -q '^usage:' "$TMP/u.err"
-"$TLOGCTL" read --cursor 'a/b' "$MNT/x/0" 2>/dev/null
-tl_is "a bad cursor name: exit 2" 2 $?
-"$TLOGCTL" read --cursor "$(printf '%065d' 0)" "$MNT/x/0" 2>/dev/null
-tl_is "a cursor name of 65 bytes: exit 2" 2 $?
-out=$("$TLOGCTL" read --help 2>/dev/null)
+# usage_err NAME ARGS...: `tlogctl read ARGS` exits 2 with one line on
+# stderr, what is wrong and the usage of read, and nothing on stdout.
+RUSAGE='tlogctl read [--from OFFSET | --since TIME | --cursor NAME [--commit]] [--follow] PART'
+usage_err() {
+	local name=$1
+	shift
+	"$TLOGCTL" read "$@" >"$TMP/u.out" 2>"$TMP/u.err"
+	tl_is "$name: exit 2" 2 $?
+	tl_is "$name: one line on stderr, with the usage of read" "1 1" \
+	    "$(wc -l <"$TMP/u.err") $(grep -cF "; usage: $RUSAGE" "$TMP/u.err")"
+	tl_is "$name: nothing on stdout" "" "$(cat "$TMP/u.out")"
+}
+usage_err "read without PART"
+usage_err "read with two PARTs" "$MNT/x/0" "$MNT/x/1"
+usage_err "--from with --since" --from 1 --since 1 "$MNT/x/0"
+usage_err "a bad offset" --from -1 "$MNT/x/0"
+usage_err "a bad time" --since yesterday "$MNT/x/0"
+usage_err "--cursor with --from" --cursor a --from 1 "$MNT/x/0"
+usage_err "--commit without --cursor" --commit "$MNT/x/0"
+usage_err "a bad cursor name" --cursor 'a/b' "$MNT/x/0"
+usage_err "a cursor name of 65 bytes" --cursor "$(printf '%065d' 0)" "$MNT/x/0"
+usage_err "an unknown option" --frob "$MNT/x/0"
+usage_err "--from without its argument" --from
+usage_err "read --help with an argument" --help "$MNT/x/0"
+# A start given twice: the second was taken, the first ignored.
+usage_err "--from twice" --from 1 --from 2 "$MNT/x/0"
+usage_err "--from=N twice" --from=1 --from=2 "$MNT/x/0"
+usage_err "--since twice" --since -1h --since -2h "$MNT/x/0"
+usage_err "--cursor twice" --cursor a --cursor b "$MNT/x/0"
+usage_err "--since, then --cursor" --since -1h --cursor a "$MNT/x/0"
+out=$("$TLOGCTL" read --help 2>"$TMP/u.err")
 tl_is "read --help: exit 0" 0 $?
 tl_check "read --help: the usage on stdout" sh -c "echo '$out' | grep -q 'cursor NAME'"
+tl_is "read --help: nothing on stderr" "" "$(cat "$TMP/u.err")"
 "$TLOGCTL" read "$MNT/nope/0" 2>"$TMP/e.err"
 tl_is "a missing partition: exit 1" 1 $?
 tl_is "a missing partition: one line on stderr" 1 "$(wc -l <"$TMP/e.err")"
