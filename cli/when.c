@@ -9,6 +9,9 @@
  *   2024-11-29 09:14:00.250+01:00  (hh:mm[:ss[.fff]]) with T or a space,
  *   2024-11-29                     and a zone (Z, +hh, +hhmm, +hh:mm);
  *                                  without a zone, local time
+ *
+ * What does not exist is refused, not carried over: February 30, 24:00,
+ * a zone beyond 14 hours, "@1e9".
  */
 #include "config.h"
 
@@ -52,9 +55,11 @@ parse_ago(const char *s, int64_t now, int64_t *out)
 	long long v;
 	size_t i;
 
+	if (!isdigit((unsigned char)*s))
+		return -1;	/* strtoll would take " 15m", "+15m" */
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (end == s || errno != 0 || v < 0 || *s == '-' || *s == '+')
+	if (errno != 0)
 		return -1;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (strcmp(end, units[i].unit) == 0) {
@@ -66,26 +71,41 @@ parse_ago(const char *s, int64_t now, int64_t *out)
 	return -1;
 }
 
-/* "@1732871640.5": seconds since the epoch, as date +%s prints them. */
+/* "@1732871640.5": seconds since the epoch, as date +%s prints them:
+ * digits, then optionally a fraction (milliseconds; finer digits are
+ * dropped). Not strtod, which takes 1e9, 0x10 and " 1" as well. */
 static int
 parse_secs(const char *s, int64_t *out)
 {
-	char *end;
-	double v;
+	int64_t v = 0;
+	int ms = 0, n;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || *end != '\0' || errno != 0 || !isdigit(
-	    (unsigned char)*s) || v > 9.2e15)
+	if (!isdigit((unsigned char)*s))
 		return -1;
-	*out = (int64_t)(v * 1000.0 + 0.5);
+	for (; isdigit((unsigned char)*s); s++) {
+		if (v > (INT64_MAX / 1000 - 1) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	if (*s == '.') {
+		for (s++, n = 0; isdigit((unsigned char)*s); s++, n++)
+			if (n < 3)
+				ms = ms * 10 + (*s - '0');
+		if (n == 0)
+			return -1;
+		for (; n < 3; n++)
+			ms *= 10;
+	}
+	if (*s != '\0')
+		return -1;
+	*out = v * 1000 + ms;
 	return 0;
 }
 
 static int
 parse_iso(const char *s, int64_t *out)
 {
-	struct tm tm;
+	struct tm tm, norm;
 	int y, mo, d, h = 0, mi = 0, sec = 0, ms = 0, zh, zm = 0, n;
 	int64_t off = 0;
 	bool zone = false;
@@ -123,17 +143,22 @@ parse_iso(const char *s, int64_t *out)
 		sign = *s++;
 		if (digits(&s, 2, &zh))
 			return -1;
-		if (*s == ':')
+		if (*s == ':') {
 			s++;
-		if (isdigit((unsigned char)*s) && digits(&s, 2, &zm))
+			if (digits(&s, 2, &zm))
+				return -1;
+		} else if (isdigit((unsigned char)*s) && digits(&s, 2, &zm))
+			return -1;
+		/* The zones of the world lie within UTC-12 to UTC+14;
+		 * ISO 8601 allows up to 14 hours either way. */
+		if (zm > 59 || zh * 60 + zm > 14 * 60)
 			return -1;
 		off = (int64_t)(zh * 60 + zm) * 60000;
 		if (sign == '-')
 			off = -off;
 		zone = true;
 	}
-	if (*s != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
-	    mi > 59 || sec > 60)
+	if (*s != '\0')
 		return -1;
 	memset(&tm, 0, sizeof(tm));
 	tm.tm_year = y - 1900;
@@ -142,10 +167,21 @@ parse_iso(const char *s, int64_t *out)
 	tm.tm_hour = h;
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
-	tm.tm_isdst = -1;
-	t = zone ? timegm(&tm) : mktime(&tm);
-	if (t == (time_t)-1 && !(y == 1969 && mo == 12 && d == 31))
+	/* timegm carries what is out of range into the next field
+	 * (February 30 is March 2): a date and time that exist come back
+	 * unchanged. A leap second (:60) does not, and is refused. */
+	norm = tm;
+	t = timegm(&norm);
+	if (norm.tm_year != tm.tm_year || norm.tm_mon != tm.tm_mon ||
+	    norm.tm_mday != tm.tm_mday || norm.tm_hour != tm.tm_hour ||
+	    norm.tm_min != tm.tm_min || norm.tm_sec != tm.tm_sec)
 		return -1;
+	if (!zone) {
+		tm.tm_isdst = -1;
+		errno = 0;
+		if ((t = mktime(&tm)) == (time_t)-1 && errno != 0)
+			return -1;
+	}
 	*out = (int64_t)t * 1000 + ms - off;
 	return 0;
 }

@@ -5,9 +5,9 @@
 # writer rolls segments every KiB and the reaper deletes them behind the
 # reader, across an emptied partition, and after the reader fell so far
 # behind that its next segment went (one warning, then start_offset);
-# the seek attributes themselves; usage errors (a start given twice)
-# exit 2 with one line on stderr, a missing partition 1; --cursor and
-# --commit usage errors.
+# the seek attributes themselves; usage errors (a start given twice, a
+# --since time that does not exist) exit 2 with one line on stderr, a
+# missing partition 1; --cursor and --commit usage errors.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
@@ -133,6 +133,21 @@ tl_is "--since -1h prints everything" 30000 "$("$TLOGCTL" read --since -1h "$D" 
 tl_is "--since @SECONDS" 30000 "$("$TLOGCTL" read --since @$((t / 1000 - 3600)) "$D" | wc -l)"
 tl_is "--since after the newest record prints nothing" "" \
     "$("$TLOGCTL" read --since $(($(now_ms) + 60000)) "$D")"
+# Times that are none: usage errors. Times at the edges: read.
+for bad in 2026-02-30 2026-02-29 2023-02-29 2024-13-01 2024-00-10 \
+    2024-04-31 2024-01-01T24:00 2024-01-01T23:60 2024-01-01T23:59:60Z \
+    2024-01-01T00:00+25:00 2024-01-01T00:00+14:01 2024-01-01T00:00-14:30 \
+    2024-01-01T00:00+01:60 2024-01-01T00:00+01: 2024-01-01T00:00+01:0030 \
+    @1e9 @0x10 @1.5e3 @ @. @1. "@ 1" "@+1" @-1 @inf "- 15m" "-+15m" \
+    99999999999999999999; do
+	usage_err "--since $bad" --since "$bad" "$D"
+done
+for good in 2024-02-29 2024-12-31T23:59:59Z 2024-01-01T00:00+14:00 \
+    2024-01-01T00:00-14:00 2024-01-01T00:00:00.5+0530 1970-01-01T00:00Z \
+    @1732871640.5 @0 -0s; do
+	"$TLOGCTL" read --since "$good" "$D" >/dev/null 2>"$TMP/u.err"
+	tl_is "--since $good: read" "0 " "$? $(cat "$TMP/u.err")"
+done
 
 # ---- --follow across size rolls while the reaper deletes ----
 D=$MNT/f/0
