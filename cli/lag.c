@@ -6,14 +6,16 @@
  *	TOPIC   PARTITION  CURSOR   OFFSET  START  END  LAG
  *
  * OFFSET is the cursor, START and END the partition's start_offset and
- * end_offset, LAG user.tlog.lag.NAME (END - max(OFFSET, START)). Rows
- * are sorted by topic, partition and cursor, in version order (partition
- * 2 before 10). A mount without cursors prints the header alone, so a
- * script reads "no rows" the same way whatever the mount holds.
+ * end_offset, LAG user.tlog.lag.NAME (END - max(OFFSET, START)).
  *
- * A partition or cursor that goes while the table is made (rmdir, the
- * empty partitions' cleanup, setfattr -x) is left out: the table is of
- * one moment as far as each row goes, not across rows.
+ * Rows are sorted by topic, partition and cursor, in version order
+ * (partition 2 before 10). A mount without cursors prints the header
+ * alone, so a script reads "no rows" the same way whatever the mount
+ * holds. A partition or cursor that goes while the table is made (rmdir,
+ * the empty partitions' cleanup, setfattr -x) is left out. One that
+ * cannot be read (listxattr fails with E2BIG when the names of a
+ * partition's attributes pass the kernel's 64 KiB) is named in a line on
+ * stderr, the other rows are printed, and the exit status is 1.
  */
 #include "config.h"
 
@@ -44,6 +46,7 @@ struct row {
 struct table {
 	struct row *rows;
 	size_t n, cap;
+	bool failed;		/* something could not be read */
 };
 
 static const char *const heads[] = {
@@ -70,7 +73,7 @@ row_cmp(const void *a, const void *b)
 	return strverscmp(x->cursor, y->cursor);
 }
 
-/* The partition's attribute names, NUL-separated, or NULL if it went. */
+/* The partition's attribute names, NUL-separated, or NULL with errno. */
 static char *
 list_names(const char *path, ssize_t *lenp)
 {
@@ -90,8 +93,6 @@ list_names(const char *path, ssize_t *lenp)
 		if (errno != ERANGE)	/* ERANGE: it grew meanwhile */
 			break;
 	}
-	if (!gone(errno))
-		err(1, "%s", path);
 	free(buf);
 	return NULL;
 }
@@ -125,8 +126,13 @@ scan_part(struct table *t, const char *path, const char *topic,
 	uint64_t v[4];
 	ssize_t len;
 
-	if ((names = list_names(path, &len)) == NULL)
+	if ((names = list_names(path, &len)) == NULL) {
+		if (!gone(errno)) {
+			warn("%s: cannot list the cursors", path);
+			t->failed = true;
+		}
 		return;
+	}
 	for (name = names, end = names + len; name < end;
 	    name += strlen(name) + 1) {
 		if (strncmp(name, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) != 0)
@@ -139,7 +145,9 @@ scan_part(struct table *t, const char *path, const char *topic,
 		    part_stat(path, lagname, &v[3]) == -1) {
 			if (gone(errno))
 				continue;
-			err(1, "%s: cursor %s", path, cursor);
+			warn("%s: cursor %s", path, cursor);
+			t->failed = true;
+			continue;
 		}
 		add_row(t, topic, part, cursor, v);
 	}
@@ -156,28 +164,43 @@ each_dir(const char *dir, void (*fn)(struct table *, const char *,
 	char path[PATH_MAX];
 	DIR *d;
 
+	/* Only the mount's root failing ends it: for a topic or a
+	 * partition, the rest of the table is still worth printing. */
 	if ((d = opendir(dir)) == NULL) {
-		if (topic != NULL && gone(errno))
-			return;		/* a topic removed meanwhile */
-		err(1, "%s", dir);
+		if (topic == NULL)
+			err(1, "%s", dir);
+		if (!gone(errno)) {	/* else a topic removed meanwhile */
+			warn("%s", dir);
+			t->failed = true;
+		}
+		return;
 	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
-		    de->d_name) >= sizeof(path))
-			errx(1, "%s/%s: name too long", dir, de->d_name);
+		    de->d_name) >= sizeof(path)) {
+			warnx("%s/%s: name too long", dir, de->d_name);
+			t->failed = true;
+			continue;
+		}
 		if (stat(path, &st) == -1) {
-			if (gone(errno))
-				continue;
-			err(1, "%s", path);
+			if (!gone(errno)) {
+				warn("%s", path);
+				t->failed = true;
+			}
+			continue;
 		}
 		if (S_ISDIR(st.st_mode))
 			fn(t, path, topic != NULL ? topic : de->d_name,
 			    de->d_name);
 	}
-	if (errno != 0)
-		err(1, "%s", dir);
+	if (errno != 0) {
+		if (topic == NULL)
+			err(1, "%s", dir);
+		warn("%s", dir);
+		t->failed = true;
+	}
 	closedir(d);
 }
 
@@ -261,5 +284,5 @@ cmd_lag(int argc, char *argv[])
 	free(t.rows);
 	if (fflush(stdout) == EOF || ferror(stdout))
 		err(1, "standard output");
-	return 0;
+	return t.failed ? 1 : 0;
 }

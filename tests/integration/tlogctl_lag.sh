@@ -3,7 +3,9 @@
 # on an empty mount and on one with topics and partitions; usage errors
 # exit 2 with one line on stderr (what is wrong; the usage of lag), a
 # directory that is no mount's root 1 with one line; --help on stdout,
-# exit 0. (The table with cursors is in tlogctl_cursor.sh.)
+# exit 0. A partition whose cursors cannot be listed (E2BIG) is named
+# on stderr, the other rows are printed, exit 1. (The table with cursors
+# is in tlogctl_cursor.sh.)
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
@@ -44,6 +46,44 @@ tl_is "a topic instead of the mount: exit 1" 1 $?
 tl_is "no cursors: the header alone" "$HEADER" "$("$TLOGCTL" lag "$MNT")"
 rmdir "$MNT/t/0" "$MNT/t"
 tl_is "an empty mount: the header alone" "$HEADER" "$("$TLOGCTL" lag "$MNT")"
+
+# ---- a partition whose cursors cannot be listed ----
+# 1000 cursors of 64-byte names pass the kernel's 64 KiB limit of a
+# listxattr: E2BIG. (Where the mount caps cursors per partition, the
+# 257th is refused and this cannot be made.)
+mkdir -p "$MNT/x/0" "$MNT/x/1" "$MNT/y/0"
+echo one >>"$MNT/x/1/current"
+setfattr -n user.cursor.k -v 1 "$MNT/x/1"
+setfattr -n user.cursor.k -v 0 "$MNT/y/0"
+{
+	echo "# file: $MNT/x/0"
+	for i in $(seq 1 256); do printf 'user.cursor.%064d="0"\n' "$i"; done
+} >"$TMP/c256"
+setfattr --restore="$TMP/c256"
+tl_is "256 cursors of 64-byte names" 0 $?
+if ! setfattr -n user.cursor.$(printf %064d 257) -v 0 "$MNT/x/0" 2>"$TMP/c.err"; then
+	if grep -q 'No space left on device' "$TMP/c.err"; then
+		tl_ok "an unlistable partition # SKIP cap present"
+	else
+		tl_not_ok "the 257th cursor: $(cat "$TMP/c.err")"
+	fi
+else
+	{
+		echo "# file: $MNT/x/0"
+		for i in $(seq 258 1000); do printf 'user.cursor.%064d="0"\n' "$i"; done
+	} >"$TMP/c1000"
+	setfattr --restore="$TMP/c1000"
+	tl_is "1000 cursors of 64-byte names" 0 $?
+	getfattr -m - "$MNT/x/0" >/dev/null 2>"$TMP/c.err"
+	tl_check "listxattr fails with E2BIG" grep -q 'Argument list too long' "$TMP/c.err"
+	"$TLOGCTL" lag "$MNT" >"$TMP/lag" 2>"$TMP/lagerr"
+	tl_is "lag: exit 1" 1 $?
+	tl_is "lag: the header and the rows of the other partitions" \
+	    "TOPIC PARTITION CURSOR OFFSET START END LAG|x 1 k 1 0 1 0|y 0 k 0 0 0 0" \
+	    "$(awk '{ $1 = $1; print }' "$TMP/lag" | paste -sd '|')"
+	tl_is "lag: one line on stderr naming the partition" \
+	    "1 1" "$(wc -l <"$TMP/lagerr") $(grep -c "^tlogctl: $MNT/x/0: .*Argument list too long" "$TMP/lagerr")"
+fi
 
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
