@@ -6,7 +6,13 @@
  *	TOPIC   PARTITION  CURSOR   OFFSET  START  END  LAG
  *
  * OFFSET is the cursor, START and END the partition's start_offset and
- * end_offset, LAG user.tlog.lag.NAME (END - max(OFFSET, START)).
+ * end_offset, read in that order, and LAG is END - max(OFFSET, START)
+ * computed from them. Not user.tlog.lag.NAME: that is read at yet
+ * another moment, and while records are appended, committed or deleted
+ * it need not agree with the three numbers beside it. Read in that
+ * order, END is at least START and OFFSET (the end offset never goes
+ * back, and a commit is at most the end offset), so the row holds
+ * together, though its numbers are of successive moments, not one.
  *
  * Rows are sorted by topic, partition and cursor, in version order
  * (partition 2 before 10). A mount without cursors prints the header
@@ -19,6 +25,7 @@
  */
 #include "config.h"
 
+#include <sys/param.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -121,7 +128,7 @@ static void
 scan_part(struct table *t, const char *path, const char *topic,
     const char *part)
 {
-	char *names, *name, *end, lagname[96];
+	char *names, *name, *end;
 	const char *cursor;
 	uint64_t v[4];
 	ssize_t len;
@@ -138,17 +145,17 @@ scan_part(struct table *t, const char *path, const char *topic,
 		if (strncmp(name, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) != 0)
 			continue;
 		cursor = name + strlen(CURSOR_PREFIX);
-		snprintf(lagname, sizeof(lagname), "lag.%s", cursor);
 		if (part_cursor(path, cursor, &v[0]) == -1 ||
 		    part_stat(path, "start_offset", &v[1]) == -1 ||
-		    part_stat(path, "end_offset", &v[2]) == -1 ||
-		    part_stat(path, lagname, &v[3]) == -1) {
+		    part_stat(path, "end_offset", &v[2]) == -1) {
 			if (gone(errno))
 				continue;
 			warn("%s: cursor %s", path, cursor);
 			t->failed = true;
 			continue;
 		}
+		/* 0 for a cursor beyond the end, which no commit makes. */
+		v[3] = v[2] - MIN(v[2], MAX(v[0], v[1]));
 		add_row(t, topic, part, cursor, v);
 	}
 	free(names);

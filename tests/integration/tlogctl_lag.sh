@@ -3,9 +3,11 @@
 # on an empty mount and on one with topics and partitions; usage errors
 # exit 2 with one line on stderr (what is wrong; the usage of lag), a
 # directory that is no mount's root 1 with one line; --help on stdout,
-# exit 0. A partition whose cursors cannot be listed (E2BIG) is named
-# on stderr, the other rows are printed, exit 1. (The table with cursors
-# is in tlogctl_cursor.sh.)
+# exit 0. Every row satisfies LAG = END - max(OFFSET, START) while
+# writers append, consumers commit and retention deletes; a partition
+# whose cursors cannot be listed (E2BIG) is named on stderr, the other
+# rows are printed, exit 1. (The table with cursors is in
+# tlogctl_cursor.sh.)
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
@@ -47,6 +49,54 @@ tl_is "no cursors: the header alone" "$HEADER" "$("$TLOGCTL" lag "$MNT")"
 rmdir "$MNT/t/0" "$MNT/t"
 tl_is "an empty mount: the header alone" "$HEADER" "$("$TLOGCTL" lag "$MNT")"
 
+# ---- every row holds together while everything moves ----
+# Writers append to three partitions, consumers commit to the end, the
+# reaper deletes behind them: rows read piecemeal showed LAG of another
+# moment than OFFSET, START and END.
+for p in 0 1 2; do
+	mkdir -p "$MNT/w/$p"
+	setfattr -n user.segment.bytes -v 4K "$MNT/w/$p"
+	setfattr -n user.retention.ms -v 1s "$MNT/w/$p"
+	"$LINEWRITER" "$MNT/w/$p/current" $p 0 -d 200 >/dev/null 2>&1 &
+	eval "W$p=\$!"
+done
+# committer P: moves the cursors of partition P to its end, over and over.
+committer() {
+	while :; do
+		for c in a b c d e f g h; do
+			e=$(gx user.tlog.end_offset "$MNT/w/$1") || exit
+			setfattr -n user.cursor.$c -v "$e" "$MNT/w/$1" || exit
+		done
+	done
+}
+committer 0 2>/dev/null &
+C0=$!
+committer 1 2>/dev/null &
+C1=$!
+for c in a b c d e f g h; do setfattr -n user.cursor.$c -v 0 "$MNT/w/2"; done
+: >"$TMP/rows"
+# distinct COLUMN: how many values the rows collected show in COLUMN.
+distinct() { awk -v c="$1" '{ print $c }' "$TMP/rows" | sort -un | wc -l; }
+# rows N: runs lag once more; true once N rows of w are collected and
+# they saw the end and the start move.
+rows() {
+	"$TLOGCTL" lag "$MNT" >"$TMP/one" 2>>"$TMP/lagerr" || echo "exit $?" >>"$TMP/lagerr"
+	awk '$1 == "w"' "$TMP/one" >>"$TMP/rows"
+	[ "$(wc -l <"$TMP/rows")" -ge "$1" ] && [ "$(distinct 6)" -ge 10 ] &&
+	    [ "$(distinct 5)" -ge 3 ]
+}
+tl_check "lag runs while 3 partitions move: 600 rows or more" \
+    tl_wait_for 120 rows 600
+kill $W0 $W1 $W2 $C0 $C1
+wait $W0 $W1 $W2 $C0 $C1 2>/dev/null
+tl_is "every run: exit 0, nothing on stderr" "" "$(cat "$TMP/lagerr")"
+awk '{ m = $4 > $5 ? $4 : $5 } $7 != $6 - m || $4 > $6 || $5 > $6' \
+    "$TMP/rows" >"$TMP/bad"
+tl_is "every row: LAG = END - max(OFFSET, START), OFFSET <= END, START <= END" \
+    "" "$(head -3 "$TMP/bad")"
+tl_diag "$(wc -l <"$TMP/rows") rows, $(wc -l <"$TMP/bad") bad;" \
+    "distinct values of START $(distinct 5), END $(distinct 6)"
+
 # ---- a partition whose cursors cannot be listed ----
 # 1000 cursors of 64-byte names pass the kernel's 64 KiB limit of a
 # listxattr: E2BIG. (Where the mount caps cursors per partition, the
@@ -80,11 +130,12 @@ else
 	tl_is "lag: exit 1" 1 $?
 	tl_is "lag: the header and the rows of the other partitions" \
 	    "TOPIC PARTITION CURSOR OFFSET START END LAG|x 1 k 1 0 1 0|y 0 k 0 0 0 0" \
-	    "$(awk '{ $1 = $1; print }' "$TMP/lag" | paste -sd '|')"
+	    "$(awk '$1 != "w" { $1 = $1; print }' "$TMP/lag" | paste -sd '|')"
 	tl_is "lag: one line on stderr naming the partition" \
 	    "1 1" "$(wc -l <"$TMP/lagerr") $(grep -c "^tlogctl: $MNT/x/0: .*Argument list too long" "$TMP/lagerr")"
 fi
 
 tl_check "unmount" tl_umount
-tl_stderr_clean "the daemon printed nothing"
+tl_stderr_clean "the daemon printed nothing but the reaper's lines" \
+    '^tlogfs: reaper: [0-9]+ segments .* expired from'
 tl_done
