@@ -254,12 +254,15 @@ cmd_lag(int argc, char *argv[])
 	one_operand(argc, argv, "MOUNT");
 	mnt = argv[optind];
 	/* The mount's root is the one with .tlogfs/ (tlogfs(8)). */
-	if ((size_t)snprintf(meta, sizeof(meta), "%s/.tlogfs/metrics", mnt) >=
+	/* .tlogfs itself, not a file in it: only root's group may read
+	 * it, and anyone may use lag. */
+	if ((size_t)snprintf(meta, sizeof(meta), "%s/.tlogfs", mnt) >=
 	    sizeof(meta))
 		errx(1, "%s: name too long", mnt);
 	if (stat(mnt, &st) == -1)
 		err(1, "%s", mnt);
-	if (!S_ISDIR(st.st_mode) || stat(meta, &st) == -1)
+	if (!S_ISDIR(st.st_mode) || stat(meta, &st) == -1 ||
+	    !S_ISDIR(st.st_mode))
 		errx(1, "%s: not the root of a tlogfs mount", mnt);
 
 	each_dir(mnt, scan_topic, &t, NULL);

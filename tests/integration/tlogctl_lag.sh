@@ -6,14 +6,20 @@
 # exit 0. Every row satisfies LAG = END - max(OFFSET, START) while
 # writers append, consumers commit and retention deletes; a partition
 # whose cursors cannot be listed (E2BIG) is named on stderr, the other
-# rows are printed, exit 1. (The table with cursors is in
-# tlogctl_cursor.sh.)
+# rows are printed, exit 1 (where the mount caps cursors, by a topic and
+# a partition a user may not read); lag works for any user. (The table
+# with cursors is in tlogctl_cursor.sh.)
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 TLOGCTL=$TL_BUILD/cli/tlogctl
 HEADER='TOPIC  PARTITION  CURSOR  OFFSET  START  END  LAG'
 
-tl_mount
+# A throwaway user runs lag where root's permissions would hide what it
+# cannot read.
+tl_user tlg
+cp "$TLOGCTL" "$TMP/tlogctl"
+chmod 755 "$TMP/tlogctl"
+tl_mount -o allow_other
 
 # usage_err NAME ARGS...: exit 2, nothing on stdout, one line on stderr
 # naming the usage of lag.
@@ -135,7 +141,35 @@ else
 	    "1 1" "$(wc -l <"$TMP/lagerr") $(grep -c "^tlogctl: $MNT/x/0: .*Argument list too long" "$TMP/lagerr")"
 fi
 
+# ---- what the user cannot read ----
+# A topic it may not list, a partition whose cursors it may not read:
+# each is named in one line, the rows it can read are printed, exit 1.
+mkdir -p "$MNT/p/0" "$MNT/q/0" "$MNT/r/0"
+for p in p/0 q/0 r/0; do
+	echo one >>"$MNT/$p/current"
+	setfattr -n user.cursor.k -v 0 "$MNT/$p"
+done
+lag_user() {
+	setpriv --reuid="$UID_" --regid="$GID_" --clear-groups \
+	    "$TMP/tlogctl" lag "$MNT" >"$TMP/lag" 2>"$TMP/lagerr"
+}
+lag_user
+tl_is "lag as a user: exit 0" 0 $?
+tl_is "lag as a user: every row" "p 0 k 0 0 1 1|q 0 k 0 0 1 1|r 0 k 0 0 1 1" \
+    "$(awk '$1 ~ /^[pqr]$/ { $1 = $1; print }' "$TMP/lag" | paste -sd '|')"
+chmod 700 "$MNT/p"
+chmod 000 "$MNT/q/0"
+lag_user
+tl_is "a topic and a partition it cannot read: exit 1" 1 $?
+tl_is "the header and the rows it can read" "TOPIC|r 0 k 0 0 1 1" \
+    "$(awk '$1 ~ /^(TOPIC|[pqr])$/ { $1 = $1; print }' "$TMP/lag" |
+    sed 's/^TOPIC .*/TOPIC/' | paste -sd '|')"
+tl_is "a line on stderr for each" \
+    "tlogctl: $MNT/p: Permission denied|tlogctl: $MNT/q/0: cursor k: Permission denied" \
+    "$(paste -sd '|' "$TMP/lagerr")"
+chmod 755 "$MNT/p" "$MNT/q/0"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing but the reaper's lines" \
-    '^tlogfs: reaper: [0-9]+ segments .* expired from'
+    '^tlogfs: (reaper: [0-9]+ segments .* expired from|x/0: cursor [0-9]+ refused: the partition has 256 cursors)'
 tl_done
