@@ -20,6 +20,8 @@ static const char usage_text[] =
     " --cursor NAME [--commit]]\n"
     "                    [--follow] PART\n"
     "       tlogctl lag MOUNT\n"
+    "       tlogctl ship --nats URL[,URL...] [--stream NAME] [--replicas N]\n"
+    "                    [--subject-prefix P] [--cursor NAME] [--once] PATH...\n"
     "       tlogctl --help\n";
 
 static const struct {
@@ -29,6 +31,7 @@ static const struct {
 	{ "append", cmd_append },
 	{ "read", cmd_read },
 	{ "lag", cmd_lag },
+	{ "ship", cmd_ship },
 };
 
 void
