@@ -141,6 +141,7 @@ flight_done(struct shipper *sh, struct flight *f, int state)
 static void
 on_signal(int sig)
 {
+	(void)sig;
 	stop = 1;
 }
 

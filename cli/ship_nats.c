@@ -33,6 +33,8 @@ static int conn_state;		/* what the log last said: 0 up, 1 lost, 2 none reachabl
 static void
 on_disconnected(natsConnection *nc, void *arg)
 {
+	(void)nc;
+	(void)arg;
 	if (conn_state == 0) {
 		shiplog("nats: lost the connection; reconnecting");
 		conn_state = 1;
@@ -44,6 +46,7 @@ on_reconnected(natsConnection *nc, void *arg)
 {
 	char url[256];
 
+	(void)arg;
 	if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK)
 		strlcpy(url, "?", sizeof(url));
 	shiplog("nats: connected to %s", url);
@@ -58,6 +61,8 @@ reconnect_delay(natsConnection *nc, int attempts, void *arg)
 	int64_t d = 100;
 	int i;
 
+	(void)nc;
+	(void)arg;
 	if (conn_state == 1) {
 		shiplog("nats: no server reachable; retrying every %d s at"
 		    " most, shipping waits and the cursors stay",
@@ -94,6 +99,8 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 	struct shipper *sh = arg;
 	struct flight *f;
 
+	(void)js;
+	(void)pa;
 	pthread_mutex_lock(&sh->mu);
 	if ((f = flight_find(sh, msg)) != NULL && f->state == FL_PENDING) {
 		f->msg = NULL;

@@ -11,6 +11,8 @@
 int
 cmd_ship(int argc, char *argv[])
 {
+	(void)argc;
+	(void)argv;
 	errx(1, "ship: this build has no NATS support (libnats was not found "
 	    "when it was configured)");
 }
