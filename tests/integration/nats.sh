@@ -19,16 +19,19 @@ NATS_SERVER=${NATS_SERVER:-$(command -v nats-server || true)}
 NATS_N=0
 NATS_URLS=
 
+# _nats_free_port VAR: sets VAR to a port nothing listens on and no
+# other node of this cluster got (called in this shell, not in $(...),
+# so that the ports taken are remembered; /bin/sh may have no $RANDOM).
 _nats_free_port() {
 	local p used
 	used=$(ss -ltnH 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }')
 	while :; do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		p=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
 		case " $used $_NATS_TAKEN " in
 		*" $p "*) continue ;;
 		esac
 		_NATS_TAKEN="$_NATS_TAKEN $p"
-		echo "$p"
+		eval "$1=$p"
 		return
 	done
 }
@@ -92,8 +95,8 @@ nats_cluster() {
 		rm -rf "$NATS_DIR"
 		mkdir -p "$NATS_DIR"
 		for i in $(seq 1 "$n"); do
-			eval "NATS_PORT_$i=$(_nats_free_port)"
-			eval "NATS_CPORT_$i=$(_nats_free_port)"
+			_nats_free_port "NATS_PORT_$i"
+			_nats_free_port "NATS_CPORT_$i"
 			eval "NATS_URL_$i=nats://127.0.0.1:\$NATS_PORT_$i"
 			urls="$urls,$(eval echo "\$NATS_URL_$i")"
 		done

@@ -416,6 +416,9 @@ static volatile int64_t acked, errors;
 static void
 pub_ack(jsCtx *ctx, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 {
+	(void)ctx;
+	(void)pa;
+	(void)arg;
 	if (pae != NULL)
 		__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&acked, 1, __ATOMIC_RELEASE);

@@ -1,0 +1,154 @@
+#!/bin/sh
+# ship.sh - tlogctl ship into a 3-node JetStream cluster (R3) on
+# 127.0.0.1 (doc/shipping.md): 4 partitions of tens of thousands of
+# lines shipped while one node is killed (-9) and restarted, the shipper
+# is killed (-9) and restarted, and more lines are appended; then the
+# whole cluster down for a while. The stream is read back with jsprobe:
+# every record of every partition exactly once, in offset order, with
+# its headers; the cursors reach the end offsets; retention.consumed.ms
+# frees the shipped segments. Every wait polls for its condition.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+JSPROBE=$TL_BUILD/tests/integration/helpers/jsprobe
+TLOGCTL=$TL_BUILD/cli/tlogctl
+. "${srcdir:-.}/tests/integration/nats.sh"
+
+if [ -z "$NATS_SERVER" ] || [ ! -x "$JSPROBE" ]; then
+	echo "1..0 # SKIP no nats-server (or a build without libnats)"
+	exit 77
+fi
+
+SHPID=
+SERR=$TMP/ship.err
+ship_start() {
+	"$TLOGCTL" ship --nats "$NATS_URLS" --stream TL --replicas 3 \
+	    "$MNT" 2>>"$SERR" &
+	SHPID=$!
+}
+ship_kill() {
+	[ -n "$SHPID" ] || return 0
+	kill -9 "$SHPID" 2>/dev/null
+	wait "$SHPID" 2>/dev/null
+	SHPID=
+}
+trap 'ship_kill; nats_stop_all; tl_cleanup' EXIT
+
+PARTS="0 1 2 3"
+# add FIRST LAST: lines FIRST..LAST appended to every partition, and to
+# what each should hold in the stream.
+add() {
+	for i in $PARTS; do
+		seq -f "t$i-%07g" "$1" "$2" >"$TMP/chunk"
+		cat "$TMP/chunk" >>"$TMP/exp.$i"
+		cat "$TMP/chunk" >>"$MNT/t/$i/current" || return 1
+	done
+}
+msgs() { "$JSPROBE" msgs "$NATS_URLS" TL 2>/dev/null || echo 0; }
+msgs_over() { [ "$(msgs)" -gt "$1" ]; }
+cursor() { gx user.cursor.ship "$MNT/t/$1" 2>/dev/null || echo none; }
+cursors() { for i in $PARTS; do printf '%s ' "$(cursor "$i")"; done; }
+ends() { for i in $PARTS; do printf '%s ' "$(gx user.tlog.end_offset "$MNT/t/$i")"; done; }
+all_shipped() { [ "$(cursors)" = "$(ends)" ]; }
+some_committed() {
+	for i in $PARTS; do
+		c=$(cursor "$i")
+		[ "$c" != none ] && [ "$c" -gt 0 ] && return 0
+	done
+	return 1
+}
+check_stream() {
+	"$JSPROBE" check "$NATS_URLS" TL tlog.t.0="$TMP/exp.0" \
+	    tlog.t.1="$TMP/exp.1" tlog.t.2="$TMP/exp.2" \
+	    tlog.t.3="$TMP/exp.3" >"$TMP/check.out" 2>&1
+}
+logged() { grep -c -- "$1" "$SERR"; }
+
+if ! nats_cluster 3; then
+	tl_not_ok "a 3-node JetStream cluster on 127.0.0.1"
+	tl_done
+fi
+tl_ok "a 3-node JetStream cluster on 127.0.0.1"
+
+tl_mount
+setfattr -n user.segment.bytes -v 64K "$MNT"
+setfattr -n user.retention.consumed.ms -v 1s "$MNT"
+for i in $PARTS; do mkdir -p "$MNT/t/$i"; done
+: >"$SERR"
+tl_check "30000 lines in each of 4 partitions" add 1 30000
+
+# ---- a node dies mid-way and comes back; lines keep coming ----
+ship_start
+tl_check "shipping starts" tl_wait_for 60 msgs_over 10000
+L=$("$JSPROBE" leader "$NATS_URLS" TL 2>/dev/null | tr -dc 0-9)
+L=${L:-1}
+tl_diag "killing node n$L (the stream's leader) at $(msgs) messages"
+nats_kill "$L"
+tl_check "10000 more lines each while a node is down" add 30001 40000
+nats_start "$L"
+tl_check "the shipper commits its cursors" tl_wait_for 60 some_committed
+
+# ---- the shipper dies mid-way and is restarted ----
+tl_check "the shipper is still running" kill -0 "$SHPID"
+tl_diag "killing the shipper at $(msgs) messages, cursors $(cursors)"
+ship_kill
+tl_check "10000 more lines each while it is down" add 40001 50000
+ship_start
+tl_check "everything is shipped: the cursors reach the end offsets" \
+    tl_wait_for 150 all_shipped
+tl_is "end offsets" "50000 50000 50000 50000 " "$(ends)"
+if check_stream; then
+	tl_ok "the stream holds every record once, in offset order, with its headers"
+else
+	tl_not_ok "the stream holds every record once, in offset order, with its headers" \
+	    "$(head -20 "$TMP/check.out")"
+fi
+starts_moved() {
+	for i in $PARTS; do
+		[ "$(gx user.tlog.start_offset "$MNT/t/$i")" -gt 0 ] || return 1
+	done
+}
+tl_check "retention.consumed.ms freed the shipped segments" \
+    tl_wait_for 60 starts_moved
+tl_diag "start offsets: $(for i in $PARTS; do printf '%s ' "$(gx user.tlog.start_offset "$MNT/t/$i")"; done)"
+
+# ---- every node down for a while: the shipper waits, nothing lost ----
+C=$(cursors)
+nats_stop_all
+tl_check "5000 more lines each with the cluster down" add 50001 55000
+tl_check "the shipper says once that no server is reachable" \
+    tl_wait_for 60 sh -c "grep -q 'no server reachable' '$SERR'"
+tl_check "and keeps running" kill -0 "$SHPID"
+tl_is "the cursors do not move" "$C" "$(cursors)"
+for i in 1 2 3; do nats_start "$i"; done
+tl_check "the cluster is back" "$JSPROBE" ready "$NATS_URLS" 60
+tl_check "the shipper catches up" tl_wait_for 150 all_shipped
+tl_is "one line said the cluster was unreachable" 1 \
+    "$(logged 'no server reachable')"
+if check_stream; then
+	tl_ok "nothing lost or doubled while the cluster was down"
+else
+	tl_not_ok "nothing lost or doubled while the cluster was down" \
+	    "$(head -20 "$TMP/check.out")"
+fi
+
+# ---- SIGTERM: finish, commit, exit 0; --once ships what is there ----
+kill -TERM "$SHPID"
+wait "$SHPID"
+tl_is "SIGTERM stops the shipper with status 0" 0 "$?"
+SHPID=
+add 55001 56000
+"$TLOGCTL" ship --once --nats "$NATS_URLS" --stream TL "$MNT" 2>>"$SERR"
+tl_is "ship --once exits 0" 0 "$?"
+tl_is "--once shipped everything there was" "$(ends)" "$(cursors)"
+if check_stream; then
+	tl_ok "the stream holds every record once after --once"
+else
+	tl_not_ok "the stream holds every record once after --once" \
+	    "$(head -20 "$TMP/check.out")"
+fi
+tl_diag "shipper log:"
+sed 's/^/#   /' "$SERR" | head -40
+
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed only reaper lines" '^tlogfs: .*(consumed|delet|expir)'
+tl_done
