@@ -67,7 +67,7 @@ nats_kill() {
 	pid=$(eval echo "\${NATS_PID_$1:-}")
 	[ -n "$pid" ] || return 0
 	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
 	eval "NATS_PID_$1="
 }
 
