@@ -649,7 +649,6 @@ part_start(struct shipper *sh, struct ship_part *p)
 		free(mine);
 		free(data);
 	}
-	if (getenv("SHIPDBG")) shiplog("DBG start %s cur %d:%llu last %d:%llu", p->path, has_cur, (unsigned long long)cur, has_last, (unsigned long long)last);
 	start = has_cur ? cur : 0;
 	if (has_last && last + 1 > start)
 		start = last + 1;
@@ -989,7 +988,6 @@ recover(struct shipper *sh)
 				break;
 			if (r == 1)
 				free(data);
-			if (getenv("SHIPDBG")) shiplog("DBG resync %s acked %llu next %llu last %d:%llu", p->path, (unsigned long long)p->acked, (unsigned long long)p->next, r, (unsigned long long)last);
 			pthread_mutex_lock(&sh->mu);
 			if (r == 1 && last + 1 > p->acked &&
 			    last + 1 <= p->next)
