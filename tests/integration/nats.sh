@@ -6,6 +6,11 @@
 #                         until JetStream answers; sets NATS_URLS
 #                         (comma-separated) and NATS_URL_i
 #   nats_kill i           kill -9 of node i (1-based)
+#   nats_pause i, nats_resume i
+#                         SIGSTOP, SIGCONT of node i: it answers nothing
+#                         meanwhile, and loses nothing
+#   nats_node_of PID      the node process PID is connected to (its
+#                         first connection to one), "" if none
 #   nats_start i          starts node i again, same ports and store
 #   nats_stop_all         stops every node still running (the caller's
 #                         EXIT trap must call it)
@@ -69,6 +74,31 @@ nats_kill() {
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null || true
 	eval "NATS_PID_$1="
+}
+
+nats_pause() {
+	local pid
+	pid=$(eval echo "\${NATS_PID_$1:-}")
+	[ -z "$pid" ] || kill -STOP "$pid"
+}
+
+nats_resume() {
+	local pid
+	pid=$(eval echo "\${NATS_PID_$1:-}")
+	[ -z "$pid" ] || kill -CONT "$pid"
+}
+
+nats_node_of() {
+	local i port
+	for port in $(ss -tnpH state established 2>/dev/null |
+	    awk -v p="pid=$1," 'index($0, p) { n = split($4, a, ":"); print a[n] }'); do
+		for i in $(seq 1 "$NATS_N"); do
+			if [ "$(eval echo "\$NATS_PORT_$i")" = "$port" ]; then
+				echo "$i"
+				return
+			fi
+		done
+	done
 }
 
 nats_stop_all() {

@@ -79,12 +79,28 @@ tl_check "30000 lines in each of 4 partitions" add 1 30000
 # ---- a node dies mid-way and comes back; lines keep coming ----
 ship_start
 tl_check "shipping starts" tl_wait_for 60 msgs_over 10000
+# The node killed is the one the shipper is connected to, unless it
+# leads the stream: nats-server 2.9 acknowledges a message before any
+# node has it on disk, so a leader killed with -9 can come back without
+# messages it acknowledged, and win an election: JetStream itself then
+# loses or reorders them (Jepsen found the same), which no client can
+# prevent. Killing a follower tests the shipper, not that.
 L=$("$JSPROBE" leader "$NATS_URLS" TL 2>/dev/null | tr -dc 0-9)
-L=${L:-1}
-tl_diag "killing node n$L (the stream's leader) at $(msgs) messages"
-nats_kill "$L"
+V=$(nats_node_of "$SHPID")
+if [ -z "$V" ] || [ "$V" = "$L" ]; then
+	V=1
+	[ "$L" = 1 ] && V=2
+fi
+tl_diag "killing node n$V (the shipper's: n$(nats_node_of "$SHPID"), the stream's leader: n$L) at $(msgs) messages"
+nats_kill "$V"
 tl_check "10000 more lines each while a node is down" add 30001 40000
-nats_start "$L"
+# It comes back without its store, as a node whose disk was replaced:
+# nats-server 2.9.10 restarted after kill -9 on the store it left was
+# seen here to keep a replica that disagrees with the leader's (it
+# lost what it had not yet written out, then took new messages at the
+# same sequences), which a reader on that node then sees.
+rm -rf "$NATS_DIR/n$V/jetstream"
+nats_start "$V"
 tl_check "the shipper commits its cursors" tl_wait_for 60 some_committed
 
 # ---- the shipper dies mid-way and is restarted ----
@@ -112,14 +128,20 @@ tl_check "retention.consumed.ms freed the shipped segments" \
 tl_diag "start offsets: $(for i in $PARTS; do printf '%s ' "$(gx user.tlog.start_offset "$MNT/t/$i")"; done)"
 
 # ---- every node down for a while: the shipper waits, nothing lost ----
+# They are frozen (SIGSTOP), not killed: nats-server 2.9.10 restarted
+# as a whole cluster, even after SIGTERM, was seen here to come back
+# with a leader that had lost half of what it had acknowledged, and
+# replicas that disagree; no client can prevent that. To the shipper a
+# frozen cluster is the harder case anyway: no connection is refused,
+# every server just stops answering.
 C=$(cursors)
-nats_stop_all
+for i in 1 2 3; do nats_pause "$i"; done
 tl_check "5000 more lines each with the cluster down" add 50001 55000
 tl_check "the shipper says once that no server is reachable" \
     tl_wait_for 60 sh -c "grep -q 'no server reachable' '$SERR'"
 tl_check "and keeps running" kill -0 "$SHPID"
 tl_is "the cursors do not move" "$C" "$(cursors)"
-for i in 1 2 3; do nats_start "$i"; done
+for i in 1 2 3; do nats_resume "$i"; done
 tl_check "the cluster is back" "$JSPROBE" ready "$NATS_URLS" 60
 tl_check "the shipper catches up" tl_wait_for 150 all_shipped
 tl_is "one line said the cluster was unreachable" 1 \
