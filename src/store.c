@@ -214,8 +214,9 @@ store_ident(struct tlog_store *s, char *err, size_t errlen)
 	size_t i;
 	int fd, r;
 
+	/* O_NONBLOCK: a FIFO planted there never blocks the open. */
 	if ((fd = openat(s->tree.dirfd, ".tlogfs/id", O_RDONLY | O_NOFOLLOW |
-	    O_CLOEXEC)) != -1) {
+	    O_NONBLOCK | O_CLOEXEC)) != -1) {
 		n = read(fd, buf, sizeof(buf));
 		close(fd);
 	}
