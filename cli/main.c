@@ -21,6 +21,8 @@ static const char usage_text[] =
     " --cursor NAME [--commit]]\n"
     "                    [--follow] PART\n"
     "       tlogctl lag MOUNT\n"
+    "       tlogctl ship --nats URL[,URL...] [--stream NAME] [--replicas N]\n"
+    "                    [--subject-prefix P] [--cursor NAME] [--once] PATH...\n"
     "       tlogctl --help\n";
 
 /* Each command with its usage in one line, for a usage error. */
@@ -33,6 +35,9 @@ static const struct {
 	{ "read", cmd_read, "tlogctl read [--from OFFSET | --since TIME | "
 	    "--cursor NAME [--commit]] [--follow] PART" },
 	{ "lag", cmd_lag, "tlogctl lag MOUNT" },
+	{ "ship", cmd_ship, "tlogctl ship --nats URL[,URL...] [--stream NAME] "
+	    "[--replicas N] [--subject-prefix P] [--cursor NAME] [--once] "
+	    "PATH..." },
 };
 
 void

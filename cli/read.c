@@ -4,11 +4,8 @@
  * in order, each once, byte for byte as stored (as `cat` of the segments
  * would print them).
  *
- * Where to start comes from the partition's seek attributes
- * (user.tlog.at.OFFSET, user.tlog.since.MS, doc/seek.md): a segment's
- * base and a byte position, found from the sparse index, never by
- * reading the segment from its start. Sealed segments are opened by
- * name; the active one only as `current`, checked by its base_offset.
+ * Where to start, and the segments, come from segread.c (the
+ * partition's seek attributes, doc/seek.md).
  *
  * At the end of what a segment holds: a sealed segment is done, and the
  * next record is its base plus its records; the seek attribute finds it,
@@ -30,12 +27,10 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include <err.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -49,18 +44,12 @@
 
 #define READ_BUF (1 << 20)
 #define FOLLOW_MS 100		/* polling of an active segment at its end */
-#define OPEN_TRIES 100		/* seeks racing rolls and deletions */
 #define COUNT_TRIES 64		/* records without newline in one batch */
 
 struct reader {
-	const char *part;
+	struct segread sr;
 	bool follow;
-	int fd;			/* the segment being read, -1 if none */
-	uint64_t base;		/* its base offset */
-	uint64_t pos;		/* next byte to read in it */
-	ino_t ino;		/* its inode, to see `current` move on */
 	char *buf;
-	char cur[PATH_MAX];	/* PART/current */
 	/* --commit: the cursor and what is known of the offsets */
 	char ckey[96];		/* user.cursor.NAME, "" without --commit */
 	uint64_t off;		/* the record at byte `mark` of the segment */
@@ -79,43 +68,6 @@ pause_ms(int ms)
 }
 
 /*
- * Opens the segment with this base: by its name if sealed, else as
- * `current` if that is it (or, when the partition has no active
- * segment, the empty `current` whose base is the end offset). -1 with
- * ENOENT if neither holds any more: it was deleted, or it sealed
- * between the two opens; the caller seeks again.
- */
-static int
-seg_open(struct reader *r, uint64_t base)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	uint64_t b;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%020" PRIu64 ".log", r->part, base);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		if (errno != ENOENT)
-			err(1, "%s", path);
-		if ((fd = open(r->cur, O_RDONLY | O_CLOEXEC)) == -1)
-			err(1, "%s", r->cur);
-		if (fd_stat(fd, "base_offset", &b) == -1)
-			err(1, "%s", r->cur);
-		if (b != base) {
-			close(fd);
-			errno = ENOENT;
-			return -1;
-		}
-	}
-	if (fstat(fd, &st) == -1)
-		err(1, "%s", path);
-	r->fd = fd;
-	r->base = base;
-	r->ino = st.st_ino;
-	return 0;
-}
-
-/*
  * Opens the segment holding offset `want` (or the first live record
  * after it) at that record. Records skipped because they are gone are
  * named in one warning when `warn` is set.
@@ -123,35 +75,25 @@ seg_open(struct reader *r, uint64_t base)
 static void
 seek_to(struct reader *r, uint64_t want, bool warn)
 {
-	uint64_t base, pos;
-	int i;
+	uint64_t got;
 
-	for (i = 0; i < OPEN_TRIES; i++) {
-		if (part_at(r->part, want, &base, &pos) == -1) {
-			if (errno == ENODATA)
-				errx(1, "%s: offset %" PRIu64 " is beyond the "
-				    "end of the partition", r->part, want);
-			err(1, "%s", r->part);
-		}
-		if (seg_open(r, base) == 0) {
-			r->pos = pos;
-			/* A record gone: the first live one is the
-			 * segment's first. */
-			r->off = base > want ? base : want;
-			r->mark = pos;
-			r->nl = 0;
-			if (warn && base > want)
-				warnx("%s: records %" PRIu64 "-%" PRIu64
-				    " expired or were deleted before they were"
-				    " read; resuming at %" PRIu64, r->part,
-				    want, base - 1, base);
-			return;
-		}
-		if (i >= 3)
-			pause_ms(10);
+	if (sr_seek(&r->sr, want, &got) == -1) {
+		if (errno == ENODATA)
+			errx(1, "%s: offset %" PRIu64 " is beyond the "
+			    "end of the partition", r->sr.part, want);
+		if (errno == EAGAIN)
+			errx(1, "%s: cannot open the segment holding offset %"
+			    PRIu64 " (it keeps changing)", r->sr.part, want);
+		err(1, "%s", r->sr.part);
 	}
-	errx(1, "%s: cannot open the segment holding offset %" PRIu64
-	    " (it keeps changing)", r->part, want);
+	r->off = got;
+	r->mark = r->sr.pos;
+	r->nl = 0;
+	if (warn && got > want)
+		warnx("%s: records %" PRIu64 "-%" PRIu64
+		    " expired or were deleted before they were"
+		    " read; resuming at %" PRIu64, r->sr.part,
+		    want, got - 1, got);
 }
 
 static void
@@ -198,14 +140,14 @@ commit(struct reader *r, uint64_t at)
 	int i;
 
 	for (i = 0; i < COUNT_TRIES; i++) {
-		if (part_at(r->part, want, &base, &pos) == -1) {
+		if (part_at(r->sr.part, want, &base, &pos) == -1) {
 			if (errno != ENODATA)
-				err(1, "%s", r->part);
+				err(1, "%s", r->sr.part);
 			break;
 		}
 		/* Another segment: `want` is this one's end, or this
 		 * one was deleted. */
-		if (base != r->base || pos >= at)
+		if (base != r->sr.base || pos >= at)
 			break;
 		want++;		/* a record without newline before `at` */
 	}
@@ -215,8 +157,8 @@ commit(struct reader *r, uint64_t at)
 	if (want == r->committed)
 		return;
 	snprintf(val, sizeof(val), "%" PRIu64, want);
-	if (setxattr(r->part, r->ckey, val, strlen(val), 0) == -1)
-		err(1, "%s: cannot commit cursor %s at %" PRIu64, r->part,
+	if (setxattr(r->sr.part, r->ckey, val, strlen(val), 0) == -1)
+		err(1, "%s: cannot commit cursor %s at %" PRIu64, r->sr.part,
 		    r->ckey + strlen(CURSOR_PREFIX), want);
 	r->committed = want;
 }
@@ -234,15 +176,11 @@ drain(struct reader *r)
 	ssize_t n;
 
 	for (;;) {
-		n = pread(r->fd, r->buf, READ_BUF, (off_t)r->pos);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			err(1, "%s: segment %" PRIu64, r->part, r->base);
-		}
+		if ((n = sr_pread(&r->sr, r->buf, READ_BUF)) == -1)
+			err(1, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
 		if (n == 0) {
 			if (got && r->ckey[0] != '\0')
-				commit(r, r->pos);
+				commit(r, r->sr.pos);
 			return got;
 		}
 		put_out(r->buf, (size_t)n);
@@ -251,32 +189,32 @@ drain(struct reader *r)
 			r->nl += count_nl(r->buf, (size_t)n);
 			if (n == READ_BUF && (last = memrchr(r->buf, '\n',
 			    (size_t)n)) != NULL)
-				commit(r, r->pos + (uint64_t)(last - r->buf) +
+				commit(r, r->sr.pos + (uint64_t)(last - r->buf) +
 				    1);
 		}
-		r->pos += (uint64_t)n;
+		r->sr.pos += (uint64_t)n;
 	}
 }
 
 static bool
 is_sealed(struct reader *r)
 {
-	uint64_t v;
+	bool sealed;
 
-	if (fd_stat(r->fd, "sealed", &v) == -1)
-		err(1, "%s: segment %" PRIu64, r->part, r->base);
-	return v != 0;
+	if (sr_sealed(&r->sr, &sealed) == -1)
+		err(1, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
+	return sealed;
 }
 
 /* Whether `current` still names the file being read. */
 static bool
 still_current(struct reader *r)
 {
-	struct stat st;
+	bool moved;
 
-	if (stat(r->cur, &st) == -1)
-		err(1, "%s", r->cur);
-	return st.st_ino == r->ino;
+	if (sr_moved(&r->sr, &moved) == -1)
+		err(1, "%s", r->sr.cur);
+	return !moved;
 }
 
 static void
@@ -289,11 +227,11 @@ run(struct reader *r)
 		if (is_sealed(r)) {
 			/* What went in before the seal is readable now. */
 			drain(r);
-			if (fd_stat(r->fd, "records", &records) == -1)
-				err(1, "%s: segment %" PRIu64, r->part,
-				    r->base);
-			close(r->fd);
-			seek_to(r, r->base + records, true);
+			if (fd_stat(r->sr.fd, "records", &records) == -1)
+				err(1, "%s: segment %" PRIu64, r->sr.part,
+				    r->sr.base);
+			sr_close(&r->sr);
+			seek_to(r, r->sr.base + records, true);
 			continue;
 		}
 		if (!r->follow)
@@ -301,8 +239,8 @@ run(struct reader *r)
 		if (!still_current(r) && !is_sealed(r)) {
 			/* The empty `current` of a partition that had no
 			 * active segment: one has started since. */
-			close(r->fd);
-			seek_to(r, r->base, true);
+			sr_close(&r->sr);
+			seek_to(r, r->sr.base, true);
 			continue;
 		}
 		pause_ms(FOLLOW_MS);
@@ -376,39 +314,38 @@ cmd_read(int argc, char *argv[])
 	}
 	if (since != NULL && parse_time(since, real_ms(), &ms) == -1)
 		usage(argv[0], "--since %s: not a time", since);
-	r.part = argv[optind];
-	part_check(r.part);
-	if ((size_t)snprintf(r.cur, sizeof(r.cur), "%s/current", r.part) >=
-	    sizeof(r.cur))
-		errx(1, "%s: name too long", r.part);
+	part_check(argv[optind]);
+	if (sr_init(&r.sr, argv[optind]) == -1)
+		err(1, "%s", argv[optind]);
 	if ((r.buf = malloc(READ_BUF)) == NULL)
 		err(1, NULL);
-	r.fd = -1;
 	r.committed = UINT64_MAX;
 	warn = from != NULL;
 	if (cursor != NULL) {
 		/* A partition without this cursor is read from its
 		 * oldest record (Kafka's auto.offset.reset=earliest). */
-		if (part_cursor(r.part, cursor, &off) == 0) {
+		if (part_cursor(r.sr.part, cursor, &off) == 0) {
 			r.committed = off;
 			warn = true;
 		} else if (errno == ENODATA)
 			off = 0;
 		else
-			err(1, "%s: cursor %s", r.part, cursor);
+			err(1, "%s: cursor %s", r.sr.part, cursor);
 		if (docommit)
 			snprintf(r.ckey, sizeof(r.ckey), CURSOR_PREFIX "%s",
 			    cursor);
 	}
 
 	if (since != NULL) {
-		if (part_since(r.part, ms, &off, &base, &pos) == -1)
-			err(1, "%s", r.part);
-		if (seg_open(&r, base) == 0) {
-			r.pos = r.mark = pos;
+		if (part_since(r.sr.part, ms, &off, &base, &pos) == -1)
+			err(1, "%s", r.sr.part);
+		if (sr_open(&r.sr, base) == 0) {
+			r.sr.pos = r.mark = pos;
 			r.off = off;
-		} else
+		} else if (errno == ENOENT)
 			seek_to(&r, off, true);
+		else
+			err(1, "%s", r.sr.part);
 	} else
 		seek_to(&r, off, warn);
 	run(&r);

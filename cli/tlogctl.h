@@ -9,7 +9,10 @@
 #ifndef TLOGCTL_H
 #define TLOGCTL_H
 
+#include <sys/types.h>
+
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -57,6 +60,37 @@ bool cursor_name_ok(const char *name);
 /* The cursor's committed offset: 0, or -1 with errno (ENODATA: none). */
 int part_cursor(const char *part, const char *name, uint64_t *v);
 
+/*
+ * segread.c: a partition's segments through the mount, in offset order
+ * (doc/seek.md). Every call returns -1 with errno on failure.
+ */
+struct segread {
+	const char *part;
+	int fd;			/* the segment being read, -1 if none */
+	uint64_t base;		/* its base offset */
+	uint64_t pos;		/* next byte to read in it */
+	ino_t ino;		/* its inode, to see `current` move on */
+	char cur[PATH_MAX];	/* PART/current */
+};
+int sr_init(struct segread *r, const char *part);
+/* Opens the segment with this base: by its name if sealed, else as
+ * `current` if that is it (or, when the partition has no active
+ * segment, the empty `current` whose base is the end offset). ENOENT
+ * if neither holds any more: it was deleted, or it sealed between the
+ * two opens; seek again. The position is left to the caller. */
+int sr_open(struct segread *r, uint64_t base);
+/* Opens the segment holding offset `want`, or the first live record
+ * after it, at that record; *got is the record's offset (> want: the
+ * records between were gone). ENODATA: want is beyond the end; EAGAIN:
+ * the segment kept changing under the seek. */
+int sr_seek(struct segread *r, uint64_t want, uint64_t *got);
+void sr_close(struct segread *r);
+/* pread at r->pos, which it does not move. */
+ssize_t sr_pread(struct segread *r, void *buf, size_t len);
+int sr_sealed(struct segread *r, bool *sealed);
+/* Whether `current` names another file than the one open. */
+int sr_moved(struct segread *r, bool *moved);
+
 /* when.c */
 /* TIME for --since as ms since the epoch; -1 if it is not one. */
 int parse_time(const char *s, int64_t now, int64_t *out);
@@ -65,5 +99,7 @@ int parse_time(const char *s, int64_t now, int64_t *out);
 int cmd_append(int argc, char *argv[]);
 int cmd_read(int argc, char *argv[]);
 int cmd_lag(int argc, char *argv[]);
+
+int cmd_ship(int argc, char *argv[]);
 
 #endif /* TLOGCTL_H */

@@ -20,10 +20,12 @@ cd "$top"
 # Build and test dependencies, by Debian package name (clang and its
 # runtime are for the fuzz targets; the runtime is only "recommended";
 # e2fsprogs and mount, for mkfs.ext4, e2fsck and losetup, are for the
-# power-cut test).
+# power-cut test; nats-server and libnats-dev for tlogctl ship and its
+# tests, iproute2's ss for their free ports).
 PACKAGES=(build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps mandoc
-	clang libclang-rt-14-dev valgrind e2fsprogs mount util-linux)
+	clang libclang-rt-14-dev valgrind e2fsprogs mount util-linux
+	nats-server libnats-dev iproute2)
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

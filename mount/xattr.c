@@ -10,8 +10,8 @@
  *   user.cursor.NAME  a consumer's committed offset on a partition
  *                   (listed), with its lag as user.tlog.lag.NAME
  *   user.tlog.NAME  read-only statistics of a partition or a segment
- *                   (listed), and a partition's seek names (doc/seek.md,
- *                   not listed)
+ *                   (listed), a partition's seek names (doc/seek.md,
+ *                   not listed), and the mount root's store_id (listed)
  *
  * Any other user. name and any other namespace answer ENOTSUP; the
  * kernel asks for security.capability before every write, and gets
@@ -226,6 +226,23 @@ lag_value(struct tl_node *n, const char *name, char *buf, size_t len)
 	return r;
 }
 
+/* "store_id" on the mount root: the store's identity (format.md).
+ * -ENOTSUP if name is not it. */
+static int
+id_value(struct tl_fs *fs, struct tl_node *n, const char *name, char *buf,
+    size_t len)
+{
+	const char *id;
+
+	if (strcmp(name, "store_id") != 0)
+		return -ENOTSUP;
+	id = tlog_store_id(fs->store);
+	if (n->kind != TL_ROOT || *id == '\0')
+		return -ENODATA;
+	strlcpy(buf, id, len);
+	return 0;
+}
+
 /* A cursor's offset: ENODATA but on a partition. */
 static int
 cursor_value(struct tl_node *n, const char *name, char *buf, size_t len)
@@ -294,7 +311,9 @@ tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	switch (kind) {
 	case XA_STAT:
 		if ((r = seek_value(n, arg, val, sizeof(val))) == -ENOTSUP &&
-		    (r = lag_value(n, arg, val, sizeof(val))) == -ENOTSUP)
+		    (r = lag_value(n, arg, val, sizeof(val))) == -ENOTSUP &&
+		    (r = id_value(tl_fs_of(req), n, arg, val, sizeof(val))) ==
+		    -ENOTSUP)
 			r = stat_value(n, arg, val, sizeof(val));
 		break;
 	case XA_CURSOR:
@@ -530,6 +549,8 @@ tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		stats = seg_stats;
 	for (k = 0; stats != NULL && stats[k] != NULL; k++)
 		list_add(buf, &len, cap, "user.tlog.", stats[k]);
+	if (n->kind == TL_ROOT && *tlog_store_id(fs->store) != '\0')
+		list_add(buf, &len, cap, "user.tlog.", "store_id");
 	reply_xattr_value(req, buf, len, size);
 	free(buf);
 }

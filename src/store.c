@@ -68,6 +68,12 @@ tlog_store_readonly(const struct tlog_store *s)
 	return s->ctx.ro;
 }
 
+const char *
+tlog_store_id(const struct tlog_store *s)
+{
+	return s->id;
+}
+
 void
 tlog_store_update_pid(struct tlog_store *s)
 {
@@ -190,6 +196,56 @@ check:
 		    s->path, buf);
 		return -EPROTO;
 	}
+	return 0;
+}
+
+/*
+ * The store's identity (format.md): read from .tlogfs/id, or made and
+ * written there (atomically) by a read-write open when it is missing or
+ * not 32 hex digits. A read-only open of a store without one has none.
+ */
+static int
+store_ident(struct tlog_store *s, char *err, size_t errlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[TLOG_STORE_ID_LEN / 2];
+	char buf[TLOG_STORE_ID_LEN + 2];
+	ssize_t n = -1;
+	size_t i;
+	int fd, r;
+
+	/* O_NONBLOCK: a FIFO planted there never blocks the open. */
+	if ((fd = openat(s->tree.dirfd, ".tlogfs/id", O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) != -1) {
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+	}
+	if (n == TLOG_STORE_ID_LEN + 1 && buf[TLOG_STORE_ID_LEN] == '\n' &&
+	    strspn(buf, hex) == TLOG_STORE_ID_LEN) {
+		memcpy(s->id, buf, TLOG_STORE_ID_LEN);
+		s->id[TLOG_STORE_ID_LEN] = '\0';
+		return 0;
+	}
+	if (s->ctx.ro)
+		return 0;
+	if (fd != -1)
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: .tlogfs/id is "
+		    "not 32 hex digits; the store gets a new identity",
+		    s->path);
+	arc4random_buf(raw, sizeof(raw));
+	for (i = 0; i < sizeof(raw); i++) {
+		buf[2 * i] = hex[raw[i] >> 4];
+		buf[2 * i + 1] = hex[raw[i] & 15];
+	}
+	buf[TLOG_STORE_ID_LEN] = '\n';
+	if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/id", buf,
+	    TLOG_STORE_ID_LEN + 1)) != 0) {
+		snprintf(err, errlen, "%s: cannot write .tlogfs/id: %s",
+		    s->path, strerror(-r));
+		return r;
+	}
+	memcpy(s->id, buf, TLOG_STORE_ID_LEN);
+	s->id[TLOG_STORE_ID_LEN] = '\0';
 	return 0;
 }
 
@@ -625,7 +681,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	if ((r = store_layout(s, err, errlen)) != 0 ||
 	    (r = store_lock(s, err, errlen)) != 0)
 		goto fail;
-	if ((r = store_clean_mark(s, err, errlen)) != 0)
+	if ((r = store_clean_mark(s, err, errlen)) != 0 ||
+	    (r = store_ident(s, err, errlen)) != 0)
 		goto fail;
 	boot_id(boot, sizeof(boot));
 	last_boot(s, prev, sizeof(prev));

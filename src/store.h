@@ -47,6 +47,7 @@ struct tlog_store {
 	struct tlog_part_env penv;	/* every partition's hooks */
 	struct tlog_registry reg;	/* topics and partitions */
 	struct tlog_events ev;		/* .tlogfs/events */
+	char id[TLOG_STORE_ID_LEN + 1];	/* .tlogfs/id, "" if none */
 };
 
 /*

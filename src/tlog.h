@@ -217,6 +217,15 @@ void tlog_store_update_pid(struct tlog_store *s);
 bool tlog_store_was_clean(const struct tlog_store *s);
 bool tlog_store_readonly(const struct tlog_store *s);
 /*
+ * The store's identity: 128 random bits in hex, made when the store is
+ * created (or at the first read-write open of a store without one) and
+ * kept in .tlogfs/id, so that copies of a log elsewhere can tell this
+ * store's records from another's. "" for a read-only open of a store
+ * that has none.
+ */
+#define TLOG_STORE_ID_LEN 32
+const char *tlog_store_id(const struct tlog_store *s);
+/*
  * Engine time in ms since the epoch: record stamps and every time rule.
  * The wall clock at open (or the newest stored timestamp, if later), then
  * advancing with real elapsed time: a forward step of the wall clock is

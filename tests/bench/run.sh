@@ -10,11 +10,12 @@
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
-#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8")
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9")
 #
 # Needs root (FUSE mounts, /proc/sys/vm/drop_caches), fusermount3,
 # pkg-config + libfuse3-dev (passthrough_ll is built from its examples),
-# logrotate (workload 6), and for workload 7 the pipe loggers rotatelogs
+# logrotate (workload 6), nats-server and a build with libnats (workload
+# 9: tlogctl ship), and for workload 7 the pipe loggers rotatelogs
 # (Debian apache2-utils), multilog (daemontools) and svlogd (runit). It
 # installs nothing: a missing tool skips its part with a note. All of them:
 #   apt-get install logrotate apache2-utils daemontools runit
@@ -28,7 +29,7 @@ QUICK=${BENCH_QUICK:-0}
 OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
 TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
 DISK_PARENT=${BENCH_DISK:-/var/tmp}
-ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9}
 TLOGFS=$BUILD/mount/tlogfs
 TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
@@ -46,6 +47,7 @@ if [ "$QUICK" != 0 ]; then
 	LR_LINES=400000 LR_RATE=100000
 	PIPE_LINES=2000000 PIPE_REPS=5
 	COMMITS=2000
+	SHIP_LINES=200000
 else
 	REPS=5
 	SMALL_LINES=200000
@@ -58,7 +60,9 @@ else
 	LR_LINES=400000 LR_RATE=40000
 	PIPE_LINES=5000000 PIPE_REPS=7
 	COMMITS=10000
+	SHIP_LINES=1000000
 fi
+JSPROBE=$BUILD/tests/integration/helpers/jsprobe
 
 log() { printf '%s [bench] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FAILED: $*"; exit 1; }
@@ -347,6 +351,65 @@ run_commits() {	# NAME PARENT
 	rm -rf --one-file-system "$d"
 }
 
+# ================= workload 9: tlogctl ship to JetStream =================
+# Records/s of tlogctl ship --once of one partition of SHIP_LINES
+# 100-byte lines (tmpfs) into a 1-node and a 3-node R3 JetStream cluster
+# on loopback, against jsprobe pub: a plain libnats publisher of the same
+# lines, asynchronous with the same window, without headers ("plain") and
+# with every header tlogctl ship sets ("same headers"). Each repetition
+# ships into a fresh stream.
+run_ship() {	# NAME PARENT
+	local fs=$1 parent=$2 d n r rep st t0 t1 out
+	if [ ! -x "$JSPROBE" ] || ! command -v nats-server >/dev/null; then
+		note "workload 9 skipped: no nats-server, or a build without libnats"
+		return
+	fi
+	mktempdir "$parent"; d=$TMPD
+	mkdir -p "$d/store"
+	tl_mount "$d/store" "$d/mnt"
+	mkdir -p "$d/mnt/t/0"
+	yes "$(printf '%099d' 0)" | head -n $SHIP_LINES >"$d/lines" || true
+	cat "$d/lines" >>"$d/mnt/t/0/current"
+	# nats.sh wants TMP and JSPROBE; its nodes keep their stores on disk.
+	TMP=$d
+	NATS_DIR=$DISK_PARENT/tlbench-nats.$$
+	DIRS+=("$NATS_DIR")
+	. "$(dirname "$0")/../integration/nats.sh"
+	for n in 1 3; do
+		log "$fs: workload 9, ship $SHIP_LINES records to a $n-node cluster"
+		nats_cluster $n || die "workload 9: nats-server did not start"
+		for r in $(seq 1 $REPS); do
+			rep=$n$r
+			"$JSPROBE" stream "$NATS_URLS" S$rep "s$rep.>" $n ||
+			    die "workload 9: stream"
+			t0=$(now)
+			"$TLOGCTL" ship --once --nats "$NATS_URLS" --stream S$rep \
+			    --subject-prefix s$rep --cursor b$rep "$d/mnt/t/0" ||
+			    die "workload 9: tlogctl ship"
+			t1=$(now)
+			st=$("$JSPROBE" msgs "$NATS_URLS" S$rep)
+			[ "$st" = $SHIP_LINES ] ||
+			    note "$n nodes: the stream holds $st records, expected $SHIP_LINES"
+			record "9 ship, $n node(s) (records/s)" $fs "tlogctl ship" \
+			    "$(awk -v n=$SHIP_LINES -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')"
+			"$JSPROBE" stream "$NATS_URLS" P$rep "p$rep.>" $n ||
+			    die "workload 9: stream"
+			out=$("$JSPROBE" pub "$NATS_URLS" P$rep p$rep.t.0 "$d/lines") ||
+			    die "workload 9: jsprobe pub"
+			record "9 ship, $n node(s) (records/s)" $fs "plain" "${out%% *}"
+			"$JSPROBE" stream "$NATS_URLS" H$rep "h$rep.>" $n ||
+			    die "workload 9: stream"
+			out=$("$JSPROBE" pub "$NATS_URLS" H$rep h$rep.t.0 "$d/lines" all) ||
+			    die "workload 9: jsprobe pub"
+			record "9 ship, $n node(s) (records/s)" $fs "same headers" "${out%% *}"
+		done
+		nats_stop_all
+		rm -rf "$NATS_DIR"
+	done
+	tl_umount "$d/mnt"
+	rm -rf --one-file-system "$d"
+}
+
 # ================= workload 5: scale (disk) =================
 run_scale() {	# NAME PARENT
 	local fs=$1 parent=$2 d store mnt out r rss base nseg=$((SCALE_PARTS * SCALE_SEGS)) t0 t1
@@ -578,6 +641,8 @@ for pair in "${FS_LIST[@]}"; do
 	if want 6; then run_logrotate "$fs" "$parent"; fi
 	if want 8; then run_commits "$fs" "$parent"; fi
 done
+# Shipping from tmpfs: the network side is measured, not the disk.
+if want 9; then run_ship tmpfs "$TMPFS_PARENT"; fi
 # Scale on disk only: 2M small files would take ~10 GiB of tmpfs.
 if want 5; then run_scale disk "$DISK_PARENT"; fi
 # The pipe loggers write to the disk, as they would.
@@ -667,6 +732,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 				$2 == "tlogctl" { c[$1] = $3 } $2 == t { o[$1] = $3 }
 				END { for (r in c) if (r in o && c[r] > 0) print o[r] / c[r] }' "$PAIRS" | stats)"
 			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) | $(fmt $pm $pa $pb) | $(fmt $um $ua $ub) |"
+		done
+	fi
+	if grep -q '^9 ' "$RES"; then
+		echo
+		echo "| workload 9, tmpfs | tlogctl ship | plain libnats | ship / plain | same headers | ship / same headers |"
+		echo "|---|---|---|---|---|---|"
+		cut -f1 "$RES" | grep '^9 ' | awk '!seen[$0]++' | while read -r w; do
+			read -r sm sa sb <<<"$(cell "$w" tmpfs "tlogctl ship")"
+			read -r pm pa pb <<<"$(cell "$w" tmpfs plain)"
+			read -r hm ha hb <<<"$(cell "$w" tmpfs "same headers")"
+			echo "| ${w#9 } | $(fmt $sm $sa $sb) | $(fmt $pm $pa $pb) | $(ratio $sm $pm) | $(fmt $hm $ha $hb) | $(ratio $sm $hm) |"
 		done
 	fi
 	echo

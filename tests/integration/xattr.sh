@@ -132,6 +132,26 @@ tl_is "store config persists" 172800000 "$(gx user.retention.ms "$MNT")"
 tl_is "a removed override stays removed" "OK" "$(p listxattr "$MNT/t")"
 tl_is "statistics survive: end_offset, sealed_by" "3 manual" \
     "$(gx user.tlog.end_offset "$P") $(gx user.tlog.sealed_by "$S")"
+
+# ---- the store's identity: .tlogfs/id, read-only on the mount root ----
+ID=$(gx user.tlog.store_id "$MNT")
+tl_check "user.tlog.store_id is .tlogfs/id's 32 hex digits" \
+    test -n "$(echo "$ID" | grep -xE '[0-9a-f]{32}')" -a \
+    "$ID" = "$(cat "$STORE/.tlogfs/id")"
+tl_is "the root lists it" "user.tlog.store_id" \
+    "$(p listxattr "$MNT" | tr ' ' '\n' | grep -x user.tlog.store_id)"
+tl_is "it is read-only (EPERM)" EPERM "$(p setxattr "$MNT" user.tlog.store_id x)"
+tl_is "removing it: EPERM" EPERM "$(p removexattr "$MNT" user.tlog.store_id)"
+tl_is "a topic has none (ENODATA)" ENODATA "$(p getxattr "$MNT/t" user.tlog.store_id)"
+tl_is "a partition has none (ENODATA)" ENODATA "$(p getxattr "$P" user.tlog.store_id)"
+tl_check "unmount" tl_umount
+
+# A store of before identities gets one at its next read-write mount.
+rm "$STORE/.tlogfs/id"
+tl_mount
+ID2=$(gx user.tlog.store_id "$MNT")
+tl_check "a store without .tlogfs/id gets a new identity" \
+    test -n "$ID2" -a "$ID2" != "$ID" -a "$ID2" = "$(cat "$STORE/.tlogfs/id")"
 tl_check "unmount" tl_umount
 # The engine logs one line per bad value; nothing else may appear.
 tl_stderr_clean "the daemon printed only the bad-value lines" \

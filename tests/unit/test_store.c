@@ -822,6 +822,52 @@ START_TEST(repeated_errors_are_rate_limited)
 }
 END_TEST
 
+/* The store's identity: made once, kept across opens, its own per
+ * store; a store without one gets one at its next read-write open, and
+ * a read-only open of such a store has none and writes nothing. */
+START_TEST(store_identity)
+{
+	char *dir = th_tmpdir(), *dir2 = th_tmpdir(), *p, *buf, id[40];
+	struct tlog_store_opts o;
+	struct tlog_store *s = th_open(dir), *s2 = th_open(dir2);
+	size_t n;
+
+	ck_assert_uint_eq(strlen(tlog_store_id(s)), TLOG_STORE_ID_LEN);
+	ck_assert_uint_eq(strspn(tlog_store_id(s), "0123456789abcdef"),
+	    TLOG_STORE_ID_LEN);
+	ck_assert_str_ne(tlog_store_id(s), tlog_store_id(s2));
+	snprintf(id, sizeof(id), "%s\n", tlog_store_id(s));
+	p = path_in(dir, ".tlogfs/id");
+	buf = th_slurp(p, &n);
+	ck_assert_uint_eq(n, TLOG_STORE_ID_LEN + 1);
+	ck_assert(memcmp(buf, id, n) == 0);
+	free(buf);
+	tlog_store_close(s);
+	tlog_store_close(s2);
+	s = th_open(dir);
+	ck_assert_int_eq(strncmp(tlog_store_id(s), id, TLOG_STORE_ID_LEN), 0);
+	tlog_store_close(s);
+	/* A store of before identities: none read-only, a new one after. */
+	ck_assert_int_eq(unlink(p), 0);
+	memset(&o, 0, sizeof(o));
+	o.readonly = true;
+	s = th_open_opts(dir, &o);
+	ck_assert_str_eq(tlog_store_id(s), "");
+	tlog_store_close(s);
+	ck_assert(!exists(dir, ".tlogfs/id"));
+	s = th_open(dir);
+	ck_assert_uint_eq(strlen(tlog_store_id(s)), TLOG_STORE_ID_LEN);
+	ck_assert_int_ne(strncmp(tlog_store_id(s), id, TLOG_STORE_ID_LEN), 0);
+	ck_assert(exists(dir, ".tlogfs/id"));
+	tlog_store_close(s);
+	free(p);
+	th_rmrf(dir);
+	th_rmrf(dir2);
+	free(dir);
+	free(dir2);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -843,5 +889,6 @@ main(void)
 	TH_CASE(s, open_files_stay_within_budget);
 	TH_CASE(s, fsync_out_of_descriptors_evicts_idle_segments);
 	TH_CASE(s, repeated_errors_are_rate_limited);
+	TH_CASE(s, store_identity);
 	return th_run(s);
 }

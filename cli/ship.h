@@ -1,0 +1,144 @@
+/*
+ * ship.h - what ship.c (partitions, records, the main loop) and
+ * ship_nats.c (the JetStream side) share. doc/shipping.md says what is
+ * shipped and what each failure does; this header, how the two halves
+ * meet.
+ *
+ * Locking: sh->mu guards the in-flight ring and, in each partition, the
+ * fields marked "mu" (the ack handler runs on a libnats thread). No
+ * libnats call is made with sh->mu held.
+ */
+#ifndef SHIP_H
+#define SHIP_H
+
+#include <sys/tree.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tlogctl.h"
+
+#define SHIP_WINDOW 16384	/* records in flight, all partitions */
+#define SHIP_WINDOW_BYTES (64 << 20)
+#define SHIP_ACK_WAIT_MS 10000	/* a record unanswered this long: resync */
+#define SHIP_QUIET_MS 2000	/* in a resync, no answer this long: give up */
+#define SHIP_BACKOFF_MAX_MS 5000
+#define SHIP_IDLEN 640		/* a Nats-Msg-Id, with room to spare */
+
+struct ship_part {
+	RB_ENTRY(ship_part) link;	/* by path */
+	char *path;		/* the partition directory */
+	char *root;		/* its mount root */
+	char *topic, *name;
+	char *subject;		/* PREFIX.TOPIC.PARTITION */
+	char *idpfx;		/* STOREID/TOPIC/PARTITION/ */
+	struct segread sr;
+	bool ready;		/* its start is known */
+	bool open;		/* sr is at the record `next` */
+	bool dead;		/* dropped on an error, or unshippable */
+	bool unshippable;	/* no subject, or the stream takes none */
+	int64_t dead_at;	/* mono ms */
+	bool caught_up;		/* the last look found nothing new */
+	int64_t ts;		/* Tlog-Timestamp of what the last read got */
+	int64_t look_at;	/* when to look again at an idle partition */
+	int idle_ms;
+	uint64_t committed;	/* cursor on the mount; UINT64_MAX: none */
+	bool commit_warned;
+	/* mu */
+	uint64_t next;		/* the next offset to publish */
+	uint64_t acked;		/* every record below it is in the stream */
+	uint64_t first_seq;	/* its oldest unresolved flight, 0: none */
+	uint64_t last_seq;	/* its newest flight, 0: none */
+	uint32_t inflight;
+	bool failed;		/* a flight failed or was given up: resync */
+};
+RB_HEAD(part_tree, ship_part);
+int part_cmp(struct ship_part *a, struct ship_part *b);
+RB_PROTOTYPE(part_tree, ship_part, link, part_cmp)
+
+enum { FL_PENDING, FL_ACKED, FL_FAILED };
+
+/* A published record waiting for its acknowledgment. Flights are
+ * numbered from 1 in publish order; flight s is ring[s % SHIP_WINDOW]. */
+struct flight {
+	void *msg;		/* the natsMsg libnats hands back */
+	struct ship_part *p;
+	uint64_t off;
+	uint64_t next_same;	/* the partition's next flight, 0: none */
+	int64_t sent;		/* mono ms */
+	size_t bytes;
+	int state;
+};
+
+struct shipper {
+	/* options */
+	char **urls;
+	int nurls;
+	char *stream;
+	int replicas;
+	const char *prefix;
+	const char *cursor;
+	char cursor_key[80];	/* user.cursor.NAME */
+	bool once;
+
+	struct part_tree parts;
+	size_t nparts;
+	bool no_cursors;	/* the mount has none: nothing committed */
+
+	/* NATS (ship_nats.c) */
+	void *nc, *js;
+	char **stream_subjects;	/* the stream's subject filters */
+	int nstream_subjects;
+	int64_t max_payload;
+	char last_id[SHIP_IDLEN]; /* the last published Nats-Msg-Id */
+
+	/* mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct flight *ring;
+	uint64_t head, tail;	/* unresolved flights are [head, tail) */
+	uint64_t hint;		/* where the next answer is looked for */
+	size_t inflight, inflight_bytes;
+	uint64_t acks;		/* since the last resync */
+	bool failing;		/* a flight failed: stop, resync */
+	char why[256];		/* what failed first */
+	bool fatal;		/* a failure no resync cures */
+	char fatal_why[512];
+	int64_t last_answer;	/* mono ms */
+};
+
+/* ship.c */
+void shiplog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets sh->failing (mu held), keeping the first reason. */
+void ship_failing(struct shipper *sh, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A flight answered (mu held): ACKED or FAILED. */
+void flight_done(struct shipper *sh, struct flight *f, int state);
+
+/* ship_nats.c */
+/* Connects and makes sure of the stream; on failure one line and
+ * exit 1. */
+void nats_open(struct shipper *sh);
+void nats_close(struct shipper *sh);
+/* Whether the stream's subjects take this subject. */
+bool nats_covers(struct shipper *sh, const char *subject);
+/* Whether the connection is up now. */
+bool nats_connected(struct shipper *sh);
+/* Publishes one record; 0, or -1 with sh->failing set. */
+int nats_publish(struct shipper *sh, struct ship_part *p, uint64_t off,
+    const char *data, size_t len);
+/* The subject's last message in the stream: 1 with its Tlog-Offset and
+ * payload (free it) if the message is this store's, 0 if there is none
+ * (or not ours: a warning says so), -1 with a reason on a failure to
+ * ask (the cluster is down). */
+int nats_last(struct shipper *sh, struct ship_part *p, uint64_t *off,
+    char **data, size_t *len, char *why, size_t whylen);
+/* Takes back every unanswered message from libnats (their answers, if
+ * any come, are dropped) and marks their flights failed. */
+void nats_abandon(struct shipper *sh);
+/* Checks the stream is still there (creates it if it went); -1 with a
+ * reason if the cluster cannot say. */
+int nats_stream_ok(struct shipper *sh, char *why, size_t whylen);
+
+#endif /* SHIP_H */
