@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +128,7 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 {
 	struct tlog_level *lv = level_of(s, t, p);
 	char msg[TLOG_CONF_MSG_MAX];
+	struct statvfs sv;
 	int64_t v, lim;
 	int k, up, r;
 
@@ -149,6 +151,17 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		return -EINVAL;
 	}
 	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
+	/* A floor of bytes the file system does not have would delete
+	 * every record at once (16G typed for 16M): refused. */
+	if (r == 0 && k == TLOG_RETENTION_KEEP_FREE && v >= 0 &&
+	    statvfs(s->path, &sv) == 0 &&
+	    (uint64_t)v >= (uint64_t)sv.f_blocks * sv.f_frsize) {
+		snprintf(msg, sizeof(msg), "%s: bad value \"%.*s\": at most "
+		    "the file system's size, %llu bytes, or N%% (1-99)", key,
+		    (int)(len < 32 ? len : 32), value,
+		    (unsigned long long)sv.f_blocks * sv.f_frsize);
+		r = -EINVAL;
+	}
 	if (r != 0) {
 		set_err(err, errlen, msg);
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);

@@ -465,8 +465,10 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 		return 0;
 	st->target = (uint64_t)floor + (uint64_t)floor / 16;
 	while (n < max && (have < st->target || (force && n == 0))) {
-		if ((b = free_one(r, &p)) == 0)
+		if ((b = free_one(r, &p)) == 0) {
+			st->exhausted = true;
 			break;
+		}
 		have += b;
 		st->bytes += b;
 		st->segments++;
@@ -688,6 +690,23 @@ log_cycle(struct tlog_reaper *r, const struct tlog_reap_stats *st,
 		    (double)(tlog_mono_ns() - t0) / 1e6);
 }
 
+/*
+ * After a pass for keep.free: its segments are unlinked here and now, so
+ * that free space is real at the next check, not counted on from an
+ * unlinker that may be behind while writers fill the disk. A pass that
+ * found nothing more to delete says so (other files fill the disk).
+ */
+static void
+free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st)
+{
+	tlog_unlink_pending(&r->s->q, 0);
+	tlog_store_wakeup(r->s);
+	if (st->exhausted)
+		tlog_ctx_log_err(r->ctx, "reaper: retention.keep.free %" PRId64
+		    " bytes cannot be reached: the store has nothing left to "
+		    "delete (other files fill the disk)", st->floor);
+}
+
 static void *
 reaper_main(void *arg)
 {
@@ -721,7 +740,7 @@ reaper_main(void *arg)
 			if (k > 0) {
 				TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
 				log_free(r, &fst, "free space", t0);
-				tlog_store_wakeup(r->s);
+				free_settle(r, &fst);
 			}
 			pthread_mutex_lock(&r->lock);
 			/* A full pass left more to do: the next one at once

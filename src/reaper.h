@@ -5,6 +5,7 @@
 #ifndef TLOG_REAPER_H
 #define TLOG_REAPER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,7 @@ struct tlog_free_stats {
 	uint64_t segments;	/* detached (rule free) */
 	uint64_t bytes;		/* their bytes */
 	uint64_t partitions;	/* how many partitions they came from */
+	bool exhausted;		/* nothing was left to delete */
 };
 
 /*

@@ -51,6 +51,9 @@ tl_is "a percentage" OK \
 tl_is "shown as N%" 10% "$(gx user.retention.keep.free "$MNT")"
 tl_is "101% is refused" EINVAL \
     "$("$PROBE" setxattr "$MNT" user.retention.keep.free 101%)"
+tl_is "a floor larger than the disk is refused" EINVAL \
+    "$("$PROBE" setxattr "$MNT" user.retention.keep.free 1G)"
+tl_is "and changes nothing" 10% "$(gx user.retention.keep.free "$MNT")"
 tl_is "bytes with a unit" OK \
     "$("$PROBE" setxattr "$MNT" user.retention.keep.free 12M)"
 tl_is "shown in bytes" $FLOOR "$(gx user.retention.keep.free "$MNT")"
@@ -129,7 +132,7 @@ tl_check "the daemon logged the reclaiming" grep -q 'retention.keep.free' "$ERR"
 grep 'retention.keep.free [0-9]' "$ERR" | sed -n '1,3p;$p' | sed 's/^/# /'
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed only its reclaiming lines" \
-    'reaper: .*retention.keep.free|retention.keep.free: (set on the mount root only|bad value "101%")'
+    'reaper: .*retention.keep.free|retention.keep.free: (set on the mount root only|bad value "(101%|1G)")'
 umount "$STORE"
 
 # ---- off: ENOSPC as before, nothing deleted ----

@@ -41,7 +41,7 @@ tl_mount
 mkdir -p "$MNT/t/0"
 echo x >>"$MNT/t/0/current"
 
-try "malformed URL: usage" 2 '^tlogctl: ship: --nats http://x: not a NATS URL' \
+try "malformed URL: usage" 2 '^tlogctl: --nats http://x: not a NATS URL.*; usage: tlogctl ship ' \
     --nats http://x "$MNT"
 try "an empty URL in the list: usage" 2 'not a NATS URL' \
     --nats "$NATS_URL_1,," "$MNT"
