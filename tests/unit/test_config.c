@@ -1127,6 +1127,7 @@ START_TEST(test_keep_free)
 	tlog_store_close(s);
 	free(sfile);
 	th_rmrf(dir);
+	free(dir);
 }
 END_TEST
 
