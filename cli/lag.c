@@ -266,7 +266,8 @@ cmd_lag(int argc, char *argv[])
 		errx(1, "%s: not the root of a tlogfs mount", mnt);
 
 	each_dir(mnt, scan_topic, &t, NULL);
-	qsort(t.rows, t.n, sizeof(*t.rows), row_cmp);
+	if (t.n > 1)		/* rows is NULL when there are none */
+		qsort(t.rows, t.n, sizeof(*t.rows), row_cmp);
 
 	for (i = 0; i < 7; i++)
 		w[i] = (int)strlen(heads[i]);

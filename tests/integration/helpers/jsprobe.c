@@ -423,6 +423,13 @@ subdone:
 	if (strays)
 		failed = 1;
 	disconnect();
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < (int)ex[i].n; j++)
+			free(ex[i].lines[j]);
+		free(ex[i].lines);
+		free(ex[i].subject);
+	}
+	free(ex);
 	return failed;
 }
 
