@@ -898,7 +898,7 @@ commit_all(struct shipper *sh)
 	free(offs);
 }
 
-static volatile bool committer_stop;
+static bool committer_stop;	/* atomic: set once, by the main thread */
 
 static void *
 committer(void *arg)
@@ -906,7 +906,7 @@ committer(void *arg)
 	struct shipper *sh = arg;
 	int64_t next = mono_ms() + COMMIT_MS;
 
-	while (!committer_stop) {
+	while (!__atomic_load_n(&committer_stop, __ATOMIC_ACQUIRE)) {
 		if (mono_ms() < next) {
 			usleep(20000);
 			continue;
@@ -1274,7 +1274,7 @@ cmd_ship(int argc, char *argv[])
 	if (pthread_create(&ct, NULL, committer, sh) != 0)
 		errx(1, "ship: cannot start a thread");
 	ret = run(sh);
-	committer_stop = true;
+	__atomic_store_n(&committer_stop, true, __ATOMIC_RELEASE);
 	pthread_join(ct, NULL);
 	commit_all(sh);
 	nats_close(sh);
