@@ -28,17 +28,25 @@
 
 #include "ship.h"
 
-static int conn_state;		/* what the log last said: 0 up, 1 lost, 2 none reachable, 3 closing */
+/* What the log last said: 0 up, 1 lost, 2 none reachable, 3 closing.
+ * Atomic: libnats calls the callbacks below on threads of its own. */
+static int conn_state;
+
+/* Moves conn_state from `from` to `to`; true if this call did. */
+static bool
+conn_move(int from, int to)
+{
+	return __atomic_compare_exchange_n(&conn_state, &from, to, false,
+	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 
 static void
 on_disconnected(natsConnection *nc, void *arg)
 {
 	(void)nc;
 	(void)arg;
-	if (conn_state == 0) {
+	if (conn_move(0, 1))
 		shiplog("nats: lost the connection; reconnecting");
-		conn_state = 1;
-	}
 }
 
 static void
@@ -50,7 +58,7 @@ on_reconnected(natsConnection *nc, void *arg)
 	if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK)
 		strlcpy(url, "?", sizeof(url));
 	shiplog("nats: connected to %s", url);
-	conn_state = 0;
+	__atomic_store_n(&conn_state, 0, __ATOMIC_RELEASE);
 }
 
 /* libnats asks this after each pass through every server it knows:
@@ -63,12 +71,10 @@ reconnect_delay(natsConnection *nc, int attempts, void *arg)
 
 	(void)nc;
 	(void)arg;
-	if (conn_state == 1) {
+	if (conn_move(1, 2))
 		shiplog("nats: no server reachable; retrying every %d s at"
 		    " most, shipping waits and the cursors stay",
 		    SHIP_BACKOFF_MAX_MS / 1000);
-		conn_state = 2;
-	}
 	for (i = 1; i < attempts && d < SHIP_BACKOFF_MAX_MS; i++)
 		d *= 2;
 	return d < SHIP_BACKOFF_MAX_MS ? d : SHIP_BACKOFF_MAX_MS;
@@ -303,7 +309,7 @@ nats_close(struct shipper *sh)
 {
 	natsMsgList pending;
 
-	conn_state = 3;
+	__atomic_store_n(&conn_state, 3, __ATOMIC_RELEASE);
 	if (sh->js != NULL) {
 		/* Nothing waits for them any more. (libnats 3.4 crashes
 		 * on this call before a first asynchronous publish.) */
