@@ -691,15 +691,14 @@ log_cycle(struct tlog_reaper *r, const struct tlog_reap_stats *st,
 }
 
 /*
- * After a pass for keep.free: its segments are unlinked here and now, so
- * that free space is real at the next check, not counted on from an
- * unlinker that may be behind while writers fill the disk. A pass that
- * found nothing more to delete says so (other files fill the disk).
+ * After a pass for keep.free: the unlinker is woken for its segments (it
+ * unlinks them in the order they were detached, so the events keep the
+ * oldest-first order). A pass that found nothing more to delete says so
+ * (other files fill the disk).
  */
 static void
 free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st)
 {
-	tlog_unlink_pending(&r->s->q, 0);
 	tlog_store_wakeup(r->s);
 	if (st->exhausted)
 		tlog_ctx_log_err(r->ctx, "reaper: retention.keep.free %" PRId64
