@@ -27,7 +27,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tlog_conf c, c2;
 	char err[512];
-	int64_t v;
+	char canon[64];
+	int64_t v, v2;
 	int k, fd;
 
 	if (dirfd_ == -1) {
@@ -39,7 +40,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		err[0] = '\0';
 		if (tlog_key_parse(k, (const char *)data, size, &v, err,
 		    sizeof(err)) == 0) {
-			if (v < -1)
+			/* -1, a non-negative value, or (keep.free only) a
+			 * percentage; its canonical form parses back to it. */
+			if (v < -1 && !(k == TLOG_RETENTION_KEEP_FREE &&
+			    TLOG_PCT_IS(v)))
+				abort();
+			tlog_key_format(k, v, canon, sizeof(canon));
+			if (tlog_key_parse(k, canon, strlen(canon), &v2, err,
+			    sizeof(err)) != 0 || v2 != v)
 				abort();
 		} else if (strstr(err, tlog_key_name(k)) == NULL)
 			abort();	/* a refusal names its key */
