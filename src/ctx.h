@@ -31,6 +31,7 @@ struct tlog_metrics {
 	uint64_t reaper_last_ns;
 	uint64_t free_cycles;		/* keep.free passes that freed */
 	uint64_t free_sync;		/* ENOSPC appends that reclaimed */
+	uint64_t free_waits;		/* appends that waited for space */
 	uint64_t errors;
 };
 
@@ -52,9 +53,32 @@ struct tlog_ctx {
 	 * not armed); both atomic. */
 	uint64_t free_appended;
 	uint64_t free_check;
+	/* Back-pressure (doc/reaper.md, "Back-pressure"): bytes of appends
+	 * under way, bytes of segments unlinked so far, and the base the
+	 * last check of free space set (INT64_MAX: none). An append goes
+	 * ahead while appended + under way - unlinked <= base; all atomic. */
+	uint64_t free_inflight;
+	uint64_t free_unlinked;
+	int64_t free_base;
 };
 
 void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);
+
+/* Appends under way and done since the last check of free space would
+ * take it below retention.keep.free. */
+static inline bool
+tlog_ctx_free_short(struct tlog_ctx *ctx)
+{
+	int64_t base = __atomic_load_n(&ctx->free_base, __ATOMIC_RELAXED);
+	uint64_t used;
+
+	if (base == INT64_MAX)
+		return false;
+	used = __atomic_load_n(&ctx->free_appended, __ATOMIC_RELAXED) +
+	    __atomic_load_n(&ctx->free_inflight, __ATOMIC_RELAXED) -
+	    __atomic_load_n(&ctx->free_unlinked, __ATOMIC_RELAXED);
+	return (int64_t)used > base;
+}
 void tlog_ctx_destroy(struct tlog_ctx *ctx);
 /* Engine time (tlog_now); the wall clock if ctx is NULL. */
 int64_t tlog_ctx_now(struct tlog_ctx *ctx);

@@ -151,6 +151,9 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    "segments for retention.keep.free.", get(&m->free_cycles));
 	counter(&sb, "free_enospc_reclaims_total", "Appends that hit ENOSPC "
 	    "and reclaimed for retention.keep.free.", get(&m->free_sync));
+	counter(&sb, "free_waits_total", "Appends that waited for "
+	    "retention.keep.free's deletions before writing.",
+	    get(&m->free_waits));
 	counter(&sb, "reaper_due_partitions_total",
 	    "Due partitions visited by the reaper.", get(&m->reaper_due));
 	gauge(&sb, "reaper_last_due_partitions",

@@ -745,7 +745,9 @@ out:
  * written are tried once more; the one in flight was cut whole. The
  * events partition never reclaims: the reclaim's own events go there.
  * Then the pressure check: past ctx->free_check appended bytes, the
- * reaper is told to look at free space.
+ * reaper is told to look at free space. Before it all, back-pressure:
+ * the bytes are counted as under way, and an append that would take
+ * free space below the floor waits for the scheduler to free it.
  */
 size_t
 tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
@@ -754,8 +756,17 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	struct limits l;
 	uint64_t at, chk;
 	size_t pos;
+	bool counted = false;
 	void *arg;
 
+	if (!p->quiet && __atomic_load_n(&p->ctx->free_base,
+	    __ATOMIC_RELAXED) != INT64_MAX && (arg = sched_arg(p)) != NULL) {
+		__atomic_add_fetch(&p->ctx->free_inflight, len,
+		    __ATOMIC_RELAXED);
+		counted = true;
+		if (tlog_ctx_free_short(p->ctx))
+			p->env->sched->wait_free(arg);
+	}
 	pos = append_once(p, buf, len, tail_is_record, errp);
 	if (*errp == -ENOSPC && !p->quiet && (arg = sched_arg(p)) != NULL &&
 	    p->env->sched->reclaim(arg, p) > 0)
@@ -775,6 +786,10 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			p->env->sched->pressure(arg);
 	}
+	/* After the add above: the bytes are never counted as neither. */
+	if (counted)
+		__atomic_sub_fetch(&p->ctx->free_inflight, len,
+		    __ATOMIC_RELAXED);
 	return pos;
 }
 

@@ -45,6 +45,9 @@ struct tlog_sched_ops {
 	int (*reclaim)(void *arg, struct tlog_partition *p);
 	/* Appends passed ctx->free_check bytes: check free space soon. */
 	void (*pressure)(void *arg);
+	/* Appends would take free space below retention.keep.free: frees
+	 * space and waits (bounded) for the unlinks (no lock held). */
+	void (*wait_free)(void *arg);
 };
 
 /*

@@ -52,6 +52,7 @@
 #define FREE_ACTIVE ((int64_t)1 << 60)
 #define FREE_EVENTS ((int64_t)1 << 61)
 #define FREE_TICK_MS 1000	/* free space is checked at least this often */
+#define FREE_WAIT_MS 2000	/* the longest an append waits for space */
 #define FREE_PASS_MAX 4096	/* segments one reclaiming pass may take */
 #define FREE_SYNC_MAX 4		/* segments an append's ENOSPC may take */
 #define FREE_CHECK_MIN (256 * 1024)	/* appended bytes between checks */
@@ -266,6 +267,7 @@ reaper_pressure(void *arg)
 
 static void reaper_detach(void *arg);
 static int reaper_reclaim(void *arg, struct tlog_partition *p);
+static void reaper_wait_free(void *arg);
 
 static const struct tlog_sched_ops reaper_ops = {
 	reaper_earlier,
@@ -275,6 +277,7 @@ static const struct tlog_sched_ops reaper_ops = {
 	reaper_sealed,
 	reaper_reclaim,
 	reaper_pressure,
+	reaper_wait_free,
 };
 
 /* ---- disk pressure: retention.keep.free ---- */
@@ -426,41 +429,64 @@ tlog_reaper_free_top(struct tlog_store *s)
 }
 
 /*
+ * Sets the appends' budget (tlog_ctx_free_short) from a free space
+ * avail read after the counters were: appends done between the two are
+ * counted twice, unlinks once too few, so the budget errs low.
+ */
+static void
+free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
+    uint64_t appended, uint64_t unlinked)
+{
+	int64_t base = INT64_MAX;
+
+	if (floor >= 0)
+		base = (int64_t)(avail - (uint64_t)floor + appended - unlinked);
+	__atomic_store_n(&r->ctx->free_base, base, __ATOMIC_RELAXED);
+}
+
+/*
  * One reclaiming pass (free_lock held): if free space, counting the
  * bytes of detached segments not yet unlinked as free already (they
- * will be), is below the floor, detaches oldest segments until it is
- * above floor + floor / 16, at most max of them; at least one if
- * force. Returns the count detached.
+ * will be) and those of appends under way as used, is below the floor,
+ * detaches oldest segments until it is above floor + floor / 16, at
+ * most max of them; at least one if force. Returns the count detached.
  */
 static int
 free_pass(struct tlog_reaper *r, int max, bool force,
     struct tlog_free_stats *st)
 {
 	struct tlog_partition *p, *last[64];
-	uint64_t avail, size, have, b;
+	uint64_t avail, size, have, b, inflight, appended, unlinked;
 	int64_t floor;
 	size_t nlast = 0, i;
 	int e, n = 0;
 
 	if (tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) == -1) {
 		free_arm(r, -1);
+		free_budget(r, -1, 0, 0, 0);
 		st->floor = -1;
 		return 0;		/* off: not even a statvfs */
 	}
+	appended = __atomic_load_n(&r->ctx->free_appended, __ATOMIC_RELAXED);
+	unlinked = __atomic_load_n(&r->ctx->free_unlinked, __ATOMIC_RELAXED);
 	if ((e = free_space(r, &avail, &size)) != 0) {
 		tlog_ctx_log_err(r->ctx, "reaper: cannot read free space: %s",
 		    strerror(-e));
+		free_budget(r, -1, 0, 0, 0);
 		return 0;
 	}
 	floor = free_floor(r, size);
 	free_arm(r, floor);
+	free_budget(r, floor, avail, appended, unlinked);
 	st->avail = avail;
 	st->pending = __atomic_load_n(&r->s->q.pending_bytes,
 	    __ATOMIC_RELAXED);
 	st->floor = floor;
 	if (floor < 0)
 		return 0;
+	inflight = __atomic_load_n(&r->ctx->free_inflight, __ATOMIC_RELAXED);
 	have = avail + st->pending;
+	have = have > inflight ? have - inflight : 0;
 	if (have >= (uint64_t)floor && !force)
 		return 0;
 	st->target = (uint64_t)floor + (uint64_t)floor / 16;
@@ -706,6 +732,53 @@ free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st)
 		    "delete (other files fill the disk)", st->floor);
 }
 
+/*
+ * Back-pressure: appends would take free space below the floor (no lock
+ * held). A pass frees what it must (and sets the budget again from free
+ * space as it is), then this waits for the unlinker to give the space
+ * back. It returns when the appends fit, when there is nothing to wait
+ * for (the store has nothing left to delete: the disk fills as without
+ * the key), or after FREE_WAIT_MS whatever happens (an unlinker that
+ * cannot unlink never stops the writers for longer).
+ */
+static void
+reaper_wait_free(void *arg)
+{
+	struct tlog_reaper *r = arg;
+	struct tlog_queue *q = &r->s->q;
+	struct tlog_free_stats st;
+	struct timespec ts;
+	uint64_t t0 = tlog_mono_ns(), pending;
+	int n;
+
+	TLOG_METRIC_ADD(r->ctx, free_waits, 1);
+	tlog_deadline(FREE_WAIT_MS, &ts);
+	for (;;) {
+		memset(&st, 0, sizeof(st));
+		pthread_mutex_lock(&r->free_lock);
+		/* Another waiter's pass may have done it already. */
+		n = tlog_ctx_free_short(r->ctx) ?
+		    free_pass(r, FREE_PASS_MAX, false, &st) : 0;
+		pthread_mutex_unlock(&r->free_lock);
+		if (n > 0) {
+			TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
+			log_free(r, &st, "appends wait for free space:", t0);
+			free_settle(r, &st);
+		}
+		pthread_mutex_lock(&q->lock);
+		while (tlog_ctx_free_short(r->ctx) &&
+		    __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED) > 0 &&
+		    pthread_cond_timedwait(&q->cond, &q->lock, &ts) == 0)
+			;
+		pending = __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&q->lock);
+		if (!tlog_ctx_free_short(r->ctx) || (n == 0 && pending == 0) ||
+		    st.exhausted || tlog_mono_ns() - t0 >=
+		    (uint64_t)FREE_WAIT_MS * 1000000)
+			return;
+	}
+}
+
 static void *
 reaper_main(void *arg)
 {
@@ -863,6 +936,7 @@ reaper_detach(void *arg)
 		tlog_partition_put(fpart_of(top));
 	}
 	__atomic_store_n(&r->ctx->free_check, 0, __ATOMIC_RELAXED);
+	free_budget(r, -1, 0, 0, 0);
 	tlog_heap_destroy(&r->heap);
 	tlog_heap_destroy(&r->fheap);
 	pthread_mutex_destroy(&r->free_lock);

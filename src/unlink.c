@@ -141,6 +141,9 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	    __ATOMIC_RELEASE) == 0;
 	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&q->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	/* Appends waiting for free space wait on q->cond for this. */
+	__atomic_add_fetch(&p->ctx->free_unlinked, seg->bytes,
+	    __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 	emit_deleted(p, seg);

@@ -11,6 +11,11 @@
 #     writer's newest lines are all there, whole and in order; the
 #     deletions are in .tlogfs/events with "rule":"free" and in the
 #     metrics;
+#   * back-pressure: eight writers of 1 MiB writes (tlogctl append)
+#     while the unlinker waits 100 ms before each batch: together they
+#     write faster than the deleted segments are unlinked, yet free space
+#     stays within two segments of the floor (the appends wait), nobody
+#     sees an error and the newest lines are all there;
 #   * keep.free off: the disk fills, the writer gets ENOSPC as before,
 #     and nothing is deleted.
 . "${srcdir:-.}/tests/integration/lib.sh"
@@ -32,6 +37,7 @@ tmpfs_up() {
 	fi
 }
 avail() { df --output=avail -B1 "$STORE" | tail -n 1 | tr -d ' '; }
+TLOGCTL=$TL_BUILD/cli/tlogctl
 
 FLOOR=$((12 << 20))
 SEG=$((1 << 20))
@@ -133,6 +139,66 @@ grep 'retention.keep.free [0-9]' "$ERR" | sed -n '1,3p;$p' | sed 's/^/# /'
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed only its reclaiming lines" \
     'reaper: .*retention.keep.free|retention.keep.free: (set on the mount root only|bad value "(101%|1G)")'
+umount "$STORE"
+
+# ---- back-pressure: many fast writers, a slow unlinker ----
+: >"$ERR"
+rm -f "$TMP/stop" "$TMP/min"
+tmpfs_up 48m
+TLOGFS_TEST_UNLINK_DELAY_MS=100
+export TLOGFS_TEST_UNLINK_DELAY_MS
+tl_mount
+unset TLOGFS_TEST_UNLINK_DELAY_MS
+setfattr -n user.segment.bytes -v 1M "$MNT"
+setfattr -n user.retention.keep.free -v 12M "$MNT"
+NW=8
+(
+	min=$(avail)
+	while [ ! -e "$TMP/stop" ]; do
+		a=$(avail)
+		[ "$a" -lt "$min" ] && min=$a
+		echo "$min" >"$TMP/min"
+		sleep 0.2
+	done
+) &
+SPID=$!
+for w in $(seq $NW); do
+	mkdir -p "$MNT/bp$w/0"
+	# 160 lines of about 60 KB: 10 MB a writer, 80 MB in all.
+	{ "$LINEWRITER" /dev/stdout "$w" 160 -s 60000 |
+	    "$TLOGCTL" append "$MNT/bp$w/0"; } 2>"$TMP/bp.$w.err" &
+	eval "bp$w=$!"
+done
+bad=
+for w in $(seq $NW); do
+	eval "wait \$bp$w" || bad="$bad w$w: $(cat "$TMP/bp.$w.err")"
+done
+touch "$TMP/stop"
+wait "$SPID"
+SPID=
+tl_is "back-pressure: $NW writers never see an error" "" "$bad$(cat "$TMP"/bp.*.err)"
+MIN=$(cat "$TMP/min")
+tl_diag "lowest free space seen: $MIN bytes (floor $FLOOR)"
+tl_check "back-pressure: free space never fell more than 2 segments below the floor" \
+    test "$MIN" -ge $((FLOOR - 2 * SEG))
+tl_check "back-pressure: appends waited for the unlinks" \
+    awk '$1 == "tlogfs_free_waits_total" && $2 > 0 { f = 1 }
+        END { exit !f }' "$MNT/.tlogfs/metrics"
+bplast=
+for w in $(seq $NW); do
+	# The newest sealed segment, if any is left, and the active one
+	# (current): nothing deletes them under the read.
+	{ ls "$MNT/bp$w/0"/*.log 2>/dev/null | tail -n 1
+	  echo "$MNT/bp$w/0/current"; } | xargs cat >"$TMP/bp.got"
+	bplast="$bplast $(tl_lines "$TMP/bp.got" | awk 'NR == 1 { h = $0 }
+	    NR == 2 { l = $4 } END { print h " last=" l }')"
+done
+tl_is "back-pressure: every writer's newest lines are whole and there" \
+    "$(for w in $(seq $NW); do printf ' torn=0 order=0 last=159'; done)" \
+    "$bplast"
+tl_check "back-pressure: unmount" tl_umount
+tl_stderr_clean "back-pressure: the daemon printed only its reclaiming lines" \
+    'reaper: .*retention.keep.free'
 umount "$STORE"
 
 # ---- off: ENOSPC as before, nothing deleted ----

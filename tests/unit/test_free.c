@@ -3,13 +3,17 @@
  * "Disk pressure"): the store-wide oldest-first choice and the free
  * heap's order under seals, deletions, renames, new and removed
  * partitions, the events partition last, the hysteresis and the bytes
- * still being unlinked, and an append that hits ENOSPC (a write sent to
- * /dev/full) reclaiming and retrying once.
+ * still being unlinked, an append that hits ENOSPC (a write sent to
+ * /dev/full) reclaiming and retrying once, and the back-pressure that
+ * keeps appends from taking free space below the floor while the
+ * deleted segments wait to be unlinked.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +27,18 @@
 #define FLOOR 16384			/* retention.keep.free in these tests */
 #define TARGET (FLOOR + FLOOR / 16)	/* what a pass frees up to */
 
-/* The fake disk: free bytes, as the reaper reads them. */
+/* The fake disk: free bytes, as the reaper reads them; or, once
+ * sim_begin ran, a disk that fills and empties (sim_free). */
 static uint64_t fake_avail;
 static unsigned free_events;		/* deletions with rule free */
+static bool sim;
+static int sim_free(void *arg, uint64_t *avail, uint64_t *size);
 
 static int
 fake_free(void *arg, uint64_t *avail, uint64_t *size)
 {
-	(void)arg;
+	if (sim)
+		return sim_free(arg, avail, size);
 	*avail = fake_avail;
 	*size = 1ULL << 30;
 	return 0;
@@ -320,6 +328,7 @@ full_setup(void)
 	o.hook = full_hook;
 	fake_avail = 1ULL << 30;
 	free_events = 0;
+	sim = false;
 	full_p = NULL;
 	full_saved = full_fd = -1;
 	full_writes = 0;
@@ -389,6 +398,154 @@ START_TEST(enospc_without_keep_free)
 }
 END_TEST
 
+/* ---- back-pressure, on a disk that fills and empties ---- */
+
+/* Free space on the simulated disk: what it had when the store opened,
+ * less what was appended, plus what was unlinked since. */
+static uint64_t sim_start;
+static bool unlinker_stop;
+
+static int
+sim_free(void *arg, uint64_t *avail, uint64_t *size)
+{
+	struct tlog_ctx *c = &th_S->ctx;
+
+	(void)arg;
+	*avail = sim_start - __atomic_load_n(&c->free_appended,
+	    __ATOMIC_RELAXED) + __atomic_load_n(&c->free_unlinked,
+	    __ATOMIC_RELAXED);
+	*size = 1ULL << 30;
+	return 0;
+}
+
+/* Bytes in the events partition, which never waits: its records (the
+ * deletions' own events) may go below the floor. */
+static uint64_t
+events_bytes(void)
+{
+	struct tlog_partition *ev = tlog_store_events(th_S);
+	struct tlog_part_stats st;
+
+	ck_assert_ptr_nonnull(ev);
+	tlog_partition_stats(ev, &st);
+	tlog_partition_put(ev);
+	return st.bytes;
+}
+
+static uint64_t sim_events;	/* events_bytes() at sim_begin */
+
+/* Free space on the simulated disk, the events written since sim_begin
+ * not counted. */
+static uint64_t
+sim_avail(void)
+{
+	uint64_t a, s;
+
+	sim_free(NULL, &a, &s);
+	return a + (events_bytes() - sim_events);
+}
+
+/* From now on the disk has room bytes above the floor; retention.keep.free
+ * is set and a check of free space sets the appends' budget. */
+static void
+sim_begin(uint64_t room)
+{
+	struct tlog_free_stats st;
+
+	sim_start = (uint64_t)FLOOR + room + __atomic_load_n(
+	    &th_S->ctx.free_appended, __ATOMIC_RELAXED);
+	sim = true;
+	sim_events = events_bytes();
+	unlinker_stop = false;
+	keep_free("16K");
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+}
+
+/* The front end's unlinker thread, as the daemon runs it. */
+static void *
+unlinker(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&unlinker_stop, __ATOMIC_ACQUIRE)) {
+		tlog_store_unlink_wait(th_S, 20);
+		tlog_unlink_pending(&th_S->q, 0);
+	}
+	return NULL;
+}
+
+/*
+ * Room for two records above the floor: the third waits while the
+ * oldest segments go and their space comes back, and lands with free
+ * space still above the floor. Without the wait it would take the disk
+ * below the floor with nothing deleted.
+ */
+START_TEST(appends_wait_for_unlinks)
+{
+	struct tlog_partition *b = th_part(th_S, "b", "0");
+	pthread_t t;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		rec(b, 'b'); seal(b);		/* the store's oldest */
+	}
+	th_clock += 1000;
+	sim_begin(2500);
+	ck_assert_int_eq(pthread_create(&t, NULL, unlinker, NULL), 0);
+	rec(th_P, 'a');
+	rec(th_P, 'a');
+	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 0);
+	ck_assert_uint_eq(free_events, 0);
+	rec(th_P, 'a');			/* 1200 bytes, 100 of room */
+	__atomic_store_n(&unlinker_stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ck_assert_msg(sim_avail() >= FLOOR, "free space %" PRIu64 " below "
+	    "the floor %d", sim_avail(), FLOOR);
+	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 1);
+	ck_assert_uint_ge(free_events, 1);
+	ck_assert_uint_lt(th_nsegs(b), 3);
+	ck_assert_uint_eq(th_S->ctx.free_inflight, 0);
+	tlog_partition_put(b);
+}
+END_TEST
+
+/* Nothing left to delete: the append does not wait for space that will
+ * never come (the disk fills as it would without the key). */
+START_TEST(appends_do_not_wait_for_nothing)
+{
+	char *data;
+	size_t len;
+
+	sim_begin(100);
+	rec(th_P, 'a');			/* no unlinker runs: none needed */
+	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 1);
+	data = th_partition_data(th_P, &len);
+	ck_assert_uint_eq(len, 1200);
+	free(data);
+}
+END_TEST
+
+/* An unlinker that never unlinks holds an append up for FREE_WAIT_MS at
+ * most, then it is written. */
+START_TEST(appends_wait_bounded)
+{
+	struct tlog_partition *b = th_part(th_S, "b", "0");
+	char *data;
+	size_t len;
+
+	rec(b, 'b'); seal(b);
+	rec(b, 'b'); seal(b);
+	th_clock += 1000;
+	sim_begin(100);
+	rec(th_P, 'a');
+	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 1);
+	ck_assert_uint_gt(th_S->q.pending_bytes, 0);	/* never unlinked */
+	data = th_partition_data(th_P, &len);
+	ck_assert_uint_eq(len, 1200);
+	free(data);
+	tlog_partition_put(b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -404,5 +561,9 @@ main(void)
 	th_hooks(full_setup, full_teardown);
 	th_case(su, "enospc_reclaims_and_retries", enospc_reclaims_and_retries);
 	th_case(su, "enospc_without_keep_free", enospc_without_keep_free);
+	th_case(su, "appends_wait_for_unlinks", appends_wait_for_unlinks);
+	th_case(su, "appends_do_not_wait_for_nothing",
+	    appends_do_not_wait_for_nothing);
+	th_case(su, "appends_wait_bounded", appends_wait_bounded);
 	return th_run(su);
 }
