@@ -9,8 +9,6 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -45,16 +43,6 @@ write_and_rm(struct tlog_partition *p)
 	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
 	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
 	ck_assert_uint_eq(th_nsegs(p), 0);
-}
-
-static bool
-dir_exists(const char *rel)
-{
-	char path[1024];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", th_dir, rel);
-	return stat(path, &st) == 0;
 }
 
 static int
@@ -116,8 +104,8 @@ START_TEST(removed_after_exactly_cleanup_ms)
 	ck_assert_uint_eq(st.visited, 1);
 	ck_assert_uint_eq(st.cleaned, 1);
 	ck_assert(gone("t", "0"));
-	ck_assert(!dir_exists("t/0"));
-	ck_assert(dir_exists("t"));
+	ck_assert(!th_exists("t/0"));
+	ck_assert(th_exists("t"));
 	ck_assert_uint_eq(tlog_reaper_scheduled(th_S), 1); /* events' own */
 	ck_assert_int_eq(events_count("{\"ts\":1700000010501,"
 	    "\"event\":\"partition_deleted\",\"topic\":\"t\","
@@ -135,7 +123,7 @@ START_TEST(removed_after_exactly_cleanup_ms)
 	ck_assert_uint_ne(tlog_partition_ino(q), tlog_partition_ino(p));
 	put(q, "fresh\n");
 	ck_assert_uint_eq(th_nsegs(q), 1);
-	ck_assert(dir_exists("t/0"));
+	ck_assert(th_exists("t/0"));
 	tlog_partition_put(q);
 	tlog_topic_put(t);
 	tlog_partition_put(p);
@@ -163,7 +151,7 @@ START_TEST(never_written_goes_from_creation)
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.cleaned, 1);
 	ck_assert(gone("t", "idle"));
-	ck_assert(dir_exists("t"));
+	ck_assert(th_exists("t"));
 	tlog_partition_put(p);
 	tlog_topic_put(t);
 }
@@ -248,7 +236,7 @@ START_TEST(off_by_default)
 	th_clock += 86400000;
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert(!gone("t", "0"));
-	ck_assert(dir_exists(".tlogfs/events"));
+	ck_assert(th_exists(".tlogfs/events"));
 	ck_assert_int_eq(tlog_conf_set(th_S, NULL, p,
 	    "partition.cleanup.ms", "999", 3, err, sizeof(err)), -EINVAL);
 	tlog_partition_put(p);
@@ -390,7 +378,7 @@ START_TEST(empty_active_segment_goes_with_the_directory)
 	th_clock += 1001;
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.cleaned, 1);
-	ck_assert(!dir_exists("t/0"));
+	ck_assert(!th_exists("t/0"));
 	tlog_partition_put(p);
 }
 END_TEST
