@@ -45,6 +45,20 @@ write_and_rm(struct tlog_partition *p)
 	ck_assert_uint_eq(th_nsegs(p), 0);
 }
 
+/* Topic t, with partition.cleanup.ms set to ms on it for its
+ * partitions to inherit. */
+static struct tlog_topic *
+cleanup_topic(const char *ms)
+{
+	struct tlog_topic *t;
+	char err[256];
+
+	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
+	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
+	    ms, strlen(ms), err, sizeof(err)), 0);
+	return t;
+}
+
 static int
 count_substr(const char *hay, const char *needle)
 {
@@ -136,12 +150,9 @@ START_TEST(never_written_goes_from_creation)
 	struct tlog_partition *p;
 	struct tlog_topic *t;
 	struct tlog_reap_stats st;
-	char err[256];
 	int64_t t0 = th_clock;
 
-	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
-	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
-	    "1s", 2, err, sizeof(err)), 0);
+	t = cleanup_topic("1s");
 	p = th_part(th_S, "t", "idle");	/* born at t0, scheduled */
 	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 1001);
 	th_clock = t0 + 1000;
@@ -165,12 +176,9 @@ START_TEST(loaded_partition_born_at_anchored_time)
 	struct tlog_partition *a, *b;
 	struct tlog_topic *t;
 	struct tlog_reap_stats st;
-	char err[256];
 	int64_t t0 = th_clock;
 
-	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
-	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
-	    "1h", 2, err, sizeof(err)), 0);
+	t = cleanup_topic("1h");
 	tlog_topic_put(t);
 	th_clock = t0 + 10 * 3600000LL;
 	a = th_part(th_S, "t", "a");
@@ -195,13 +203,11 @@ START_TEST(stray_named_once)
 	struct tlog_partition *p;
 	struct tlog_topic *t;
 	struct tlog_reap_stats st;
-	char err[256], path[1024];
+	char path[1024];
 	int64_t t0 = th_clock;
 	int i, fd;
 
-	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
-	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
-	    "1s", 2, err, sizeof(err)), 0);
+	t = cleanup_topic("1s");
 	tlog_topic_put(t);
 	p = th_part(th_S, "t", "0");
 	snprintf(path, sizeof(path), "%s/t/0/stray", th_dir);
