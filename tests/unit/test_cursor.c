@@ -442,6 +442,14 @@ three_segments(struct tlog_partition *p)
 	ck_assert_uint_eq(th_nsegs(p), 3);
 }
 
+/* th_P under retention.consumed.ms = age, with three_segments. */
+static void
+consumed_three(const char *age)
+{
+	th_set(th_S, th_P, "retention.consumed.ms", age);
+	three_segments(th_P);
+}
+
 static uint64_t
 first_base(struct tlog_partition *p)
 {
@@ -472,8 +480,7 @@ START_TEST(consumed_no_cursor_deletes_nothing)
 {
 	struct tlog_reap_stats st;
 
-	th_set(th_S, th_P, "retention.consumed.ms", "1s");
-	three_segments(th_P);
+	consumed_three("1s");
 	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
 	th_clock += 86400000;
 	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
@@ -487,8 +494,7 @@ START_TEST(consumed_one_cursor_straddling)
 {
 	struct tlog_reap_stats st;
 
-	th_set(th_S, th_P, "retention.consumed.ms", "1s");
-	three_segments(th_P);
+	consumed_three("1s");
 	/* 15 lies inside the second segment: only the first is passed. */
 	ck_assert_int_eq(set(th_P, "a", "15"), 0);
 	/* Due once the first segment's newest record (TH_T0 + 9) is
@@ -532,8 +538,7 @@ START_TEST(consumed_two_cursors_slowest_wins)
 {
 	struct tlog_reap_stats st;
 
-	th_set(th_S, th_P, "retention.consumed.ms", "1s");
-	three_segments(th_P);
+	consumed_three("1s");
 	ck_assert_int_eq(set(th_P, "fast", "30"), 0);
 	ck_assert_int_eq(set(th_P, "slow", "9"), 0);
 	th_clock = TH_T0 + 86400000;
@@ -554,8 +559,7 @@ END_TEST
 
 START_TEST(consumed_waits_for_its_age)
 {
-	th_set(th_S, th_P, "retention.consumed.ms", "1h");
-	three_segments(th_P);
+	consumed_three("1h");
 	ck_assert_int_eq(set(th_P, "a", "30"), 0);
 	th_clock = TH_T0 + 9 + 3600000;
 	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
