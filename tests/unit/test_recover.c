@@ -388,6 +388,21 @@ open_and_compare(const struct tlog_seginfo *si, size_t n, bool ro,
 	tlog_store_close(open_compared(si, n, ro, rebuilt));
 }
 
+/* Segment k's index unlinked, then open_and_compare with k rebuilt:
+ * the open says it rebuilds the missing index (th_logbuf holds what it
+ * logged). */
+static void
+index_lost(const struct tlog_seginfo *si, size_t n, size_t k)
+{
+	char *ip = seg_path(si[k].base, ".idx");
+
+	ck_assert_int_eq(unlink(ip), 0);
+	free(ip);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, k);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
+}
+
 START_TEST(clean_open_reads_no_record_data)
 {
 	struct tlog_store *s;
@@ -480,18 +495,14 @@ END_TEST
 START_TEST(checkpoint_disagreeing_listing_falls_back)
 {
 	struct tlog_seginfo *si;
-	char *ip, *lp;
+	char *lp;
 	size_t n;
 
 	crash_after_writes();
 	si = close_cleanly(&n);
-	ip = seg_path(si[1].base, ".idx");
-	ck_assert_int_eq(unlink(ip), 0);
-	th_logbuf[0] = '\0';
-	open_and_compare(si, n, false, 1);
+	index_lost(si, n, 1);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "the checkpoint does not "
 	    "match"));
-	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
 	lp = seg_path(si[2].base, ".log");
 	ck_assert_int_eq(unlink(lp), 0);
 	free(lp);
@@ -513,7 +524,6 @@ START_TEST(checkpoint_disagreeing_listing_falls_back)
 		tlog_partition_put(p);
 		tlog_store_close(s);
 	}
-	free(ip);
 	free(si);
 }
 END_TEST
@@ -551,21 +561,16 @@ END_TEST
 START_TEST(checkpoint_of_another_close_ignored)
 {
 	struct tlog_seginfo *si;
-	char *mark, *ip;
+	char *mark;
 	size_t n;
 
 	crash_after_writes();
 	si = close_cleanly(&n);
 	ck_assert_int_ge(asprintf(&mark, "%s/.tlogfs/clean", th_dir), 0);
 	ck_assert_int_eq(truncate(mark, 0), 0);
-	ip = seg_path(si[0].base, ".idx");
-	ck_assert_int_eq(unlink(ip), 0);
-	th_logbuf[0] = '\0';
-	open_and_compare(si, n, false, 0);
+	index_lost(si, n, 0);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: not written by "
 	    "the last clean close"));
-	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
-	free(ip);
 	free(mark);
 	free(si);
 }
