@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "registry.h"
-#include "retention.h"
 #include "unlink.h"
 
 static int
@@ -99,8 +98,8 @@ tlog_partition_topic(struct tlog_partition *p)
  * the root); it is closed here, unless it is reg->root->tree->dirfd. A failure is
  * logged; the change itself stands.
  */
-static void
-sync_parent(struct tlog_registry *reg, int fd, const char *what)
+void
+tlog_reg_sync_parent(struct tlog_registry *reg, int fd, const char *what)
 {
 	if (fd < 0)
 		return;
@@ -248,7 +247,7 @@ tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
 	pthread_rwlock_unlock(&reg->root->tree->lock);
 	tlog_topic_put(t);
 	if (r == 0)
-		sync_parent(reg, reg->root->tree->dirfd, name);
+		tlog_reg_sync_parent(reg, reg->root->tree->dirfd, name);
 	return r;
 }
 
@@ -277,8 +276,8 @@ is_bookkeeping(const char *name)
  * loses no setting (the stray is named in one log line); then drops
  * those and the directory.
  */
-static int
-remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
+int
+tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
     const char *shown)
 {
 	struct dirent *de;
@@ -328,7 +327,7 @@ remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
 static int
 clear_dir(struct tlog_registry *reg, int dirfd, const char *name)
 {
-	int r = remove_dir(reg, dirfd, name, name);
+	int r = tlog_reg_remove_dir(reg, dirfd, name, name);
 
 	if (r == 0 && mkdirat(dirfd, name, 0755) == -1)
 		r = -errno;
@@ -348,8 +347,8 @@ tlog_reg_topic_remove(struct tlog_registry *reg, const char *name)
 		r = -ENOENT;
 	else if (!RB_EMPTY(&t->parts))
 		r = -ENOTEMPTY;
-	else if ((r = remove_dir(reg, reg->root->tree->dirfd, name, name)) ==
-	    0) {
+	else if ((r = tlog_reg_remove_dir(reg, reg->root->tree->dirfd, name,
+	    name)) == 0) {
 		RB_REMOVE(tlog_topic_tree, &reg->topics, t);
 		__atomic_store_n(&t->lv.dead, true, __ATOMIC_RELEASE);
 	} else
@@ -357,7 +356,7 @@ tlog_reg_topic_remove(struct tlog_registry *reg, const char *name)
 	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (r == 0) {
 		tlog_topic_put(t);
-		sync_parent(reg, reg->root->tree->dirfd, name);
+		tlog_reg_sync_parent(reg, reg->root->tree->dirfd, name);
 	}
 	return r;
 }
@@ -410,7 +409,7 @@ out:
 	pthread_rwlock_unlock(&reg->root->tree->lock);
 	free(nname);
 	if (renamed)
-		sync_parent(reg, reg->root->tree->dirfd, to);
+		tlog_reg_sync_parent(reg, reg->root->tree->dirfd, to);
 	return r;
 }
 
@@ -464,7 +463,7 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 	}
 	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (r == 0) {
-		sync_parent(reg, tfd, name);
+		tlog_reg_sync_parent(reg, tfd, name);
 		/* Never written, it is due from now under
 		 * partition.cleanup.ms. */
 		if (tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS) >= 0)
@@ -507,7 +506,7 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 		r = tfd;
 	else if (r == 0) {
 		snprintf(shown, sizeof(shown), "%s/%s", t->lv.name, name);
-		r = remove_dir(reg, tfd, name, shown);
+		r = tlog_reg_remove_dir(reg, tfd, name, shown);
 	}
 	if (r == 0) {
 		__atomic_store_n(&p->lv.dead, true, __ATOMIC_RELEASE);
@@ -518,138 +517,10 @@ out:
 	if (r == 0) {
 		tlog_part_unsched(p);
 		tlog_partition_put(p);
-		sync_parent(reg, tfd, name);
+		tlog_reg_sync_parent(reg, tfd, name);
 	} else if (tfd >= 0)
 		close(tfd);
 	return r;
-}
-
-/*
- * The files of an empty active segment, through its partition's
- * directory (tree lock held): nothing is in them, so they go with the
- * directory.
- */
-static int
-unlink_empty_seg(struct tlog_partition *p, struct tlog_segment *seg)
-{
-	char name[32];
-	int pfd, r = 0;
-
-	if ((pfd = tlog_level_dir_locked(&p->lv)) < 0)
-		return pfd;
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if (unlinkat(pfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
-	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-	if (r == 0 && unlinkat(pfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
-	close(pfd);
-	if (r == 0) {
-		TAILQ_REMOVE(&p->segs, seg, link);
-		__atomic_sub_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
-		seg->dead = 1;
-		tlog_seg_close_files(seg);
-	}
-	return r;
-}
-
-/* The partition_deleted event and its log line, no lock held. */
-static void
-emit_cleaned(struct tlog_partition *p, const char *topic, const char *name,
-    int64_t now, int64_t last)
-{
-	struct tlog_event ev;
-
-	tlog_ctx_log(p->ctx, LOG_INFO, "removed partition %s/%s: empty, "
-	    "unwritten for %" PRId64 " ms (partition.cleanup.ms %" PRId64
-	    ")", topic, name, now - last,
-	    tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS));
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = TLOG_EV_PART_DELETE;
-	ev.ts = now;
-	ev.max_ts = last;
-	p->env->emit(p->env->arg, p, &ev);
-}
-
-/*
- * partition.cleanup.ms: removes p, directory and all, if at now it is
- * still eligible (tlog_part_cleanup_due_locked). Eligibility is checked
- * again, and the partition marked dead, with both the tree lock (held
- * for writing, as rmdir holds it, so a mkdir of the same name waits and
- * then makes a fresh partition) and the partition lock held: an append
- * either took the partition lock first (it is kept) or finds it dead
- * (ENOENT), and a writer opened after the check writes nothing but
- * ENOENT. Taking a partition lock under the tree lock held for writing
- * breaks the lock order, so it is only tried (an append holding it may
- * be waiting for the tree lock): -EAGAIN, try again later. Returns 1 if
- * removed, 0 if kept, or -errno.
- */
-int
-tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
-    int64_t now)
-{
-	char topic[TLOG_NAME_MAX + 1], name[TLOG_NAME_MAX + 1];
-	char shown[2 * TLOG_NAME_MAX + 2];
-	struct tlog_topic *t = tlog_partition_topic(p);
-	struct tlog_segment *seg = NULL;
-	int64_t due, last;
-	int r = 0, tfd = -1;
-
-	if (reg->penv->ctx->ro || p->quiet)
-		return 0;
-	pthread_mutex_lock(&p->sd.lock);
-	due = tlog_part_cleanup_due_locked(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	if (due < 0 || now < due)
-		return 0;
-	TLOG_HOOK(p->ctx, TLOG_HOOK_CLEANUP, p);
-	pthread_rwlock_wrlock(&reg->root->tree->lock);
-	if (tlog_level_dead(&p->lv))
-		goto out;
-	if (pthread_mutex_trylock(&p->sd.lock) != 0) {
-		r = -EAGAIN;
-		goto out;
-	}
-	due = tlog_part_cleanup_due_locked(p);
-	last = p->last_ts > p->born ? p->last_ts : p->born;
-	if (due < 0 || now < due)
-		goto unlock;
-	strlcpy(topic, t->lv.name, sizeof(topic));
-	strlcpy(name, p->lv.name, sizeof(name));
-	if ((tfd = tlog_level_dir_locked(&t->lv)) < 0) {
-		r = tfd;
-		goto unlock;
-	}
-	if ((seg = TAILQ_FIRST(&p->segs)) != NULL &&
-	    (r = unlink_empty_seg(p, seg)) != 0) {
-		seg = NULL;
-		goto unlock;
-	}
-	/* A stray in the way is named once per partition, not at every
-	 * attempt (one each partition.cleanup.ms). */
-	snprintf(shown, sizeof(shown), "%s/%s", topic, name);
-	if ((r = remove_dir(reg, tfd, name, p->cleanup_warned ? NULL :
-	    shown)) == 0) {
-		__atomic_store_n(&p->lv.dead, true, __ATOMIC_RELEASE);
-		RB_REMOVE(tlog_part_tree, &t->parts, p);
-		r = 1;
-	} else if (r == -ENOTEMPTY)
-		p->cleanup_warned = true;
-unlock:
-	pthread_mutex_unlock(&p->sd.lock);
-out:
-	pthread_rwlock_unlock(&reg->root->tree->lock);
-	tlog_segment_put(seg);
-	if (r != 1) {
-		if (tfd >= 0)
-			close(tfd);
-		return r;
-	}
-	tlog_part_unsched(p);
-	sync_parent(reg, tfd, name);
-	emit_cleaned(p, topic, name, now, last);
-	tlog_partition_put(p);		/* the tree's reference */
-	return 1;
 }
 
 int
@@ -716,7 +587,7 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 out:
 	pthread_rwlock_unlock(&reg->root->tree->lock);
 	if (renamed)
-		sync_parent(reg, tfd, to);
+		tlog_reg_sync_parent(reg, tfd, to);
 	else if (tfd >= 0)
 		close(tfd);
 out_free:

@@ -59,12 +59,15 @@ int tlog_reg_topic_rename(struct tlog_registry *reg, const char *from,
 int tlog_reg_topic_list(struct tlog_registry *reg, struct tlog_dirent **out,
     size_t *n);
 
-/* partition.cleanup.ms: removes p (a reference held by the caller), its
- * directory and all, if it is still empty, unvetoed and unwritten that
- * long at now, with a partition_deleted event. 1 if removed, 0 if kept,
- * -EAGAIN if busy (try again later), or -errno. */
-int tlog_reg_part_cleanup(struct tlog_registry *reg,
-    struct tlog_partition *p, int64_t now);
+/* What rmdir does to a directory, which partition.cleanup.ms (cleanup.c)
+ * does too: removes the empty level directory name in dirfd, or
+ * -ENOTEMPTY if it holds more than bookkeeping files (a stray is logged,
+ * named as shown, unless shown is NULL); syncs the directory fd that
+ * held it, closing fd unless it is the root's. */
+int tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd,
+    const char *name, const char *shown);
+void tlog_reg_sync_parent(struct tlog_registry *reg, int fd,
+    const char *what);
 
 /* A topic not in the tree (the events partition's, ".tlogfs"). */
 struct tlog_topic *tlog_topic_alloc(struct tlog_registry *reg,

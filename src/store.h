@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "cleanup.h"
 #include "ctx.h"
 #include "events.h"
 #include "level.h"

@@ -186,6 +186,9 @@ PAIRS=$TMPD/pairs.tsv	# workload 7: repetition, logger, seconds
 record() {	# workload fs target value
 	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RES"
 }
+# record_from OUT workload fs target SED: records what sed -n SED takes
+# out of OUT, a benchmark's output.
+record_from() { record "$2" "$3" "$4" "$(echo "$1" | sed -n "$5")"; }
 NOTES=()
 note() { NOTES+=("$*"); log "$*"; }
 
@@ -308,25 +311,25 @@ run_reaper() {	# NAME PARENT
 	for r in $(seq 1 $dreps); do
 		out=$("$TLBENCH" drain "$d/drain$r" $DRAIN_SEGS 100000)
 		echo "$out" >&2
-		record "4 backlog generation (s)" $fs engine "$(echo "$out" | sed -n 's/^drain_gen.*secs=\([0-9.]*\).*/\1/p')"
-		record "4 store open with backlog (s)" $fs engine "$(echo "$out" | sed -n 's/^drain_open secs=\([0-9.]*\).*/\1/p')"
-		record "4 deletion rate (segments/s)" $fs engine "$(echo "$out" | sed -n 's/^drain .*segments_per_s=\([0-9]*\).*/\1/p')"
-		record "4 append p50, idle (us)" $fs engine "$(echo "$out" | sed -n 's/^append_idle.*p50_us=\([0-9.]*\).*/\1/p')"
-		record "4 append p99, idle (us)" $fs engine "$(echo "$out" | sed -n 's/^append_idle.*p99_us=\([0-9.]*\).*/\1/p')"
-		record "4 append p50, during drain (us)" $fs engine "$(echo "$out" | sed -n 's/^append_drain.*p50_us=\([0-9.]*\).*/\1/p')"
-		record "4 append p99, during drain (us)" $fs engine "$(echo "$out" | sed -n 's/^append_drain.*p99_us=\([0-9.]*\).*/\1/p')"
+		record_from "$out" "4 backlog generation (s)" $fs engine 's/^drain_gen.*secs=\([0-9.]*\).*/\1/p'
+		record_from "$out" "4 store open with backlog (s)" $fs engine 's/^drain_open secs=\([0-9.]*\).*/\1/p'
+		record_from "$out" "4 deletion rate (segments/s)" $fs engine 's/^drain .*segments_per_s=\([0-9]*\).*/\1/p'
+		record_from "$out" "4 append p50, idle (us)" $fs engine 's/^append_idle.*p50_us=\([0-9.]*\).*/\1/p'
+		record_from "$out" "4 append p99, idle (us)" $fs engine 's/^append_idle.*p99_us=\([0-9.]*\).*/\1/p'
+		record_from "$out" "4 append p50, during drain (us)" $fs engine 's/^append_drain.*p50_us=\([0-9.]*\).*/\1/p'
+		record_from "$out" "4 append p99, during drain (us)" $fs engine 's/^append_drain.*p99_us=\([0-9.]*\).*/\1/p'
 		rm -rf "$d/drain$r"
 	done
 	log "$fs: workload 4, retention.keep.free: a $DRAIN_SEGS-segment backlog on a full (fake) disk, then appends with and without pressure"
 	for r in $(seq 1 $dreps); do
 		out=$("$TLBENCH" keepfree "$d/free$r" $DRAIN_SEGS $KEEPFREE_SECS)
 		echo "$out" >&2
-		record "4 keep.free deletion rate (segments/s)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_backlog.*segments_per_s=\([0-9]*\).*/\1/p')"
-		record "4 keep.free append rate, off (appends/s)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_off_rate appends_per_s=\([0-9]*\).*/\1/p')"
-		record "4 keep.free append rate, reclaiming (appends/s)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_on_rate appends_per_s=\([0-9]*\).*/\1/p')"
-		record "4 keep.free append p99, off (us)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_off .*p99_us=\([0-9.]*\).*/\1/p')"
-		record "4 keep.free append p99, reclaiming (us)" $fs engine "$(echo "$out" | sed -n 's/^keepfree_on .*p99_us=\([0-9.]*\).*/\1/p')"
-		record "4 keep.free segments reclaimed" $fs engine "$(echo "$out" | sed -n 's/^keepfree_reclaimed segments=\([0-9]*\).*/\1/p')"
+		record_from "$out" "4 keep.free deletion rate (segments/s)" $fs engine 's/^keepfree_backlog.*segments_per_s=\([0-9]*\).*/\1/p'
+		record_from "$out" "4 keep.free append rate, off (appends/s)" $fs engine 's/^keepfree_off_rate appends_per_s=\([0-9]*\).*/\1/p'
+		record_from "$out" "4 keep.free append rate, reclaiming (appends/s)" $fs engine 's/^keepfree_on_rate appends_per_s=\([0-9]*\).*/\1/p'
+		record_from "$out" "4 keep.free append p99, off (us)" $fs engine 's/^keepfree_off .*p99_us=\([0-9.]*\).*/\1/p'
+		record_from "$out" "4 keep.free append p99, reclaiming (us)" $fs engine 's/^keepfree_on .*p99_us=\([0-9.]*\).*/\1/p'
+		record_from "$out" "4 keep.free segments reclaimed" $fs engine 's/^keepfree_reclaimed segments=\([0-9]*\).*/\1/p'
 		rm -rf "$d/free$r"
 	done
 	rm -rf --one-file-system "$d"
@@ -344,8 +347,8 @@ run_commits() {	# NAME PARENT
 	for r in $(seq 1 $REPS); do
 		out=$("$TLBENCH" commit "$d/mnt/t/0" $COMMITS)
 		echo "$out" >&2
-		record "8 cursor commits (commits/s)" $fs tlogfs "$(echo "$out" | sed -n 's/.*commits_per_s=\([0-9]*\).*/\1/p')"
-		record "8 cursor commit (us each)" $fs tlogfs "$(echo "$out" | sed -n 's/.*us_per_commit=\([0-9.]*\).*/\1/p')"
+		record_from "$out" "8 cursor commits (commits/s)" $fs tlogfs 's/.*commits_per_s=\([0-9]*\).*/\1/p'
+		record_from "$out" "8 cursor commit (us each)" $fs tlogfs 's/.*us_per_commit=\([0-9.]*\).*/\1/p'
 	done
 	tl_umount "$d/mnt"
 	rm -rf --one-file-system "$d"

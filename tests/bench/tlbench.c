@@ -357,11 +357,29 @@ lat_report(const char *what, uint32_t *ns, size_t n)
 	    ns[n * 999 / 1000] / 1e3, ns[n - 1] / 1e3);
 }
 
+/* The backlog gen() wrote (backlog/0) and a new partition lat/0 for the
+ * timed appends beside it. */
+static void
+backlog_and_lat(struct tlog_store *s, struct tlog_partition **bp,
+    struct tlog_partition **lp)
+{
+	struct tlog_topic *t;
+
+	t = tlog_topic_get(s, "backlog");
+	*bp = t ? tlog_partition_get(t, "0") : NULL;
+	if (*bp == NULL)
+		die("backlog/0");
+	tlog_topic_put(t);
+	if (tlog_topic_create(s, "lat", &t) != 0 ||
+	    tlog_partition_create(t, "0", lp) != 0)
+		die("lat/0");
+	tlog_topic_put(t);
+}
+
 static int
 drain(const char *dir, long nsegs, long nlat)
 {
 	struct tlog_store *s;
-	struct tlog_topic *t;
 	struct tlog_partition *lp, *bp;
 	struct tlog_writer *w;
 	struct tlog_part_stats ps;
@@ -377,15 +395,7 @@ drain(const char *dir, long nsegs, long nlat)
 	t0 = mono();
 	s = open_store(dir);
 	printf("drain_open secs=%.3f\n", mono() - t0);
-	t = tlog_topic_get(s, "backlog");
-	bp = t ? tlog_partition_get(t, "0") : NULL;
-	if (bp == NULL)
-		die("backlog/0");
-	tlog_topic_put(t);
-	if (tlog_topic_create(s, "lat", &t) != 0 ||
-	    tlog_partition_create(t, "0", &lp) != 0)
-		die("lat/0");
-	tlog_topic_put(t);
+	backlog_and_lat(s, &bp, &lp);
 	if ((w = tlog_writer_open(lp)) == NULL)
 		die("writer");
 	memset(line, 'l', sizeof(line));
@@ -538,7 +548,6 @@ keepfree(const char *dir, long nsegs, double secs)
 {
 	struct tlog_store_opts o;
 	struct tlog_store *s = NULL;
-	struct tlog_topic *t;
 	struct tlog_partition *lp, *bp;
 	struct tlog_writer *w;
 	struct tlog_part_stats ps;
@@ -558,15 +567,7 @@ keepfree(const char *dir, long nsegs, double secs)
 		exit(1);
 	}
 	__atomic_store_n(&kf_store, s, __ATOMIC_RELEASE);
-	t = tlog_topic_get(s, "backlog");
-	bp = t ? tlog_partition_get(t, "0") : NULL;
-	if (bp == NULL)
-		die("backlog/0");
-	tlog_topic_put(t);
-	if (tlog_topic_create(s, "lat", &t) != 0 ||
-	    tlog_partition_create(t, "0", &lp) != 0)
-		die("lat/0");
-	tlog_topic_put(t);
+	backlog_and_lat(s, &bp, &lp);
 	kf_set(s, lp, "segment.bytes", "1M");
 	stop_unlinker = 0;
 	if (pthread_create(&ut, NULL, unlinker, s) != 0)

@@ -21,22 +21,12 @@
 # retention.bytes is not a way out of a full disk; rm of segments is.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-tmpfs_up() {
-	if ! mount -t tmpfs -o size="$1" tlogfs-diskfull "$STORE" \
-	    2>"$TMP/tmpfs.err"; then
-		# Not a skip: only a missing /dev/fuse skips.
-		tl_not_ok "mount a $1 tmpfs on the store" "$(cat "$TMP/tmpfs.err")"
-		tl_done
-	fi
-}
 TPID=
 RPID=
 diskfull_cleanup() {
 	[ -n "$TPID" ] && kill "$TPID" 2>/dev/null
 	[ -n "$RPID" ] && kill "$RPID" 2>/dev/null
-	tl_cleanup_mount
-	umount "$STORE" 2>/dev/null
-	tl_cleanup
+	tl_cleanup_tmpfs
 }
 trap diskfull_cleanup EXIT
 
@@ -125,7 +115,7 @@ resumed() {
 appended() { [ "$("$PROBE" write "$1/current" "$BIG")" = OK ]; }
 
 # ---- no retention.bytes: space returns when the tmpfs grows ----
-tmpfs_up 16m
+tl_tmpfs 16m
 tl_mount
 D=$MNT/plain/0
 mkdir -p "$D"
@@ -144,7 +134,7 @@ umount "$STORE"
 # another partition fills the disk; space returns with rm of the other
 # partition's oldest segments; then the ceiling holds ----
 : >"$ERR"
-tmpfs_up 16m
+tl_tmpfs 16m
 tl_mount
 D=$MNT/capped/0
 F=$MNT/filler/0

@@ -23,26 +23,17 @@
 SPID=
 keepfree_cleanup() {
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
-	tl_cleanup_mount
-	umount "$STORE" 2>/dev/null
-	tl_cleanup
+	tl_cleanup_tmpfs
 }
 trap keepfree_cleanup EXIT
 
-tmpfs_up() {
-	if ! mount -t tmpfs -o size="$1" tlogfs-keepfree "$STORE" \
-	    2>"$TMP/tmpfs.err"; then
-		tl_not_ok "mount a $1 tmpfs on the store" "$(cat "$TMP/tmpfs.err")"
-		tl_done
-	fi
-}
 avail() { df --output=avail -B1 "$STORE" | tail -n 1 | tr -d ' '; }
 TLOGCTL=$TL_BUILD/cli/tlogctl
 
 FLOOR=$((12 << 20))
 SEG=$((1 << 20))
 
-tmpfs_up 48m
+tl_tmpfs 48m
 tl_mount
 
 # ---- the key ----
@@ -144,7 +135,7 @@ umount "$STORE"
 # ---- back-pressure: many fast writers, a slow unlinker ----
 : >"$ERR"
 rm -f "$TMP/stop" "$TMP/min"
-tmpfs_up 48m
+tl_tmpfs 48m
 TLOGFS_TEST_UNLINK_DELAY_MS=100
 export TLOGFS_TEST_UNLINK_DELAY_MS
 tl_mount
@@ -203,7 +194,7 @@ umount "$STORE"
 
 # ---- off: ENOSPC as before, nothing deleted ----
 : >"$ERR"
-tmpfs_up 16m
+tl_tmpfs 16m
 tl_mount
 mkdir -p "$MNT/old/0" "$MNT/new/0"
 setfattr -n user.segment.bytes -v 1M "$MNT/old/0"

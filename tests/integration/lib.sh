@@ -15,6 +15,7 @@
 #   nums FIRST LAST              # 000001 000002 ... one a line
 #   tl_kill SIG, tl_wait_daemon  # stop the daemon, get its status
 #   tl_user PREFIX; as_user ...  # a throwaway user running errno_probe
+#   tl_tmpfs SIZE                # STORE on a tmpfs of its own, to fill
 #
 # Tests run from the build directory (make check); helpers are found
 # there, scripts and this file in $srcdir. A script that mounts nothing
@@ -221,6 +222,25 @@ tl_cleanup() {
 }
 
 trap tl_cleanup EXIT
+
+# tl_tmpfs SIZE: STORE on a new tmpfs of SIZE (named after the test), for
+# a test that fills the disk; not ok and the end of the test if it cannot
+# (not a skip: only a missing /dev/fuse skips). umount "$STORE" before
+# the next one. tl_cleanup_tmpfs, for the test's EXIT trap, is tl_cleanup
+# with the tmpfs unmounted after the daemon.
+tl_tmpfs() {
+	if ! mount -t tmpfs -o size="$1" "tlogfs-$(basename "$0" .sh)" \
+	    "$STORE" 2>"$TMP/tmpfs.err"; then
+		tl_not_ok "mount a $1 tmpfs on the store" "$(cat "$TMP/tmpfs.err")"
+		tl_done
+	fi
+}
+
+tl_cleanup_tmpfs() {
+	tl_cleanup_mount
+	umount "$STORE" 2>/dev/null
+	tl_cleanup
+}
 
 # tl_user PREFIX: makes a throwaway system user for the rest of the test
 # (useradd; userdel at exit), named in U, its ids in UID_ and GID_; not ok

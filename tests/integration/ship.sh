@@ -7,16 +7,7 @@
 # every record of every partition exactly once, in offset order, with
 # its headers; the cursors reach the end offsets; retention.consumed.ms
 # frees the shipped segments. Every wait polls for its condition.
-. "${srcdir:-.}/tests/integration/lib.sh"
-
-JSPROBE=$TL_BUILD/tests/integration/helpers/jsprobe
-TLOGCTL=$TL_BUILD/cli/tlogctl
-. "${srcdir:-.}/tests/integration/nats.sh"
-
-if [ -z "$NATS_SERVER" ] || [ ! -x "$JSPROBE" ]; then
-	echo "1..0 # SKIP no nats-server (or a build without libnats)"
-	exit 77
-fi
+. "${srcdir:-.}/tests/integration/shiplib.sh"
 
 SHPID=
 SERR=$TMP/ship.err

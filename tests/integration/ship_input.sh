@@ -3,16 +3,7 @@
 # malformed URL, a bad stream name or option (usage, exit 2), an
 # unreachable server, a stream JetStream refuses, a PATH that is no
 # mount (exit 1); each one clear line on stderr.
-. "${srcdir:-.}/tests/integration/lib.sh"
-
-JSPROBE=$TL_BUILD/tests/integration/helpers/jsprobe
-TLOGCTL=$TL_BUILD/cli/tlogctl
-. "${srcdir:-.}/tests/integration/nats.sh"
-
-if [ -z "$NATS_SERVER" ] || [ ! -x "$JSPROBE" ]; then
-	echo "1..0 # SKIP no nats-server (or a build without libnats)"
-	exit 77
-fi
+. "${srcdir:-.}/tests/integration/shiplib.sh"
 trap 'nats_stop_all; tl_cleanup' EXIT
 
 # try NAME STATUS ERE ARGS...: tlogctl ship ARGS exits STATUS, and its

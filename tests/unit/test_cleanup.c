@@ -9,8 +9,6 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,14 +45,18 @@ write_and_rm(struct tlog_partition *p)
 	ck_assert_uint_eq(th_nsegs(p), 0);
 }
 
-static bool
-dir_exists(const char *rel)
+/* Topic t, with partition.cleanup.ms set to ms on it for its
+ * partitions to inherit. */
+static struct tlog_topic *
+cleanup_topic(const char *ms)
 {
-	char path[1024];
-	struct stat st;
+	struct tlog_topic *t;
+	char err[256];
 
-	snprintf(path, sizeof(path), "%s/%s", th_dir, rel);
-	return stat(path, &st) == 0;
+	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
+	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
+	    ms, strlen(ms), err, sizeof(err)), 0);
+	return t;
 }
 
 static int
@@ -116,8 +118,8 @@ START_TEST(removed_after_exactly_cleanup_ms)
 	ck_assert_uint_eq(st.visited, 1);
 	ck_assert_uint_eq(st.cleaned, 1);
 	ck_assert(gone("t", "0"));
-	ck_assert(!dir_exists("t/0"));
-	ck_assert(dir_exists("t"));
+	ck_assert(!th_exists("t/0"));
+	ck_assert(th_exists("t"));
 	ck_assert_uint_eq(tlog_reaper_scheduled(th_S), 1); /* events' own */
 	ck_assert_int_eq(events_count("{\"ts\":1700000010501,"
 	    "\"event\":\"partition_deleted\",\"topic\":\"t\","
@@ -135,7 +137,7 @@ START_TEST(removed_after_exactly_cleanup_ms)
 	ck_assert_uint_ne(tlog_partition_ino(q), tlog_partition_ino(p));
 	put(q, "fresh\n");
 	ck_assert_uint_eq(th_nsegs(q), 1);
-	ck_assert(dir_exists("t/0"));
+	ck_assert(th_exists("t/0"));
 	tlog_partition_put(q);
 	tlog_topic_put(t);
 	tlog_partition_put(p);
@@ -148,12 +150,9 @@ START_TEST(never_written_goes_from_creation)
 	struct tlog_partition *p;
 	struct tlog_topic *t;
 	struct tlog_reap_stats st;
-	char err[256];
 	int64_t t0 = th_clock;
 
-	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
-	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
-	    "1s", 2, err, sizeof(err)), 0);
+	t = cleanup_topic("1s");
 	p = th_part(th_S, "t", "idle");	/* born at t0, scheduled */
 	ck_assert_int_eq(tlog_reaper_next_due(th_S), t0 + 1001);
 	th_clock = t0 + 1000;
@@ -163,7 +162,7 @@ START_TEST(never_written_goes_from_creation)
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.cleaned, 1);
 	ck_assert(gone("t", "idle"));
-	ck_assert(dir_exists("t"));
+	ck_assert(th_exists("t"));
 	tlog_partition_put(p);
 	tlog_topic_put(t);
 }
@@ -177,12 +176,9 @@ START_TEST(loaded_partition_born_at_anchored_time)
 	struct tlog_partition *a, *b;
 	struct tlog_topic *t;
 	struct tlog_reap_stats st;
-	char err[256];
 	int64_t t0 = th_clock;
 
-	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
-	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
-	    "1h", 2, err, sizeof(err)), 0);
+	t = cleanup_topic("1h");
 	tlog_topic_put(t);
 	th_clock = t0 + 10 * 3600000LL;
 	a = th_part(th_S, "t", "a");
@@ -207,13 +203,11 @@ START_TEST(stray_named_once)
 	struct tlog_partition *p;
 	struct tlog_topic *t;
 	struct tlog_reap_stats st;
-	char err[256], path[1024];
+	char path[1024];
 	int64_t t0 = th_clock;
 	int i, fd;
 
-	ck_assert_int_eq(tlog_topic_create(th_S, "t", &t), 0);
-	ck_assert_int_eq(tlog_conf_set(th_S, t, NULL, "partition.cleanup.ms",
-	    "1s", 2, err, sizeof(err)), 0);
+	t = cleanup_topic("1s");
 	tlog_topic_put(t);
 	p = th_part(th_S, "t", "0");
 	snprintf(path, sizeof(path), "%s/t/0/stray", th_dir);
@@ -248,7 +242,7 @@ START_TEST(off_by_default)
 	th_clock += 86400000;
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert(!gone("t", "0"));
-	ck_assert(dir_exists(".tlogfs/events"));
+	ck_assert(th_exists(".tlogfs/events"));
 	ck_assert_int_eq(tlog_conf_set(th_S, NULL, p,
 	    "partition.cleanup.ms", "999", 3, err, sizeof(err)), -EINVAL);
 	tlog_partition_put(p);
@@ -390,7 +384,7 @@ START_TEST(empty_active_segment_goes_with_the_directory)
 	th_clock += 1001;
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.cleaned, 1);
-	ck_assert(!dir_exists("t/0"));
+	ck_assert(!th_exists("t/0"));
 	tlog_partition_put(p);
 }
 END_TEST

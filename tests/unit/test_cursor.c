@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -50,16 +49,6 @@ lines(struct tlog_partition *p, int n)
 		th_clock++;
 	}
 	ck_assert_int_eq(tlog_writer_close(w), 0);
-}
-
-static bool
-exists(const char *rel)
-{
-	char path[1024];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", th_dir, rel);
-	return lstat(path, &st) == 0;
 }
 
 static void
@@ -113,7 +102,7 @@ START_TEST(commit_get_list_drop)
 	ck_assert_int_eq(tlog_part_ncursors(th_P), 0);
 	ck_assert_uint_eq(th_P->cursor_floor, UINT64_MAX);
 	/* No cursor left: no file. */
-	ck_assert(!exists("t/0/.cursors"));
+	ck_assert(!th_exists("t/0/.cursors"));
 }
 END_TEST
 
@@ -219,7 +208,7 @@ START_TEST(file_format_and_reload)
 	ck_assert_uint_eq(tlog_crc32c(0, txt, 34),
 	    (uint32_t)strtoul(txt + 41, NULL, 16));
 	free(txt);
-	ck_assert(!exists("t/0/.cursors.tmp"));
+	ck_assert(!th_exists("t/0/.cursors.tmp"));
 	th_close();
 	th_open_tp(NULL);
 	ck_assert_uint_eq(get(th_P, "alpha"), 12);
@@ -256,8 +245,8 @@ damaged(const char *content)
 	ck_assert_ptr_nonnull(strstr(th_logbuf, ".cursors: damaged"));
 	ck_assert_ptr_null(strstr(strstr(th_logbuf, ".cursors: damaged") + 1,
 	    ".cursors: damaged"));
-	ck_assert(!exists("t/0/.cursors"));
-	ck_assert(exists("t/0/.cursors.bad"));
+	ck_assert(!th_exists("t/0/.cursors"));
+	ck_assert(th_exists("t/0/.cursors.bad"));
 	/* The partition is readable, and takes new commits. */
 	ck_assert_uint_eq(th_nsegs(th_P), 1);
 	ck_assert_int_eq(set(th_P, "b", "3"), 0);
@@ -329,7 +318,7 @@ START_TEST(rename_keeps_rmdir_drops)
 	ck_assert_int_eq(set(th_P, "a", "4"), 0);
 	ck_assert_int_eq(tlog_partition_rename(t, "0", "1"), 0);
 	ck_assert_int_eq(set(th_P, "b", "2"), 0);
-	ck_assert(exists("t/1/.cursors"));
+	ck_assert(th_exists("t/1/.cursors"));
 	th_close();
 	th_S = th_open(th_dir);
 	th_P = th_part(th_S, "t", "1");
@@ -341,7 +330,7 @@ START_TEST(rename_keeps_rmdir_drops)
 	tlog_partition_put(th_P);
 	th_P = NULL;
 	ck_assert_int_eq(tlog_partition_remove(t, "1"), 0);
-	ck_assert(!exists("t/1"));
+	ck_assert(!th_exists("t/1"));
 	q = th_part(th_S, "t", "1");
 	ck_assert_int_eq(tlog_part_ncursors(q), 0);
 	tlog_partition_put(q);
@@ -453,6 +442,14 @@ three_segments(struct tlog_partition *p)
 	ck_assert_uint_eq(th_nsegs(p), 3);
 }
 
+/* th_P under retention.consumed.ms = age, with three_segments. */
+static void
+consumed_three(const char *age)
+{
+	th_set(th_S, th_P, "retention.consumed.ms", age);
+	three_segments(th_P);
+}
+
 static uint64_t
 first_base(struct tlog_partition *p)
 {
@@ -483,8 +480,7 @@ START_TEST(consumed_no_cursor_deletes_nothing)
 {
 	struct tlog_reap_stats st;
 
-	th_set(th_S, th_P, "retention.consumed.ms", "1s");
-	three_segments(th_P);
+	consumed_three("1s");
 	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
 	th_clock += 86400000;
 	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);
@@ -498,8 +494,7 @@ START_TEST(consumed_one_cursor_straddling)
 {
 	struct tlog_reap_stats st;
 
-	th_set(th_S, th_P, "retention.consumed.ms", "1s");
-	three_segments(th_P);
+	consumed_three("1s");
 	/* 15 lies inside the second segment: only the first is passed. */
 	ck_assert_int_eq(set(th_P, "a", "15"), 0);
 	/* Due once the first segment's newest record (TH_T0 + 9) is
@@ -543,8 +538,7 @@ START_TEST(consumed_two_cursors_slowest_wins)
 {
 	struct tlog_reap_stats st;
 
-	th_set(th_S, th_P, "retention.consumed.ms", "1s");
-	three_segments(th_P);
+	consumed_three("1s");
 	ck_assert_int_eq(set(th_P, "fast", "30"), 0);
 	ck_assert_int_eq(set(th_P, "slow", "9"), 0);
 	th_clock = TH_T0 + 86400000;
@@ -565,8 +559,7 @@ END_TEST
 
 START_TEST(consumed_waits_for_its_age)
 {
-	th_set(th_S, th_P, "retention.consumed.ms", "1h");
-	three_segments(th_P);
+	consumed_three("1h");
 	ck_assert_int_eq(set(th_P, "a", "30"), 0);
 	th_clock = TH_T0 + 9 + 3600000;
 	ck_assert_int_eq(tlog_part_consume(th_P, 64, NULL), 0);

@@ -52,16 +52,24 @@ count_event(void *arg, const struct tlog_event *ev)
 		free_events++;
 }
 
+/* Options on the fake disk (1 GiB free), its deletions counted. */
+static void
+fake_disk(struct tlog_store_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->free_space = fake_free;
+	o->event = count_event;
+	fake_avail = 1ULL << 30;
+	free_events = 0;
+	sim = false;
+}
+
 static void
 setup(void)
 {
 	struct tlog_store_opts o;
 
-	memset(&o, 0, sizeof(o));
-	o.free_space = fake_free;
-	o.event = count_event;
-	fake_avail = 1ULL << 30;
-	free_events = 0;
+	fake_disk(&o);
 	th_open_tp(&o);
 }
 
@@ -322,13 +330,8 @@ full_setup(void)
 {
 	struct tlog_store_opts o;
 
-	memset(&o, 0, sizeof(o));
-	o.free_space = fake_free;
-	o.event = count_event;
+	fake_disk(&o);
 	o.hook = full_hook;
-	fake_avail = 1ULL << 30;
-	free_events = 0;
-	sim = false;
 	full_p = NULL;
 	full_saved = full_fd = -1;
 	full_writes = 0;

@@ -322,52 +322,6 @@ START_TEST(flipped_footer_rebuilt)
 }
 END_TEST
 
-START_TEST(clean_open_reads_no_record_data)
-{
-	struct tlog_store *s;
-	struct tlog_partition *p;
-	struct tlog_seginfo *si, *si2;
-	size_t n, n2, i;
-	struct stat st;
-	char *lp, *junk;
-	int fd;
-
-	crash_after_writes();
-	s = th_open(th_dir);
-	p = th_part(s, "t", "0");
-	si = th_segs(p, &n);
-	tlog_partition_put(p);
-	tlog_store_close(s);
-	/* Replace every byte of segment 0 with non-newlines: a mount that
-	 * scanned data would count different records. */
-	lp = seg_path(0, ".log");
-	ck_assert_int_eq(stat(lp, &st), 0);
-	junk = malloc((size_t)st.st_size);
-	memset(junk, 'z', (size_t)st.st_size);
-	fd = open(lp, O_WRONLY);
-	ck_assert_int_eq(write(fd, junk, (size_t)st.st_size), st.st_size);
-	close(fd);
-	free(junk);
-	th_logbuf[0] = '\0';
-	s = th_open(th_dir);
-	ck_assert(tlog_store_was_clean(s));
-	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
-	p = th_part(s, "t", "0");
-	si2 = th_segs(p, &n2);
-	ck_assert_uint_eq(n, n2);
-	for (i = 0; i < n; i++) {
-		ck_assert_uint_eq(si[i].records, si2[i].records);
-		ck_assert_uint_eq(si[i].bytes, si2[i].bytes);
-		ck_assert_int_eq(si[i].max_ts, si2[i].max_ts);
-	}
-	free(si);
-	free(si2);
-	free(lp);
-	tlog_partition_put(p);
-	tlog_store_close(s);
-}
-END_TEST
-
 /* The store cleanly closed once after the crash; the segments' info. */
 static struct tlog_seginfo *
 close_cleanly(size_t *n)
@@ -393,9 +347,9 @@ ckpt_path(void)
 
 /* Opens and compares with si: the same segments, sealed alike, with the
  * same stamps but for segment `rebuilt` (SIZE_MAX: none), whose index
- * was rebuilt from its data. */
-static void
-open_and_compare(const struct tlog_seginfo *si, size_t n, bool ro,
+ * was rebuilt from its data. Returns the store, still open. */
+static struct tlog_store *
+open_compared(const struct tlog_seginfo *si, size_t n, bool ro,
     size_t rebuilt)
 {
 	struct tlog_store_opts o;
@@ -423,8 +377,62 @@ open_and_compare(const struct tlog_seginfo *si, size_t n, bool ro,
 	}
 	free(si2);
 	tlog_partition_put(p);
+	return s;
+}
+
+/* open_compared, then the store closed. */
+static void
+open_and_compare(const struct tlog_seginfo *si, size_t n, bool ro,
+    size_t rebuilt)
+{
+	tlog_store_close(open_compared(si, n, ro, rebuilt));
+}
+
+/* Segment k's index unlinked, then open_and_compare with k rebuilt:
+ * the open says it rebuilds the missing index (th_logbuf holds what it
+ * logged). */
+static void
+index_lost(const struct tlog_seginfo *si, size_t n, size_t k)
+{
+	char *ip = seg_path(si[k].base, ".idx");
+
+	ck_assert_int_eq(unlink(ip), 0);
+	free(ip);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, k);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
+}
+
+START_TEST(clean_open_reads_no_record_data)
+{
+	struct tlog_store *s;
+	struct tlog_seginfo *si;
+	size_t n;
+	struct stat st;
+	char *lp, *junk;
+	int fd;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	/* Replace every byte of segment 0 with non-newlines: a mount that
+	 * scanned data would count different records. */
+	lp = seg_path(0, ".log");
+	ck_assert_int_eq(stat(lp, &st), 0);
+	junk = malloc((size_t)st.st_size);
+	memset(junk, 'z', (size_t)st.st_size);
+	fd = open(lp, O_WRONLY);
+	ck_assert_int_eq(write(fd, junk, (size_t)st.st_size), st.st_size);
+	close(fd);
+	free(junk);
+	th_logbuf[0] = '\0';
+	s = open_compared(si, n, false, SIZE_MAX);
+	ck_assert(tlog_store_was_clean(s));
+	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
+	free(si);
+	free(lp);
 	tlog_store_close(s);
 }
+END_TEST
 
 /*
  * A clean open takes the sealed segments from the checkpoint the clean
@@ -487,18 +495,14 @@ END_TEST
 START_TEST(checkpoint_disagreeing_listing_falls_back)
 {
 	struct tlog_seginfo *si;
-	char *ip, *lp;
+	char *lp;
 	size_t n;
 
 	crash_after_writes();
 	si = close_cleanly(&n);
-	ip = seg_path(si[1].base, ".idx");
-	ck_assert_int_eq(unlink(ip), 0);
-	th_logbuf[0] = '\0';
-	open_and_compare(si, n, false, 1);
+	index_lost(si, n, 1);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "the checkpoint does not "
 	    "match"));
-	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
 	lp = seg_path(si[2].base, ".log");
 	ck_assert_int_eq(unlink(lp), 0);
 	free(lp);
@@ -520,7 +524,6 @@ START_TEST(checkpoint_disagreeing_listing_falls_back)
 		tlog_partition_put(p);
 		tlog_store_close(s);
 	}
-	free(ip);
 	free(si);
 }
 END_TEST
@@ -558,21 +561,16 @@ END_TEST
 START_TEST(checkpoint_of_another_close_ignored)
 {
 	struct tlog_seginfo *si;
-	char *mark, *ip;
+	char *mark;
 	size_t n;
 
 	crash_after_writes();
 	si = close_cleanly(&n);
 	ck_assert_int_ge(asprintf(&mark, "%s/.tlogfs/clean", th_dir), 0);
 	ck_assert_int_eq(truncate(mark, 0), 0);
-	ip = seg_path(si[0].base, ".idx");
-	ck_assert_int_eq(unlink(ip), 0);
-	th_logbuf[0] = '\0';
-	open_and_compare(si, n, false, 0);
+	index_lost(si, n, 0);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: not written by "
 	    "the last clean close"));
-	ck_assert_ptr_nonnull(strstr(th_logbuf, "missing; rebuilding"));
-	free(ip);
 	free(mark);
 	free(si);
 }

@@ -560,6 +560,21 @@ unl_thread(void *arg)
 	return NULL;
 }
 
+/* The store at th_dir does not open; the error names `needed` (unless
+ * NULL). */
+static void
+open_refused(const char *needed)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	char err[256] = "";
+
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_lt(tlog_store_open(th_dir, &o, &s, err, sizeof(err)), 0);
+	if (needed != NULL)
+		ck_assert_ptr_nonnull(strstr(err, needed));
+}
+
 /* The clean mark is created afresh at close: a symlink planted at its
  * name while the store ran is unlinked, never written through (a root
  * daemon would truncate the file it points to), a FIFO never opened
@@ -602,29 +617,14 @@ START_TEST(clean_mark_never_followed)
 	y = path_in(th_dir, ".tlogfs/lock");
 	ck_assert_int_eq(unlink(y), 0);
 	ck_assert_int_eq(symlink(x, y), 0);
-	{
-		struct tlog_store_opts o;
-		char err[256] = "";
-
-		memset(&o, 0, sizeof(o));
-		ck_assert_int_lt(tlog_store_open(th_dir, &o, &s, err,
-		    sizeof(err)), 0);
-		ck_assert_ptr_nonnull(strstr(err, "lock"));
-	}
+	open_refused("lock");
 	data = th_slurp(x, &len);
 	ck_assert_str_eq(data, "precious\n");
 	free(data);
 	/* Nor as a second link to a file elsewhere. */
 	ck_assert_int_eq(unlink(y), 0);
 	ck_assert_int_eq(link(x, y), 0);
-	{
-		struct tlog_store_opts o;
-		char err[256] = "";
-
-		memset(&o, 0, sizeof(o));
-		ck_assert_int_lt(tlog_store_open(th_dir, &o, &s, err,
-		    sizeof(err)), 0);
-	}
+	open_refused(NULL);
 	data = th_slurp(x, &len);
 	ck_assert_str_eq(data, "precious\n");
 	free(data);

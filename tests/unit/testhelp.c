@@ -180,6 +180,16 @@ th_slurp(const char *path, size_t *len)
 	return buf;
 }
 
+bool
+th_exists(const char *rel)
+{
+	char path[1024];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", th_dir, rel);
+	return lstat(path, &st) == 0;
+}
+
 char *
 th_partition_data(struct tlog_partition *p, size_t *len)
 {

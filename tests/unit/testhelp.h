@@ -37,6 +37,9 @@ void th_set(struct tlog_store *s, struct tlog_partition *p, const char *key,
 void th_put(struct tlog_writer *w, const char *s);
 /* Reads a whole file into a malloc'd buffer (NUL added); *len its size. */
 char *th_slurp(const char *path, size_t *len);
+/* Whether rel (a path under th_dir) is there: lstat(2), so a link
+ * counts, whatever it points to. */
+bool th_exists(const char *rel);
 /* Concatenation of every live segment of p, oldest first. */
 char *th_partition_data(struct tlog_partition *p, size_t *len);
 /*

@@ -1,0 +1,14 @@
+# shiplib.sh - sourced by the shipping tests (ship.sh, ship_input.sh)
+# instead of lib.sh: lib.sh, then tlogctl and jsprobe found in the build
+# ($TLOGCTL, $JSPROBE) and the nats-server cluster of nats.sh; the test
+# is skipped without nats-server or in a build without libnats.
+. "${srcdir:-.}/tests/integration/lib.sh"
+
+JSPROBE=$TL_BUILD/tests/integration/helpers/jsprobe
+TLOGCTL=$TL_BUILD/cli/tlogctl
+. "${srcdir:-.}/tests/integration/nats.sh"
+
+if [ -z "$NATS_SERVER" ] || [ ! -x "$JSPROBE" ]; then
+	echo "1..0 # SKIP no nats-server (or a build without libnats)"
+	exit 77
+fi
