@@ -28,6 +28,27 @@ keepfree_cleanup() {
 trap keepfree_cleanup EXIT
 
 avail() { df --output=avail -B1 "$STORE" | tail -n 1 | tr -d ' '; }
+# Free space every 0.2 s in the background, the lowest kept; sampler_stop
+# ends it and leaves the lowest in MIN.
+sampler_start() {
+	rm -f "$TMP/stop" "$TMP/min"
+	(
+		min=$(avail)
+		while [ ! -e "$TMP/stop" ]; do
+			a=$(avail)
+			[ "$a" -lt "$min" ] && min=$a
+			echo "$min" >"$TMP/min"
+			sleep 0.2
+		done
+	) &
+	SPID=$!
+}
+sampler_stop() {
+	touch "$TMP/stop"
+	wait "$SPID"
+	SPID=
+	MIN=$(cat "$TMP/min")
+}
 TLOGCTL=$TL_BUILD/cli/tlogctl
 
 FLOOR=$((12 << 20))
@@ -66,17 +87,7 @@ setfattr -n user.seal -v 1 "$MNT/old/0"
 tl_is "the old topic is written" "" "$(cat "$TMP/old.err")"
 OLDSEGS=$(gx user.tlog.segments "$MNT/old/0")
 
-# Free space every 0.2 s, the lowest kept.
-(
-	min=$(avail)
-	while [ ! -e "$TMP/stop" ]; do
-		a=$(avail)
-		[ "$a" -lt "$min" ] && min=$a
-		echo "$min" >"$TMP/min"
-		sleep 0.2
-	done
-) &
-SPID=$!
+sampler_start
 for w in 0 1; do
 	"$LINEWRITER" -s 2000 -a "$TMP/ack.$w" "$MNT/new/$w/current" "$w" \
 	    20000 2>"$TMP/writer.$w.err" &
@@ -86,11 +97,8 @@ bad=
 for w in 0 1; do
 	eval "wait \$wp$w" || bad="$bad w$w: $(cat "$TMP/writer.$w.err")"
 done
-touch "$TMP/stop"
-wait "$SPID"
-SPID=
+sampler_stop
 tl_is "two writers of 80 MB on a 48 MB disk never see an error" "" "$bad"
-MIN=$(cat "$TMP/min")
 tl_diag "lowest free space seen: $MIN bytes (floor $FLOOR)"
 tl_check "free space never fell more than 4 segments below the floor" \
     test "$MIN" -ge $((FLOOR - 4 * SEG))
@@ -134,7 +142,6 @@ umount "$STORE"
 
 # ---- back-pressure: many fast writers, a slow unlinker ----
 : >"$ERR"
-rm -f "$TMP/stop" "$TMP/min"
 tl_tmpfs 48m
 TLOGFS_TEST_UNLINK_DELAY_MS=100
 export TLOGFS_TEST_UNLINK_DELAY_MS
@@ -143,16 +150,7 @@ unset TLOGFS_TEST_UNLINK_DELAY_MS
 setfattr -n user.segment.bytes -v 1M "$MNT"
 setfattr -n user.retention.keep.free -v 12M "$MNT"
 NW=8
-(
-	min=$(avail)
-	while [ ! -e "$TMP/stop" ]; do
-		a=$(avail)
-		[ "$a" -lt "$min" ] && min=$a
-		echo "$min" >"$TMP/min"
-		sleep 0.2
-	done
-) &
-SPID=$!
+sampler_start
 for w in $(seq $NW); do
 	mkdir -p "$MNT/bp$w/0"
 	# 160 lines of about 60 KB: 10 MB a writer, 80 MB in all.
@@ -164,11 +162,8 @@ bad=
 for w in $(seq $NW); do
 	eval "wait \$bp$w" || bad="$bad w$w: $(cat "$TMP/bp.$w.err")"
 done
-touch "$TMP/stop"
-wait "$SPID"
-SPID=
+sampler_stop
 tl_is "back-pressure: $NW writers never see an error" "" "$bad$(cat "$TMP"/bp.*.err)"
-MIN=$(cat "$TMP/min")
 tl_diag "lowest free space seen: $MIN bytes (floor $FLOOR)"
 tl_check "back-pressure: free space never fell more than 2 segments below the floor" \
     test "$MIN" -ge $((FLOOR - 2 * SEG))
