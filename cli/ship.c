@@ -175,15 +175,6 @@ nap(struct shipper *sh, int ms)
 
 /* ---- the command line ---- */
 
-static bool
-name_ok(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	return n >= 1 && n <= max && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 /* NATS subject tokens: non-empty, of [A-Za-z0-9_-]. */
 static bool
 tokens_ok(const char *s)
@@ -1219,7 +1210,7 @@ cmd_ship(int argc, char *argv[])
 		usage("ship", "--stream %s: not a JetStream stream name (no "
 		    "spaces, dots, *, >, / or \\)", sh->stream);
 	}
-	if (!name_ok(sh->cursor, 64)) {
+	if (!cursor_name_ok(sh->cursor)) {
 		usage("ship", "--cursor %s: not a cursor name (1-64 of A-Z a-z "
 		    "0-9 . _ -)", sh->cursor);
 	}
