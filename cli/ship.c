@@ -356,7 +356,6 @@ cmd_ship(int argc, char *argv[])
 	};
 	static struct shipper shipper;
 	struct shipper *sh = &shipper;
-	struct sigaction sa;
 	pthread_condattr_t ca;
 	pthread_t ct;
 	const char *errstr;
@@ -431,12 +430,7 @@ cmd_ship(int argc, char *argv[])
 	sh->head = sh->tail = sh->hint = 1;	/* flight 0 means none */
 	ship_buf_need(READ_CHUNK);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	catch_stop(on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
 	nats_open(sh);
