@@ -215,7 +215,6 @@ cmd_append(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	struct sink s = { 0 };
-	struct sigaction sa;
 	struct pollfd pfd;
 	struct timespec ts, *tsp;
 	sigset_t block, orig;
@@ -253,12 +252,7 @@ cmd_append(int argc, char *argv[])
 	/* Signals arrive only inside ppoll, so none is lost between the
 	 * check of `stop` and the wait; the writer thread inherits the
 	 * blocked mask. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	catch_stop(on_signal);
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);

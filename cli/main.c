@@ -7,6 +7,7 @@
 
 #include <err.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,19 @@ one_operand(int argc, char *argv[], const char *name)
 	if (argc - optind > 1)
 		usage(argv[0], "one %s only, not also %s", name,
 		    argv[optind + 1]);
+}
+
+void
+catch_stop(void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 static int64_t

@@ -1,8 +1,10 @@
 /*
- * ship.h - what ship.c (partitions, records, the main loop) and
- * ship_nats.c (the JetStream side) share. doc/shipping.md says what is
- * shipped and what each failure does; this header, how the two halves
- * meet.
+ * ship.h - what the files of `tlogctl ship` share: ship.c (the main
+ * loop, resyncs, the command), ship_find.c (the options' checks, the
+ * partitions to ship), ship_pump.c (reading and publishing records),
+ * ship_ack.c (acknowledgments, cursors) and ship_nats.c (the JetStream
+ * side). doc/shipping.md says what is shipped and what each failure
+ * does; this header, how the parts meet.
  *
  * Locking: sh->mu guards the in-flight ring and, in each partition, the
  * fields marked "mu" (the ack handler runs on a libnats thread). No
@@ -25,6 +27,9 @@
 #define SHIP_QUIET_MS 2000	/* in a resync, no answer this long: give up */
 #define SHIP_BACKOFF_MAX_MS 5000
 #define SHIP_IDLEN 640		/* a Nats-Msg-Id, with room to spare */
+#define READ_CHUNK (1 << 20)	/* bytes read from a segment at a time */
+#define FOLLOW_MS 100		/* an idle partition is looked at again... */
+#define IDLE_MAX_MS 1000	/* ...less often the longer it stays idle */
 
 struct ship_part {
 	RB_ENTRY(ship_part) link;	/* by path */
@@ -113,8 +118,49 @@ void shiplog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Sets sh->failing (mu held), keeping the first reason. */
 void ship_failing(struct shipper *sh, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ship_find.c */
+/* NATS subject tokens: non-empty, of [A-Za-z0-9_-]. */
+bool ship_tokens_ok(const char *s);
+/* --nats: adds each URL to sh->urls, or a usage error. */
+void ship_parse_urls(struct shipper *sh, const char *arg);
+/* The default stream: the prefix in capitals, dots as underscores. */
+char *ship_default_stream(const char *prefix);
+/* The PATH arguments: what each one is, its mount root and its store;
+ * one line and exit 1 on one that is no tlogfs mount, topic or
+ * partition. */
+void ship_paths(int n, char *paths[]);
+/* Says which stores are named after this machine (doc/shipping.md). */
+void ship_say_made_ids(void);
+/* Adds the partitions under the PATHs not known yet, and takes back
+ * those dropped on an error a while ago. */
+void ship_discover(struct shipper *sh);
+
+/* ship_pump.c */
+/* The read buffer holds n bytes at least. */
+void ship_buf_need(size_t n);
+/* Finds where a partition starts (its cursor, or after what the stream
+ * holds of it) and opens it there; p->ready once it is known. */
+void ship_part_start(struct shipper *sh, struct ship_part *p);
+/* Opens the partition at offset `want`, or the first live record after
+ * it (with a warning if `warn`: records that were never shipped). */
+void ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
+    bool warn);
+/* Ships up to `room` records of the partition from where it stands: the
+ * number published, or -1 (the partition was dropped, or a publish
+ * failed). */
+int ship_pump(struct shipper *sh, struct ship_part *p, size_t room);
+
+/* ship_ack.c */
 /* A flight answered (mu held): ACKED or FAILED. */
 void flight_done(struct shipper *sh, struct flight *f, int state);
+/* Commits the cursor of each partition whose acknowledged prefix moved. */
+void ship_commit_all(struct shipper *sh);
+/* The committer thread: ship_commit_all every COMMIT_MS until
+ * ship_committer_stop. */
+void *ship_committer(void *arg);
+/* Atomic: set once, by the main thread. */
+extern bool ship_committer_stop;
 
 /* ship_nats.c */
 /* Connects and makes sure of the stream; on failure one line and

@@ -33,6 +33,9 @@ int next_opt(int argc, char *argv[], const char *optstr,
 /* After the options: exactly one operand, called name, or a usage
  * error. */
 void one_operand(int argc, char *argv[], const char *name);
+/* SIGTERM, SIGINT and SIGHUP call fn, which tells the command to stop;
+ * no SA_RESTART: a call they interrupt fails with EINTR. */
+void catch_stop(void (*fn)(int));
 /* Milliseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 int64_t mono_ms(void);
 int64_t real_ms(void);

@@ -1,0 +1,124 @@
+/*
+ * ship_ack.c - what `tlogctl ship` learns from the acknowledgments: each
+ * partition's prefix the stream holds (flight_done, on libnats's
+ * thread), and the committer thread, which commits each partition's
+ * cursor there (doc/shipping.md, Cursors: every record below a
+ * committed cursor is in the stream).
+ */
+#include "config.h"
+
+#include <sys/xattr.h>
+
+#include <err.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ship.h"
+
+#define COMMIT_MS 500		/* cursors are committed */
+
+void
+flight_done(struct shipper *sh, struct flight *f, int state)
+{
+	struct ship_part *p = f->p;
+	struct flight *g;
+
+	f->state = state;
+	sh->inflight--;
+	sh->inflight_bytes -= f->bytes;
+	sh->last_answer = mono_ms();
+	p->inflight--;
+	if (state == FL_FAILED)
+		p->failed = true;
+	else
+		sh->acks++;
+	/* The partition's acknowledged prefix. */
+	while (p->first_seq != 0) {
+		g = &sh->ring[p->first_seq % SHIP_WINDOW];
+		if (g->state != FL_ACKED)
+			break;
+		p->first_seq = g->next_same;
+	}
+	if (p->first_seq == 0) {
+		p->last_seq = 0;
+		p->acked = p->next;
+	} else
+		p->acked = sh->ring[p->first_seq % SHIP_WINDOW].off;
+	/* Answered flights at the head leave the ring; a failed one
+	 * stays until the resync, which clears them all. */
+	while (sh->head < sh->tail &&
+	    sh->ring[sh->head % SHIP_WINDOW].state == FL_ACKED)
+		sh->head++;
+}
+
+/* ---- cursors ---- */
+
+void
+ship_commit_all(struct shipper *sh)
+{
+	struct ship_part *p, **ps = NULL;
+	uint64_t *offs = NULL;
+	size_t i, n = 0;
+	char val[24];
+
+	if (sh->no_cursors)
+		return;
+	pthread_mutex_lock(&sh->mu);
+	if (sh->nparts > 0) {
+		ps = calloc(sh->nparts, sizeof(*ps));
+		offs = calloc(sh->nparts, sizeof(*offs));
+		if (ps == NULL || offs == NULL)
+			err(1, NULL);
+	}
+	RB_FOREACH(p, part_tree, &sh->parts) {
+		if (!p->ready || p->acked == p->committed)
+			continue;
+		ps[n] = p;
+		offs[n++] = p->acked;
+	}
+	pthread_mutex_unlock(&sh->mu);
+	for (i = 0; i < n && !sh->no_cursors; i++) {
+		p = ps[i];
+		snprintf(val, sizeof(val), "%" PRIu64, offs[i]);
+		if (setxattr(p->path, sh->cursor_key, val, strlen(val), 0) ==
+		    0) {
+			p->committed = offs[i];
+			continue;
+		}
+		if (errno == ENOTSUP) {
+			shiplog("%s: this tlogfs keeps no cursors (%s: not "
+			    "supported): progress is not committed on it",
+			    p->root, sh->cursor_key);
+			sh->no_cursors = true;
+		} else if (errno != ENOENT && !p->commit_warned) {
+			shiplog("%s: cannot commit %s=%s: %s", p->path,
+			    sh->cursor_key, val, strerror(errno));
+			p->commit_warned = true;
+		}
+	}
+	free(ps);
+	free(offs);
+}
+
+bool ship_committer_stop;	/* atomic: set once, by the main thread */
+
+void *
+ship_committer(void *arg)
+{
+	struct shipper *sh = arg;
+	int64_t next = mono_ms() + COMMIT_MS;
+
+	while (!__atomic_load_n(&ship_committer_stop, __ATOMIC_ACQUIRE)) {
+		if (mono_ms() < next) {
+			usleep(20000);
+			continue;
+		}
+		ship_commit_all(sh);
+		next = mono_ms() + COMMIT_MS;
+	}
+	return NULL;
+}

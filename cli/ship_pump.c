@@ -1,0 +1,381 @@
+/*
+ * ship_pump.c - the records `tlogctl ship` publishes: where each
+ * partition starts (its cursor, or what the stream already holds of
+ * it), its records read through the mount (segread.c, doc/seek.md) and
+ * handed to ship_nats.c as long as the window has room.
+ *
+ * Records are cut at newlines. A record without newline (held bytes
+ * flushed at close, or a line cut at record.max.bytes) cannot be told
+ * from the bytes alone, so every run of lines is checked against the
+ * mount's index: user.tlog.at.OFFSET of the record after the run must
+ * be where the run ends. If it is not, the records of that read are
+ * taken one by one, each one's end from the seek attribute of the next.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include <err.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ship.h"
+
+static char *buf;		/* what a read got */
+static size_t bufcap;
+
+static void
+part_drop(struct ship_part *p, const char *what)
+{
+	if (!p->dead)
+		shiplog("%s: %s; no longer shipped", p->path, what);
+	p->dead = true;
+	p->dead_at = mono_ms();
+	p->open = false;
+	sr_close(&p->sr);
+}
+
+/* Record `off` of the partition, without its newline, read from the
+ * mount: 1 (free *data), 0 if it is gone, -1 on an error. */
+static int
+record_read(struct ship_part *p, uint64_t off, char **data, size_t *len)
+{
+	struct segread r;
+	struct stat st;
+	uint64_t got, b, q, end;
+	ssize_t n;
+	int ret = -1;
+
+	if (sr_init(&r, p->path) == -1 || sr_seek(&r, off, &got) == -1)
+		return errno == ENODATA ? 0 : -1;
+	if (got != off) {
+		ret = 0;
+		goto out;
+	}
+	if (part_at(p->path, off + 1, &b, &q) == 0 && b == r.base)
+		end = q;
+	else if (fstat(r.fd, &st) == 0)
+		end = (uint64_t)st.st_size;
+	else
+		goto out;
+	if (end <= r.pos || end - r.pos > (64 << 20))
+		goto out;
+	*len = (size_t)(end - r.pos);
+	if ((*data = malloc(*len)) == NULL)
+		err(1, NULL);
+	if ((n = sr_pread(&r, *data, *len)) != (ssize_t)*len) {
+		free(*data);
+		goto out;
+	}
+	if (*len > 0 && (*data)[*len - 1] == '\n')
+		(*len)--;
+	ret = 1;
+out:
+	sr_close(&r);
+	return ret;
+}
+
+/* Opens the partition at offset `want`, or the first live record after
+ * it (with a warning if `warn`: records that were never shipped). */
+void
+ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
+    bool warn)
+{
+	uint64_t got;
+
+	p->open = false;
+	if (sr_seek(&p->sr, want, &got) == -1) {
+		if (errno == ENODATA || errno == EAGAIN) {
+			/* Beyond the end (it was emptied), or changing
+			 * under the seek: later. */
+			p->look_at = mono_ms() + FOLLOW_MS;
+			p->caught_up = true;
+			return;
+		}
+		part_drop(p, strerror(errno));
+		return;
+	}
+	if (got > want && warn)
+		shiplog("%s: records %" PRIu64 "-%" PRIu64 " expired or were "
+		    "deleted before they were shipped", p->path, want,
+		    got - 1);
+	pthread_mutex_lock(&sh->mu);
+	p->next = got;
+	if (p->first_seq == 0)
+		p->acked = got;
+	pthread_mutex_unlock(&sh->mu);
+	p->open = true;
+}
+
+/*
+ * Where a partition starts: after the last of its records the stream
+ * holds, or at its cursor, whichever is further; with neither, at its
+ * oldest record. The stream's record counts only if it is this store's
+ * record of this partition (same Nats-Msg-Id prefix, an offset below
+ * the end, the same bytes if the record is still here): a store made
+ * anew under the same name never inherits another's position.
+ */
+void
+ship_part_start(struct shipper *sh, struct ship_part *p)
+{
+	char val[32], why[256], *end, *data = NULL, *mine = NULL;
+	uint64_t cur = 0, last = 0, eoff, start;
+	size_t len = 0, mlen = 0;
+	bool has_cur = false, has_last = false;
+	ssize_t n;
+	int r;
+
+	n = getxattr(p->path, sh->cursor_key, val, sizeof(val) - 1);
+	if (n >= 0) {
+		val[n] = '\0';
+		errno = 0;
+		cur = strtoull(val, &end, 10);
+		has_cur = errno == 0 && end != val;
+	} else if (errno == ENOTSUP) {
+		if (!sh->no_cursors)
+			shiplog("%s: this tlogfs keeps no cursors (%s: not "
+			    "supported): progress is not committed on it, "
+			    "and a restart resumes from what the stream "
+			    "holds", p->root, sh->cursor_key);
+		sh->no_cursors = true;
+	} else if (errno != ENODATA) {
+		part_drop(p, strerror(errno));
+		return;
+	}
+	r = nats_last(sh, p, &last, &data, &len, why, sizeof(why));
+	if (r == -1) {
+		/* The cluster cannot say now: the connection's own lines
+		 * tell why; try again in a while. */
+		p->look_at = mono_ms() + SHIP_BACKOFF_MAX_MS;
+		return;
+	}
+	if (r == 1) {
+		has_last = true;
+		if (part_stat(p->path, "end_offset", &eoff) == -1) {
+			free(data);
+			part_drop(p, strerror(errno));
+			return;
+		}
+		if (last >= eoff) {
+			shiplog("%s: stream %s holds record %" PRIu64 " of %s,"
+			    " but the partition ends at %" PRIu64 ": not this"
+			    " partition's history; shipping from %s", p->path,
+			    sh->stream, last, p->subject, eoff,
+			    has_cur ? "the cursor" : "the start");
+			has_last = false;
+		} else if (record_read(p, last, &mine, &mlen) == 1 &&
+		    (mlen != len || memcmp(mine, data, len) != 0)) {
+			shiplog("%s: record %" PRIu64 " differs from the one "
+			    "stream %s holds on %s: not this partition's "
+			    "history; shipping from %s", p->path, last,
+			    sh->stream, p->subject,
+			    has_cur ? "the cursor" : "the start");
+			has_last = false;
+		}
+		free(mine);
+		free(data);
+	}
+	start = has_cur ? cur : 0;
+	if (has_last && last + 1 > start)
+		start = last + 1;
+	p->committed = has_cur ? cur : UINT64_MAX;
+	p->ready = true;
+	p->caught_up = false;
+	ship_part_seek(sh, p, start, has_cur || has_last);
+}
+
+/* ---- records ---- */
+
+void
+ship_buf_need(size_t n)
+{
+	char *b;
+
+	if (n <= bufcap)
+		return;
+	if ((b = realloc(buf, n)) == NULL)
+		err(1, NULL);
+	buf = b;
+	bufcap = n;
+}
+
+/* Whether a message of len payload bytes fits the server's limit. */
+static bool
+fits(struct shipper *sh, struct ship_part *p, size_t len)
+{
+	size_t hdr = 200 + 2 * (strlen(p->idpfx) + 20) + strlen(sh->stream);
+
+	return (int64_t)(len + hdr) <= sh->max_payload;
+}
+
+static int
+too_big(struct shipper *sh, struct ship_part *p, size_t len)
+{
+	pthread_mutex_lock(&sh->mu);
+	sh->fatal = true;
+	snprintf(sh->fatal_why, sizeof(sh->fatal_why), "%s: record %" PRIu64
+	    " is %zu bytes, more than a NATS message takes here "
+	    "(max_payload %" PRId64 ", headers included)", p->path, p->next,
+	    len, sh->max_payload);
+	pthread_mutex_unlock(&sh->mu);
+	return -1;
+}
+
+/* Whether the n lines read from the open position, ending at byte
+ * endpos, are n records: the next record starts at endpos, or the
+ * segment has no more. */
+static bool
+lines_are_records(struct ship_part *p, uint64_t n, uint64_t endpos)
+{
+	uint64_t b, q, recs;
+
+	if (part_at(p->path, p->next + n, &b, &q) == 0 &&
+	    b == p->sr.base && q == endpos)
+		return true;
+	return fd_stat(p->sr.fd, "records", &recs) == 0 &&
+	    p->sr.base + recs == p->next + n;
+}
+
+/* The end of record p->next in the open segment, from the seek
+ * attribute of the record after it: 1, 0 if not known yet, -1. */
+static int
+record_end(struct ship_part *p, uint64_t *end)
+{
+	struct stat st;
+	uint64_t b, q;
+	bool sealed;
+
+	if (part_at(p->path, p->next + 1, &b, &q) == -1)
+		return errno == ENODATA ? 0 : -1;
+	if (b == p->sr.base) {
+		*end = q;
+		return q > p->sr.pos;
+	}
+	/* The last record of its segment, which is sealed: the rest. */
+	if (sr_sealed(&p->sr, &sealed) == -1)
+		return -1;
+	if (!sealed)
+		return 0;
+	if (fstat(p->sr.fd, &st) == -1)
+		return -1;
+	*end = (uint64_t)st.st_size;
+	return *end > p->sr.pos;
+}
+
+/* Records one at a time (slow: two look-ups a record). */
+static int
+pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
+{
+	uint64_t end;
+	size_t len, k;
+	ssize_t n;
+	int r;
+
+	for (k = 0; k < room && k < 64; k++) {
+		if ((r = record_end(p, &end)) == -1) {
+			part_drop(p, strerror(errno));
+			return -1;
+		}
+		if (r == 0)
+			break;
+		len = (size_t)(end - p->sr.pos);
+		if (!fits(sh, p, len > 0 ? len - 1 : 0))
+			return too_big(sh, p, len);
+		ship_buf_need(len);
+		if ((n = sr_pread(&p->sr, buf, len)) == -1) {
+			part_drop(p, strerror(errno));
+			return -1;
+		}
+		if ((size_t)n != len)
+			break;
+		if (nats_publish(sh, p, p->next, buf,
+		    buf[len - 1] == '\n' ? len - 1 : len) == -1)
+			return -1;
+		p->sr.pos = end;
+	}
+	return (int)k;
+}
+
+/* At the end of what the open segment holds. */
+static void
+at_end(struct shipper *sh, struct ship_part *p)
+{
+	uint64_t recs;
+	bool sealed, moved;
+	char c;
+
+	if (sr_sealed(&p->sr, &sealed) == -1) {
+		part_drop(p, strerror(errno));
+		return;
+	}
+	if (sealed) {
+		/* What went in just before the seal shows only now. */
+		if (sr_pread(&p->sr, &c, 1) > 0)
+			return;
+		if (fd_stat(p->sr.fd, "records", &recs) == -1) {
+			part_drop(p, strerror(errno));
+			return;
+		}
+		sr_close(&p->sr);
+		ship_part_seek(sh, p, p->sr.base + recs, true);
+		return;
+	}
+	if (sr_moved(&p->sr, &moved) == 0 && moved) {
+		/* The empty `current` of a partition that had no active
+		 * segment: one has started since. */
+		ship_part_seek(sh, p, p->next, true);
+		return;
+	}
+	p->caught_up = true;
+	p->look_at = mono_ms() + p->idle_ms;
+	if (p->idle_ms < IDLE_MAX_MS)
+		p->idle_ms *= 2;
+}
+
+/*
+ * Ships up to `room` records of the partition from where it stands: the
+ * number published, or -1 (the partition was dropped, or a publish
+ * failed).
+ */
+int
+ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
+{
+	uint64_t ts;
+	size_t n, nl, k, len;
+	ssize_t got;
+	char *s, *e, *last;
+
+	if ((got = sr_pread(&p->sr, buf, READ_CHUNK)) == -1) {
+		part_drop(p, strerror(errno));
+		return -1;
+	}
+	if (got == 0) {
+		at_end(sh, p);
+		return 0;
+	}
+	n = (size_t)got;
+	/* Tlog-Timestamp: the segment's newest record, read after the
+	 * bytes, so no earlier than any of them (doc/shipping.md). */
+	p->ts = fd_stat(p->sr.fd, "max_ts", &ts) == 0 ? (int64_t)ts :
+	    real_ms();
+	if ((last = memrchr(buf, '\n', n)) == NULL)
+		return pump_slow(sh, p, room);
+	for (nl = 0, s = buf; s <= last; s = e + 1, nl++)
+		e = memchr(s, '\n', (size_t)(last - s) + 1);
+	if (!lines_are_records(p, nl, p->sr.pos + (uint64_t)(last - buf) + 1))
+		return pump_slow(sh, p, room);
+	for (k = 0, s = buf; k < nl && k < room; k++, s = e + 1) {
+		e = memchr(s, '\n', (size_t)(last - s) + 1);
+		len = (size_t)(e - s);
+		if (!fits(sh, p, len))
+			return too_big(sh, p, len);
+		if (nats_publish(sh, p, p->next, s, len) == -1)
+			return -1;
+		p->sr.pos += len + 1;
+	}
+	return (int)k;
+}
