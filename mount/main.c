@@ -30,6 +30,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <mntent.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -295,6 +296,50 @@ add_fixed_opts(struct fuse_args *args, const char *store)
 	return r;
 }
 
+/* Tests only: a pause between the end of the request loop and the stop,
+ * with a line saying it began (tests/integration/signals.sh). */
+static void
+test_stop_delay(void)
+{
+	const char *e = getenv("TLOGFS_TEST_STOP_DELAY_MS");
+	long ms = e != NULL ? strtol(e, NULL, 10) : 0;
+
+	if (ms <= 0 || ms > 60000)
+		return;
+	fprintf(stderr, "tlogfs: test: the request loop ended\n");
+	usleep((useconds_t)ms * 1000);
+}
+
+/*
+ * After the request loop: a request queued since may hold a directory's
+ * lock that a notice the unlinker is sending waits for, and joining the
+ * unlinker then would wait for ever (found by an outside attack: SIGTERM
+ * with busy writers and readers). So no new notice is sent, and this
+ * thread goes on answering requests until the unlinker has returned.
+ */
+static void
+answer_until_quiet(struct fuse_session *se, struct tl_fs *fs)
+{
+	struct fuse_buf fbuf;
+	struct pollfd pfd;
+	int r;
+
+	tl_notify_halt(fs);
+	memset(&fbuf, 0, sizeof(fbuf));
+	pfd.fd = fuse_session_fd(se);
+	pfd.events = POLLIN;
+	while (!tl_notify_done(fs)) {
+		if (poll(&pfd, 1, 100) != 1 || !(pfd.revents & POLLIN))
+			continue;
+		r = fuse_session_receive_buf(se, &fbuf);
+		if (r > 0)
+			fuse_session_process_buf(se, &fbuf);
+		else if (r != -EINTR && r != -EAGAIN)
+			break;		/* unmounted: nothing can wait */
+	}
+	free(fbuf.mem);
+}
+
 static int
 run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 {
@@ -557,8 +602,10 @@ ready:
 	daemon_ready(0);
 	/* A stop by signal is a clean stop: the loop returns the signal. */
 	r = run_loop(se, &opts);
+	test_stop_delay();
 	tlog_reaper_stop(fs.store);
 	ret = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP) ? 0 : 1;
+	answer_until_quiet(se, &fs);
 	tl_notify_stop(&fs);
 
 out_unmount:

@@ -110,6 +110,7 @@ struct tl_fs {
 	pthread_mutex_t nlock;		/* notifications, stop flag */
 	STAILQ_HEAD(, tl_note) notes;
 	bool stop;
+	bool unlinker_done;		/* its thread has returned */
 	pthread_t unlinker;
 	bool unlinker_started;
 };
@@ -195,6 +196,10 @@ void tl_notify_init(struct tl_fs *fs);
  * sealed ones, sends the queued notifications. start returns 0 or an
  * errno; stop joins it (if started); free drops what is still queued. */
 int tl_notify_start(struct tl_fs *fs);
+/* No notice is sent any more (the request loop has ended). */
+void tl_notify_halt(struct tl_fs *fs);
+/* The unlinker thread has returned, or never started. */
+bool tl_notify_done(struct tl_fs *fs);
 void tl_notify_stop(struct tl_fs *fs);
 void tl_notify_free(struct tl_fs *fs);
 /* The store's event hook: queues kernel notifications. */

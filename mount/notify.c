@@ -114,9 +114,14 @@ send_notes(struct tl_fs *fs)
 	int r;
 
 	for (;;) {
+		/* Stopping: the loop answers nothing any more, and a notice
+		 * could wait for ever for a lock a queued request holds
+		 * (tl_notify_halt); the notes are freed with the rest. */
 		pthread_mutex_lock(&fs->nlock);
-		if ((note = STAILQ_FIRST(&fs->notes)) != NULL)
+		if (!fs->stop && (note = STAILQ_FIRST(&fs->notes)) != NULL)
 			STAILQ_REMOVE_HEAD(&fs->notes, link);
+		else
+			note = NULL;
 		pthread_mutex_unlock(&fs->nlock);
 		if (note == NULL)
 			return;
@@ -172,6 +177,9 @@ tl_unlinker(void *arg)
 			usleep(100000);
 		}
 	}
+	pthread_mutex_lock(&fs->nlock);
+	fs->unlinker_done = true;
+	pthread_mutex_unlock(&fs->nlock);
 	return NULL;
 }
 
@@ -188,14 +196,33 @@ tl_notify_start(struct tl_fs *fs)
 }
 
 void
-tl_notify_stop(struct tl_fs *fs)
+tl_notify_halt(struct tl_fs *fs)
 {
-	if (!fs->unlinker_started)
-		return;
 	pthread_mutex_lock(&fs->nlock);
 	fs->stop = true;
 	pthread_mutex_unlock(&fs->nlock);
 	tlog_store_wakeup(fs->store);
+}
+
+bool
+tl_notify_done(struct tl_fs *fs)
+{
+	bool done;
+
+	if (!fs->unlinker_started)
+		return true;
+	pthread_mutex_lock(&fs->nlock);
+	done = fs->unlinker_done;
+	pthread_mutex_unlock(&fs->nlock);
+	return done;
+}
+
+void
+tl_notify_stop(struct tl_fs *fs)
+{
+	if (!fs->unlinker_started)
+		return;
+	tl_notify_halt(fs);
 	pthread_join(fs->unlinker, NULL);
 	fs->unlinker_started = false;
 }
