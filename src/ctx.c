@@ -20,7 +20,7 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 	ctx->log.fn = ctx->opts.log;
 	ctx->log.arg = ctx->opts.log_arg;
 	ctx->next_ino = TLOG_ROOT_INO + 1;
-	ctx->free_base = INT64_MAX;
+	ctx->free_room = INT64_MAX;
 	pthread_mutex_init(&ctx->log_lock, NULL);
 	tlog_clock_init(&ctx->clock, ctx->opts.clock, ctx->opts.boot_clock,
 	    ctx->opts.clock_arg, &ctx->log);

@@ -54,13 +54,23 @@ struct tlog_ctx {
 	uint64_t free_appended;
 	uint64_t free_check;
 	/* Back-pressure (doc/reaper.md, "Back-pressure"): bytes of appends
-	 * under way, bytes of segments unlinked so far, and the base the
-	 * last check of free space set (INT64_MAX: none). An append goes
-	 * ahead while appended + under way - unlinked <= base; all atomic. */
+	 * under way and of segments unlinked so far (a segment's files
+	 * count TLOG_SEG_DISK_EXTRA more than its bytes, at creation in
+	 * free_appended and at unlink here); what the last check of free
+	 * space found (free space less the floor, INT64_MAX: none) and the
+	 * two counts as read before it. An append goes ahead while
+	 * appended + under way - a0 - (unlinked - u0) <= room. All atomic. */
 	uint64_t free_inflight;
 	uint64_t free_unlinked;
-	int64_t free_base;
+	int64_t free_room;
+	uint64_t free_a0;
+	uint64_t free_u0;
 };
+
+/* What a segment takes of the disk beyond its bytes, for the budget: its
+ * two files' last blocks (4 KiB on ext4 and tmpfs); a 1 KiB segment takes
+ * 8 KiB, not 1. */
+#define TLOG_SEG_DISK_EXTRA 8192
 
 void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);
 
@@ -69,15 +79,17 @@ void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);
 static inline bool
 tlog_ctx_free_short(struct tlog_ctx *ctx)
 {
-	int64_t base = __atomic_load_n(&ctx->free_base, __ATOMIC_RELAXED);
-	uint64_t used;
+	int64_t room = __atomic_load_n(&ctx->free_room, __ATOMIC_RELAXED);
+	uint64_t added, freed;
 
-	if (base == INT64_MAX)
+	if (room == INT64_MAX)
 		return false;
-	used = __atomic_load_n(&ctx->free_appended, __ATOMIC_RELAXED) +
+	added = __atomic_load_n(&ctx->free_appended, __ATOMIC_RELAXED) +
 	    __atomic_load_n(&ctx->free_inflight, __ATOMIC_RELAXED) -
-	    __atomic_load_n(&ctx->free_unlinked, __ATOMIC_RELAXED);
-	return (int64_t)used > base;
+	    __atomic_load_n(&ctx->free_a0, __ATOMIC_RELAXED);
+	freed = __atomic_load_n(&ctx->free_unlinked, __ATOMIC_RELAXED) -
+	    __atomic_load_n(&ctx->free_u0, __ATOMIC_RELAXED);
+	return (int64_t)added - (int64_t)freed > room;
 }
 void tlog_ctx_destroy(struct tlog_ctx *ctx);
 /* Engine time (tlog_now); the wall clock if ctx is NULL. */

@@ -759,7 +759,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	bool counted = false;
 	void *arg;
 
-	if (!p->quiet && __atomic_load_n(&p->ctx->free_base,
+	if (!p->quiet && __atomic_load_n(&p->ctx->free_room,
 	    __ATOMIC_RELAXED) != INT64_MAX && (arg = sched_arg(p)) != NULL) {
 		__atomic_add_fetch(&p->ctx->free_inflight, len,
 		    __ATOMIC_RELAXED);

@@ -437,11 +437,17 @@ static void
 free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
     uint64_t appended, uint64_t unlinked)
 {
-	int64_t base = INT64_MAX;
+	struct tlog_ctx *c = r->ctx;
 
-	if (floor >= 0)
-		base = (int64_t)(avail - (uint64_t)floor + appended - unlinked);
-	__atomic_store_n(&r->ctx->free_base, base, __ATOMIC_RELAXED);
+	if (floor < 0) {
+		__atomic_store_n(&c->free_room, INT64_MAX, __ATOMIC_RELAXED);
+		return;
+	}
+	/* room last: free_short reads it first, as the sign of a budget. */
+	__atomic_store_n(&c->free_a0, appended, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->free_u0, unlinked, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->free_room, (int64_t)avail - floor,
+	    __ATOMIC_RELAXED);
 }
 
 /*
@@ -476,8 +482,8 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 		return 0;
 	}
 	floor = free_floor(r, size);
-	free_arm(r, floor);
 	free_budget(r, floor, avail, appended, unlinked);
+	free_arm(r, floor);
 	st->avail = avail;
 	st->pending = __atomic_load_n(&r->s->q.pending_bytes,
 	    __ATOMIC_RELAXED);

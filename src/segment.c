@@ -363,6 +363,9 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	if (create) {
 		seg->wgen++;
 		seg->sd->dir_dirty = true;
+		/* The new files' blocks, for retention.keep.free's budget. */
+		__atomic_add_fetch(&seg->sd->ctx->free_appended,
+		    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
 		tlog_idx_encode_header(hdr, seg->base, TLOG_IDX_F_DATACRC);
 		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			r = errno ? -errno : -EIO;

@@ -142,8 +142,8 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&q->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	/* Appends waiting for free space wait on q->cond for this. */
-	__atomic_add_fetch(&p->ctx->free_unlinked, seg->bytes,
-	    __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->ctx->free_unlinked, seg->bytes +
+	    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 	emit_deleted(p, seg);

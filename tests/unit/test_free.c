@@ -492,6 +492,7 @@ START_TEST(appends_wait_for_unlinks)
 		rec(b, 'b'); seal(b);		/* the store's oldest */
 	}
 	th_clock += 1000;
+	rec(th_P, 'a');		/* its segment's files made before */
 	sim_begin(2500);
 	ck_assert_int_eq(pthread_create(&t, NULL, unlinker, NULL), 0);
 	rec(th_P, 'a');
