@@ -16,6 +16,8 @@
 #     write faster than the deleted segments are unlinked, yet free space
 #     stays within two segments of the floor (the appends wait), nobody
 #     sees an error and the newest lines are all there;
+#   * small segments (1 KiB) of 100-byte lines: free space stays near
+#     the floor though each segment's files take 8 times its bytes;
 #   * keep.free off: the disk fills, the writer gets ENOSPC as before,
 #     and nothing is deleted.
 . "${srcdir:-.}/tests/integration/lib.sh"
@@ -184,6 +186,36 @@ tl_is "back-pressure: every writer's newest lines are whole and there" \
     "$bplast"
 tl_check "back-pressure: unmount" tl_umount
 tl_stderr_clean "back-pressure: the daemon printed only its reclaiming lines" \
+    'reaper: .*retention.keep.free'
+umount "$STORE"
+
+# ---- small segments: each one's files count, not just its bytes ----
+# 1 KiB segments of 100-byte lines take about 8 KiB of disk each (two
+# files of a block): counted as record bytes alone, writers took free
+# space megabytes below the floor.
+: >"$ERR"
+tl_tmpfs 32m
+tl_mount
+setfattr -n user.segment.bytes -v 1K "$MNT"
+setfattr -n user.retention.keep.free -v 8M "$MNT"
+sampler_start
+for w in 1 2 3 4; do
+	mkdir -p "$MNT/s$w/0"
+	"$LINEWRITER" -s 80 "$MNT/s$w/0/current" "$w" 30000 \
+	    2>"$TMP/s.$w.err" &
+	eval "sp$w=$!"
+done
+bad=
+for w in 1 2 3 4; do
+	eval "wait \$sp$w" || bad="$bad w$w: $(cat "$TMP/s.$w.err")"
+done
+sampler_stop
+tl_is "small segments: 4 writers never see an error" "" "$bad"
+tl_diag "lowest free space seen: $MIN bytes (floor $((8 << 20)))"
+tl_check "small segments: free space never fell more than 256 KiB below the floor" \
+    test "$MIN" -ge $(((8 << 20) - (256 << 10)))
+tl_check "small segments: unmount" tl_umount
+tl_stderr_clean "small segments: the daemon printed only its reclaiming lines" \
     'reaper: .*retention.keep.free'
 umount "$STORE"
 
