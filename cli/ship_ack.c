@@ -65,7 +65,7 @@ ship_commit_all(struct shipper *sh)
 	size_t i, n = 0;
 	char val[24];
 
-	if (sh->no_cursors)
+	if (__atomic_load_n(&sh->no_cursors, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&sh->mu);
 	if (sh->nparts > 0) {
@@ -81,19 +81,23 @@ ship_commit_all(struct shipper *sh)
 		offs[n++] = p->acked;
 	}
 	pthread_mutex_unlock(&sh->mu);
-	for (i = 0; i < n && !sh->no_cursors; i++) {
+	for (i = 0; i < n && !__atomic_load_n(&sh->no_cursors,
+	    __ATOMIC_RELAXED); i++) {
 		p = ps[i];
 		snprintf(val, sizeof(val), "%" PRIu64, offs[i]);
 		if (setxattr(p->path, sh->cursor_key, val, strlen(val), 0) ==
 		    0) {
+			pthread_mutex_lock(&sh->mu);
 			p->committed = offs[i];
+			pthread_mutex_unlock(&sh->mu);
 			continue;
 		}
 		if (errno == ENOTSUP) {
-			shiplog("%s: this tlogfs keeps no cursors (%s: not "
-			    "supported): progress is not committed on it",
-			    p->root, sh->cursor_key);
-			sh->no_cursors = true;
+			if (!__atomic_exchange_n(&sh->no_cursors, true,
+			    __ATOMIC_RELAXED))
+				shiplog("%s: this tlogfs keeps no cursors (%s: "
+				    "not supported): progress is not committed "
+				    "on it", p->root, sh->cursor_key);
 		} else if (errno != ENOENT && !p->commit_warned) {
 			shiplog("%s: cannot commit %s=%s: %s", p->path,
 			    sh->cursor_key, val, strerror(errno));

@@ -289,7 +289,9 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 			/* Back (re-created, or the error passed): from
 			 * the start again, as at a start. */
 			p->dead = false;
+			pthread_mutex_lock(&sh->mu);
 			p->ready = false;
+			pthread_mutex_unlock(&sh->mu);
 			p->failed = false;
 			p->look_at = 0;
 		}

@@ -136,12 +136,12 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 		cur = strtoull(val, &end, 10);
 		has_cur = errno == 0 && end != val;
 	} else if (errno == ENOTSUP) {
-		if (!sh->no_cursors)
+		if (!__atomic_exchange_n(&sh->no_cursors, true,
+		    __ATOMIC_RELAXED))
 			shiplog("%s: this tlogfs keeps no cursors (%s: not "
 			    "supported): progress is not committed on it, "
 			    "and a restart resumes from what the stream "
 			    "holds", p->root, sh->cursor_key);
-		sh->no_cursors = true;
 	} else if (errno != ENODATA) {
 		part_drop(p, strerror(errno));
 		return;
@@ -182,8 +182,11 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 	start = has_cur ? cur : 0;
 	if (has_last && last + 1 > start)
 		start = last + 1;
+	/* The committer reads these (under mu). */
+	pthread_mutex_lock(&sh->mu);
 	p->committed = has_cur ? cur : UINT64_MAX;
 	p->ready = true;
+	pthread_mutex_unlock(&sh->mu);
 	p->caught_up = false;
 	ship_part_seek(sh, p, start, has_cur || has_last);
 }
