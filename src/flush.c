@@ -76,15 +76,17 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 	pthread_mutex_lock(&p->sd.lock);
 	seg = tlog_part_active(p);
 	if (seg != NULL && seg->records > 0) {
+		/* Active: it has its live part (segment.h). */
 		bool bound = !(seg->nidx > 0 &&
-		    seg->last_idx_rel == seg->records &&
-		    seg->last_idx_pos == seg->bytes);
+		    seg->live->last_idx_rel == seg->records &&
+		    seg->live->last_idx_pos == seg->bytes);
+		bool dirty = seg->live->wgen != seg->live->sgen;
 
-		if ((bound || seg->wgen != seg->sgen) &&
+		if ((bound || dirty) &&
 		    (r2 = tlog_seg_open_files(seg, false)) != 0) {
 			if (r == 0)
 				r = r2;
-		} else if (bound || seg->wgen != seg->sgen) {
+		} else if (bound || dirty) {
 			if (bound && (r2 = tlog_seg_write_boundary(seg)) != 0 &&
 			    r == 0)
 				r = r2;

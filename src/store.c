@@ -299,8 +299,12 @@ mark_synced_part(struct tlog_partition *p)
 	struct tlog_segment *seg;
 
 	pthread_mutex_lock(&p->sd.lock);
-	TAILQ_FOREACH(seg, &p->segs, link)
-		seg->sgen = seg->wgen;
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (seg->live == NULL)
+			continue;
+		seg->live->sgen = seg->live->wgen;
+		tlog_seg_idle(seg);
+	}
 	pthread_mutex_unlock(&p->sd.lock);
 }
 
