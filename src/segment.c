@@ -446,8 +446,9 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 {
 	unsigned char buf[64 * TLOG_IDX_ENT];
 	struct tlog_seg_live *x = seg->live;
-	uint64_t nidx0 = seg->nidx, rel0 = x->last_idx_rel;
-	uint64_t pos0 = x->last_idx_pos;
+	uint64_t nidx0 = seg->nidx;
+	uint32_t rel0 = x->last_idx_rel;
+	uint32_t pos0 = x->last_idx_pos;
 	size_t i, k;
 	ssize_t w;
 	int r;

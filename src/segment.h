@@ -45,8 +45,8 @@ struct tlog_segment;
  */
 struct tlog_seg_live {
 	int64_t jitter;		/* taken off segment.ms, drawn at creation */
-	uint64_t last_idx_pos;	/* data position of the last index entry */
-	uint64_t last_idx_rel;
+	uint32_t last_idx_pos;	/* data position of the last index entry */
+	uint32_t last_idx_rel;	/* (32 bits in the index too) */
 	uint32_t run_crc;	/* CRC-32C of the data after that entry */
 	int fd;			/* data, O_RDWR; -1 until needed */
 	int ifd;		/* index; -1 until needed */
