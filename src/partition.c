@@ -99,10 +99,10 @@ tlog_partition_ino(const struct tlog_partition *p)
 	return p->lv.ino;
 }
 
-struct tlog_conf *
+const struct tlog_conf *
 tlog_partition_conf(struct tlog_partition *p)
 {
-	return &p->lv.conf;
+	return tlog_level_conf_of(&p->lv);
 }
 
 void
