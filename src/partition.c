@@ -615,6 +615,9 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	uint64_t rel, at;
 	int r;
 
+	/* An idle active segment may have let its live part go. */
+	if ((r = tlog_seg_live(seg)) != 0)
+		return r;
 	if (run->nidx + 2 > MAX_PENDING_IDX &&
 	    (r = run_flush(p, run, buf, ts)) != 0)
 		return r;

@@ -149,6 +149,12 @@ tlog_seg_live(struct tlog_segment *seg)
 		return -ENOMEM;
 	x->fd = -1;
 	x->ifd = -1;
+	/* Made again for a segment that had one: only at its boundary
+	 * entry did it let it go (tlog_seg_idle). */
+	if (seg->nidx > 0) {
+		x->last_idx_rel = seg->records;
+		x->last_idx_pos = (uint32_t)seg->bytes;
+	}
 	seg->live = x;
 	return 0;
 }
@@ -170,9 +176,17 @@ tlog_seg_idle(struct tlog_segment *seg)
 {
 	struct tlog_seg_live *x = seg->live;
 
-	if (x == NULL || !seg->sealed || x->fd != -1 || x->ifd != -1 ||
+	if (x == NULL || x->fd != -1 || x->ifd != -1 ||
 	    x->fd_listed || x->foot_pending || x->wgen != x->sgen ||
 	    x->mem_idx != NULL)
+		return;
+	/* The active segment's append state must be what tlog_seg_live
+	 * makes again: no jitter or reservation, no data after its last
+	 * index entry, which ends it (or no entry and no record). */
+	if (!seg->sealed && (x->jitter != 0 || x->prealloc != 0 ||
+	    x->run_crc != 0 || (seg->nidx > 0 ?
+	    x->last_idx_rel != seg->records || x->last_idx_pos != seg->bytes :
+	    seg->records != 0)))
 		return;
 	seg->live = NULL;
 	free(x);
@@ -548,10 +562,17 @@ tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 
 	if (seg->sealed)
 		return 0;
-	if (tlog_seg_live(seg) != 0)	/* never: an active one has it */
-		return -ENOMEM;
 	seg->sealed = 1;
 	seg->sealed_by = why;
+	if (tlog_seg_live(seg) != 0) {
+		/* Only an idle one has none: its data and entries are
+		 * synced and end with its boundary entry. It lacks only the
+		 * footer, which recovery writes (trigger `recovery`). */
+		tlog_ctx_log_err(sd->ctx, "segment %020llu: out of memory; "
+		    "its footer is left to recovery",
+		    (unsigned long long)seg->base);
+		return 0;
+	}
 	if (seg->live->prealloc) {
 		seg->trim_pending = 1;
 		seg->live->prealloc = 0;

@@ -756,8 +756,8 @@ END_TEST
  * Memory (doc/performance.md, "Memory"): a sealed segment whose footer is
  * written and whose files are closed keeps no live part, whether it was
  * sealed here, loaded from the checkpoint of a clean close or from its
- * files; the active segment always has one. n_live counts the sealed
- * segments holding one.
+ * files; nor does an active segment loaded after a clean close, until it
+ * is written again. n_live counts the sealed segments holding one.
  */
 static void
 live_parts(struct tlog_partition *p, size_t *n_sealed, size_t *n_live,
@@ -816,24 +816,49 @@ START_TEST(sealed_idle_segment_keeps_no_live_part)
 	live_parts(p, &ns, &nl, &act);
 	ck_assert_uint_eq(ns, 3);
 	ck_assert_uint_eq(nl, 0);
-	ck_assert(act);
+	ck_assert(!act);
 	data = th_partition_data(p, NULL);
 	ck_assert_str_eq(data,
 	    "a record\na record\na record\nthe active one\n");
 	free(data);
+	/* Written again, it has one; its entries go on where they were
+	 * (the next open reads every record back). */
+	w = tlog_writer_open(p);
+	th_put(w, "then more\n");
+	tlog_writer_close(w);
+	live_parts(p, &ns, &nl, &act);
+	ck_assert(act);
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
+	live_parts(p, &ns, &nl, &act);
+	ck_assert_uint_eq(ns, 4);
+	ck_assert_uint_eq(nl, 0);
 	tlog_partition_put(p);
 	tlog_store_close(s);
 
-	/* From the files (no checkpoint). */
+	/* From the files (no checkpoint): after a clean close, the active
+	 * segment's index ends with its boundary entry. */
 	ck_assert_int_ge(asprintf(&ck, "%s/.tlogfs/checkpoint", dir), 0);
 	unlink(ck);
 	free(ck);
 	s = th_open(dir);
 	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "last\n");
+	tlog_writer_close(w);
+	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
 	live_parts(p, &ns, &nl, &act);
-	ck_assert_uint_eq(ns, 3);
+	ck_assert_uint_eq(ns, 4);
 	ck_assert_uint_eq(nl, 0);
-	ck_assert(act);
+	ck_assert(!act);
+	data = th_partition_data(p, NULL);
+	ck_assert_str_eq(data, "a record\na record\na record\n"
+	    "the active one\nthen more\nlast\n");
+	free(data);
 	tlog_partition_put(p);
 	tlog_store_close(s);
 	th_rmrf(dir);
