@@ -54,7 +54,6 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 	tlog_heap_node_init(&p->sched);
 	p->ncursors = 0;
 	p->cursor_floor = UINT64_MAX;
-	pthread_mutex_init(&p->cursor_lock, NULL);
 	tlog_heap_node_init(&p->fheap);
 	return p;
 }
@@ -87,7 +86,10 @@ part_free(struct tlog_level *lv)
 		free(seg);
 	}
 	free(p->cursors);
-	pthread_mutex_destroy(&p->cursor_lock);
+	if (p->cursor_lock != NULL) {
+		pthread_mutex_destroy(p->cursor_lock);
+		free(p->cursor_lock);
+	}
 	tlog_segdir_destroy(&p->sd);
 	tlog_level_destroy(&p->lv);
 	free(p);
