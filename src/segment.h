@@ -34,12 +34,15 @@ struct tlog_segment;
  * Its lifetime, the whole rule: it is made, read, written and freed only
  * under the partition's lock (sd->lock), or by the only holder of a
  * segment not yet on any list (creation, recovery). It exists while the
- * segment is not sealed, has a descriptor open or is on the open-file
- * budget's list, has writes no sync covered yet (wgen != sgen), waits for
- * its footer, or holds a read-only open's repaired index; tlog_seg_idle
- * frees it, under the lock, once none of that holds. So code that holds
- * sd->lock and sees one of those conditions may use seg->live; nothing
- * may keep a pointer to it past the unlock. The budget's eviction reads
+ * segment has a descriptor open or is on the open-file budget's list,
+ * has writes no sync covered yet (wgen != sgen), waits for its footer,
+ * holds a read-only open's repaired index, or is active with append
+ * state tlog_seg_live could not make again (a jitter, a reservation,
+ * data after its last index entry); tlog_seg_idle frees it, under the
+ * lock, once none of that holds. So code that holds sd->lock and sees
+ * one of those conditions may use seg->live, and the append path makes
+ * it (tlog_seg_live) before it reads it; nothing may keep a pointer to
+ * it past the unlock. The budget's eviction reads
  * the list links with only fdb->lock held: a listed segment's live part
  * cannot go, as only close_files, under fdb->lock too, unlists it.
  */
@@ -74,7 +77,7 @@ struct tlog_seg_live {
 struct tlog_segment {
 	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
 	struct tlog_segdir *sd;		/* its partition's; referenced */
-	struct tlog_seg_live *live;	/* NULL when sealed and idle (above) */
+	struct tlog_seg_live *live;	/* NULL when idle (above) */
 	uint64_t ino;
 	uint64_t base;
 	uint64_t bytes;		/* committed; read atomically by readers */
