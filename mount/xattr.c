@@ -118,7 +118,7 @@ level_part(const struct tl_node *n)
 static bool
 level_sets(struct tl_fs *fs, const struct tl_node *n, int k)
 {
-	struct tlog_conf *c;
+	const struct tlog_conf *c;
 
 	if (n->kind == TL_TOPIC)
 		c = tlog_topic_conf(n->topic);

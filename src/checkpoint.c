@@ -244,9 +244,13 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	const unsigned char *e = cp->ent + i * CKPT_ENT;
 	struct tlog_segment *seg;
 
+	/* A record takes a byte at least: anything else is not this
+	 * store's checkpoint, and the files say what the segment is. */
+	if (tlog_get64(e + 8) > tlog_get64(e + 16))
+		return NULL;
 	if ((seg = tlog_seg_new(&p->sd, tlog_get64(e))) == NULL)
 		return NULL;
-	seg->records = tlog_get64(e + 8);
+	seg->records = (uint32_t)tlog_get64(e + 8);
 	seg->bytes = tlog_get64(e + 16);
 	seg->first_ts = (int64_t)tlog_get64(e + 24);
 	seg->max_ts = (int64_t)tlog_get64(e + 32);
@@ -255,6 +259,7 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	seg->nidx = tlog_get32(e + 56);
 	seg->sealed_by = e[60];
 	seg->sealed = 1;
+	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
 }
 

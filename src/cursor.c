@@ -207,11 +207,33 @@ commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
 	return 0;
 }
 
+/* p's commit lock, made at its first commit; NULL: out of memory. */
+static pthread_mutex_t *
+commit_lock(struct tlog_partition *p)
+{
+	pthread_mutex_t *m = __atomic_load_n(&p->cursor_lock,
+	    __ATOMIC_ACQUIRE), *nm;
+
+	if (m != NULL)
+		return m;
+	if ((nm = malloc(sizeof(*nm))) == NULL)
+		return NULL;
+	pthread_mutex_init(nm, NULL);
+	if (__atomic_compare_exchange_n(&p->cursor_lock, &m, nm, false,
+	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return nm;
+	/* Another commit made it first. */
+	pthread_mutex_destroy(nm);
+	free(nm);
+	return m;
+}
+
 int
 tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
     const char *value, size_t len)
 {
 	struct tlog_cursor *v;
+	pthread_mutex_t *m;
 	char shown[40], where[2 * TLOG_NAME_MAX + 2];
 	uint64_t off, end;
 	size_t n;
@@ -230,7 +252,9 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		return -EINVAL;
 	}
 	ok = parse_offset(value, len, &off);
-	pthread_mutex_lock(&p->cursor_lock);
+	if ((m = commit_lock(p)) == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(m);
 	if (tlog_level_dead(&p->lv)) {
 		r = -ENOENT;
 		goto out;
@@ -265,7 +289,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		v[i].offset = off;
 	r = commit(p, v, n);
 out:
-	pthread_mutex_unlock(&p->cursor_lock);
+	pthread_mutex_unlock(m);
 	if (r == 0)
 		tlog_part_resched(p);
 	return r;
@@ -275,6 +299,7 @@ int
 tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 {
 	struct tlog_cursor *v;
+	pthread_mutex_t *m;
 	uint64_t end;
 	size_t n;
 	ssize_t i;
@@ -282,7 +307,9 @@ tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 
 	if (p->ctx->ro)
 		return -EROFS;
-	pthread_mutex_lock(&p->cursor_lock);
+	if ((m = commit_lock(p)) == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(m);
 	if ((v = copy_cursors(p, &n, &end)) == NULL) {
 		r = -ENOMEM;
 		goto out;
@@ -295,7 +322,7 @@ tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 	memmove(&v[i], &v[i + 1], (n - (size_t)i - 1) * sizeof(*v));
 	r = commit(p, v, n - 1);
 out:
-	pthread_mutex_unlock(&p->cursor_lock);
+	pthread_mutex_unlock(m);
 	if (r == 0)
 		tlog_part_resched(p);
 	return r;

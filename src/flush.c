@@ -76,15 +76,19 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 	pthread_mutex_lock(&p->sd.lock);
 	seg = tlog_part_active(p);
 	if (seg != NULL && seg->records > 0) {
-		bool bound = !(seg->nidx > 0 &&
-		    seg->last_idx_rel == seg->records &&
-		    seg->last_idx_pos == seg->bytes);
+		/* Without its live part it is synced and ends with its
+		 * boundary entry (segment.h). */
+		struct tlog_seg_live *x = seg->live;
+		bool bound = x != NULL && !(seg->nidx > 0 &&
+		    x->last_idx_rel == seg->records &&
+		    x->last_idx_pos == seg->bytes);
+		bool dirty = x != NULL && x->wgen != x->sgen;
 
-		if ((bound || seg->wgen != seg->sgen) &&
+		if ((bound || dirty) &&
 		    (r2 = tlog_seg_open_files(seg, false)) != 0) {
 			if (r == 0)
 				r = r2;
-		} else if (bound || seg->wgen != seg->sgen) {
+		} else if (bound || dirty) {
 			if (bound && (r2 = tlog_seg_write_boundary(seg)) != 0 &&
 			    r == 0)
 				r = r2;

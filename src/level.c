@@ -28,7 +28,6 @@ tlog_level_init(struct tlog_level *lv, struct tlog_tree *tree,
 	lv->ino = ino;
 	lv->refs = 1;
 	lv->free = free_fn;
-	tlog_conf_init(&lv->conf);
 	if (parent != NULL)
 		tlog_level_ref(parent);
 	return 0;
@@ -39,6 +38,8 @@ tlog_level_destroy(struct tlog_level *lv)
 {
 	free(lv->name);
 	lv->name = NULL;
+	free(lv->conf);
+	lv->conf = NULL;
 	tlog_level_put(lv->parent);
 	lv->parent = NULL;
 }
@@ -65,9 +66,83 @@ tlog_level_conf(const struct tlog_level *lv, enum tlog_key k)
 	int64_t v;
 
 	for (; lv != NULL; lv = lv->parent)
-		if ((v = tlog_conf_value(&lv->conf, k)) != TLOG_UNSET)
+		if ((v = tlog_level_own(lv, k)) != TLOG_UNSET)
 			return v;
 	return tlog_key_default(k);
+}
+
+static struct tlog_conf *own_conf(struct tlog_level *);
+
+int64_t
+tlog_level_own(const struct tlog_level *lv, enum tlog_key k)
+{
+	return tlog_conf_value(tlog_level_conf_of(lv), k);
+}
+
+const struct tlog_conf *
+tlog_level_conf_of(const struct tlog_level *lv)
+{
+	static const struct tlog_conf none = {
+		.v = { [0 ... TLOG_NKEYS - 1] = TLOG_UNSET }
+	};
+	const struct tlog_conf *c = __atomic_load_n(&lv->conf,
+	    __ATOMIC_ACQUIRE);
+
+	return c != NULL ? c : &none;
+}
+
+int
+tlog_level_reserve(struct tlog_level *lv)
+{
+	return own_conf(lv) != NULL ? 0 : -ENOMEM;
+}
+
+/* lv's own settings, made (all unset) if it has none yet. */
+static struct tlog_conf *
+own_conf(struct tlog_level *lv)
+{
+	struct tlog_conf *c = lv->conf;
+
+	if (c != NULL)
+		return c;
+	if ((c = malloc(sizeof(*c))) == NULL)
+		return NULL;
+	tlog_conf_init(c);
+	__atomic_store_n(&lv->conf, c, __ATOMIC_RELEASE);
+	return c;
+}
+
+int
+tlog_level_assign(struct tlog_level *lv, enum tlog_key k, int64_t v)
+{
+	struct tlog_conf *c;
+
+	if (lv->conf == NULL && v == TLOG_UNSET)
+		return 0;
+	if ((c = own_conf(lv)) == NULL)
+		return -ENOMEM;
+	tlog_conf_assign(c, k, v);
+	return 0;
+}
+
+int
+tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx, int dirfd,
+    const char *path)
+{
+	struct tlog_conf nc, *c;
+	int i, r;
+
+	r = tlog_conf_load(ctx, dirfd, path, &nc);
+	for (i = 0; i < TLOG_NKEYS; i++)
+		if (nc.v[i] != TLOG_UNSET)
+			break;
+	if (i == TLOG_NKEYS && lv->conf == NULL)
+		return r;
+	if ((c = own_conf(lv)) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < TLOG_NKEYS; i++)
+		tlog_conf_assign(c, i, nc.v[i]);
+	return r;
 }
 
 void

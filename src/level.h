@@ -34,7 +34,11 @@ struct tlog_level {
 	struct tlog_level *parent;	/* NULL for the store; referenced if
 					   counted */
 	char *name;			/* under tree->lock; NULL: the store */
-	struct tlog_conf conf;	/* this level's own settings */
+	/* This level's own settings; NULL until it sets one (most
+	 * partitions never do). Made once under the store's conf_lock, or
+	 * before the level is shared, published atomically and freed with
+	 * the level: readers take no lock. */
+	struct tlog_conf *conf;
 	uint64_t ino;
 	int refs;			/* atomic */
 	bool dead;			/* removed or replaced; atomic */
@@ -57,6 +61,18 @@ void tlog_level_put(struct tlog_level *lv);
 
 /* The effective value of key k at lv: inheritance, in one place. */
 int64_t tlog_level_conf(const struct tlog_level *lv, enum tlog_key k);
+/* lv's own value of k, or TLOG_UNSET; no lock. */
+int64_t tlog_level_own(const struct tlog_level *lv, enum tlog_key k);
+/* lv's own settings, or one that sets nothing; no lock. */
+const struct tlog_conf *tlog_level_conf_of(const struct tlog_level *lv);
+/* Sets lv's own value of k (the store's conf_lock held, or lv not yet
+ * shared); 0 or -ENOMEM, before anything changed. Never fails after
+ * tlog_level_reserve. */
+int tlog_level_assign(struct tlog_level *lv, enum tlog_key k, int64_t v);
+int tlog_level_reserve(struct tlog_level *lv);
+/* Loads lv's own settings from path in dirfd (lv not yet shared). */
+int tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx,
+    int dirfd, const char *path);
 /* Copies the current name (it may be renamed at any time). */
 void tlog_level_name(struct tlog_level *lv, char *buf, size_t len);
 /* Dead, or below a dead level (tree lock held, or a racy hint). */

@@ -90,8 +90,16 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 	const char *file;
 	int i, r, dfd;
 
+	/* Room for the value first: nothing may fail once the file
+	 * says it. */
+	if (v != TLOG_UNSET && tlog_level_reserve(lv) != 0) {
+		r = -ENOMEM;
+		snprintf(msg, sizeof(msg), "%s: %s", tlog_key_name(k),
+		    strerror(ENOMEM));
+		goto fail;
+	}
 	for (i = 0; i < TLOG_NKEYS; i++)
-		copy.v[i] = tlog_conf_value(&lv->conf, i);
+		copy.v[i] = tlog_level_own(lv, i);
 	copy.v[k] = v;
 	if (tlog_level_conf_path(s, t, p, path, sizeof(path)) != 0)
 		strlcpy(path, ".config", sizeof(path));
@@ -110,7 +118,7 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 		    tlog_key_name(k), path, strerror(-r));
 		goto fail;
 	}
-	tlog_conf_assign(&lv->conf, k, v);
+	(void)tlog_level_assign(lv, k, v);	/* reserved above */
 	/* A new floor is checked at once, and at the next append. */
 	if (k == TLOG_RETENTION_KEEP_FREE)
 		tlog_store_free_changed(s);
@@ -222,7 +230,7 @@ tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
 	pthread_mutex_lock(&s->conf_lock);
 	if (tlog_level_dead(lv))
 		r = -ENOENT;
-	else if (tlog_conf_value(&lv->conf, k) == TLOG_UNSET)
+	else if (tlog_level_own(lv, k) == TLOG_UNSET)
 		r = -ENODATA;
 	else
 		r = level_commit(s, t, p, k, TLOG_UNSET, NULL, 0);

@@ -54,7 +54,6 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 	tlog_heap_node_init(&p->sched);
 	p->ncursors = 0;
 	p->cursor_floor = UINT64_MAX;
-	pthread_mutex_init(&p->cursor_lock, NULL);
 	tlog_heap_node_init(&p->fheap);
 	return p;
 }
@@ -83,11 +82,14 @@ part_free(struct tlog_level *lv)
 	 * store is being torn down, which releases them first. */
 	while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
 		TAILQ_REMOVE(&p->segs, seg, link);
-		tlog_seg_close_files(seg);
+		tlog_seg_drop_live(seg);
 		free(seg);
 	}
 	free(p->cursors);
-	pthread_mutex_destroy(&p->cursor_lock);
+	if (p->cursor_lock != NULL) {
+		pthread_mutex_destroy(p->cursor_lock);
+		free(p->cursor_lock);
+	}
 	tlog_segdir_destroy(&p->sd);
 	tlog_level_destroy(&p->lv);
 	free(p);
@@ -99,10 +101,10 @@ tlog_partition_ino(const struct tlog_partition *p)
 	return p->lv.ino;
 }
 
-struct tlog_conf *
+const struct tlog_conf *
 tlog_partition_conf(struct tlog_partition *p)
 {
-	return &p->lv.conf;
+	return tlog_level_conf_of(&p->lv);
 }
 
 void
@@ -235,10 +237,10 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
     enum tlog_rule rule)
 {
 	/* Its data is going: no footer to wait for. */
-	if (seg->foot_pending) {
-		TAILQ_REMOVE(&p->sd.unsynced, seg, synclink);
+	if (seg->live != NULL && seg->live->foot_pending) {
+		TAILQ_REMOVE(&p->sd.unsynced, seg, live->synclink);
 		__atomic_sub_fetch(&p->sd.nunsynced, 1, __ATOMIC_RELAXED);
-		seg->foot_pending = 0;
+		seg->live->foot_pending = 0;
 		tlog_segment_put(seg);
 	}
 	TAILQ_REMOVE(&p->segs, seg, link);
@@ -361,13 +363,13 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 		return 0;
 	if ((r = tlog_seg_open_files(seg, false)) != 0)
 		goto fail;
-	seg->wgen++;
+	seg->live->wgen++;
 	TLOG_HOOK(p->ctx, TLOG_HOOK_WRITE, p);
-	r = pwrite_all(seg->fd, buf + run->start, run->len,
+	r = pwrite_all(seg->live->fd, buf + run->start, run->len,
 	    (off_t)seg->bytes);
 	if (r != 0) {
 		/* No partial record may stay. */
-		if (ftruncate(seg->fd, (off_t)seg->bytes) == -1)
+		if (ftruncate(seg->live->fd, (off_t)seg->bytes) == -1)
 			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
 			    strerror(errno));
 		goto fail;
@@ -376,15 +378,15 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	 * found again only through the entry after it. */
 	if (run->nidx &&
 	    (r = tlog_seg_write_entries(seg, run->idx, run->nidx)) != 0) {
-		if (ftruncate(seg->fd, (off_t)seg->bytes) == -1)
+		if (ftruncate(seg->live->fd, (off_t)seg->bytes) == -1)
 			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
 			    strerror(errno));
 		goto fail;
 	}
 	if (seg->records == 0)
 		seg->first_ts = ts;
-	seg->run_crc = run_crc(run, buf, run->start + run->len);
-	seg->records += run->nrec;
+	seg->live->run_crc = run_crc(run, buf, run->start + run->len);
+	seg->records += (uint32_t)run->nrec;
 	__atomic_store_n(&seg->bytes, seg->bytes + run->len, __ATOMIC_RELEASE);
 	seg->max_ts = ts;
 	p->bytes += run->len;
@@ -412,7 +414,7 @@ draw_jitter(struct tlog_segment *seg, const struct limits *l)
 	if (l->jitter <= 0)
 		return;
 	j = ((uint64_t)arc4random() << 32) | arc4random();
-	seg->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
+	seg->live->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
 }
 
 /*
@@ -455,9 +457,9 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 	}
 	draw_jitter(seg, l);
 	if (l->prealloc) {
-		if (fallocate(seg->fd, FALLOC_FL_KEEP_SIZE, 0,
+		if (fallocate(seg->live->fd, FALLOC_FL_KEEP_SIZE, 0,
 		    (off_t)l->seg_bytes) == 0)
-			seg->prealloc = (uint64_t)l->seg_bytes;
+			seg->live->prealloc = (uint64_t)l->seg_bytes;
 		else
 			tlog_ctx_log_err(p->ctx, "cannot preallocate %" PRId64
 			    " bytes: %s", l->seg_bytes, strerror(errno));
@@ -509,7 +511,8 @@ reserve_after(struct tlog_partition *p, const struct run *run, size_t rlen,
 
 	if (seg != NULL) {
 		end = seg->bytes + run->len + rlen;
-		return seg->prealloc > end ? seg->prealloc - end : 0;
+		return tlog_seg_prealloc(seg) > end ?
+		    tlog_seg_prealloc(seg) - end : 0;
 	}
 	if (l->prealloc && (uint64_t)l->seg_bytes > rlen)
 		return (uint64_t)l->seg_bytes - rlen;
@@ -536,11 +539,11 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 		if (old == NULL)
 			break;
 		if (!old->sealed) {
-			if (old->records == 0 && old->prealloc == 0)
+			if (old->records == 0 && tlog_seg_prealloc(old) == 0)
 				break;
 			if (old->records == 0) {
 				/* Nothing to delete: give the space back. */
-				old->prealloc = 0;
+				old->live->prealloc = 0;
 				old->trim_pending = 1;
 				tlog_seg_trim(old);
 				continue;
@@ -614,6 +617,9 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	uint64_t rel, at;
 	int r;
 
+	/* An idle active segment may have let its live part go. */
+	if ((r = tlog_seg_live(seg)) != 0)
+		return r;
 	if (run->nidx + 2 > MAX_PENDING_IDX &&
 	    (r = run_flush(p, run, buf, ts)) != 0)
 		return r;
@@ -622,12 +628,12 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	/* Each entry carries the CRC of the data since the one before
 	 * (doc/format.md), computed as the records go by. */
 	if (run->len == 0 && run->nrec == 0) {
-		run->crc = seg->run_crc;
+		run->crc = seg->live->run_crc;
 		run->crc_at = pos;
 	}
 	if (rel == 0 ||
 	    at - (run->nidx ? run->idx[run->nidx - 1].pos :
-	    seg->last_idx_pos) >= TLOG_IDX_INTERVAL) {
+	    seg->live->last_idx_pos) >= TLOG_IDX_INTERVAL) {
 		run->idx[run->nidx++] = (struct tlog_idx_entry){
 			(uint32_t)rel, (uint32_t)at, ts,
 			run_crc(run, buf, pos) };
@@ -848,8 +854,8 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 		a[i].base = seg->base;
 		a[i].records = seg->records;
 		a[i].bytes = seg->bytes;
-		a[i].alloc = seg->prealloc > seg->bytes ? seg->prealloc :
-		    seg->bytes;
+		a[i].alloc = tlog_seg_prealloc(seg) > seg->bytes ?
+		    tlog_seg_prealloc(seg) : seg->bytes;
 		a[i].first_ts = seg->records ? seg->first_ts : -1;
 		a[i].max_ts = seg->records ? seg->max_ts : -1;
 		a[i].sealed = seg->sealed;
@@ -875,7 +881,8 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	info->base = seg->base;
 	info->records = seg->records;
 	info->bytes = seg->bytes;
-	info->alloc = seg->prealloc > seg->bytes ? seg->prealloc : seg->bytes;
+	info->alloc = tlog_seg_prealloc(seg) > seg->bytes ?
+	    tlog_seg_prealloc(seg) : seg->bytes;
 	info->first_ts = seg->first_ts;
 	info->max_ts = seg->max_ts;
 	info->sealed = seg->sealed;

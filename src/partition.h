@@ -110,9 +110,11 @@ struct tlog_partition {
 	uint64_t cursor_floor;		/* the slowest cursor; UINT64_MAX if none */
 	/* cursor.c's: the cursors, sorted by name, one malloc'd block
 	 * replaced under sd.lock (freed with p); commits take
-	 * cursor_lock, before any other lock of p's. */
+	 * cursor_lock, before any other lock of p's. The lock is made at
+	 * the first commit (most partitions have none), published
+	 * atomically and freed with p. */
 	struct tlog_cursor *cursors;
-	pthread_mutex_t cursor_lock;
+	pthread_mutex_t *cursor_lock;
 	struct tlog_heap_node fheap;	/* the reaper's free-space heap: key =
 					   oldest segment's max_ts */
 };

@@ -173,10 +173,10 @@ tlog_topic_ino(const struct tlog_topic *t)
 	return t->lv.ino;
 }
 
-struct tlog_conf *
+const struct tlog_conf *
 tlog_topic_conf(struct tlog_topic *t)
 {
-	return &t->lv.conf;
+	return tlog_level_conf_of(&t->lv);
 }
 
 void
@@ -746,7 +746,7 @@ load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 			return -ENOMEM;
 		}
 		tlog_level_set_dir(&p->lv, fd);
-		tlog_conf_load(reg->penv->ctx, fd, ".config", &p->lv.conf);
+		tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, ".config");
 		close(fd);
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
@@ -778,7 +778,7 @@ tlog_reg_load(struct tlog_registry *reg)
 			closedir(d);
 			return -ENOMEM;
 		}
-		tlog_conf_load(reg->penv->ctx, fd, ".config", &t->lv.conf);
+		tlog_level_load_conf(&t->lv, reg->penv->ctx, fd, ".config");
 		RB_INSERT(tlog_topic_tree, &reg->topics, t);
 		r = load_topic(reg, t, fd);
 		close(fd);

@@ -217,10 +217,10 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 	r = tlog_write_file_atomic(dfd, name, buf, len, false);
 	free(buf);
 	if (r == 0) {
-		seg->nidx = v->n;
+		seg->nidx = (uint32_t)v->n;
 		if (v->n) {
-			seg->last_idx_rel = v->e[v->n - 1].rel;
-			seg->last_idx_pos = v->e[v->n - 1].pos;
+			seg->live->last_idx_rel = v->e[v->n - 1].rel;
+			seg->live->last_idx_pos = v->e[v->n - 1].pos;
 		}
 	}
 	return r;
@@ -323,9 +323,11 @@ quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
 		ft = buf + TLOG_IDX_HDR;
 	}
 	if (tlog_idx_decode_header(buf, &hbase) == 0 && hbase == base &&
-	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size) {
+	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size &&
+	    foot->records <= foot->bytes) {
 		body = (uint64_t)st.st_size - TLOG_IDX_HDR - TLOG_IDX_FOOT;
-		ok = body % TLOG_IDX_ENT == 0;
+		ok = body % TLOG_IDX_ENT == 0 &&
+		    body / TLOG_IDX_ENT <= UINT32_MAX;
 		*nidx = body / TLOG_IDX_ENT;
 	}
 out:
@@ -375,7 +377,8 @@ load_finish(struct load *l, bool keep)
 	if (!keep) {
 		tlog_segment_put(l->seg);
 		l->seg = NULL;
-	}
+	} else
+		tlog_seg_idle(l->seg);	/* not listed yet: ours alone */
 	return l->seg;
 }
 
@@ -405,12 +408,14 @@ static void
 load_index(struct load *l, bool has_idx)
 {
 	struct tlog_ctx *ctx = l->ctx;
+	uint64_t nidx;
 	int r;
 
 	if (has_idx && quick_sealed(l->dfd, l->base, l->size, &l->foot,
-	    &l->seg->nidx)) {
+	    &nidx)) {
 		l->footer = true;
-		l->v.n = l->seg->nidx;	/* entries not needed */
+		l->seg->nidx = (uint32_t)nidx;
+		l->v.n = nidx;	/* entries not needed */
 	} else if (has_idx && (r = read_index(l->dfd, l->base, &l->v,
 	    &l->foot, &l->footer, &l->torn, &l->crcs)) != 0) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
@@ -465,7 +470,7 @@ load_clean(struct load *l)
 	seg->max_ts = l->foot.max_ts;
 	seg->sealed = 1;
 	seg->sealed_by = (unsigned char)l->foot.sealed_by;
-	seg->nidx = l->v.n;
+	seg->nidx = (uint32_t)l->v.n;
 	if (!l->ctx->ro && (uint64_t)l->st.st_blocks * 512 >
 	    ((l->size + 4095) & ~4095ULL) + 4096) {
 		seg->trim_pending = 1;
@@ -594,7 +599,7 @@ load_scan(struct load *l)
 		seg->max_ts = hint;
 	if (seg->first_ts > seg->max_ts)
 		seg->first_ts = seg->max_ts;
-	seg->records = records;
+	seg->records = (uint32_t)records;
 	seg->bytes = l->end;
 	if (records > 0 && (v->n == 0 || v->e[v->n - 1].rel != records))
 		entries_push(v, records, l->end, seg->max_ts);
@@ -618,7 +623,7 @@ load_seal(struct load *l)
 			    "unsealed behind a newer segment; sealed%s",
 			    l->where, l->name, l->ctx->ro ? " in memory" : "");
 	} else if (alloc > ((l->end + 4095) & ~4095ULL)) {
-		seg->prealloc = alloc;
+		seg->live->prealloc = alloc;
 	}
 }
 
@@ -635,19 +640,19 @@ load_fix_index(struct load *l)
 
 	if (!l->rebuild && !l->torn && v->n == l->n0 &&
 	    l->footer == (bool)seg->sealed) {
-		seg->nidx = v->n;
+		seg->nidx = (uint32_t)v->n;
 		if (v->n) {
-			seg->last_idx_rel = v->e[v->n - 1].rel;
-			seg->last_idx_pos = v->e[v->n - 1].pos;
+			seg->live->last_idx_rel = v->e[v->n - 1].rel;
+			seg->live->last_idx_pos = v->e[v->n - 1].pos;
 		}
 	} else if (ctx->ro) {
 		/* The file stays as it is and says less, or something
 		 * else, than the data: look-ups read these entries. */
-		seg->mem_idx = v->e;
-		seg->nidx = v->n;
+		seg->live->mem_idx = v->e;
+		seg->nidx = (uint32_t)v->n;
 		if (v->n) {
-			seg->last_idx_rel = v->e[v->n - 1].rel;
-			seg->last_idx_pos = v->e[v->n - 1].pos;
+			seg->live->last_idx_rel = v->e[v->n - 1].rel;
+			seg->live->last_idx_pos = v->e[v->n - 1].pos;
 		}
 		v->e = NULL;
 		*l->dirty = true;
@@ -710,7 +715,8 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	load_index(&l, has_idx);
 	if (load_open(&l) != 0)
 		return load_finish(&l, false);
-	if (l.footer && l.foot.bytes == l.size) {
+	if (l.footer && l.foot.bytes == l.size &&
+	    l.foot.records <= l.foot.bytes) {
 		load_clean(&l);
 		return load_finish(&l, true);
 	}
@@ -744,13 +750,13 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	 * the partition's next fsync must sync them (unless the open's
 	 * syncfs does, see tlog_store_open). */
 	if (!l.seg->sealed && !rc->was_clean)
-		l.seg->wgen = 1;
+		l.seg->live->wgen = 1;
 	if (!l.ctx->ro && l.seg->sealed && (uint64_t)l.st.st_blocks * 512 >
 	    ((l.end + 4095) & ~4095ULL) + 4096) {
 		l.seg->trim_pending = 1;
-		l.seg->fd = l.fd;
+		l.seg->live->fd = l.fd;
 		tlog_seg_trim(l.seg);
-		l.seg->fd = -1;
+		l.seg->live->fd = -1;
 	}
 	return load_finish(&l, true);
 }

@@ -175,8 +175,8 @@ over_ceiling(struct tlog_partition *p, int64_t rb)
 	struct tlog_segment *seg = tlog_part_active(p);
 	uint64_t held = p->bytes;
 
-	if (seg != NULL && seg->prealloc > seg->bytes)
-		held += seg->prealloc - seg->bytes;
+	if (seg != NULL && tlog_seg_prealloc(seg) > seg->bytes)
+		held += tlog_seg_prealloc(seg) - seg->bytes;
 	return rb >= 0 && held > (uint64_t)rb;
 }
 
@@ -253,10 +253,10 @@ tlog_part_enforce_size(struct tlog_partition *p, int max,
 	while (n < max && over_ceiling(p, rb) &&
 	    (old = TAILQ_FIRST(&p->segs)) != NULL) {
 		if (!old->sealed) {
-			if (old->records == 0 && old->prealloc == 0)
+			if (old->records == 0 && tlog_seg_prealloc(old) == 0)
 				break;
 			if (old->records == 0) {
-				old->prealloc = 0;
+				old->live->prealloc = 0;
 				old->trim_pending = 1;
 				tlog_seg_trim(old);
 				continue;

@@ -79,9 +79,9 @@ tlog_segdir_drop_unsynced(struct tlog_segdir *sd)
 	struct tlog_segment *seg;
 
 	while ((seg = TAILQ_FIRST(&sd->unsynced)) != NULL) {
-		TAILQ_REMOVE(&sd->unsynced, seg, synclink);
+		TAILQ_REMOVE(&sd->unsynced, seg, live->synclink);
 		__atomic_sub_fetch(&sd->nunsynced, 1, __ATOMIC_RELAXED);
-		seg->foot_pending = 0;
+		seg->live->foot_pending = 0;
 		tlog_segment_put(seg);
 	}
 }
@@ -114,6 +114,8 @@ tlog_fdbudget_destroy(struct tlog_fdbudget *b)
 
 /* ---- one segment ---- */
 
+static void close_files(struct tlog_segment *, bool);
+
 struct tlog_segment *
 tlog_seg_new(struct tlog_segdir *sd, uint64_t base)
 {
@@ -127,11 +129,67 @@ tlog_seg_new(struct tlog_segdir *sd, uint64_t base)
 	seg->base = base;
 	seg->first_ts = -1;
 	seg->max_ts = -1;
-	seg->fd = -1;
-	seg->ifd = -1;
 	seg->sd = sd;
+	if (tlog_seg_live(seg) != 0) {
+		free(seg);
+		return NULL;
+	}
 	tlog_level_ref(sd->lv);
 	return seg;
+}
+
+int
+tlog_seg_live(struct tlog_segment *seg)
+{
+	struct tlog_seg_live *x;
+
+	if (seg->live != NULL)
+		return 0;
+	if ((x = calloc(1, sizeof(*x))) == NULL)
+		return -ENOMEM;
+	x->fd = -1;
+	x->ifd = -1;
+	/* Made again for a segment that had one: only at its boundary
+	 * entry did it let it go (tlog_seg_idle). */
+	if (seg->nidx > 0) {
+		x->last_idx_rel = seg->records;
+		x->last_idx_pos = (uint32_t)seg->bytes;
+	}
+	seg->live = x;
+	return 0;
+}
+
+void
+tlog_seg_drop_live(struct tlog_segment *seg)
+{
+	if (seg->live == NULL)
+		return;
+	close_files(seg, false);
+	free(seg->live->mem_idx);
+	free(seg->live);
+	seg->live = NULL;
+}
+
+/* The conditions of the rule in segment.h, "Its lifetime". */
+void
+tlog_seg_idle(struct tlog_segment *seg)
+{
+	struct tlog_seg_live *x = seg->live;
+
+	if (x == NULL || x->fd != -1 || x->ifd != -1 ||
+	    x->fd_listed || x->foot_pending || x->wgen != x->sgen ||
+	    x->mem_idx != NULL)
+		return;
+	/* The active segment's append state must be what tlog_seg_live
+	 * makes again: no jitter or reservation, no data after its last
+	 * index entry, which ends it (or no entry and no record). */
+	if (!seg->sealed && (x->jitter != 0 || x->prealloc != 0 ||
+	    x->run_crc != 0 || (seg->nidx > 0 ?
+	    x->last_idx_rel != seg->records || x->last_idx_pos != seg->bytes :
+	    seg->records != 0)))
+		return;
+	seg->live = NULL;
+	free(x);
 }
 
 void
@@ -146,39 +204,43 @@ tlog_segment_put(struct tlog_segment *seg)
 	if (seg == NULL || __atomic_sub_fetch(&seg->refs, 1,
 	    __ATOMIC_ACQ_REL) != 0)
 		return;
-	tlog_seg_close_files(seg);
+	tlog_seg_drop_live(seg);
 	tlog_level_put(seg->sd->lv);
-	free(seg->mem_idx);
 	free(seg);
 }
 
 /* Closes a segment's files; the caller holds its partition's lock (or
- * the only reference), and the budget's lock when `locked`. */
+ * the only reference), and the budget's lock when `locked`. The live
+ * part stays: the caller decides when it may go (tlog_seg_idle). */
 static void
 close_files(struct tlog_segment *seg, bool locked)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_seg_live *x = seg->live;
 
-	if (seg->fd_listed) {
+	if (x == NULL)
+		return;
+	if (x->fd_listed) {
 		if (!locked)
 			pthread_mutex_lock(&b->lock);
-		TAILQ_REMOVE(&b->segs, seg, fdlink);
-		seg->fd_listed = 0;
+		TAILQ_REMOVE(&b->segs, seg, live->fdlink);
+		x->fd_listed = 0;
 		b->n--;
 		if (!locked)
 			pthread_mutex_unlock(&b->lock);
 	}
-	if (seg->fd != -1)
-		close(seg->fd);
-	if (seg->ifd != -1)
-		close(seg->ifd);
-	seg->fd = seg->ifd = -1;
+	if (x->fd != -1)
+		close(x->fd);
+	if (x->ifd != -1)
+		close(x->ifd);
+	x->fd = x->ifd = -1;
 }
 
 void
 tlog_seg_close_files(struct tlog_segment *seg)
 {
 	close_files(seg, false);
+	tlog_seg_idle(seg);
 }
 
 /*
@@ -208,7 +270,7 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 
 	for (v = TAILQ_FIRST(&b->segs); v != NULL && b->n > budget &&
 	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
-		next = TAILQ_NEXT(v, fdlink);
+		next = TAILQ_NEXT(v, live->fdlink);
 		sd = v->sd;
 		if (v == self || pthread_mutex_trylock(&sd->sync_lock) != 0)
 			continue;
@@ -216,12 +278,13 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 			pthread_mutex_unlock(&sd->sync_lock);
 			continue;
 		}
-		if (v->foot_pending || v->wgen != v->sgen) {
+		if (v->live->foot_pending || v->live->wgen != v->live->sgen) {
 			tlog_seg_io_take(v, &ev->io[ev->n++], true, true);
 			pthread_mutex_unlock(&sd->lock);
 			continue;	/* sync_lock held until synced */
 		}
 		close_files(v, true);
+		tlog_seg_idle(v);
 		pthread_mutex_unlock(&sd->lock);
 		pthread_mutex_unlock(&sd->sync_lock);
 	}
@@ -256,9 +319,9 @@ fd_track(struct tlog_segment *seg)
 
 	ev.n = 0;
 	pthread_mutex_lock(&b->lock);
-	if (!seg->fd_listed) {
-		TAILQ_INSERT_TAIL(&b->segs, seg, fdlink);
-		seg->fd_listed = 1;
+	if (!seg->live->fd_listed) {
+		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
+		seg->live->fd_listed = 1;
 		b->n++;
 	}
 	if (b->n > b->max)
@@ -344,30 +407,35 @@ int
 tlog_seg_open_files(struct tlog_segment *seg, bool create)
 {
 	unsigned char hdr[TLOG_IDX_HDR];
+	struct tlog_seg_live *x;
 	char name[32];
 	int r;
 
-	if (seg->fd != -1 && seg->ifd != -1)
+	if ((r = tlog_seg_live(seg)) != 0)
+		return r;
+	x = seg->live;
+	if (x->fd != -1 && x->ifd != -1)
 		return 0;
-	tlog_seg_close_files(seg);
-	if ((seg->fd = open_one(seg, ".log", create)) < 0) {
-		r = seg->fd;
-		seg->fd = -1;
+	close_files(seg, false);
+	if ((x->fd = open_one(seg, ".log", create)) < 0) {
+		r = x->fd;
+		x->fd = -1;
+		tlog_seg_idle(seg);
 		return r;
 	}
-	if ((seg->ifd = open_one(seg, ".idx", create)) < 0) {
-		r = seg->ifd;
-		seg->ifd = -1;
+	if ((x->ifd = open_one(seg, ".idx", create)) < 0) {
+		r = x->ifd;
+		x->ifd = -1;
 		goto fail;
 	}
 	if (create) {
-		seg->wgen++;
+		x->wgen++;
 		seg->sd->dir_dirty = true;
 		/* The new files' blocks, for retention.keep.free's budget. */
 		__atomic_add_fetch(&seg->sd->ctx->free_appended,
 		    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
 		tlog_idx_encode_header(hdr, seg->base, TLOG_IDX_F_DATACRC);
-		if (pwrite(seg->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
+		if (pwrite(x->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			r = errno ? -errno : -EIO;
 			tlog_seg_close_files(seg);
 			tlog_segname_format(seg->base, ".idx", name, sizeof(name));
@@ -394,34 +462,36 @@ tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n)
 {
 	unsigned char buf[64 * TLOG_IDX_ENT];
-	uint64_t nidx0 = seg->nidx, rel0 = seg->last_idx_rel;
-	uint64_t pos0 = seg->last_idx_pos;
+	struct tlog_seg_live *x = seg->live;
+	uint64_t nidx0 = seg->nidx;
+	uint32_t rel0 = x->last_idx_rel;
+	uint32_t pos0 = x->last_idx_pos;
 	size_t i, k;
 	ssize_t w;
 	int r;
 
-	seg->wgen++;
+	x->wgen++;
 	while (n > 0) {
 		k = n < 64 ? n : 64;
 		for (i = 0; i < k; i++)
 			tlog_idx_encode_entry(buf + i * TLOG_IDX_ENT, &e[i]);
-		w = pwrite(seg->ifd, buf, k * TLOG_IDX_ENT,
-		    (off_t)(TLOG_IDX_HDR + seg->nidx * TLOG_IDX_ENT));
+		w = pwrite(x->ifd, buf, k * TLOG_IDX_ENT,
+		    (off_t)(TLOG_IDX_HDR + (uint64_t)seg->nidx * TLOG_IDX_ENT));
 		if (w != (ssize_t)(k * TLOG_IDX_ENT)) {
 			r = w == -1 ? -errno : -ENOSPC;
 			/* All or nothing: cut what this call wrote, so the
 			 * index never names data the caller takes back. */
-			seg->nidx = nidx0;
-			seg->last_idx_rel = rel0;
-			seg->last_idx_pos = pos0;
-			if (ftruncate(seg->ifd, (off_t)(TLOG_IDX_HDR +
+			seg->nidx = (uint32_t)nidx0;
+			x->last_idx_rel = rel0;
+			x->last_idx_pos = pos0;
+			if (ftruncate(x->ifd, (off_t)(TLOG_IDX_HDR +
 			    nidx0 * TLOG_IDX_ENT)) == -1)
 				return -EIO;
 			return r;
 		}
-		seg->nidx += k;
-		seg->last_idx_rel = e[k - 1].rel;
-		seg->last_idx_pos = e[k - 1].pos;
+		seg->nidx += (uint32_t)k;
+		x->last_idx_rel = e[k - 1].rel;
+		x->last_idx_pos = e[k - 1].pos;
 		e += k;
 		n -= k;
 	}
@@ -435,21 +505,22 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 int
 tlog_seg_write_boundary(struct tlog_segment *seg)
 {
+	struct tlog_seg_live *x = seg->live;
 	struct tlog_idx_entry e;
 	int r;
 
-	if (seg->records == 0 || (seg->nidx > 0 &&
-	    seg->last_idx_rel == seg->records &&
-	    seg->last_idx_pos == seg->bytes))
+	if (x == NULL || seg->records == 0 || (seg->nidx > 0 &&
+	    x->last_idx_rel == seg->records &&
+	    x->last_idx_pos == seg->bytes))
 		return 0;
-	if (seg->ifd == -1)
+	if (x->ifd == -1)
 		return 0;
 	e.rel = (uint32_t)seg->records;
 	e.pos = (uint32_t)seg->bytes;
 	e.ts = seg->max_ts;
-	e.crc = seg->run_crc;
+	e.crc = x->run_crc;
 	if ((r = tlog_seg_write_entries(seg, &e, 1)) == 0)
-		seg->run_crc = 0;
+		x->run_crc = 0;
 	return r;
 }
 
@@ -457,7 +528,7 @@ tlog_seg_write_boundary(struct tlog_segment *seg)
 int
 tlog_seg_trim(struct tlog_segment *seg)
 {
-	int fd = seg->fd, r = 0;
+	int fd = seg->live != NULL ? seg->live->fd : -1, r = 0, own = fd;
 	char name[32];
 
 	if (!seg->trim_pending)
@@ -475,7 +546,7 @@ tlog_seg_trim(struct tlog_segment *seg)
 		    (unsigned long long)seg->base, strerror(errno));
 	} else
 		seg->trim_pending = 0;
-	if (fd != seg->fd)
+	if (fd != own)
 		close(fd);
 	return r;
 }
@@ -496,14 +567,23 @@ tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 		return 0;
 	seg->sealed = 1;
 	seg->sealed_by = why;
-	if (seg->prealloc) {
+	if (tlog_seg_live(seg) != 0) {
+		/* Only an idle one has none: its data and entries are
+		 * synced and end with its boundary entry. It lacks only the
+		 * footer, which recovery writes (trigger `recovery`). */
+		tlog_ctx_log_err(sd->ctx, "segment %020llu: out of memory; "
+		    "its footer is left to recovery",
+		    (unsigned long long)seg->base);
+		return 0;
+	}
+	if (seg->live->prealloc) {
 		seg->trim_pending = 1;
-		seg->prealloc = 0;
+		seg->live->prealloc = 0;
 	}
 	tlog_seg_trim(seg);
-	seg->foot_pending = 1;
+	seg->live->foot_pending = 1;
 	tlog_seg_ref(seg);
-	TAILQ_INSERT_TAIL(&sd->unsynced, seg, synclink);
+	TAILQ_INSERT_TAIL(&sd->unsynced, seg, live->synclink);
 	__atomic_add_fetch(&sd->nunsynced, 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -513,39 +593,46 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
     bool steal, bool fd_locked)
 {
 	struct tlog_segdir *sd = seg->sd;
+	struct tlog_seg_live *x = seg->live;
 
 	memset(io, 0, sizeof(*io));
 	io->seg = seg;
-	io->gen = seg->wgen;
-	io->sync = seg->wgen != seg->sgen;
+	io->fd = io->ifd = -1;
 	io->nidx = seg->nidx;
-	if (seg->foot_pending) {
+	/* Idle: nothing to sync, no footer owed (the live part's rule). */
+	if (x == NULL) {
+		tlog_seg_ref(seg);
+		return;
+	}
+	io->gen = x->wgen;
+	io->sync = x->wgen != x->sgen;
+	if (x->foot_pending) {
 		/* Claimed: off the list, whose reference moves to io. */
-		TAILQ_REMOVE(&sd->unsynced, seg, synclink);
+		TAILQ_REMOVE(&sd->unsynced, seg, live->synclink);
 		__atomic_sub_fetch(&sd->nunsynced, 1, __ATOMIC_RELAXED);
-		seg->foot_pending = 0;
+		x->foot_pending = 0;
 		io->footer = true;
 	} else
 		tlog_seg_ref(seg);
 	if (steal) {
-		io->fd = seg->fd;
-		io->ifd = seg->ifd;
-		seg->fd = seg->ifd = -1;
+		io->fd = x->fd;
+		io->ifd = x->ifd;
+		x->fd = x->ifd = -1;
 		close_files(seg, fd_locked);
 	} else {
-		io->fd = seg->fd == -1 ? -1 : fcntl(seg->fd, F_DUPFD_CLOEXEC, 0);
-		io->ifd = seg->ifd == -1 ? -1 :
-		    fcntl(seg->ifd, F_DUPFD_CLOEXEC, 0);
+		io->fd = x->fd == -1 ? -1 : fcntl(x->fd, F_DUPFD_CLOEXEC, 0);
+		io->ifd = x->ifd == -1 ? -1 :
+		    fcntl(x->ifd, F_DUPFD_CLOEXEC, 0);
 	}
 	if (!io->footer)
 		return;
 	io->bound = seg->records > 0 && !(seg->nidx > 0 &&
-	    seg->last_idx_rel == seg->records &&
-	    seg->last_idx_pos == seg->bytes);
+	    x->last_idx_rel == seg->records &&
+	    x->last_idx_pos == seg->bytes);
 	io->be.rel = (uint32_t)seg->records;
 	io->be.pos = (uint32_t)seg->bytes;
 	io->be.ts = seg->max_ts;
-	io->be.crc = seg->run_crc;
+	io->be.crc = x->run_crc;
 	io->f.records = seg->records;
 	io->f.bytes = seg->bytes;
 	io->f.first_ts = seg->first_ts;
@@ -645,17 +732,23 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 	struct tlog_segment *seg = io->seg;
 	struct tlog_segdir *sd = seg->sd;
 
+	struct tlog_seg_live *x;
+
 	pthread_mutex_lock(&sd->lock);
-	if (r == 0 && io->sync && seg->sgen < io->gen)
-		seg->sgen = io->gen;
-	if (io->footer && r == 0 && io->bound) {
-		seg->nidx = io->nidx;
-		seg->last_idx_rel = io->be.rel;
-		seg->last_idx_pos = io->be.pos;
-		seg->run_crc = 0;
+	/* What io took kept the live part: it had writes to sync or a
+	 * footer to write, and only io records them done. */
+	x = seg->live;
+	if (x != NULL && r == 0 && io->sync && x->sgen < io->gen)
+		x->sgen = io->gen;
+	if (x != NULL && io->footer && r == 0 && io->bound) {
+		seg->nidx = (uint32_t)io->nidx;
+		x->last_idx_rel = io->be.rel;
+		x->last_idx_pos = io->be.pos;
+		x->run_crc = 0;
 	}
 	if (r != 0 && keep_err && sd->sync_err == 0)
 		sd->sync_err = r;
+	tlog_seg_idle(seg);
 	pthread_mutex_unlock(&sd->lock);
 	if (r != 0)
 		tlog_ctx_log_err(sd->ctx, "segment %020llu: cannot sync: %s",
@@ -728,18 +821,24 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 	ssize_t r;
 	int fd;
 
-	pthread_mutex_lock(&seg->sd->lock);
-	cnt = seg->nidx;
-	pthread_mutex_unlock(&seg->sd->lock);
 	*out = NULL;
 	*n = 0;
+	/* A read-only open's repaired index, copied under the lock (the
+	 * live part that holds it is the lock's). */
+	pthread_mutex_lock(&seg->sd->lock);
+	cnt = seg->nidx;
+	e = NULL;
+	if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL &&
+	    (e = reallocarray(NULL, cnt, sizeof(*e))) != NULL)
+		memcpy(e, seg->live->mem_idx, cnt * sizeof(*e));
+	else if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL)
+		cnt = SIZE_MAX;
+	pthread_mutex_unlock(&seg->sd->lock);
+	if (cnt == SIZE_MAX)
+		return -ENOMEM;
 	if (cnt == 0)
 		return 0;
-	/* A read-only open's repaired index; it never changes after. */
-	if (seg->mem_idx != NULL) {
-		if ((e = reallocarray(NULL, cnt, sizeof(*e))) == NULL)
-			return -ENOMEM;
-		memcpy(e, seg->mem_idx, cnt * sizeof(*e));
+	if (e != NULL) {
 		*out = e;
 		*n = cnt;
 		return 0;
@@ -777,7 +876,8 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 int64_t
 tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms)
 {
-	int64_t j = seg->jitter < seg_ms ? seg->jitter : seg_ms;
+	int64_t jit = seg->live != NULL ? seg->live->jitter : 0;
+	int64_t j = jit < seg_ms ? jit : seg_ms;
 
 	return seg_ms - j > 0 ? seg_ms - j : 1;
 }

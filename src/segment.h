@@ -23,43 +23,76 @@
 #include "level.h"
 
 struct tlog_segdir;
+struct tlog_segment;
 
-struct tlog_segment {
-	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
-	int refs;
-	uint64_t ino;
-	uint64_t base;
-	uint64_t records;	/* committed */
-	uint64_t bytes;		/* committed; read atomically by readers */
-	int64_t first_ts;
-	int64_t max_ts;
+/*
+ * What a segment needs only while it is written, has open files or owes
+ * the disk something: the active segment's append state, descriptors,
+ * durability bookkeeping. A sealed, idle segment (most of a store's) has
+ * none, which keeps it small (doc/performance.md, "Memory").
+ *
+ * Its lifetime, the whole rule: it is made, read, written and freed only
+ * under the partition's lock (sd->lock), or by the only holder of a
+ * segment not yet on any list (creation, recovery). It exists while the
+ * segment has a descriptor open or is on the open-file budget's list,
+ * has writes no sync covered yet (wgen != sgen), waits for its footer,
+ * holds a read-only open's repaired index, or is active with append
+ * state tlog_seg_live could not make again (a jitter, a reservation,
+ * data after its last index entry); tlog_seg_idle frees it, under the
+ * lock, once none of that holds. So code that holds sd->lock and sees
+ * one of those conditions may use seg->live, and the append path makes
+ * it (tlog_seg_live) before it reads it; nothing may keep a pointer to
+ * it past the unlock. The budget's eviction reads
+ * the list links with only fdb->lock held: a listed segment's live part
+ * cannot go, as only close_files, under fdb->lock too, unlists it.
+ */
+struct tlog_seg_live {
 	int64_t jitter;		/* taken off segment.ms, drawn at creation */
-	uint64_t nidx;		/* index entries in the file */
-	uint64_t last_idx_pos;	/* data position of the last index entry */
-	uint64_t last_idx_rel;
+	uint32_t last_idx_pos;	/* data position of the last index entry */
+	uint32_t last_idx_rel;	/* (32 bits in the index too) */
 	uint32_t run_crc;	/* CRC-32C of the data after that entry */
-	/* A read-only open's repaired index, which it may not write:
-	 * nidx entries that look-ups read instead of the file; NULL
-	 * when the file is right. */
-	struct tlog_idx_entry *mem_idx;
 	int fd;			/* data, O_RDWR; -1 until needed */
 	int ifd;		/* index; -1 until needed */
+	unsigned fd_listed : 1;	/* on the open-file budget's list */
+	unsigned foot_pending : 1;	/* sealed, footer not yet written */
+	/* A read-only open's repaired index, which it may not write:
+	 * nidx entries that look-ups read instead of the file; NULL
+	 * when the file is right. Kept until the segment is freed. */
+	struct tlog_idx_entry *mem_idx;
 	uint64_t prealloc;	/* length reserved from offset 0 (data
 				   included) until the seal trims it; 0 if
 				   none */
+	TAILQ_ENTRY(tlog_segment) fdlink;	/* the budget's list */
+	/* Durability (doc/engine.md, "fsync and the flusher"). */
+	uint64_t wgen;		/* writes to its files so far */
+	uint64_t sgen;		/* wgen as of the last sync covering them */
+	TAILQ_ENTRY(tlog_segment) synclink;	/* the unsynced list */
+};
+
+/*
+ * The list heads below link segments through their live part: the
+ * queue(3) macros take `live->fdlink` and `live->synclink` as the field,
+ * which is why a listed segment always has one.
+ */
+struct tlog_segment {
+	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
+	struct tlog_segdir *sd;		/* its partition's; referenced */
+	struct tlog_seg_live *live;	/* NULL when idle (above) */
+	uint64_t ino;
+	uint64_t base;
+	uint64_t bytes;		/* committed; read atomically by readers */
+	int64_t first_ts;
+	int64_t max_ts;
+	/* Committed; a record takes at least one byte and a segment less
+	 * than 4 GiB (the index's positions are 32 bits). */
+	uint32_t records;
+	uint32_t nidx;		/* index entries in the file */
+	int refs;
 	unsigned sealed : 1;
 	unsigned dead : 1;	/* detached from its partition */
 	unsigned trim_pending : 1;
 	unsigned char sealed_by;
 	unsigned char rule;	/* why it was detached */
-	unsigned fd_listed : 1;	/* on the open-file budget's list */
-	TAILQ_ENTRY(tlog_segment) fdlink;
-	struct tlog_segdir *sd;		/* its partition's; referenced */
-	/* Durability (doc/engine.md, "fsync and the flusher"). */
-	uint64_t wgen;		/* writes to its files so far */
-	uint64_t sgen;		/* wgen as of the last sync covering them */
-	unsigned foot_pending : 1;	/* sealed, footer not yet written */
-	TAILQ_ENTRY(tlog_segment) synclink;	/* the unsynced list */
 };
 TAILQ_HEAD(tlog_seglist, tlog_segment);
 TAILQ_HEAD(tlog_fdlist, tlog_segment);
@@ -116,8 +149,23 @@ void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
 void tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max);
 void tlog_fdbudget_destroy(struct tlog_fdbudget *b);
 
-/* A new segment (not yet linked anywhere): one reference. */
+/* A new segment (not yet linked anywhere), with its live part: one
+ * reference. */
 struct tlog_segment *tlog_seg_new(struct tlog_segdir *sd, uint64_t base);
+/* Gives seg a live part if it has none (sd->lock held); 0 or -ENOMEM. */
+int tlog_seg_live(struct tlog_segment *seg);
+/* Frees seg's live part if nothing needs it any more (sd->lock held). */
+void tlog_seg_idle(struct tlog_segment *seg);
+/* Closes seg's files and frees its live part, whatever it holds: for
+ * the last reference (segment on no list). */
+void tlog_seg_drop_live(struct tlog_segment *seg);
+/* What the segment holds reserved beyond nothing: its preallocation, 0
+ * once sealed (sd->lock held). */
+static inline uint64_t
+tlog_seg_prealloc(const struct tlog_segment *seg)
+{
+	return seg->live != NULL ? seg->live->prealloc : 0;
+}
 void tlog_seg_ref(struct tlog_segment *seg);
 /* Opens (or creates, for a new active segment) the data and index files,
  * through the partition's own directory. */

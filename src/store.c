@@ -50,10 +50,10 @@ tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
 	va_end(ap);
 }
 
-struct tlog_conf *
+const struct tlog_conf *
 tlog_store_conf(struct tlog_store *s)
 {
-	return &s->root.conf;
+	return tlog_level_conf_of(&s->root);
 }
 
 bool
@@ -299,8 +299,12 @@ mark_synced_part(struct tlog_partition *p)
 	struct tlog_segment *seg;
 
 	pthread_mutex_lock(&p->sd.lock);
-	TAILQ_FOREACH(seg, &p->segs, link)
-		seg->sgen = seg->wgen;
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (seg->live == NULL)
+			continue;
+		seg->live->sgen = seg->live->wgen;
+		tlog_seg_idle(seg);
+	}
 	pthread_mutex_unlock(&p->sd.lock);
 }
 
@@ -692,7 +696,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
 		    "a reboot: checking unsealed segments against their data",
 		    path);
-	tlog_conf_load(&s->ctx, s->tree.dirfd, ".tlogfs/config", &s->root.conf);
+	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd,
+	    ".tlogfs/config");
 	if ((r = store_load(s)) != 0 ||
 	    (r = tlog_events_open(&s->ev, &s->reg, &s->rc)) != 0) {
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));

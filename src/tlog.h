@@ -235,7 +235,7 @@ const char *tlog_store_id(const struct tlog_store *s);
 int64_t tlog_now(struct tlog_store *s);
 void tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-struct tlog_conf *tlog_store_conf(struct tlog_store *s);
+const struct tlog_conf *tlog_store_conf(struct tlog_store *s);
 
 /* Inode numbers: unique per object for the store's lifetime, never reused.
  * The store root is 1. */
@@ -266,7 +266,7 @@ int tlog_topic_rename(struct tlog_store *s, const char *from, const char *to);
 uint64_t tlog_topic_ino(const struct tlog_topic *t);
 /* Copies the current name (it may be renamed at any time). */
 void tlog_topic_name(struct tlog_topic *t, char *buf, size_t len);
-struct tlog_conf *tlog_topic_conf(struct tlog_topic *t);
+const struct tlog_conf *tlog_topic_conf(struct tlog_topic *t);
 
 /* ---- partitions ---- */
 
@@ -280,7 +280,7 @@ int tlog_partition_remove(struct tlog_topic *t, const char *name);
 int tlog_partition_rename(struct tlog_topic *t, const char *from,
     const char *to);
 uint64_t tlog_partition_ino(const struct tlog_partition *p);
-struct tlog_conf *tlog_partition_conf(struct tlog_partition *p);
+const struct tlog_conf *tlog_partition_conf(struct tlog_partition *p);
 /* The partition's topic (borrowed; valid while p is referenced). */
 struct tlog_topic *tlog_partition_topic(struct tlog_partition *p);
 

@@ -11,6 +11,8 @@
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
 #   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9")
+#   BENCH_SCALE_PARTS  workload 5's partitions (default 100000, quick 10000;
+#                   10 segments each)
 #
 # Needs root (FUSE mounts, /proc/sys/vm/drop_caches), fusermount3,
 # pkg-config + libfuse3-dev (passthrough_ll is built from its examples),
@@ -62,6 +64,7 @@ else
 	COMMITS=10000
 	SHIP_LINES=1000000
 fi
+SCALE_PARTS=${BENCH_SCALE_PARTS:-$SCALE_PARTS}
 JSPROBE=$BUILD/tests/integration/helpers/jsprobe
 
 log() { printf '%s [bench] %s\n' "$(date +%T)" "$*" >&2; }

@@ -818,6 +818,54 @@ START_TEST(test_unknown_key)
 }
 END_TEST
 
+/*
+ * Memory (doc/performance.md, "Memory"): a level that sets nothing holds
+ * no settings block; one is made by the first set, kept through an
+ * unset, and loaded only for a level whose .config sets something.
+ */
+START_TEST(test_settings_made_when_set)
+{
+	struct tlog_partition *p, *q;
+	struct tlog_store *s;
+	char *dir;
+
+	dir = th_tmpdir();
+	s = th_open(dir);
+	p = th_part(s, "orders", "0");
+	q = th_part(s, "orders", "1");
+	ck_assert_ptr_null(p->lv.conf);
+	ck_assert_ptr_null(tlog_partition_topic(p)->lv.conf);
+	ck_assert_int_eq(get(s, NULL, p, "retention.ms"),
+	    tlog_key_default(TLOG_RETENTION_MS));
+	ck_assert_int_eq(tlog_conf_unset(s, NULL, p, "retention.ms"),
+	    -ENODATA);
+	ck_assert_ptr_null(p->lv.conf);
+	set_ok(s, NULL, p, "retention.ms", "3d");
+	ck_assert_ptr_nonnull(p->lv.conf);
+	ck_assert_int_eq(get(s, NULL, p, "retention.ms"), 259200000);
+	set_ok(s, NULL, q, "retention.ms", "1d");
+	ck_assert_int_eq(tlog_conf_unset(s, NULL, q, "retention.ms"), 0);
+	ck_assert_int_eq(get(s, NULL, q, "retention.ms"),
+	    tlog_key_default(TLOG_RETENTION_MS));
+	tlog_partition_put(p);
+	tlog_partition_put(q);
+	tlog_store_close(s);
+
+	s = th_open(dir);
+	p = th_part(s, "orders", "0");
+	q = th_part(s, "orders", "1");
+	ck_assert_ptr_nonnull(p->lv.conf);
+	ck_assert_int_eq(get(s, NULL, p, "retention.ms"), 259200000);
+	ck_assert_ptr_null(q->lv.conf);	/* its .config sets nothing */
+	ck_assert_ptr_null(tlog_partition_topic(p)->lv.conf);
+	tlog_partition_put(p);
+	tlog_partition_put(q);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_persist)
 {
 	struct tlog_partition *p;
@@ -1065,9 +1113,10 @@ START_TEST(test_concurrent_set)
 	pfile = level_file(dir, s, NULL, p);
 	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, pfile, &c), 0);
 	for (i = 0; i < TLOG_NKEYS; i++)
-		ck_assert_msg(c.v[i] == p->lv.conf.v[i], "%s: file %lld, live "
-		    "%lld", tlog_key_name(i), (long long)c.v[i],
-		    (long long)p->lv.conf.v[i]);
+		ck_assert_msg(c.v[i] == tlog_level_own(&p->lv, i),
+		    "%s: file %lld, live %lld", tlog_key_name(i),
+		    (long long)c.v[i],
+		    (long long)tlog_level_own(&p->lv, i));
 	ck_assert_int_eq(get(s, NULL, p, "retention.bytes"), 25 * MiB);
 	ck_assert_int_eq(get(s, NULL, p, "segment.bytes"), 25 * MiB);
 	ck_assert_int_eq(get(s, NULL, p, "record.max.bytes"), 25 * 1024);
@@ -1152,6 +1201,7 @@ main(void)
 	th_case(su, "save_failure_untouched", test_save_failure_untouched);
 	th_case(su, "unknown_key", test_unknown_key);
 	th_case(su, "persist", test_persist);
+	th_case(su, "settings_made_when_set", test_settings_made_when_set);
 	th_case(su, "jitter_bound", test_jitter_bound);
 	th_case(su, "record_max_independent", test_record_max_independent);
 	th_case(su, "dead_level", test_dead_level);

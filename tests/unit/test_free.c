@@ -311,12 +311,12 @@ full_hook(void *arg, int point, struct tlog_partition *p)
 	seg = tlog_part_active(p);
 	full_writes++;
 	if (full_saved == -1) {
-		full_saved = dup(seg->fd);
+		full_saved = dup(seg->live->fd);
 		fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(dup2(fd, seg->fd), seg->fd);
+		ck_assert_int_eq(dup2(fd, seg->live->fd), seg->live->fd);
 		close(fd);
-		full_fd = seg->fd;
+		full_fd = seg->live->fd;
 	} else if (full_fd != -1) {
 		/* the retry: the disk has room again */
 		ck_assert_int_eq(dup2(full_saved, full_fd), full_fd);

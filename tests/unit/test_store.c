@@ -753,6 +753,120 @@ START_TEST(open_files_stay_within_budget)
 END_TEST
 
 /*
+ * Memory (doc/performance.md, "Memory"): a sealed segment whose footer is
+ * written and whose files are closed keeps no live part, whether it was
+ * sealed here, loaded from the checkpoint of a clean close or from its
+ * files; nor does an active segment loaded after a clean close, until it
+ * is written again. n_live counts the sealed segments holding one.
+ */
+static void
+live_parts(struct tlog_partition *p, size_t *n_sealed, size_t *n_live,
+    bool *active_live)
+{
+	struct tlog_segment *seg;
+
+	*n_sealed = *n_live = 0;
+	*active_live = false;
+	pthread_mutex_lock(&p->sd.lock);
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (!seg->sealed) {
+			*active_live = seg->live != NULL;
+			continue;
+		}
+		(*n_sealed)++;
+		if (seg->live != NULL)
+			(*n_live)++;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+}
+
+START_TEST(sealed_idle_segment_keeps_no_live_part)
+{
+	char *dir = th_tmpdir(), *ck, *data;
+	struct tlog_store *s = th_open(dir);
+	struct tlog_partition *p = th_part(s, "t", "0");
+	struct tlog_writer *w;
+	size_t ns, nl;
+	bool act;
+	int i;
+
+	ck_assert_uint_le(sizeof(struct tlog_segment), 88);
+	w = tlog_writer_open(p);
+	for (i = 0; i < 3; i++) {
+		th_put(w, "a record\n");
+		ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	}
+	th_put(w, "the active one\n");
+	tlog_writer_close(w);
+	/* Sealed, footers pending: they keep it until the flush. */
+	live_parts(p, &ns, &nl, &act);
+	ck_assert_uint_eq(ns, 3);
+	ck_assert(act);
+	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
+	live_parts(p, &ns, &nl, &act);
+	ck_assert_uint_eq(ns, 3);
+	ck_assert_uint_eq(nl, 0);
+	ck_assert(act);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+
+	/* From the checkpoint of that clean close. */
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	live_parts(p, &ns, &nl, &act);
+	ck_assert_uint_eq(ns, 3);
+	ck_assert_uint_eq(nl, 0);
+	ck_assert(!act);
+	data = th_partition_data(p, NULL);
+	ck_assert_str_eq(data,
+	    "a record\na record\na record\nthe active one\n");
+	free(data);
+	/* Written again, it has one; its entries go on where they were
+	 * (the next open reads every record back). */
+	w = tlog_writer_open(p);
+	th_put(w, "then more\n");
+	tlog_writer_close(w);
+	live_parts(p, &ns, &nl, &act);
+	ck_assert(act);
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
+	live_parts(p, &ns, &nl, &act);
+	ck_assert_uint_eq(ns, 4);
+	ck_assert_uint_eq(nl, 0);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+
+	/* From the files (no checkpoint): after a clean close, the active
+	 * segment's index ends with its boundary entry. */
+	ck_assert_int_ge(asprintf(&ck, "%s/.tlogfs/checkpoint", dir), 0);
+	unlink(ck);
+	free(ck);
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "last\n");
+	tlog_writer_close(w);
+	ck_assert_int_eq(tlog_partition_fsync(p, true), 0);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	s = th_open(dir);
+	p = th_part(s, "t", "0");
+	live_parts(p, &ns, &nl, &act);
+	ck_assert_uint_eq(ns, 4);
+	ck_assert_uint_eq(nl, 0);
+	ck_assert(!act);
+	data = th_partition_data(p, NULL);
+	ck_assert_str_eq(data, "a record\na record\na record\n"
+	    "the active one\nthen more\nlast\n");
+	free(data);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/*
  * An fsync when the daemon is out of descriptors (readers hold them):
  * idle segments give theirs back and the fsync succeeds, rather than
  * failing with EMFILE while descriptors could be freed.
@@ -888,6 +1002,7 @@ main(void)
 	TH_CASE(s, rmdir_waits_for_unlinks_in_flight);
 	TH_CASE(s, open_files_stay_within_budget);
 	TH_CASE(s, fsync_out_of_descriptors_evicts_idle_segments);
+	TH_CASE(s, sealed_idle_segment_keeps_no_live_part);
 	TH_CASE(s, repeated_errors_are_rate_limited);
 	TH_CASE(s, store_identity);
 	return th_run(s);
