@@ -32,8 +32,13 @@
 
 #define PUMP_MAX (SHIP_WINDOW / 4) /* records of one partition per turn */
 #define DISCOVER_MS 1000	/* new partitions are looked for */
+#define STOP_SLACK_MS 1000	/* stopped: the main thread's leeway... */
+#define CLOSE_MS 2000		/* ...and its time to close (ship_watch) */
 
 static volatile sig_atomic_t stop;
+static int64_t stop_at;		/* committer thread only */
+static int64_t closing_at;	/* atomic: when cmd_ship began to close */
+static int exit_status;		/* atomic: what it exits with */
 
 int
 part_cmp(struct ship_part *a, struct ship_part *b)
@@ -107,6 +112,45 @@ nap(struct shipper *sh, int ms)
 	pthread_mutex_unlock(&sh->mu);
 }
 
+/*
+ * The committer calls this every few ms. A server that stops reading
+ * leaves libnats blocked in send(2) (a publish, the flush of a close, a
+ * request) for as long as it stays so, and nothing on this side can
+ * interrupt that. So once stopped, if the main thread has not finished
+ * when nothing has been answered for SHIP_QUIET_MS and STOP_SLACK_MS
+ * more, or CLOSE_MS after it began to close, the cursors are committed
+ * here (for acknowledged records only, as ever) and the process exits.
+ * What was in flight unanswered is sent again by the next start, and
+ * the duplicate window drops what of it landed (doc/shipping.md).
+ */
+void
+ship_watch(struct shipper *sh)
+{
+	int64_t now = mono_ms(), closing, last;
+	bool fatal;
+
+	closing = __atomic_load_n(&closing_at, __ATOMIC_ACQUIRE);
+	if (!stop && closing == 0)
+		return;
+	if (stop && stop_at == 0)
+		stop_at = now;
+	pthread_mutex_lock(&sh->mu);
+	last = sh->last_answer;
+	fatal = sh->fatal;
+	pthread_mutex_unlock(&sh->mu);
+	if (closing != 0 ? now - closing < CLOSE_MS :
+	    now - (last > stop_at ? last : stop_at) < SHIP_QUIET_MS +
+	    STOP_SLACK_MS)
+		return;
+	shiplog("stream %s: the server does not answer; exiting without "
+	    "it, the cursors at what was acknowledged", sh->stream);
+	if (closing == 0 && fatal)
+		shiplog("%s", sh->fatal_why);
+	ship_commit_all(sh);
+	_exit(closing != 0 ? __atomic_load_n(&exit_status, __ATOMIC_ACQUIRE) :
+	    fatal ? 1 : 0);
+}
+
 /* ---- the loop ---- */
 
 /* Waits until what is in flight is answered, or nothing has been for
@@ -167,7 +211,7 @@ recover(struct shipper *sh)
 		if (r == -1 && !nats_connected(sh))
 			strlcpy(qwhy, "not connected", sizeof(qwhy));
 		RB_FOREACH(p, part_tree, &sh->parts) {
-			if (r == -1)
+			if (r == -1 || stop)
 				break;
 			if (!p->failed)
 				continue;
@@ -189,6 +233,8 @@ recover(struct shipper *sh)
 				ship_part_seek(sh, p, p->acked, true);
 			r = 0;
 		}
+		if (stop)
+			return;
 		if (r != -1)
 			break;
 		if (said || mono_ms() - logged_at >= 30000) {
@@ -256,7 +302,7 @@ turn(struct shipper *sh, bool *progress)
 	int k;
 
 	p = rr != NULL ? rr : RB_MIN(part_tree, &sh->parts);
-	for (i = 0; i < sh->nparts && p != NULL && !sh->failing; i++,
+	for (i = 0; i < sh->nparts && p != NULL && !sh->failing && !stop; i++,
 	    p = (p = RB_NEXT(part_tree, &sh->parts, p)) != NULL ? p :
 	    RB_MIN(part_tree, &sh->parts)) {
 		if (p->dead)
@@ -441,9 +487,12 @@ cmd_ship(int argc, char *argv[])
 	if (pthread_create(&ct, NULL, ship_committer, sh) != 0)
 		errx(1, "ship: cannot start a thread");
 	ret = run(sh);
+	/* Closing can block too (ship_watch): the committer runs on. */
+	__atomic_store_n(&exit_status, ret, __ATOMIC_RELEASE);
+	__atomic_store_n(&closing_at, mono_ms(), __ATOMIC_RELEASE);
+	nats_close(sh);
 	__atomic_store_n(&ship_committer_stop, true, __ATOMIC_RELEASE);
 	pthread_join(ct, NULL);
 	ship_commit_all(sh);
-	nats_close(sh);
 	return ret;
 }

@@ -119,6 +119,11 @@ void shiplog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ship_failing(struct shipper *sh, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Called by the committer: once stopped, exits with the cursors
+ * committed if the main thread is held up by a server that does not
+ * answer. */
+void ship_watch(struct shipper *sh);
+
 /* ship_find.c */
 /* NATS subject tokens: non-empty, of [A-Za-z0-9_-]. */
 bool ship_tokens_ok(const char *s);
@@ -156,8 +161,8 @@ int ship_pump(struct shipper *sh, struct ship_part *p, size_t room);
 void flight_done(struct shipper *sh, struct flight *f, int state);
 /* Commits the cursor of each partition whose acknowledged prefix moved. */
 void ship_commit_all(struct shipper *sh);
-/* The committer thread: ship_commit_all every COMMIT_MS until
- * ship_committer_stop. */
+/* The committer thread: ship_commit_all every COMMIT_MS, and
+ * ship_watch, until ship_committer_stop. */
 void *ship_committer(void *arg);
 /* Atomic: set once, by the main thread. */
 extern bool ship_committer_stop;

@@ -117,6 +117,7 @@ ship_committer(void *arg)
 	int64_t next = mono_ms() + COMMIT_MS;
 
 	while (!__atomic_load_n(&ship_committer_stop, __ATOMIC_ACQUIRE)) {
+		ship_watch(sh);
 		if (mono_ms() < next) {
 			usleep(20000);
 			continue;
