@@ -176,6 +176,10 @@ void nats_close(struct shipper *sh);
 bool nats_covers(struct shipper *sh, const char *subject);
 /* Whether the connection is up now. */
 bool nats_connected(struct shipper *sh);
+/* Whether record off, of len bytes, makes a message within the
+ * server's max_payload, headers included (exactly). */
+bool nats_fits(struct shipper *sh, struct ship_part *p, uint64_t off,
+    size_t len);
 /* Publishes one record; 0, or -1 with sh->failing set. */
 int nats_publish(struct shipper *sh, struct ship_part *p, uint64_t off,
     const char *data, size_t len);

@@ -375,6 +375,47 @@ nats_covers(struct shipper *sh, const char *subject)
 	return false;
 }
 
+/* The header values of record off's message. */
+static void
+msg_values(struct ship_part *p, uint64_t off, char id[SHIP_IDLEN],
+    char num[24], char ts[24])
+{
+	snprintf(id, SHIP_IDLEN, "%s%" PRIu64, p->idpfx, off);
+	snprintf(num, 24, "%" PRIu64, off);
+	snprintf(ts, 24, "%" PRId64, p->ts);
+}
+
+/* One header line: "Name: value\r\n". */
+static size_t
+hdr_line(const char *name, const char *value)
+{
+	return strlen(name) + 2 + strlen(value) + 2;
+}
+
+/*
+ * The server counts the header block with the payload against
+ * max_payload (libnats refuses the publish the same way): "NATS/1.0\r\n",
+ * a line for each header nats_publish sets and libnats adds from its
+ * options (Nats-Msg-Id, Nats-Expected-Stream, and
+ * Nats-Expected-Last-Msg-Id unless it is the first since a start or a
+ * resync), then "\r\n". So this is the exact size, for the message as
+ * it would be sent now.
+ */
+bool
+nats_fits(struct shipper *sh, struct ship_part *p, uint64_t off, size_t len)
+{
+	char id[SHIP_IDLEN], num[24], ts[24];
+	size_t hdr;
+
+	msg_values(p, off, id, num, ts);
+	hdr = strlen("NATS/1.0\r\n") + hdr_line("Tlog-Offset", num) +
+	    hdr_line("Tlog-Timestamp", ts) + hdr_line("Nats-Msg-Id", id) +
+	    hdr_line("Nats-Expected-Stream", sh->stream) + strlen("\r\n");
+	if (sh->last_id[0] != '\0')
+		hdr += hdr_line("Nats-Expected-Last-Msg-Id", sh->last_id);
+	return len + hdr <= (uint64_t)sh->max_payload;
+}
+
 int
 nats_publish(struct shipper *sh, struct ship_part *p, uint64_t off,
     const char *data, size_t len)
@@ -386,9 +427,7 @@ nats_publish(struct shipper *sh, struct ship_part *p, uint64_t off,
 	char id[SHIP_IDLEN], num[24], ts[24];
 	uint64_t seq;
 
-	snprintf(id, sizeof(id), "%s%" PRIu64, p->idpfx, off);
-	snprintf(num, sizeof(num), "%" PRIu64, off);
-	snprintf(ts, sizeof(ts), "%" PRId64, p->ts);
+	msg_values(p, off, id, num, ts);
 	if ((s = natsMsg_Create(&m, p->subject, NULL, data, (int)len)) !=
 	    NATS_OK ||
 	    (s = natsMsgHeader_Set(m, "Tlog-Offset", num)) != NATS_OK ||

@@ -206,15 +206,6 @@ ship_buf_need(size_t n)
 	bufcap = n;
 }
 
-/* Whether a message of len payload bytes fits the server's limit. */
-static bool
-fits(struct shipper *sh, struct ship_part *p, size_t len)
-{
-	size_t hdr = 200 + 2 * (strlen(p->idpfx) + 20) + strlen(sh->stream);
-
-	return (int64_t)(len + hdr) <= sh->max_payload;
-}
-
 static int
 too_big(struct shipper *sh, struct ship_part *p, size_t len)
 {
@@ -274,7 +265,7 @@ static int
 pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 {
 	uint64_t end;
-	size_t len, k;
+	size_t len, plen, k;
 	ssize_t n;
 	int r;
 
@@ -286,8 +277,6 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 		if (r == 0)
 			break;
 		len = (size_t)(end - p->sr.pos);
-		if (!fits(sh, p, len > 0 ? len - 1 : 0))
-			return too_big(sh, p, len);
 		ship_buf_need(len);
 		if ((n = sr_pread(&p->sr, buf, len)) == -1) {
 			part_drop(p, strerror(errno));
@@ -295,8 +284,10 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 		}
 		if ((size_t)n != len)
 			break;
-		if (nats_publish(sh, p, p->next, buf,
-		    buf[len - 1] == '\n' ? len - 1 : len) == -1)
+		plen = buf[len - 1] == '\n' ? len - 1 : len;
+		if (!nats_fits(sh, p, p->next, plen))
+			return too_big(sh, p, plen);
+		if (nats_publish(sh, p, p->next, buf, plen) == -1)
 			return -1;
 		p->sr.pos = end;
 	}
@@ -374,7 +365,7 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 	for (k = 0, s = buf; k < nl && k < room; k++, s = e + 1) {
 		e = memchr(s, '\n', (size_t)(last - s) + 1);
 		len = (size_t)(e - s);
-		if (!fits(sh, p, len))
+		if (!nats_fits(sh, p, p->next, len))
 			return too_big(sh, p, len);
 		if (nats_publish(sh, p, p->next, s, len) == -1)
 			return -1;

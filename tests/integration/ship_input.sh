@@ -83,6 +83,44 @@ try "a stream that does not take the subjects: a warning" 0 \
     'stream ELSE: exists and does not take all of tlog\.>' \
     --nats "$NATS_URL_1" --stream ELSE --once "$MNT"
 
+# max_payload counts the header block with the payload: a record whose
+# message is exactly max_payload bytes is shipped, one a byte longer is
+# refused with one line, exit 1. The server now takes 4096 bytes; the
+# header block is "NATS/1.0\r\n", "Name: value\r\n" for each header
+# ship sets, "\r\n" (doc/shipping.md; the timestamp has 13 digits).
+nats_kill 1
+echo "max_payload: 4096" >>"$NATS_DIR/n1.conf"
+nats_start 1
+tl_check "the server is back with max_payload 4096" \
+    "$JSPROBE" ready "$NATS_URL_1" 30
+SID=$(gx user.tlog.store_id "$MNT")
+hl() { echo $((${#1} + 2 + ${#2} + 2)); }
+# hdrs OFF PREV: the headers of record OFF, sent after record PREV
+hdrs() {
+	echo $((10 + $(hl Tlog-Offset "$1") + $(hl Tlog-Timestamp "$(now_ms)") +
+	    $(hl Nats-Msg-Id "$SID/m/0/$1") + $(hl Nats-Expected-Stream MAX) +
+	    $(hl Nats-Expected-Last-Msg-Id "$SID/m/0/$2") + 2))
+}
+# rec N: a record of N bytes
+rec() { head -c "$1" /dev/zero | tr '\0' B >"$TMP/rec"; echo >>"$TMP/rec"; cat "$TMP/rec" >>"$MNT/m/0/current"; }
+mkdir -p "$MNT/m/0"
+echo a >>"$MNT/m/0/current"
+N=$((4096 - $(hdrs 1 0)))
+rec "$N"
+try "a record whose message is exactly max_payload is shipped" 0 \
+    '^tlogctl: ship: stream MAX: created' \
+    --nats "$NATS_URL_1" --stream MAX --subject-prefix mp --once "$MNT/m/0"
+tl_is "the stream holds it" 2 "$("$JSPROBE" msgs "$NATS_URL_1" MAX)"
+# Record 2 is the first of the next start (no Nats-Expected-Last-Msg-Id);
+# record 3's headers are as long as record 1's.
+echo b >>"$MNT/m/0/current"
+rec $((N + 1))
+try "one byte more is refused" 1 \
+    "^tlogctl: ship: .*/m/0: record 3 is $((N + 1)) bytes, more than a NATS message takes here \\(max_payload 4096" \
+    --nats "$NATS_URL_1" --stream MAX --subject-prefix mp --once "$MNT/m/0"
+one_line "one byte more is refused"
+tl_is "the cursor stops before it" 3 "$(gx user.cursor.ship "$MNT/m/0")"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
 tl_done
