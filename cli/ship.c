@@ -50,18 +50,21 @@ RB_GENERATE(part_tree, ship_part, link, part_cmp)
 void
 shiplog(const char *fmt, ...)
 {
-	char line[1024];
+	char *msg, *line;
 	va_list ap;
 	int n;
 
-	n = snprintf(line, sizeof(line), "%s: ship: ", getprogname());
+	/* Whole, however long the paths and subjects it names. */
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	n = (int)strlen(line);
-	line[n++] = '\n';
+	if (n == -1 || (n = asprintf(&line, "%s: ship: %s\n", getprogname(),
+	    msg)) == -1)
+		err(1, NULL);
 	/* One write: lines of several threads never mix. */
 	(void)!write(STDERR_FILENO, line, (size_t)n);
+	free(msg);
+	free(line);
 }
 
 void
@@ -75,6 +78,20 @@ ship_failing(struct shipper *sh, const char *fmt, ...)
 		va_end(ap);
 	}
 	sh->failing = true;
+}
+
+void
+ship_fatal(struct shipper *sh, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (sh->fatal_why == NULL) {
+		va_start(ap, fmt);
+		if (vasprintf(&sh->fatal_why, fmt, ap) == -1)
+			err(1, NULL);
+		va_end(ap);
+	}
+	sh->fatal = true;
 }
 
 static void

@@ -108,8 +108,8 @@ struct shipper {
 	uint64_t acks;		/* since the last resync */
 	bool failing;		/* a flight failed: stop, resync */
 	char why[256];		/* what failed first */
-	bool fatal;		/* a failure no resync cures */
-	char fatal_why[512];
+	bool fatal;		/* failures no resync cures */
+	char *fatal_why;	/* the first of them */
 	int64_t last_answer;	/* mono ms */
 };
 
@@ -123,6 +123,10 @@ void ship_failing(struct shipper *sh, const char *fmt, ...)
  * committed if the main thread is held up by a server that does not
  * answer. */
 void ship_watch(struct shipper *sh);
+
+/* Sets sh->fatal (mu held), keeping the first reason. */
+void ship_fatal(struct shipper *sh, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ship_find.c */
 /* NATS subject tokens: non-empty, of [A-Za-z0-9_-]. */

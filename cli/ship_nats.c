@@ -114,19 +114,14 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 			flight_done(sh, f, FL_ACKED);
 		else {
 			flight_done(sh, f, FL_FAILED);
-			if (pae->ErrCode == JSStreamMessageExceedsMaximumErr) {
-				sh->fatal = true;
-				snprintf(sh->fatal_why, sizeof(sh->fatal_why),
-				    "%s: record %" PRIu64 ": stream %s refuses "
-				    "it: %s", f->p->path, f->off, sh->stream,
-				    pae->ErrText);
-			} else if (pae->ErrCode == JSStreamNotMatchErr) {
-				sh->fatal = true;
-				snprintf(sh->fatal_why, sizeof(sh->fatal_why),
-				    "%s: subject %s belongs to another stream "
-				    "than %s", f->p->path, f->p->subject,
-				    sh->stream);
-			}
+			if (pae->ErrCode == JSStreamMessageExceedsMaximumErr)
+				ship_fatal(sh, "%s: record %" PRIu64 ": stream "
+				    "%s refuses it: %s", f->p->path, f->off,
+				    sh->stream, pae->ErrText);
+			else if (pae->ErrCode == JSStreamNotMatchErr)
+				ship_fatal(sh, "%s: subject %s belongs to "
+				    "another stream than %s", f->p->path,
+				    f->p->subject, sh->stream);
 			ship_failing(sh, "%s", pae->ErrText);
 		}
 	}

@@ -210,11 +210,9 @@ static int
 too_big(struct shipper *sh, struct ship_part *p, size_t len)
 {
 	pthread_mutex_lock(&sh->mu);
-	sh->fatal = true;
-	snprintf(sh->fatal_why, sizeof(sh->fatal_why), "%s: record %" PRIu64
-	    " is %zu bytes, more than a NATS message takes here "
-	    "(max_payload %" PRId64 ", headers included)", p->path, p->next,
-	    len, sh->max_payload);
+	ship_fatal(sh, "%s: record %" PRIu64 " is %zu bytes, more than a "
+	    "NATS message takes here (max_payload %" PRId64 ", headers "
+	    "included)", p->path, p->next, len, sh->max_payload);
 	pthread_mutex_unlock(&sh->mu);
 	return -1;
 }

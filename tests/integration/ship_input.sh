@@ -120,6 +120,17 @@ try "one byte more is refused" 1 \
     --nats "$NATS_URL_1" --stream MAX --subject-prefix mp --once "$MNT/m/0"
 one_line "one byte more is refused"
 tl_is "the cursor stops before it" 3 "$(gx user.cursor.ship "$MNT/m/0")"
+# The line is whole with the longest names (249 bytes each): the path
+# and the reason, not a line cut at some buffer's size.
+TN=$(head -c 249 /dev/zero | tr '\0' t)
+PN=$(head -c 249 /dev/zero | tr '\0' p)
+mkdir -p "$MNT/$TN/$PN"
+head -c 5000 /dev/zero | tr '\0' C >"$TMP/rec"
+cat "$TMP/rec" >>"$MNT/$TN/$PN/current"
+try "long names: the error line is whole" 1 \
+    "^tlogctl: ship: $MNT/$TN/$PN: record 0 is 5000 bytes, more than a NATS message takes here \\(max_payload 4096, headers included\\)\$" \
+    --nats "$NATS_URL_1" --stream MAX --subject-prefix mp --once "$MNT/$TN"
+one_line "long names"
 
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
