@@ -144,16 +144,19 @@ void
 ship_watch(struct shipper *sh)
 {
 	int64_t now = mono_ms(), closing, last;
-	bool fatal;
+	const char *why;
+	bool fatal, stopped;
 
 	closing = __atomic_load_n(&closing_at, __ATOMIC_ACQUIRE);
-	if (!stop && closing == 0)
+	stopped = __atomic_load_n(&stop, __ATOMIC_RELAXED);
+	if (!stopped && closing == 0)
 		return;
-	if (stop && stop_at == 0)
+	if (stopped && stop_at == 0)
 		stop_at = now;
 	pthread_mutex_lock(&sh->mu);
 	last = sh->last_answer;
 	fatal = sh->fatal;
+	why = sh->fatal_why;
 	pthread_mutex_unlock(&sh->mu);
 	if (closing != 0 ? now - closing < CLOSE_MS :
 	    now - (last > stop_at ? last : stop_at) < SHIP_QUIET_MS +
@@ -162,7 +165,7 @@ ship_watch(struct shipper *sh)
 	shiplog("stream %s: the server does not answer; exiting without "
 	    "it, the cursors at what was acknowledged", sh->stream);
 	if (closing == 0 && fatal)
-		shiplog("%s", sh->fatal_why);
+		shiplog("%s", why);
 	ship_commit_all(sh);
 	_exit(closing != 0 ? __atomic_load_n(&exit_status, __ATOMIC_ACQUIRE) :
 	    fatal ? 1 : 0);
