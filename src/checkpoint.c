@@ -71,6 +71,7 @@ entry_sane(const struct tlog_ckpt_part *cp, size_t i)
 	uint64_t base = tlog_get64(e), records = tlog_get64(e + 8);
 
 	return records > 0 && records <= tlog_get64(e + 16) &&
+	    tlog_get64(e + 16) <= TLOG_CAP_BYTES &&
 	    records <= UINT64_MAX - base &&
 	    (int64_t)tlog_get64(e + 24) >= 0 &&
 	    (int64_t)tlog_get64(e + 24) <= (int64_t)tlog_get64(e + 32) &&

@@ -398,6 +398,14 @@ load_stat(struct load *l)
 		return -1;
 	}
 	l->size = (uint64_t)l->st.st_size;
+	/* No segment is larger (its records and offsets are 32-bit in the
+	 * index and in memory): not the store's, never touched. */
+	if (l->size > TLOG_CAP_BYTES) {
+		tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: %" PRIu64 " bytes, "
+		    "more than a segment holds (%llu); segment skipped",
+		    l->where, l->name, l->size, TLOG_CAP_BYTES);
+		return -1;
+	}
 	l->mt = mtime_ms(&l->st);
 	return 0;
 }

@@ -735,8 +735,11 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 	struct tlog_seg_live *x;
 
 	pthread_mutex_lock(&sd->lock);
-	/* What io took kept the live part: it had writes to sync or a
-	 * footer to write, and only io records them done. */
+	/* An io with writes to sync kept the live part (only this records
+	 * them synced, and sync_lock serializes a partition's ios, so sgen
+	 * and gen count in the same part). A footer-only io did not: its
+	 * take cleared foot_pending, and a detach may have freed the part
+	 * since; the segment is dead then and its index position moot. */
 	x = seg->live;
 	if (x != NULL && r == 0 && io->sync && x->sgen < io->gen)
 		x->sgen = io->gen;
