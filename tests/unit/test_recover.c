@@ -782,6 +782,25 @@ START_TEST(timestamps_stay_monotone_after_crash)
 }
 END_TEST
 
+/* After a crash with the expected lines written, one clean open that
+ * seals: the path of the data file the next segment will have. */
+static char *
+crash_then_next_path(struct tlog_part_stats *st)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+
+	crash_after_writes();
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	/* The next append starts a new segment. */
+	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	tlog_partition_stats(p, st);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	return seg_path(st->end_offset, ".log");
+}
+
 /* A data file larger than any segment (4 GiB; records and offsets are
  * 32-bit within one) is not the store's: logged, skipped, never cut. */
 START_TEST(oversized_file_is_skipped)
@@ -794,14 +813,7 @@ START_TEST(oversized_file_is_skipped)
 	size_t n;
 	int fd;
 
-	crash_after_writes();
-	s = th_open(th_dir);
-	p = th_part(s, "t", "0");
-	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
-	tlog_partition_stats(p, &st);
-	tlog_partition_put(p);
-	tlog_store_close(s);
-	lp = seg_path(st.end_offset, ".log");
+	lp = crash_then_next_path(&st);
 	fd = open(lp, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "x\n", 2), 2);
@@ -833,19 +845,11 @@ START_TEST(unreadable_file_is_never_overwritten)
 	char *lp, *keep, *d;
 	size_t n;
 
-	crash_after_writes();
-	s = th_open(th_dir);
-	p = th_part(s, "t", "0");
-	/* The next append starts a new segment. */
-	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
-	tlog_partition_stats(p, &st);
-	tlog_partition_put(p);
-	tlog_store_close(s);
 	/* Something recovery cannot load sits where the next segment goes
 	 * (here a directory named like its data file, holding a file). It
 	 * is not a regular file: logged, never touched, and the new segment
 	 * skips its offset (a gap is legal). */
-	lp = seg_path(st.end_offset, ".log");
+	lp = crash_then_next_path(&st);
 	ck_assert_int_eq(mkdir(lp, 0755), 0);
 	ck_assert_int_ge(asprintf(&keep, "%s/precious", lp), 0);
 	fclose(fopen(keep, "w"));
