@@ -98,7 +98,9 @@ static void
 on_signal(int sig)
 {
 	(void)sig;
-	stop = 1;
+	/* Atomic: the committer thread reads it too (ship_watch); a
+	 * lock-free store is safe in a handler. */
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 }
 
 /* Waits on sh->cv (mu held) for ms at most. */
