@@ -792,7 +792,8 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			p->env->sched->pressure(arg);
 	}
-	/* After the add above: the bytes are never counted as neither. */
+	/* Taken off only after the add to free_appended above, so the
+	 * budget never sees the bytes in neither count. */
 	if (counted)
 		__atomic_sub_fetch(&p->ctx->free_inflight, len,
 		    __ATOMIC_RELAXED);
