@@ -11,7 +11,8 @@
  *                   (listed), with its lag as user.tlog.lag.NAME
  *   user.tlog.NAME  read-only statistics of a partition or a segment
  *                   (listed), a partition's seek names (doc/seek.md,
- *                   not listed), and the mount root's store_id (listed)
+ *                   not listed), the mount root's store_id and a
+ *                   partition's partition_id (listed)
  *
  * Any other user. name and any other namespace answer ENOTSUP; the
  * kernel asks for security.capability before every write, and gets
@@ -226,14 +227,17 @@ lag_value(struct tl_node *n, const char *name, char *buf, size_t len)
 	return r;
 }
 
-/* "store_id" on the mount root: the store's identity (format.md).
- * -ENOTSUP if name is not it. */
+/* "store_id" on the mount root, "partition_id" on a partition: their
+ * identities (format.md). -ENOTSUP if name is neither. */
 static int
 id_value(struct tl_fs *fs, struct tl_node *n, const char *name, char *buf,
     size_t len)
 {
 	const char *id;
 
+	if (strcmp(name, "partition_id") == 0)
+		return n->kind == TL_PART ? tlog_partition_id(n->part, buf,
+		    len) : -ENODATA;
 	if (strcmp(name, "store_id") != 0)
 		return -ENOTSUP;
 	id = tlog_store_id(fs->store);
@@ -549,6 +553,8 @@ tl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		stats = seg_stats;
 	for (k = 0; stats != NULL && stats[k] != NULL; k++)
 		list_add(buf, &len, cap, "user.tlog.", stats[k]);
+	if (n->kind == TL_PART)
+		list_add(buf, &len, cap, "user.tlog.", "partition_id");
 	if (n->kind == TL_ROOT && *tlog_store_id(fs->store) != '\0')
 		list_add(buf, &len, cap, "user.tlog.", "store_id");
 	reply_xattr_value(req, buf, len, size);

@@ -497,3 +497,67 @@ out:
 			*max = v[i].offset;
 	free(publish_locked(p, v, n));
 }
+
+/* ---- the partition's identity ---- */
+
+/* Reads p's identity, or makes it (read-write), into p->id; the
+ * commit lock held. -ENODATA: read-only and none; -ENOENT: removed. */
+static int
+part_id_load(struct tlog_partition *p)
+{
+	char *id, where[2 * TLOG_NAME_MAX + 2];
+	int dfd, r;
+
+	if (p->id != NULL)
+		return 0;
+	if ((id = malloc(TLOG_STORE_ID_LEN + 1)) == NULL)
+		return -ENOMEM;
+	if ((dfd = tlog_level_dir(&p->lv)) < 0) {
+		free(id);
+		return dfd;
+	}
+	if ((r = tlog_id_read(dfd, TLOG_PART_ID_FILE, id)) == -EINVAL &&
+	    !p->ctx->ro) {
+		tlog_level_path(&p->lv, where, sizeof(where));
+		tlog_ctx_log(p->ctx, LOG_WARNING, "%s: %s is not 32 hex "
+		    "digits; the partition gets a new identity", where,
+		    TLOG_PART_ID_FILE);
+	}
+	if (r != 0)
+		r = p->ctx->ro ? -ENODATA :
+		    tlog_id_make(dfd, TLOG_PART_ID_FILE, id);
+	close(dfd);
+	if (r != 0) {
+		free(id);
+		return r;
+	}
+	__atomic_store_n(&p->id, id, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int
+tlog_partition_id(struct tlog_partition *p, char *buf, size_t len)
+{
+	char *id, where[2 * TLOG_NAME_MAX + 2];
+	pthread_mutex_t *m;
+	int r;
+
+	if ((id = __atomic_load_n(&p->id, __ATOMIC_ACQUIRE)) != NULL) {
+		strlcpy(buf, id, len);
+		return 0;
+	}
+	/* The commit lock: two first requests agree on one identity. */
+	if ((m = commit_lock(p)) == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(m);
+	r = part_id_load(p);
+	pthread_mutex_unlock(m);
+	if (r == 0)
+		strlcpy(buf, p->id, len);
+	else if (r != -ENOENT && r != -ENODATA) {
+		tlog_level_path(&p->lv, where, sizeof(where));
+		tlog_ctx_log_err(p->ctx, "%s: cannot write %s: %s", where,
+		    TLOG_PART_ID_FILE, strerror(-r));
+	}
+	return r;
+}

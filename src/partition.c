@@ -86,6 +86,7 @@ part_free(struct tlog_level *lv)
 		free(seg);
 	}
 	free(p->cursors);
+	free(p->id);
 	if (p->cursor_lock != NULL) {
 		pthread_mutex_destroy(p->cursor_lock);
 		free(p->cursor_lock);

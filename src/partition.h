@@ -115,6 +115,9 @@ struct tlog_partition {
 	 * atomically and freed with p. */
 	struct tlog_cursor *cursors;
 	pthread_mutex_t *cursor_lock;
+	/* Its identity (cursor.c), read or made at the first request
+	 * under cursor_lock, published atomically, freed with p. */
+	char *id;
 	struct tlog_heap_node fheap;	/* the reaper's free-space heap: key =
 					   oldest segment's max_ts */
 };

@@ -100,7 +100,8 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 ||
 		    strcmp(nm, ".config") == 0 || strcmp(nm, ".next") == 0 ||
-		    strcmp(nm, ".cursors") == 0 || strcmp(nm, ".cursors.bad") == 0)
+		    strcmp(nm, ".cursors") == 0 || strcmp(nm, ".cursors.bad") == 0 ||
+		    strcmp(nm, ".id") == 0)
 			continue;
 		if (!is_regular(dirfd(d), de)) {
 			/* Never followed, never touched. */

@@ -253,7 +253,8 @@ tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
 
 /*
  * The files the engine itself keeps in a level's directory: its config,
- * a partition's saved end offset, and their temporary copies (an atomic
+ * a partition's saved end offset, cursors and identity, and their
+ * temporary copies (an atomic
  * write in flight, or one a crash left behind).
  */
 static bool
@@ -261,7 +262,7 @@ is_bookkeeping(const char *name)
 {
 	static const char *const names[] = { ".config", ".next",
 	    ".config.tmp", ".next.tmp", ".cursors", ".cursors.tmp",
-	    ".cursors.bad", NULL };
+	    ".cursors.bad", ".id", ".id.tmp", NULL };
 	int i;
 
 	for (i = 0; names[i] != NULL; i++)

@@ -207,45 +207,24 @@ check:
 static int
 store_ident(struct tlog_store *s, char *err, size_t errlen)
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[TLOG_STORE_ID_LEN / 2];
-	char buf[TLOG_STORE_ID_LEN + 2];
-	ssize_t n = -1;
-	size_t i;
-	int fd, r;
+	int r;
 
-	/* O_NONBLOCK: a FIFO planted there never blocks the open. */
-	if ((fd = openat(s->tree.dirfd, ".tlogfs/id", O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC)) != -1) {
-		n = read(fd, buf, sizeof(buf));
-		close(fd);
-	}
-	if (n == TLOG_STORE_ID_LEN + 1 && buf[TLOG_STORE_ID_LEN] == '\n' &&
-	    strspn(buf, hex) == TLOG_STORE_ID_LEN) {
-		memcpy(s->id, buf, TLOG_STORE_ID_LEN);
-		s->id[TLOG_STORE_ID_LEN] = '\0';
+	if ((r = tlog_id_read(s->tree.dirfd, ".tlogfs/id", s->id)) == 0 ||
+	    s->ctx.ro) {
+		if (r != 0)
+			s->id[0] = '\0';
 		return 0;
 	}
-	if (s->ctx.ro)
-		return 0;
-	if (fd != -1)
+	if (r == -EINVAL)
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: .tlogfs/id is "
 		    "not 32 hex digits; the store gets a new identity",
 		    s->path);
-	arc4random_buf(raw, sizeof(raw));
-	for (i = 0; i < sizeof(raw); i++) {
-		buf[2 * i] = hex[raw[i] >> 4];
-		buf[2 * i + 1] = hex[raw[i] & 15];
-	}
-	buf[TLOG_STORE_ID_LEN] = '\n';
-	if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/id", buf,
-	    TLOG_STORE_ID_LEN + 1)) != 0) {
+	if ((r = tlog_id_make(s->tree.dirfd, ".tlogfs/id", s->id)) != 0) {
 		snprintf(err, errlen, "%s: cannot write .tlogfs/id: %s",
 		    s->path, strerror(-r));
+		s->id[0] = '\0';
 		return r;
 	}
-	memcpy(s->id, buf, TLOG_STORE_ID_LEN);
-	s->id[TLOG_STORE_ID_LEN] = '\0';
 	return 0;
 }
 

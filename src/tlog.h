@@ -422,6 +422,16 @@ int tlog_partition_cursor_list(struct tlog_partition *p,
 int tlog_partition_cursor_lag(struct tlog_partition *p, const char *name,
     uint64_t *lag);
 
+/*
+ * A partition's identity (doc/format.md, the partition's .id): 32 hex
+ * digits, made at the first request and kept in its directory, so that
+ * it survives a mount and a rename, and a partition removed and made
+ * again under the same name has another. tlogctl ship puts it in each
+ * record's Nats-Msg-Id. buf holds TLOG_STORE_ID_LEN + 1 bytes at least.
+ * -ENODATA on a read-only mount of a partition that has none yet.
+ */
+int tlog_partition_id(struct tlog_partition *p, char *buf, size_t len);
+
 /* ---- appending ---- */
 
 /*

@@ -241,6 +241,50 @@ tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
 	return tlog_write_file_atomic(dirfd, path, buf, len, true);
 }
 
+/* An identity's file: read without following a link, and without
+ * blocking on a FIFO planted there. */
+int
+tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
+{
+	char buf[TLOG_STORE_ID_LEN + 2];
+	ssize_t n;
+	int fd;
+
+	if ((fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
+		return errno == ENOENT ? -ENOENT : -EINVAL;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n != TLOG_STORE_ID_LEN + 1 || buf[TLOG_STORE_ID_LEN] != '\n' ||
+	    strspn(buf, "0123456789abcdef") != TLOG_STORE_ID_LEN)
+		return -EINVAL;
+	memcpy(id, buf, TLOG_STORE_ID_LEN);
+	id[TLOG_STORE_ID_LEN] = '\0';
+	return 0;
+}
+
+int
+tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[TLOG_STORE_ID_LEN / 2];
+	char buf[TLOG_STORE_ID_LEN + 1];
+	size_t i;
+	int r;
+
+	arc4random_buf(raw, sizeof(raw));
+	for (i = 0; i < sizeof(raw); i++) {
+		buf[2 * i] = hex[raw[i] >> 4];
+		buf[2 * i + 1] = hex[raw[i] & 15];
+	}
+	buf[TLOG_STORE_ID_LEN] = '\n';
+	if ((r = tlog_write_atomic(dirfd, path, buf, sizeof(buf))) != 0)
+		return r;
+	memcpy(id, buf, TLOG_STORE_ID_LEN);
+	id[TLOG_STORE_ID_LEN] = '\0';
+	return 0;
+}
+
 /*
  * openat(2) that never follows a symbolic link and never leaves dirfd:
  * openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has

@@ -39,6 +39,13 @@ int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
 /* openat(2) below dirfd that never follows a symbolic link; -errno. */
 int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
+/* Identities (doc/format.md: the store's .tlogfs/id, a partition's
+ * .id): TLOG_STORE_ID_LEN lowercase hex digits and a newline. Read: 0,
+ * -ENOENT if there is none, -EINVAL if the file holds something else.
+ * Make: 128 new random bits, written atomically and durably. */
+int tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
+int tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
+
 /* Segment file names: "<base, 20 digits><ext>", ext ".log" or ".idx".
  * The parser, tlog_segname_parse, is in tlog.h: mount/ uses it too. */
 void tlog_segname_format(uint64_t base, const char *ext, char *buf,

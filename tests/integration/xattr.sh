@@ -70,7 +70,7 @@ tl_is "trusted namespace (remove): ENOTSUP" ENOTSUP \
 # ---- statistics ----
 printf 'a\nbb\n' >>"$P/current"
 tl_is "partition statistics are listed" \
-    "OK user.retention.ms user.segment.bytes user.segment.ms user.tlog.start_offset user.tlog.end_offset user.tlog.bytes user.tlog.segments user.tlog.oldest_ts user.tlog.newest_ts user.tlog.next_expiry" \
+    "OK user.retention.ms user.segment.bytes user.segment.ms user.tlog.start_offset user.tlog.end_offset user.tlog.bytes user.tlog.segments user.tlog.oldest_ts user.tlog.newest_ts user.tlog.next_expiry user.tlog.partition_id" \
     "$(p listxattr "$P")"
 tl_is "segment statistics are listed" \
     "OK user.tlog.base_offset user.tlog.records user.tlog.first_ts user.tlog.max_ts user.tlog.sealed user.tlog.sealed_by user.tlog.expires_at" \
@@ -88,6 +88,20 @@ tl_is "setting a segment statistic: EPERM" EPERM \
 tl_is "removing a statistic: EPERM" EPERM "$(p removexattr "$P" user.tlog.bytes)"
 tl_is "a partition statistic on a topic: ENODATA" ENODATA \
     "$(p getxattr "$MNT/t" user.tlog.bytes)"
+# The partition's identity (format.md, .id): 32 hex digits, the same at
+# every read, kept in the partition's directory; read-only; none on a
+# topic or a segment.
+id=$(gx user.tlog.partition_id "$P")
+tl_check "partition_id: 32 hex digits" \
+    sh -c "echo '$id' | grep -Eqx '[0-9a-f]{32}'"
+tl_is "partition_id: the same at the next read, kept in .id" "$id $id" \
+    "$(gx user.tlog.partition_id "$P") $(cat "$STORE/t/0/.id")"
+tl_is "setting partition_id: EPERM" EPERM \
+    "$(p setxattr "$P" user.tlog.partition_id 0)"
+tl_is "partition_id on a topic: ENODATA" ENODATA \
+    "$(p getxattr "$MNT/t" user.tlog.partition_id)"
+tl_is "partition_id on current: ENODATA" ENODATA \
+    "$(p getxattr "$P/current" user.tlog.partition_id)"
 
 # ---- manual seal ----
 tl_is "user.seal with a bad value: EINVAL" EINVAL "$(p setxattr "$P/current" user.seal 2)"

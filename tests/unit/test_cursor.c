@@ -1,7 +1,8 @@
 /*
  * test_cursor.c - consumers' cursors (cursor.c): commit, read, list,
  * drop, lag, the names and values refused, the .cursors file written,
- * reloaded, found damaged, kept across a rename, and recovery's end
+ * reloaded, found damaged, kept across a rename, the partition's
+ * identity, and recovery's end
  * offset never below a committed cursor after a power cut. On the
  * injected clock.
  */
@@ -11,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +395,96 @@ START_TEST(readonly_refuses)
 }
 END_TEST
 
+/* ---- the partition's identity ---- */
+
+static void
+pid(struct tlog_partition *p, char id[TLOG_STORE_ID_LEN + 1])
+{
+	ck_assert_int_eq(tlog_partition_id(p, id, TLOG_STORE_ID_LEN + 1), 0);
+	ck_assert_uint_eq(strlen(id), TLOG_STORE_ID_LEN);
+	ck_assert_uint_eq(strspn(id, "0123456789abcdef"), TLOG_STORE_ID_LEN);
+}
+
+/* Made at the first request, kept across a mount and a rename; a
+ * partition removed and made again under its name has another. */
+START_TEST(identity_lasts_until_remade)
+{
+	struct tlog_topic *t = tlog_partition_topic(th_P);
+	char a[TLOG_STORE_ID_LEN + 1], b[TLOG_STORE_ID_LEN + 1];
+	char c[TLOG_STORE_ID_LEN + 1];
+	struct tlog_partition *q;
+
+	lines(th_P, 4);
+	ck_assert(!th_exists("t/0/.id"));
+	pid(th_P, a);
+	ck_assert(th_exists("t/0/.id"));
+	pid(th_P, b);
+	ck_assert_str_eq(a, b);
+	q = th_part(th_S, "t", "1");
+	pid(q, c);
+	ck_assert_str_ne(a, c);
+	tlog_partition_put(q);
+	ck_assert_int_eq(tlog_partition_rename(t, "0", "2"), 0);
+	pid(th_P, b);
+	ck_assert_str_eq(a, b);
+	th_close();
+	th_S = th_open(th_dir);
+	th_P = th_part(th_S, "t", "2");
+	pid(th_P, b);
+	ck_assert_str_eq(a, b);
+	/* Removed (emptied first) and made again. */
+	t = tlog_partition_topic(th_P);
+	ck_assert_int_eq(tlog_partition_delete(th_P, 0), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
+	tlog_partition_put(th_P);
+	th_P = NULL;
+	ck_assert_int_eq(tlog_partition_remove(t, "2"), 0);
+	ck_assert(!th_exists("t/2"));
+	th_P = th_part(th_S, "t", "2");
+	pid(th_P, b);
+	ck_assert_str_ne(a, b);
+}
+END_TEST
+
+/* Read-only: the identity a partition has, none if it has none yet;
+ * a damaged file is replaced by a writable mount. */
+START_TEST(identity_readonly_and_damaged)
+{
+	struct tlog_store_opts o;
+	char a[TLOG_STORE_ID_LEN + 1], b[TLOG_STORE_ID_LEN + 1];
+	struct tlog_partition *q;
+	char path[PATH_MAX];
+	int fd;
+
+	lines(th_P, 2);
+	pid(th_P, a);
+	q = th_part(th_S, "t", "1");
+	tlog_partition_put(q);
+	th_close();
+	memset(&o, 0, sizeof(o));
+	o.readonly = true;
+	th_open_tp(&o);
+	pid(th_P, b);
+	ck_assert_str_eq(a, b);
+	q = th_part(th_S, "t", "1");
+	ck_assert_int_eq(tlog_partition_id(q, b, sizeof(b)), -ENODATA);
+	ck_assert(!th_exists("t/1/.id"));
+	tlog_partition_put(q);
+	th_close();
+	snprintf(path, sizeof(path), "%s/t/0/.id", th_dir);
+	ck_assert_int_ne(fd = open(path, O_WRONLY | O_TRUNC), -1);
+	ck_assert_int_eq(write(fd, "xyz\n", 4), 4);
+	close(fd);
+	th_open_tp(NULL);
+	pid(th_P, b);
+	ck_assert_str_ne(a, b);
+	th_close();
+	th_open_tp(NULL);
+	pid(th_P, a);
+	ck_assert_str_eq(a, b);
+}
+END_TEST
+
 /* ---- the power-cut rule: offsets below a committed cursor are never
  * handed out again ---- */
 
@@ -729,6 +821,8 @@ main(void)
 	TH_CASE(s, damaged_offset_out_of_range);
 	TH_CASE(s, cursors_capped);
 	TH_CASE(s, rename_keeps_rmdir_drops);
+	TH_CASE(s, identity_lasts_until_remade);
+	TH_CASE(s, identity_readonly_and_damaged);
 	TH_CASE(s, readonly_refuses);
 	TH_CASE(s, recovery_end_at_least_max_cursor);
 	TH_CASE(s, consumed_no_cursor_deletes_nothing);
