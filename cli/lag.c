@@ -82,18 +82,18 @@ row_cmp(const void *a, const void *b)
 
 /* The partition's attribute names, NUL-separated, or NULL with errno. */
 static char *
-list_names(const char *path, ssize_t *lenp)
+list_names(int dfd, ssize_t *lenp)
 {
 	char *buf = NULL, *nbuf;
 	ssize_t len;
 
 	for (;;) {
-		if ((len = listxattr(path, NULL, 0)) == -1)
+		if ((len = flistxattr(dfd, NULL, 0)) == -1)
 			break;
 		if ((nbuf = realloc(buf, (size_t)len + 1)) == NULL)
 			err(1, NULL);
 		buf = nbuf;
-		if ((len = listxattr(path, buf, (size_t)len)) >= 0) {
+		if ((len = flistxattr(dfd, buf, (size_t)len)) >= 0) {
 			*lenp = len;
 			return buf;
 		}
@@ -132,12 +132,21 @@ scan_part(struct table *t, const char *path, const char *topic,
 	const char *cursor;
 	uint64_t v[4];
 	ssize_t len;
+	int dfd;
 
-	if ((names = list_names(path, &len)) == NULL) {
+	if ((dfd = dir_open(path)) == -1) {
+		if (!gone(errno)) {
+			warn("%s", path);
+			t->failed = true;
+		}
+		return;
+	}
+	if ((names = list_names(dfd, &len)) == NULL) {
 		if (!gone(errno)) {
 			warn("%s: cannot list the cursors", path);
 			t->failed = true;
 		}
+		close(dfd);
 		return;
 	}
 	for (name = names, end = names + len; name < end;
@@ -145,9 +154,9 @@ scan_part(struct table *t, const char *path, const char *topic,
 		if (strncmp(name, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) != 0)
 			continue;
 		cursor = name + strlen(CURSOR_PREFIX);
-		if (part_cursor(path, cursor, &v[0]) == -1 ||
-		    part_stat(path, "start_offset", &v[1]) == -1 ||
-		    part_stat(path, "end_offset", &v[2]) == -1) {
+		if (part_cursor(dfd, cursor, &v[0]) == -1 ||
+		    fd_stat(dfd, "start_offset", &v[1]) == -1 ||
+		    fd_stat(dfd, "end_offset", &v[2]) == -1) {
 			if (gone(errno))
 				continue;
 			warn("%s: cursor %s", path, cursor);
@@ -159,6 +168,7 @@ scan_part(struct table *t, const char *path, const char *topic,
 		add_row(t, topic, part, cursor, v);
 	}
 	free(names);
+	close(dfd);
 }
 
 /* Calls fn on each directory in dir but . and .. and hidden ones. */

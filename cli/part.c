@@ -8,11 +8,13 @@
 #include <sys/xattr.h>
 
 #include <err.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tlogctl.h"
 
@@ -48,13 +50,9 @@ parse_nums(char *val, ssize_t len, uint64_t *v, int n)
 }
 
 int
-part_stat(const char *part, const char *name, uint64_t *v)
+dir_open(const char *path)
 {
-	char key[64], val[VALMAX];
-
-	snprintf(key, sizeof(key), "user.tlog.%s", name);
-	return parse_nums(val, getxattr(part, key, val, sizeof(val) - 1), v,
-	    1);
+	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 int
@@ -68,13 +66,13 @@ fd_stat(int fd, const char *name, uint64_t *v)
 }
 
 int
-part_at(const char *part, uint64_t offset, uint64_t *base, uint64_t *pos)
+part_at(int dfd, uint64_t offset, uint64_t *base, uint64_t *pos)
 {
 	char key[64], val[VALMAX];
 	uint64_t v[2];
 
 	snprintf(key, sizeof(key), "user.tlog.at.%" PRIu64, offset);
-	if (parse_nums(val, getxattr(part, key, val, sizeof(val) - 1), v,
+	if (parse_nums(val, fgetxattr(dfd, key, val, sizeof(val) - 1), v,
 	    2) == -1)
 		return -1;
 	*base = v[0];
@@ -83,7 +81,7 @@ part_at(const char *part, uint64_t offset, uint64_t *base, uint64_t *pos)
 }
 
 int
-part_since(const char *part, int64_t ms, uint64_t *offset, uint64_t *base,
+part_since(int dfd, int64_t ms, uint64_t *offset, uint64_t *base,
     uint64_t *pos)
 {
 	char key[64], val[VALMAX];
@@ -91,7 +89,7 @@ part_since(const char *part, int64_t ms, uint64_t *offset, uint64_t *base,
 
 	snprintf(key, sizeof(key), "user.tlog.since.%" PRId64,
 	    ms < 0 ? 0 : ms);
-	if (parse_nums(val, getxattr(part, key, val, sizeof(val) - 1), v,
+	if (parse_nums(val, fgetxattr(dfd, key, val, sizeof(val) - 1), v,
 	    3) == -1)
 		return -1;
 	*offset = v[0];
@@ -111,22 +109,28 @@ cursor_name_ok(const char *name)
 }
 
 int
-part_cursor(const char *part, const char *name, uint64_t *v)
+part_cursor(int dfd, const char *name, uint64_t *v)
 {
 	char key[96], val[VALMAX];
 
 	snprintf(key, sizeof(key), CURSOR_PREFIX "%s", name);
-	return parse_nums(val, getxattr(part, key, val, sizeof(val) - 1), v,
+	return parse_nums(val, fgetxattr(dfd, key, val, sizeof(val) - 1), v,
 	    1);
 }
 
-void
+int
 part_check(const char *part)
 {
 	uint64_t v;
+	int dfd;
 
-	if (part_stat(part, "start_offset", &v) == 0)
-		return;
+	if ((dfd = dir_open(part)) == -1) {
+		if (errno == ENOTDIR)
+			errx(1, "%s: not a tlogfs partition", part);
+		err(1, "%s", part);
+	}
+	if (fd_stat(dfd, "start_offset", &v) == 0)
+		return dfd;
 	if (errno == ENODATA || errno == ENOTSUP || errno == EIO)
 		errx(1, "%s: not a tlogfs partition", part);
 	err(1, "%s", part);

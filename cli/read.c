@@ -140,7 +140,7 @@ commit(struct reader *r, uint64_t at)
 	int i;
 
 	for (i = 0; i < COUNT_TRIES; i++) {
-		if (part_at(r->sr.part, want, &base, &pos) == -1) {
+		if (part_at(r->sr.dfd, want, &base, &pos) == -1) {
 			if (errno != ENODATA)
 				err(1, "%s", r->sr.part);
 			break;
@@ -157,7 +157,7 @@ commit(struct reader *r, uint64_t at)
 	if (want == r->committed)
 		return;
 	snprintf(val, sizeof(val), "%" PRIu64, want);
-	if (setxattr(r->sr.part, r->ckey, val, strlen(val), 0) == -1)
+	if (fsetxattr(r->sr.dfd, r->ckey, val, strlen(val), 0) == -1)
 		err(1, "%s: cannot commit cursor %s at %" PRIu64, r->sr.part,
 		    r->ckey + strlen(CURSOR_PREFIX), want);
 	r->committed = want;
@@ -213,7 +213,7 @@ still_current(struct reader *r)
 	bool moved;
 
 	if (sr_moved(&r->sr, &moved) == -1)
-		err(1, "%s", r->sr.cur);
+		err(1, "%s/current", r->sr.part);
 	return !moved;
 }
 
@@ -314,9 +314,7 @@ cmd_read(int argc, char *argv[])
 	}
 	if (since != NULL && parse_time(since, real_ms(), &ms) == -1)
 		usage(argv[0], "--since %s: not a time", since);
-	part_check(argv[optind]);
-	if (sr_init(&r.sr, argv[optind]) == -1)
-		err(1, "%s", argv[optind]);
+	sr_init(&r.sr, argv[optind], part_check(argv[optind]));
 	if ((r.buf = malloc(READ_BUF)) == NULL)
 		err(1, NULL);
 	r.committed = UINT64_MAX;
@@ -324,7 +322,7 @@ cmd_read(int argc, char *argv[])
 	if (cursor != NULL) {
 		/* A partition without this cursor is read from its
 		 * oldest record (Kafka's auto.offset.reset=earliest). */
-		if (part_cursor(r.sr.part, cursor, &off) == 0) {
+		if (part_cursor(r.sr.dfd, cursor, &off) == 0) {
 			r.committed = off;
 			warn = true;
 		} else if (errno == ENODATA)
@@ -337,7 +335,7 @@ cmd_read(int argc, char *argv[])
 	}
 
 	if (since != NULL) {
-		if (part_since(r.sr.part, ms, &off, &base, &pos) == -1)
+		if (part_since(r.sr.dfd, ms, &off, &base, &pos) == -1)
 			err(1, "%s", r.sr.part);
 		if (sr_open(&r.sr, base) == 0) {
 			r.sr.pos = r.mark = pos;

@@ -1,6 +1,8 @@
 /*
  * segread.c - a partition's segments read through the mount, in offset
- * order: what `tlogctl read` and `tlogctl ship` share.
+ * order: what `tlogctl read` and `tlogctl ship` share. Everything is
+ * opened below the partition's directory descriptor, so a reader stays
+ * on its partition through a rename (part.c).
  *
  * Where to start comes from the partition's seek attribute
  * (user.tlog.at.OFFSET, doc/seek.md): a segment's base and a byte
@@ -29,18 +31,13 @@
 
 #define OPEN_TRIES 100		/* seeks racing rolls and deletions */
 
-int
-sr_init(struct segread *r, const char *part)
+void
+sr_init(struct segread *r, const char *part, int dfd)
 {
 	memset(r, 0, sizeof(*r));
 	r->part = part;
+	r->dfd = dfd;
 	r->fd = -1;
-	if ((size_t)snprintf(r->cur, sizeof(r->cur), "%s/current", part) >=
-	    sizeof(r->cur)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return 0;
 }
 
 void
@@ -54,16 +51,17 @@ sr_close(struct segread *r)
 int
 sr_open(struct segread *r, uint64_t base)
 {
-	char path[PATH_MAX];
+	char name[32];
 	struct stat st;
 	uint64_t b;
 	int fd, e;
 
-	snprintf(path, sizeof(path), "%s/%020" PRIu64 ".log", r->part, base);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	snprintf(name, sizeof(name), "%020" PRIu64 ".log", base);
+	if ((fd = openat(r->dfd, name, O_RDONLY | O_CLOEXEC)) == -1) {
 		if (errno != ENOENT)
 			return -1;
-		if ((fd = open(r->cur, O_RDONLY | O_CLOEXEC)) == -1)
+		if ((fd = openat(r->dfd, "current", O_RDONLY | O_CLOEXEC)) ==
+		    -1)
 			return -1;
 		if (fd_stat(fd, "base_offset", &b) == -1)
 			goto fail;
@@ -103,7 +101,7 @@ sr_seek(struct segread *r, uint64_t want, uint64_t *got)
 	int i;
 
 	for (i = 0; i < OPEN_TRIES; i++) {
-		if (part_at(r->part, want, &base, &pos) == -1)
+		if (part_at(r->dfd, want, &base, &pos) == -1)
 			return -1;
 		if (sr_open(r, base) == 0) {
 			r->pos = pos;
@@ -146,7 +144,7 @@ sr_moved(struct segread *r, bool *moved)
 {
 	struct stat st;
 
-	if (stat(r->cur, &st) == -1)
+	if (fstatat(r->dfd, "current", &st, 0) == -1)
 		return -1;
 	*moved = st.st_ino != r->ino;
 	return 0;

@@ -490,6 +490,7 @@ cmd_ship(int argc, char *argv[])
 
 	RB_INIT(&sh->parts);
 	pthread_mutex_init(&sh->mu, NULL);
+	pthread_mutex_init(&sh->commit_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&sh->cv, &ca);

@@ -37,12 +37,23 @@ struct ship_part {
 	char *root;		/* its mount root */
 	char *topic, *name;
 	char *subject;		/* PREFIX.TOPIC.PARTITION */
-	char *idpfx;		/* STOREID/TOPIC/PARTITION/ */
+	char *store;		/* its store's identity (borrowed) */
+	/* The partition itself: its directory open, so reads and commits
+	 * reach it whatever its name, its inode number, to tell when the
+	 * path names it no more, and the Nats-Msg-Id prefix made of its
+	 * identity, STOREID/PARTITIONID/ (doc/shipping.md). dfd changes
+	 * only with sh->commit_mu held. */
+	int dfd;
+	ino_t ino;
+	char *idpfx;
 	struct segread sr;
 	bool ready;		/* its start is known */
 	bool open;		/* sr is at the record `next` */
 	bool dead;		/* dropped on an error, or unshippable */
 	bool unshippable;	/* no subject, or the stream takes none */
+	bool moved;		/* mu: renamed or removed: what the path
+				   names is shipped anew once this one's
+				   cursor is committed */
 	int64_t dead_at;	/* mono ms */
 	bool caught_up;		/* the last look found nothing new */
 	int64_t ts;		/* Tlog-Timestamp of what the last read got */
@@ -57,6 +68,7 @@ struct ship_part {
 	uint64_t last_seq;	/* its newest flight, 0: none */
 	uint32_t inflight;
 	bool failed;		/* a flight failed or was given up: resync */
+	bool commit_gone;	/* its cursor can be committed no more */
 };
 RB_HEAD(part_tree, ship_part);
 int part_cmp(struct ship_part *a, struct ship_part *b);
@@ -97,6 +109,10 @@ struct shipper {
 	int nstream_subjects;
 	int64_t max_payload;
 	char last_id[SHIP_IDLEN]; /* the last published Nats-Msg-Id */
+
+	/* Held by the committer over its commits, by the main thread
+	 * while it changes a partition's dfd. */
+	pthread_mutex_t commit_mu;
 
 	/* mu */
 	pthread_mutex_t mu;
@@ -155,6 +171,9 @@ void ship_part_start(struct shipper *sh, struct ship_part *p);
  * it (with a warning if `warn`: records that were never shipped). */
 void ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
     bool warn);
+/* Whether p's path still names p; if not, p is dropped as moved (no
+ * more published under its subject) and false. */
+bool ship_part_here(struct shipper *sh, struct ship_part *p);
 /* Ships up to `room` records of the partition from where it stands: the
  * number published, or -1 (the partition was dropped, or a publish
  * failed). */

@@ -57,6 +57,27 @@ flight_done(struct shipper *sh, struct flight *f, int state)
 
 /* ---- cursors ---- */
 
+/*
+ * A test hook (tests/integration/ship_rename.sh): with
+ * TLOGCTL_TEST_COMMIT_GATE set, commits of a non-zero offset wait until
+ * that file exists (at most 60 s), so a test can remove and make again
+ * a partition between the acknowledgment and the commit.
+ */
+static void
+test_gate(const uint64_t *offs, size_t n)
+{
+	const char *gate = getenv("TLOGCTL_TEST_COMMIT_GATE");
+	size_t i;
+	int k;
+
+	if (gate == NULL)
+		return;
+	for (i = 0; i < n && offs[i] == 0; i++)
+		;
+	for (k = 0; i < n && k < 6000 && access(gate, F_OK) == -1; k++)
+		usleep(10000);
+}
+
 void
 ship_commit_all(struct shipper *sh)
 {
@@ -64,6 +85,8 @@ ship_commit_all(struct shipper *sh)
 	uint64_t *offs = NULL;
 	size_t i, n = 0;
 	char val[24];
+	bool gone;
+	int e;
 
 	if (__atomic_load_n(&sh->no_cursors, __ATOMIC_RELAXED))
 		return;
@@ -75,35 +98,49 @@ ship_commit_all(struct shipper *sh)
 			err(1, NULL);
 	}
 	RB_FOREACH(p, part_tree, &sh->parts) {
-		if (!p->ready || p->acked == p->committed)
+		if (!p->ready || p->acked == p->committed || p->commit_gone)
 			continue;
 		ps[n] = p;
 		offs[n++] = p->acked;
 	}
 	pthread_mutex_unlock(&sh->mu);
+	test_gate(offs, n);
+	/* Through the partition's directory: a renamed one gets its
+	 * cursor, one removed and made again never gets the old one's. */
+	pthread_mutex_lock(&sh->commit_mu);
 	for (i = 0; i < n && !__atomic_load_n(&sh->no_cursors,
 	    __ATOMIC_RELAXED); i++) {
 		p = ps[i];
 		snprintf(val, sizeof(val), "%" PRIu64, offs[i]);
-		if (setxattr(p->path, sh->cursor_key, val, strlen(val), 0) ==
+		if (fsetxattr(p->dfd, sh->cursor_key, val, strlen(val), 0) ==
 		    0) {
 			pthread_mutex_lock(&sh->mu);
 			p->committed = offs[i];
 			pthread_mutex_unlock(&sh->mu);
 			continue;
 		}
+		e = errno;
+		pthread_mutex_lock(&sh->mu);
+		if (e == ENOENT || p->moved)
+			p->commit_gone = true;
+		gone = p->commit_gone;
+		pthread_mutex_unlock(&sh->mu);
+		if (gone)
+			continue;	/* removed: its cursor went with it */
+		errno = e;
 		if (errno == ENOTSUP) {
 			if (!__atomic_exchange_n(&sh->no_cursors, true,
 			    __ATOMIC_RELAXED))
 				shiplog("%s: this tlogfs keeps no cursors (%s: "
 				    "not supported): progress is not committed "
 				    "on it", p->root, sh->cursor_key);
-		} else if (errno != ENOENT && !p->commit_warned) {
+		} else if (!p->commit_warned) {
 			shiplog("%s: cannot commit %s=%s: %s", p->path,
 			    sh->cursor_key, val, strerror(errno));
 			p->commit_warned = true;
 		}
 	}
+	pthread_mutex_unlock(&sh->commit_mu);
 	free(ps);
 	free(offs);
 }

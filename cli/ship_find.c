@@ -204,6 +204,7 @@ classify(struct spec *sp, const char *arg)
 {
 	char *path, *up;
 	uint64_t v;
+	int fd;
 
 	if ((path = realpath(arg, NULL)) == NULL)
 		err(1, "ship: %s", arg);
@@ -211,7 +212,8 @@ classify(struct spec *sp, const char *arg)
 	if (!is_dir(path))
 		errx(1, "ship: %s: not a tlogfs mount, topic or partition",
 		    arg);
-	if (part_stat(path, "start_offset", &v) == 0) {
+	if ((fd = dir_open(path)) != -1 &&
+	    fd_stat(fd, "start_offset", &v) == 0) {
 		sp->kind = K_PART;
 		up = join(path, "../..");
 	} else if (is_root(path)) {
@@ -221,6 +223,8 @@ classify(struct spec *sp, const char *arg)
 		sp->kind = K_TOPIC;
 		up = join(path, "..");
 	}
+	if (fd != -1)
+		close(fd);
 	if (up == NULL || (sp->root = realpath(up, NULL)) == NULL)
 		err(1, "ship: %s", arg);
 	free(up);
@@ -277,6 +281,90 @@ part_find(struct shipper *sh, const char *path)
 	return RB_FIND(part_tree, &sh->parts, &key);
 }
 
+/*
+ * Opens p's directory (again) and learns what it is: its inode number,
+ * and its identity for the Nats-Msg-Id prefix (doc/shipping.md). A
+ * tlogfs that gives partitions none (older, or a read-only mount of a
+ * partition never asked) names messages after the partition's names,
+ * as before, with one line. false, p dropped for now, if the directory
+ * cannot be opened.
+ */
+static bool
+part_bind(struct shipper *sh, struct ship_part *p)
+{
+	static bool warned;
+	char pid[64];
+	struct stat st;
+	ssize_t n;
+	int fd, old;
+
+	if ((fd = dir_open(p->path)) == -1 || fstat(fd, &st) == -1) {
+		if (errno != ENOENT)
+			shiplog("%s: %s; not shipped for now", p->path,
+			    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		p->dead = true;
+		p->dead_at = mono_ms();
+		return false;
+	}
+	free(p->idpfx);
+	n = fgetxattr(fd, "user.tlog.partition_id", pid, sizeof(pid) - 1);
+	if (n > 0 && memchr(pid, '/', (size_t)n) == NULL) {
+		pid[n] = '\0';
+		if (asprintf(&p->idpfx, "%s/%s/", p->store, pid) == -1)
+			err(1, NULL);
+	} else {
+		if (!warned)
+			shiplog("%s: partitions here have no identity "
+			    "(user.tlog.partition_id: %s): messages are named "
+			    "after the partitions' names, and one removed and "
+			    "made again under its name within the duplicate "
+			    "window loses records in the stream", p->root,
+			    n == -1 ? strerror(errno) : "malformed");
+		warned = true;
+		if (asprintf(&p->idpfx, "%s/%s/%s/", p->store, p->topic,
+		    p->name) == -1)
+			err(1, NULL);
+	}
+	sr_close(&p->sr);
+	pthread_mutex_lock(&sh->commit_mu);
+	old = p->dfd;
+	p->dfd = fd;
+	if (old != -1)
+		close(old);
+	pthread_mutex_unlock(&sh->commit_mu);
+	p->ino = st.st_ino;
+	sr_init(&p->sr, p->path, p->dfd);
+	return true;
+}
+
+static bool
+moved(struct shipper *sh, struct ship_part *p)
+{
+	bool r;
+
+	pthread_mutex_lock(&sh->mu);
+	r = p->moved;
+	pthread_mutex_unlock(&sh->mu);
+	return r;
+}
+
+/* Whether p, dropped as moved, can make way for what its path names
+ * now: nothing in flight, and its cursor committed (or it cannot be). */
+static bool
+settled(struct shipper *sh, struct ship_part *p)
+{
+	bool r;
+
+	pthread_mutex_lock(&sh->mu);
+	r = p->inflight == 0 && !p->failed && (!p->ready ||
+	    p->committed == p->acked || p->commit_gone ||
+	    __atomic_load_n(&sh->no_cursors, __ATOMIC_RELAXED));
+	pthread_mutex_unlock(&sh->mu);
+	return r;
+}
+
 static void
 part_add(struct shipper *sh, struct spec *sp, const char *path,
     const char *topic, const char *name)
@@ -284,16 +372,19 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 	struct ship_part *p;
 
 	if ((p = part_find(sh, path)) != NULL) {
-		if (p->dead && p->inflight == 0 && !p->unshippable &&
-		    mono_ms() - p->dead_at >= REVIVE_MS) {
-			/* Back (re-created, or the error passed): from
-			 * the start again, as at a start. */
-			p->dead = false;
+		if (p->dead && !p->unshippable && (moved(sh, p) ?
+		    settled(sh, p) :
+		    p->inflight == 0 && mono_ms() - p->dead_at >= REVIVE_MS)) {
+			/* Back (made again, renamed, or the error passed):
+			 * from the start again, as at a start. */
 			pthread_mutex_lock(&sh->mu);
 			p->ready = false;
+			p->commit_gone = false;
+			p->moved = false;
 			pthread_mutex_unlock(&sh->mu);
 			p->failed = false;
 			p->look_at = 0;
+			p->dead = !part_bind(sh, p);
 		}
 		return;
 	}
@@ -303,11 +394,11 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 	    (p->topic = strdup(topic)) == NULL ||
 	    (p->name = strdup(name)) == NULL ||
 	    asprintf(&p->subject, "%s.%s.%s", sh->prefix, topic, name) ==
-	    -1 ||
-	    asprintf(&p->idpfx, "%s/%s/%s/", sp->store, topic, name) == -1)
+	    -1)
 		err(1, NULL);
-	if (sr_init(&p->sr, p->path) == -1)
-		err(1, "ship: %s", p->path);
+	p->store = sp->store;
+	p->dfd = -1;
+	sr_init(&p->sr, p->path, -1);
 	p->committed = UINT64_MAX;
 	p->idle_ms = FOLLOW_MS;
 	if (!ship_tokens_ok(p->subject)) {
@@ -319,7 +410,8 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 		shiplog("%s: stream %s does not take subject %s; not "
 		    "shipped", path, sh->stream, p->subject);
 		p->dead = p->unshippable = true;
-	}
+	} else
+		part_bind(sh, p);
 	pthread_mutex_lock(&sh->mu);
 	RB_INSERT(part_tree, &sh->parts, p);
 	sh->nparts++;

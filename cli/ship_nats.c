@@ -517,9 +517,10 @@ nats_last(struct shipper *sh, struct ship_part *p, uint64_t *off,
 	    strncmp(id, p->idpfx, n) != 0 ||
 	    natsMsgHeader_Get(m, "Tlog-Offset", &o) != NATS_OK ||
 	    strcmp(id + n, o) != 0) {
-		shiplog("%s: the last message on %s in stream %s is not from "
-		    "this store; it is left out of the reckoning", p->path,
-		    p->subject, sh->stream);
+		shiplog("%s: the last message on %s in stream %s is not this "
+		    "partition's (another store's, or a partition that had "
+		    "its name before); it is left out of the reckoning",
+		    p->path, p->subject, sh->stream);
 		natsMsg_Destroy(m);
 		return 0;
 	}

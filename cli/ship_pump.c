@@ -28,9 +28,42 @@
 static char *buf;		/* what a read got */
 static size_t bufcap;
 
-static void
-part_drop(struct ship_part *p, const char *what)
+/*
+ * Whether p's path still names p, asked after reading and before
+ * publishing: records read from p's directory while the path named it
+ * were appended while it had that name, so they belong under its
+ * subject; once renamed or removed (the path names nothing, or another
+ * partition), nothing more of it is published under that subject. Its
+ * acknowledged prefix is still committed through its descriptor, and
+ * discovery ships the partition under its new name, and the one now
+ * at this path, from their own cursors.
+ */
+bool
+ship_part_here(struct shipper *sh, struct ship_part *p)
 {
+	struct stat st;
+
+	if (stat(p->path, &st) == 0 && st.st_ino == p->ino)
+		return true;
+	if (!p->dead)
+		shiplog("%s: renamed or removed while shipped; no more of it "
+		    "goes to %s", p->path, p->subject);
+	p->dead = true;
+	pthread_mutex_lock(&sh->mu);
+	p->moved = true;	/* the committer reads it */
+	pthread_mutex_unlock(&sh->mu);
+	p->dead_at = mono_ms();
+	p->open = false;
+	sr_close(&p->sr);
+	return false;
+}
+
+/* Drops p on an error, unless the error is that it moved. */
+static void
+part_drop(struct shipper *sh, struct ship_part *p, const char *what)
+{
+	if (!ship_part_here(sh, p))
+		return;
 	if (!p->dead)
 		shiplog("%s: %s; no longer shipped", p->path, what);
 	p->dead = true;
@@ -50,13 +83,14 @@ record_read(struct ship_part *p, uint64_t off, char **data, size_t *len)
 	ssize_t n;
 	int ret = -1;
 
-	if (sr_init(&r, p->path) == -1 || sr_seek(&r, off, &got) == -1)
+	sr_init(&r, p->path, p->dfd);
+	if (sr_seek(&r, off, &got) == -1)
 		return errno == ENODATA ? 0 : -1;
 	if (got != off) {
 		ret = 0;
 		goto out;
 	}
-	if (part_at(p->path, off + 1, &b, &q) == 0 && b == r.base)
+	if (part_at(p->dfd, off + 1, &b, &q) == 0 && b == r.base)
 		end = q;
 	else if (fstat(r.fd, &st) == 0)
 		end = (uint64_t)st.st_size;
@@ -69,6 +103,7 @@ record_read(struct ship_part *p, uint64_t off, char **data, size_t *len)
 		err(1, NULL);
 	if ((n = sr_pread(&r, *data, *len)) != (ssize_t)*len) {
 		free(*data);
+		*data = NULL;	/* the caller frees it either way */
 		goto out;
 	}
 	if (*len > 0 && (*data)[*len - 1] == '\n')
@@ -89,14 +124,15 @@ ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 
 	p->open = false;
 	if (sr_seek(&p->sr, want, &got) == -1) {
-		if (errno == ENODATA || errno == EAGAIN) {
+		if ((errno == ENODATA || errno == EAGAIN) &&
+		    ship_part_here(sh, p)) {
 			/* Beyond the end (it was emptied), or changing
 			 * under the seek: later. */
 			p->look_at = mono_ms() + FOLLOW_MS;
 			p->caught_up = true;
 			return;
 		}
-		part_drop(p, strerror(errno));
+		part_drop(sh, p, strerror(errno));
 		return;
 	}
 	if (got > want && warn)
@@ -129,7 +165,7 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 	ssize_t n;
 	int r;
 
-	n = getxattr(p->path, sh->cursor_key, val, sizeof(val) - 1);
+	n = fgetxattr(p->dfd, sh->cursor_key, val, sizeof(val) - 1);
 	if (n >= 0) {
 		val[n] = '\0';
 		errno = 0;
@@ -143,7 +179,7 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 			    "and a restart resumes from what the stream "
 			    "holds", p->root, sh->cursor_key);
 	} else if (errno != ENODATA) {
-		part_drop(p, strerror(errno));
+		part_drop(sh, p, strerror(errno));
 		return;
 	}
 	r = nats_last(sh, p, &last, &data, &len, why, sizeof(why));
@@ -155,9 +191,9 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 	}
 	if (r == 1) {
 		has_last = true;
-		if (part_stat(p->path, "end_offset", &eoff) == -1) {
+		if (fd_stat(p->dfd, "end_offset", &eoff) == -1) {
 			free(data);
-			part_drop(p, strerror(errno));
+			part_drop(sh, p, strerror(errno));
 			return;
 		}
 		if (last >= eoff) {
@@ -225,7 +261,7 @@ lines_are_records(struct ship_part *p, uint64_t n, uint64_t endpos)
 {
 	uint64_t b, q, recs;
 
-	if (part_at(p->path, p->next + n, &b, &q) == 0 &&
+	if (part_at(p->dfd, p->next + n, &b, &q) == 0 &&
 	    b == p->sr.base && q == endpos)
 		return true;
 	return fd_stat(p->sr.fd, "records", &recs) == 0 &&
@@ -241,7 +277,7 @@ record_end(struct ship_part *p, uint64_t *end)
 	uint64_t b, q;
 	bool sealed;
 
-	if (part_at(p->path, p->next + 1, &b, &q) == -1)
+	if (part_at(p->dfd, p->next + 1, &b, &q) == -1)
 		return errno == ENODATA ? 0 : -1;
 	if (b == p->sr.base) {
 		*end = q;
@@ -269,7 +305,7 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 
 	for (k = 0; k < room && k < 64; k++) {
 		if ((r = record_end(p, &end)) == -1) {
-			part_drop(p, strerror(errno));
+			part_drop(sh, p, strerror(errno));
 			return -1;
 		}
 		if (r == 0)
@@ -277,7 +313,7 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 		len = (size_t)(end - p->sr.pos);
 		ship_buf_need(len);
 		if ((n = sr_pread(&p->sr, buf, len)) == -1) {
-			part_drop(p, strerror(errno));
+			part_drop(sh, p, strerror(errno));
 			return -1;
 		}
 		if ((size_t)n != len)
@@ -285,6 +321,8 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 		plen = buf[len - 1] == '\n' ? len - 1 : len;
 		if (!nats_fits(sh, p, p->next, plen))
 			return too_big(sh, p, plen);
+		if (!ship_part_here(sh, p))
+			return -1;
 		if (nats_publish(sh, p, p->next, buf, plen) == -1)
 			return -1;
 		p->sr.pos = end;
@@ -301,7 +339,7 @@ at_end(struct shipper *sh, struct ship_part *p)
 	char c;
 
 	if (sr_sealed(&p->sr, &sealed) == -1) {
-		part_drop(p, strerror(errno));
+		part_drop(sh, p, strerror(errno));
 		return;
 	}
 	if (sealed) {
@@ -309,7 +347,7 @@ at_end(struct shipper *sh, struct ship_part *p)
 		if (sr_pread(&p->sr, &c, 1) > 0)
 			return;
 		if (fd_stat(p->sr.fd, "records", &recs) == -1) {
-			part_drop(p, strerror(errno));
+			part_drop(sh, p, strerror(errno));
 			return;
 		}
 		sr_close(&p->sr);
@@ -322,6 +360,8 @@ at_end(struct shipper *sh, struct ship_part *p)
 		ship_part_seek(sh, p, p->next, true);
 		return;
 	}
+	if (!ship_part_here(sh, p))
+		return;
 	p->caught_up = true;
 	p->look_at = mono_ms() + p->idle_ms;
 	if (p->idle_ms < IDLE_MAX_MS)
@@ -342,7 +382,7 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 	char *s, *e, *last;
 
 	if ((got = sr_pread(&p->sr, buf, READ_CHUNK)) == -1) {
-		part_drop(p, strerror(errno));
+		part_drop(sh, p, strerror(errno));
 		return -1;
 	}
 	if (got == 0) {
@@ -360,6 +400,8 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 		e = memchr(s, '\n', (size_t)(last - s) + 1);
 	if (!lines_are_records(p, nl, p->sr.pos + (uint64_t)(last - buf) + 1))
 		return pump_slow(sh, p, room);
+	if (!ship_part_here(sh, p))
+		return -1;
 	for (k = 0, s = buf; k < nl && k < room; k++, s = e + 1) {
 		e = memchr(s, '\n', (size_t)(last - s) + 1);
 		len = (size_t)(e - s);

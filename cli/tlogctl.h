@@ -40,20 +40,24 @@ void catch_stop(void (*fn)(int));
 int64_t mono_ms(void);
 int64_t real_ms(void);
 
-/* part.c: a partition through the mount */
-/* Exits 1 with one line unless path is a partition directory. */
-void part_check(const char *part);
-/* A partition or segment statistic, user.tlog.NAME, as a number:
- * 0, or -1 with errno. */
-int part_stat(const char *part, const char *name, uint64_t *v);
+/* part.c: a partition through the mount, by its directory open
+ * (O_RDONLY): what a descriptor reads stays the same partition through a
+ * rename, and a partition removed and made again under its name is
+ * another one, which it never reaches. */
+/* Opens a partition's directory; exits 1 with one line unless path is
+ * a partition. */
+int part_check(const char *part);
+/* Opens a directory: the descriptor, or -1 with errno. */
+int dir_open(const char *path);
+/* A partition's (dfd) or a segment's (fd) statistic, user.tlog.NAME,
+ * as a number: 0, or -1 with errno. */
 int fd_stat(int fd, const char *name, uint64_t *v);
 /* user.tlog.at.OFFSET: base and position of the first live record >=
  * offset. -1 with errno (ENODATA: beyond the end). */
-int part_at(const char *part, uint64_t offset, uint64_t *base,
-    uint64_t *pos);
+int part_at(int dfd, uint64_t offset, uint64_t *base, uint64_t *pos);
 /* user.tlog.since.MS: the first record that can have ts >= ms. */
-int part_since(const char *part, int64_t ms, uint64_t *offset,
-    uint64_t *base, uint64_t *pos);
+int part_since(int dfd, int64_t ms, uint64_t *offset, uint64_t *base,
+    uint64_t *pos);
 
 /* Cursors: user.cursor.NAME of a partition, NAME 1-64 bytes of
  * [A-Za-z0-9._-]. */
@@ -61,21 +65,21 @@ int part_since(const char *part, int64_t ms, uint64_t *offset,
 #define CURSOR_NAME_MAX 64
 bool cursor_name_ok(const char *name);
 /* The cursor's committed offset: 0, or -1 with errno (ENODATA: none). */
-int part_cursor(const char *part, const char *name, uint64_t *v);
+int part_cursor(int dfd, const char *name, uint64_t *v);
 
 /*
  * segread.c: a partition's segments through the mount, in offset order
  * (doc/seek.md). Every call returns -1 with errno on failure.
  */
 struct segread {
-	const char *part;
+	const char *part;	/* its path, for messages */
+	int dfd;		/* the partition's directory (not owned) */
 	int fd;			/* the segment being read, -1 if none */
 	uint64_t base;		/* its base offset */
 	uint64_t pos;		/* next byte to read in it */
 	ino_t ino;		/* its inode, to see `current` move on */
-	char cur[PATH_MAX];	/* PART/current */
 };
-int sr_init(struct segread *r, const char *part);
+void sr_init(struct segread *r, const char *part, int dfd);
 /* Opens the segment with this base: by its name if sealed, else as
  * `current` if that is it (or, when the partition has no active
  * segment, the empty `current` whose base is the end offset). ENOENT

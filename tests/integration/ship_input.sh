@@ -98,13 +98,15 @@ hl() { echo $((${#1} + 2 + ${#2} + 2)); }
 # hdrs OFF PREV: the headers of record OFF, sent after record PREV
 hdrs() {
 	echo $((10 + $(hl Tlog-Offset "$1") + $(hl Tlog-Timestamp "$(now_ms)") +
-	    $(hl Nats-Msg-Id "$SID/m/0/$1") + $(hl Nats-Expected-Stream MAX) +
-	    $(hl Nats-Expected-Last-Msg-Id "$SID/m/0/$2") + 2))
+	    $(hl Nats-Msg-Id "$SID/$PID/$1") + $(hl Nats-Expected-Stream MAX) +
+	    $(hl Nats-Expected-Last-Msg-Id "$SID/$PID/$2") + 2))
 }
 # rec N: a record of N bytes
 rec() { head -c "$1" /dev/zero | tr '\0' B >"$TMP/rec"; echo >>"$TMP/rec"; cat "$TMP/rec" >>"$MNT/m/0/current"; }
 mkdir -p "$MNT/m/0"
 echo a >>"$MNT/m/0/current"
+# Nats-Msg-Id is STOREID/PARTITIONID/OFFSET (doc/shipping.md).
+PID=$(gx user.tlog.partition_id "$MNT/m/0")
 N=$((4096 - $(hdrs 1 0)))
 rec "$N"
 try "a record whose message is exactly max_payload is shipped" 0 \

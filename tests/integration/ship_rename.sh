@@ -1,0 +1,104 @@
+#!/bin/sh
+# ship_rename.sh - tlogctl ship and a partition's identity
+# (doc/shipping.md, Identity): a partition removed and made again under
+# its name is another partition, whose records JetStream's duplicate
+# window never drops as the old one's; a partition renamed while shipped
+# goes on under its new subject, and nothing of it is lost or doubled.
+# Each case has its own stream (and subject prefix) so counts are exact.
+. "${srcdir:-.}/tests/integration/shiplib.sh"
+trap 'nats_stop_all; tl_cleanup' EXIT
+
+if ! nats_cluster 1; then
+	tl_not_ok "a JetStream server on 127.0.0.1"
+	tl_done
+fi
+tl_mount
+msgs() { "$JSPROBE" msgs "$NATS_URL_1" "$1" 2>/dev/null || echo 0; }
+has() { [ "$(msgs "$1")" = "$2" ]; }
+cursor() { gx user.cursor.ship "$MNT/$1" 2>/dev/null; }
+at() { [ "$(cursor "$1")" = "$2" ]; }
+ship_once() {
+	"$TLOGCTL" ship --nats "$NATS_URL_1" --stream "$1" \
+	    --subject-prefix "$2" --once "$MNT/$3" 2>>"$TMP/ship.err"
+}
+
+# ---- made again, shipped once at a time ----
+mkdir -p "$MNT/a/0"
+nums 1 10 >>"$MNT/a/0/current"
+tl_is "the partition has an identity" 32 \
+    "$(gx user.tlog.partition_id "$MNT/a/0" | tr -dc 0-9a-f | wc -c)"
+ID1=$(gx user.tlog.partition_id "$MNT/a/0")
+tl_is "ship --once" 0 "$(ship_once A a a; echo $?)"
+rm -r "$MNT/a/0" && mkdir "$MNT/a/0"
+nums 101 120 >>"$MNT/a/0/current"
+ID2=$(gx user.tlog.partition_id "$MNT/a/0")
+tl_check "made again, it has another identity" [ "$ID1" != "$ID2" ]
+tl_is "ship --once again" 0 "$(ship_once A a a; echo $?)"
+nums 1 10 >"$TMP/a_old"
+nums 101 120 >"$TMP/a_new"
+tl_check "stream A holds the 10 old and then the 20 new records" \
+    "$JSPROBE" check "$NATS_URL_1" A "a.a.0=$TMP/a_old" "a.a.0=$TMP/a_new"
+tl_is "the new partition's cursor is at its end" 20 "$(cursor a/0)"
+
+# ---- made again while the shipper follows ----
+mkdir -p "$MNT/b/0"
+nums 1 5000 >>"$MNT/b/0/current"
+"$TLOGCTL" ship --nats "$NATS_URL_1" --stream B --subject-prefix b \
+    "$MNT/b" 2>>"$TMP/ship.err" &
+SHPID=$!
+tl_check "5000 records shipped" tl_wait_for 60 at b/0 5000
+rm -r "$MNT/b/0" && mkdir "$MNT/b/0"
+nums 10001 18000 >>"$MNT/b/0/current"
+tl_check "the new partition is shipped to its end" tl_wait_for 60 at b/0 8000
+tl_check "the stream holds 5000 + 8000 records" tl_wait_for 30 has B 13000
+
+# ---- renamed while the shipper follows, a new one under the old name ----
+mkdir -p "$MNT/b/1"
+nums 1 5000 >>"$MNT/b/1/current"
+tl_check "5000 records of b/1 shipped" tl_wait_for 60 at b/1 5000
+mv "$MNT/b/1" "$MNT/b/old" && mkdir "$MNT/b/1"
+nums 5001 6000 >>"$MNT/b/old/current"
+nums 20001 28000 >>"$MNT/b/1/current"
+tl_check "the renamed partition is shipped to its end" \
+    tl_wait_for 60 at b/old 6000
+tl_check "the new b/1 is shipped to its end" tl_wait_for 60 at b/1 8000
+tl_check "the stream holds 13000 + 5000 + 1000 + 8000 records" \
+    tl_wait_for 30 has B 27000
+kill -TERM "$SHPID"
+wait "$SHPID"
+tl_is "SIGTERM: exit 0" 0 "$?"
+# Every record once, in offset order, under the subject of the name its
+# partition had when it was appended: b.b.0 and b.b.1 hold their old
+# partition's records, then the new one's; b.b.old what b/1 got after
+# its rename, as offsets 5000 on.
+nums 1 5000 >"$TMP/old"
+nums 10001 18000 >"$TMP/new0"
+nums 20001 28000 >"$TMP/new1"
+nums 5001 6000 >"$TMP/renamed"
+tl_check "stream B: each subject holds its records once, in order" \
+    "$JSPROBE" check "$NATS_URL_1" B "b.b.0=$TMP/old" "b.b.0=$TMP/new0" \
+    "b.b.1=$TMP/old" "b.b.1=$TMP/new1" "b.b.old=$TMP/renamed@5000"
+
+# ---- removed and made again between an acknowledgment and its commit
+# (the commit waits on a gate): the old partition's cursor never lands
+# on the new one ----
+mkdir -p "$MNT/c/0"
+nums 1 5000 >>"$MNT/c/0/current"
+TLOGCTL_TEST_COMMIT_GATE=$TMP/gate "$TLOGCTL" ship --nats "$NATS_URL_1" \
+    --stream C --subject-prefix c --once "$MNT/c" 2>>"$TMP/ship.err" &
+SHPID=$!
+tl_check "5000 records in the stream" tl_wait_for 60 has C 5000
+rm -r "$MNT/c/0" && mkdir "$MNT/c/0"
+nums 10001 18000 >>"$MNT/c/0/current"
+touch "$TMP/gate"
+wait "$SHPID"
+tl_is "the shipper ends: exit 0" 0 "$?"
+tl_is "the new partition has no cursor" "" "$(cursor c/0)"
+tl_is "ship --once again" 0 "$(ship_once C c c; echo $?)"
+tl_check "stream C holds the 5000 old and then the 8000 new records" \
+    "$JSPROBE" check "$NATS_URL_1" C "c.c.0=$TMP/old" "c.c.0=$TMP/new0"
+
+sed "s/^/# /" "$TMP/ship.err"
+tl_check "unmount" tl_umount
+tl_stderr_clean "the daemon printed nothing"
+tl_done
