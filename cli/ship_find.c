@@ -441,6 +441,27 @@ scan_topic(struct shipper *sh, struct spec *sp, const char *dir,
 	closedir(d);
 }
 
+/*
+ * Closes the directories of partitions dropped as moved once settled:
+ * one renamed away or removed for good is never found under its path
+ * again, and its descriptor would keep it, and a descriptor, held.
+ */
+static void
+sweep(struct shipper *sh)
+{
+	struct ship_part *p;
+
+	RB_FOREACH(p, part_tree, &sh->parts) {
+		if (!p->dead || p->dfd == -1 || !moved(sh, p) ||
+		    !settled(sh, p))
+			continue;
+		pthread_mutex_lock(&sh->commit_mu);
+		close(p->dfd);
+		p->dfd = -1;
+		pthread_mutex_unlock(&sh->commit_mu);
+	}
+}
+
 void
 ship_discover(struct shipper *sh)
 {
@@ -482,4 +503,5 @@ ship_discover(struct shipper *sh)
 			break;
 		}
 	}
+	sweep(sh);
 }

@@ -43,8 +43,9 @@ ship_part_here(struct shipper *sh, struct ship_part *p)
 {
 	struct stat st;
 
-	if (stat(p->path, &st) == 0 && st.st_ino == p->ino)
-		return true;
+	if (stat(p->path, &st) == 0 ? st.st_ino == p->ino :
+	    errno != ENOENT && errno != ENOTDIR)
+		return true;	/* another error: the caller's to see */
 	if (!p->dead)
 		shiplog("%s: renamed or removed while shipped; no more of it "
 		    "goes to %s", p->path, p->subject);

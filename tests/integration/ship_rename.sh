@@ -64,6 +64,15 @@ tl_check "the renamed partition is shipped to its end" \
 tl_check "the new b/1 is shipped to its end" tl_wait_for 60 at b/1 8000
 tl_check "the stream holds 13000 + 5000 + 1000 + 8000 records" \
     tl_wait_for 30 has B 27000
+# A partition removed for good: its directory is not held open.
+mkdir -p "$MNT/b/2"
+nums 1 100 >>"$MNT/b/2/current"
+tl_check "b/2 shipped" tl_wait_for 60 at b/2 100
+rm -r "$MNT/b/2"
+no_deleted() {
+	! ls -l "/proc/$SHPID/fd" 2>/dev/null | grep -q '(deleted)'
+}
+tl_check "the shipper holds nothing removed open" tl_wait_for 30 no_deleted
 kill -TERM "$SHPID"
 wait "$SHPID"
 tl_is "SIGTERM: exit 0" 0 "$?"
@@ -75,9 +84,11 @@ nums 1 5000 >"$TMP/old"
 nums 10001 18000 >"$TMP/new0"
 nums 20001 28000 >"$TMP/new1"
 nums 5001 6000 >"$TMP/renamed"
+nums 1 100 >"$TMP/b2"
 tl_check "stream B: each subject holds its records once, in order" \
     "$JSPROBE" check "$NATS_URL_1" B "b.b.0=$TMP/old" "b.b.0=$TMP/new0" \
-    "b.b.1=$TMP/old" "b.b.1=$TMP/new1" "b.b.old=$TMP/renamed@5000"
+    "b.b.1=$TMP/old" "b.b.1=$TMP/new1" "b.b.old=$TMP/renamed@5000" \
+    "b.b.2=$TMP/b2"
 
 # ---- removed and made again between an acknowledgment and its commit
 # (the commit waits on a gate): the old partition's cursor never lands
