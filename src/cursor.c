@@ -500,39 +500,121 @@ out:
 
 /* ---- the partition's identity ---- */
 
+/*
+ * The .id file: "HEX INO\n", HEX the identity, INO the inode number of
+ * the directory it was made in (doc/format.md). 0 with the identity;
+ * -ENOENT: none; -ESTALE: made in another directory (a copy of another
+ * partition's, or a link to its file); -EINVAL: malformed; -EPERM: not a
+ * regular file (a stray: never followed, never replaced).
+ */
+static int
+part_id_read(int dfd, ino_t dino, char id[TLOG_STORE_ID_LEN + 1])
+{
+	char buf[TLOG_STORE_ID_LEN + 24], *end;
+	unsigned long long ino;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if ((fd = openat(dfd, TLOG_PART_ID_FILE, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) == -1)
+		return errno == ENOENT ? -ENOENT : -EPERM;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EPERM;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < TLOG_STORE_ID_LEN + 3 || buf[n - 1] != '\n' ||
+	    strspn(buf, "0123456789abcdef") != TLOG_STORE_ID_LEN ||
+	    buf[TLOG_STORE_ID_LEN] != ' ')
+		return -EINVAL;
+	buf[n - 1] = '\0';
+	errno = 0;
+	ino = strtoull(buf + TLOG_STORE_ID_LEN + 1, &end, 10);
+	if (errno != 0 || *end != '\0' ||
+	    !isdigit((unsigned char)buf[TLOG_STORE_ID_LEN + 1]))
+		return -EINVAL;
+	if (ino != (unsigned long long)dino)
+		return -ESTALE;
+	memcpy(id, buf, TLOG_STORE_ID_LEN);
+	id[TLOG_STORE_ID_LEN] = '\0';
+	return 0;
+}
+
+/* p has no identity, and says it once: p->id is "". -ENODATA. */
+static int
+none(struct tlog_partition *p)
+{
+	char *v;
+
+	if ((v = strdup("")) == NULL)
+		return -ENOMEM;
+	__atomic_store_n(&p->id, v, __ATOMIC_RELEASE);
+	return -ENODATA;
+}
+
 /* Reads p's identity, or makes it (read-write), into p->id; the
- * commit lock held. -ENODATA: read-only and none; -ENOENT: removed. */
+ * commit lock held. -ENODATA: none; -ENOENT: removed. */
 static int
 part_id_load(struct tlog_partition *p)
 {
-	char *id, where[2 * TLOG_NAME_MAX + 2];
+	char id[TLOG_STORE_ID_LEN + 1], buf[TLOG_STORE_ID_LEN + 24];
+	char where[2 * TLOG_NAME_MAX + 2], *v;
+	const char *why = NULL;
+	struct stat st;
 	int dfd, r;
 
 	if (p->id != NULL)
-		return 0;
-	if ((id = malloc(TLOG_STORE_ID_LEN + 1)) == NULL)
-		return -ENOMEM;
-	if ((dfd = tlog_level_dir(&p->lv)) < 0) {
-		free(id);
+		return *p->id == '\0' ? -ENODATA : 0;
+	if ((dfd = tlog_level_dir(&p->lv)) < 0)
 		return dfd;
+	if (fstat(dfd, &st) == -1) {
+		r = -errno;
+		goto out;
 	}
-	if ((r = tlog_id_read(dfd, TLOG_PART_ID_FILE, id)) == -EINVAL &&
-	    !p->ctx->ro) {
-		tlog_level_path(&p->lv, where, sizeof(where));
-		tlog_ctx_log(p->ctx, LOG_WARNING, "%s: %s is not 32 hex "
-		    "digits; the partition gets a new identity", where,
+	r = part_id_read(dfd, st.st_ino, id);
+	tlog_level_path(&p->lv, where, sizeof(where));
+	if (r == -EPERM) {
+		tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s: not a regular file; "
+		    "left alone, and the partition has no identity", where,
 		    TLOG_PART_ID_FILE);
+		r = none(p);
+		goto out;
 	}
-	if (r != 0)
-		r = p->ctx->ro ? -ENODATA :
-		    tlog_id_make(dfd, TLOG_PART_ID_FILE, id);
-	close(dfd);
+	if (r == -EINVAL)
+		why = "is not an identity";
+	else if (r == -ESTALE)
+		why = "was made for another directory (a copy of another "
+		    "partition's?)";
+	if (r != 0 && p->ctx->ro) {
+		if (why != NULL)
+			tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; read-only: "
+			    "the partition has no identity", where,
+			    TLOG_PART_ID_FILE, why);
+		r = none(p);
+		goto out;
+	}
 	if (r != 0) {
-		free(id);
-		return r;
+		if (why != NULL)
+			tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; the "
+			    "partition gets a new identity", where,
+			    TLOG_PART_ID_FILE, why);
+		tlog_id_new(id);
+		snprintf(buf, sizeof(buf), "%s %llu\n", id,
+		    (unsigned long long)st.st_ino);
+		if ((r = tlog_write_atomic(dfd, TLOG_PART_ID_FILE, buf,
+		    strlen(buf))) != 0)
+			goto out;
 	}
-	__atomic_store_n(&p->id, id, __ATOMIC_RELEASE);
-	return 0;
+	if ((v = strdup(id)) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	__atomic_store_n(&p->id, v, __ATOMIC_RELEASE);
+out:
+	close(dfd);
+	return r;
 }
 
 int
@@ -543,6 +625,8 @@ tlog_partition_id(struct tlog_partition *p, char *buf, size_t len)
 	int r;
 
 	if ((id = __atomic_load_n(&p->id, __ATOMIC_ACQUIRE)) != NULL) {
+		if (*id == '\0')
+			return -ENODATA;
 		strlcpy(buf, id, len);
 		return 0;
 	}

@@ -263,26 +263,33 @@ tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
 	return 0;
 }
 
-int
-tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
+void
+tlog_id_new(char id[TLOG_STORE_ID_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char raw[TLOG_STORE_ID_LEN / 2];
-	char buf[TLOG_STORE_ID_LEN + 1];
 	size_t i;
-	int r;
 
 	arc4random_buf(raw, sizeof(raw));
 	for (i = 0; i < sizeof(raw); i++) {
-		buf[2 * i] = hex[raw[i] >> 4];
-		buf[2 * i + 1] = hex[raw[i] & 15];
+		id[2 * i] = hex[raw[i] >> 4];
+		id[2 * i + 1] = hex[raw[i] & 15];
 	}
+	id[TLOG_STORE_ID_LEN] = '\0';
+}
+
+int
+tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
+{
+	char buf[TLOG_STORE_ID_LEN + 1];
+	int r;
+
+	tlog_id_new(id);
+	memcpy(buf, id, TLOG_STORE_ID_LEN);
 	buf[TLOG_STORE_ID_LEN] = '\n';
 	if ((r = tlog_write_atomic(dirfd, path, buf, sizeof(buf))) != 0)
-		return r;
-	memcpy(id, buf, TLOG_STORE_ID_LEN);
-	id[TLOG_STORE_ID_LEN] = '\0';
-	return 0;
+		id[0] = '\0';
+	return r;
 }
 
 /*

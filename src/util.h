@@ -45,6 +45,8 @@ int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
  * Make: 128 new random bits, written atomically and durably. */
 int tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
 int tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
+/* 128 new random bits as hex digits, NUL-terminated. */
+void tlog_id_new(char id[TLOG_STORE_ID_LEN + 1]);
 
 /* Segment file names: "<base, 20 digits><ext>", ext ".log" or ".idx".
  * The parser, tlog_segname_parse, is in tlog.h: mount/ uses it too. */

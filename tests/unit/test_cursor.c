@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -485,6 +486,51 @@ START_TEST(identity_readonly_and_damaged)
 }
 END_TEST
 
+/* A copy of another partition's .id (cp -a of its directory, or a
+ * link to its file) is not its identity: the copy gets its own, the
+ * original keeps its. A .id that is no regular file is left alone, and
+ * the partition has none. */
+START_TEST(identity_copied_or_stray)
+{
+	char a[TLOG_STORE_ID_LEN + 1], b[TLOG_STORE_ID_LEN + 1];
+	char from[PATH_MAX], to[PATH_MAX], *text;
+	struct tlog_partition *q;
+	struct stat st;
+	size_t len;
+
+	pid(th_P, a);
+	q = th_part(th_S, "t", "1");
+	tlog_partition_put(q);
+	q = th_part(th_S, "t", "2");
+	tlog_partition_put(q);
+	th_close();
+	snprintf(from, sizeof(from), "%s/t/0/.id", th_dir);
+	snprintf(to, sizeof(to), "%s/t/1/.id", th_dir);
+	text = th_slurp(from, &len);
+	ck_assert_int_eq(link(from, to), 0);
+	snprintf(to, sizeof(to), "%s/t/2/.id", th_dir);
+	ck_assert_int_eq(symlink(from, to), 0);
+	th_open_tp(NULL);
+	q = th_part(th_S, "t", "1");
+	pid(q, b);
+	ck_assert_str_ne(a, b);
+	tlog_partition_put(q);
+	pid(th_P, b);
+	ck_assert_str_eq(a, b);
+	q = th_part(th_S, "t", "2");
+	ck_assert_int_eq(tlog_partition_id(q, b, sizeof(b)), -ENODATA);
+	ck_assert_int_eq(tlog_partition_id(q, b, sizeof(b)), -ENODATA);
+	tlog_partition_put(q);
+	ck_assert_int_eq(lstat(to, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	free(text);
+	text = th_slurp(from, &len);
+	ck_assert_uint_gt(len, TLOG_STORE_ID_LEN + 2);
+	ck_assert(strncmp(text, a, TLOG_STORE_ID_LEN) == 0);
+	free(text);
+}
+END_TEST
+
 /* ---- the power-cut rule: offsets below a committed cursor are never
  * handed out again ---- */
 
@@ -823,6 +869,7 @@ main(void)
 	TH_CASE(s, rename_keeps_rmdir_drops);
 	TH_CASE(s, identity_lasts_until_remade);
 	TH_CASE(s, identity_readonly_and_damaged);
+	TH_CASE(s, identity_copied_or_stray);
 	TH_CASE(s, readonly_refuses);
 	TH_CASE(s, recovery_end_at_least_max_cursor);
 	TH_CASE(s, consumed_no_cursor_deletes_nothing);
