@@ -502,6 +502,7 @@ cmd_ship(int argc, char *argv[])
 	catch_stop(on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
+	nats_test_hooks();
 	nats_open(sh);
 	/* Said once the start cannot fail any more (a failed start is
 	 * one line). */

@@ -44,8 +44,11 @@ struct ship_part {
 	 * identity, STOREID/PARTITIONID/ (doc/shipping.md). dfd changes
 	 * only with sh->commit_mu held. */
 	int dfd;
+	dev_t dev;
 	ino_t ino;
 	char *idpfx;
+	char *oldpfx;		/* STOREID/TOPIC/PARTITION/, the form of
+				   messages shipped by older versions */
 	struct segread sr;
 	bool ready;		/* its start is known */
 	bool open;		/* sr is at the record `next` */
@@ -195,6 +198,8 @@ extern bool ship_committer_stop;
  * exit 1. */
 void nats_open(struct shipper *sh);
 void nats_close(struct shipper *sh);
+/* Reads the test hooks' environment (ship_nats.c). */
+void nats_test_hooks(void);
 /* Whether the stream's subjects take this subject. */
 bool nats_covers(struct shipper *sh, const char *subject);
 /* Whether the connection is up now. */

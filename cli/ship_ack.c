@@ -98,7 +98,11 @@ ship_commit_all(struct shipper *sh)
 			err(1, NULL);
 	}
 	RB_FOREACH(p, part_tree, &sh->parts) {
-		if (!p->ready || p->acked == p->committed || p->commit_gone)
+		/* No cursor at 0 on a partition that has none: it says
+		 * nothing, and would keep partition.cleanup.ms from
+		 * removing an empty partition (doc/shipping.md). */
+		if (!p->ready || p->acked == p->committed || p->commit_gone ||
+		    (p->committed == UINT64_MAX && p->acked == 0))
 			continue;
 		ps[n] = p;
 		offs[n++] = p->acked;

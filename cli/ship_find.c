@@ -309,31 +309,39 @@ part_bind(struct shipper *sh, struct ship_part *p)
 		return false;
 	}
 	free(p->idpfx);
+	p->idpfx = NULL;
 	n = fgetxattr(fd, "user.tlog.partition_id", pid, sizeof(pid) - 1);
 	if (n > 0 && memchr(pid, '/', (size_t)n) == NULL) {
 		pid[n] = '\0';
 		if (asprintf(&p->idpfx, "%s/%s/", p->store, pid) == -1)
 			err(1, NULL);
 	} else {
-		if (!warned)
-			shiplog("%s: partitions here have no identity "
-			    "(user.tlog.partition_id: %s): messages are named "
-			    "after the partitions' names, and one removed and "
-			    "made again under its name within the duplicate "
-			    "window loses records in the stream", p->root,
+		/* An older tlogfs (ENOTSUP): the whole mount, said once;
+		 * else this partition (a read-only mount of one never
+		 * asked, or a stray .id: the daemon says which). */
+		if (n == -1 && errno == ENOTSUP) {
+			if (!warned)
+				shiplog("%s: this tlogfs gives partitions no "
+				    "identity: messages are named after the "
+				    "partitions' names, and one removed and "
+				    "made again under its name within the "
+				    "duplicate window loses records in the "
+				    "stream", p->root);
+			warned = true;
+		} else
+			shiplog("%s: the partition has no identity (%s); its "
+			    "messages are named after its names", p->path,
 			    n == -1 ? strerror(errno) : "malformed");
-		warned = true;
-		if (asprintf(&p->idpfx, "%s/%s/%s/", p->store, p->topic,
-		    p->name) == -1)
+		if ((p->idpfx = strdup(p->oldpfx)) == NULL)
 			err(1, NULL);
-	}
-	sr_close(&p->sr);
+	}	sr_close(&p->sr);
 	pthread_mutex_lock(&sh->commit_mu);
 	old = p->dfd;
 	p->dfd = fd;
 	if (old != -1)
 		close(old);
 	pthread_mutex_unlock(&sh->commit_mu);
+	p->dev = st.st_dev;
 	p->ino = st.st_ino;
 	sr_init(&p->sr, p->path, p->dfd);
 	return true;
@@ -360,6 +368,7 @@ settled(struct shipper *sh, struct ship_part *p)
 	pthread_mutex_lock(&sh->mu);
 	r = p->inflight == 0 && !p->failed && (!p->ready ||
 	    p->committed == p->acked || p->commit_gone ||
+	    (p->committed == UINT64_MAX && p->acked == 0) ||
 	    __atomic_load_n(&sh->no_cursors, __ATOMIC_RELAXED));
 	pthread_mutex_unlock(&sh->mu);
 	return r;
@@ -372,6 +381,11 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 	struct ship_part *p;
 
 	if ((p = part_find(sh, path)) != NULL) {
+		/* Dropped on an error, and the path names another
+		 * partition now (made again, or the mount is back after
+		 * a restart): moved, not waiting for REVIVE_MS. */
+		if (p->dead && !p->unshippable && !moved(sh, p))
+			(void)ship_part_here(sh, p);
 		if (p->dead && !p->unshippable && (moved(sh, p) ?
 		    settled(sh, p) :
 		    p->inflight == 0 && mono_ms() - p->dead_at >= REVIVE_MS)) {
@@ -394,7 +408,8 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 	    (p->topic = strdup(topic)) == NULL ||
 	    (p->name = strdup(name)) == NULL ||
 	    asprintf(&p->subject, "%s.%s.%s", sh->prefix, topic, name) ==
-	    -1)
+	    -1 ||
+	    asprintf(&p->oldpfx, "%s/%s/%s/", sp->store, topic, name) == -1)
 		err(1, NULL);
 	p->store = sp->store;
 	p->dfd = -1;

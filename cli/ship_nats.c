@@ -99,6 +99,29 @@ found:
 	return &sh->ring[s % SHIP_WINDOW];
 }
 
+/*
+ * Test hooks (tests/integration/ship_rename.sh): TLOGCTL_TEST_BREAK_CHAIN
+ * = N makes the Nats-Expected-Last-Msg-Id of the N-th publish one the
+ * stream never had, so it and every later one fail and the shipper
+ * resyncs, as after a message lost in a failover;
+ * TLOGCTL_TEST_ACK_DELAY_MS holds the first answer that long, so the
+ * shipper finds every partition caught up before it learns of a
+ * failure.
+ */
+static uint64_t npublished, break_at, nacks;
+static long ack_delay_ms;
+
+void
+nats_test_hooks(void)
+{
+	const char *v;
+
+	if ((v = getenv("TLOGCTL_TEST_BREAK_CHAIN")) != NULL)
+		break_at = strtoull(v, NULL, 10);
+	if ((v = getenv("TLOGCTL_TEST_ACK_DELAY_MS")) != NULL)
+		ack_delay_ms = strtol(v, NULL, 10);
+}
+
 static void
 on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 {
@@ -107,6 +130,9 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 
 	(void)js;
 	(void)pa;
+	if (ack_delay_ms > 0 && __atomic_fetch_add(&nacks, 1,
+	    __ATOMIC_RELAXED) == 0)
+		usleep((useconds_t)ack_delay_ms * 1000);
 	pthread_mutex_lock(&sh->mu);
 	if ((f = flight_find(sh, msg)) != NULL && f->state == FL_PENDING) {
 		f->msg = NULL;
@@ -411,6 +437,7 @@ nats_fits(struct shipper *sh, struct ship_part *p, uint64_t off, size_t len)
 	return len + hdr <= (uint64_t)sh->max_payload;
 }
 
+
 int
 nats_publish(struct shipper *sh, struct ship_part *p, uint64_t off,
     const char *data, size_t len)
@@ -433,6 +460,8 @@ nats_publish(struct shipper *sh, struct ship_part *p, uint64_t off,
 	po.ExpectStream = sh->stream;
 	if (sh->last_id[0] != '\0')
 		po.ExpectLastMsgId = sh->last_id;
+	if (++npublished == break_at)
+		po.ExpectLastMsgId = "tlogctl-test-broken";
 
 	/* The flight exists before the answer can come. */
 	pthread_mutex_lock(&sh->mu);
@@ -502,9 +531,9 @@ nats_last(struct shipper *sh, struct ship_part *p, uint64_t *off,
 	natsMsg *m = NULL;
 	jsErrCode ec = 0;
 	natsStatus s;
-	const char *id, *o;
+	const char *id, *o, *pfx = p->idpfx;
 	char *end;
-	size_t n = strlen(p->idpfx);
+	size_t n = strlen(pfx);
 
 	s = js_GetLastMsg(&m, sh->js, sh->stream, p->subject, NULL, &ec);
 	if (s == NATS_NOT_FOUND || ec == JSNoMessageFoundErr)
@@ -513,8 +542,16 @@ nats_last(struct shipper *sh, struct ship_part *p, uint64_t *off,
 		snprintf(why, whylen, "%s", why_nats(s));
 		return -1;
 	}
+	/* Ours: named by the partition's identity, or by its names as
+	 * before identities (an older version, a read-only mount). */
+	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) == NATS_OK &&
+	    strncmp(id, pfx, n) != 0 &&
+	    strncmp(id, p->oldpfx, strlen(p->oldpfx)) == 0) {
+		pfx = p->oldpfx;
+		n = strlen(pfx);
+	}
 	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK ||
-	    strncmp(id, p->idpfx, n) != 0 ||
+	    strncmp(id, pfx, n) != 0 ||
 	    natsMsgHeader_Get(m, "Tlog-Offset", &o) != NATS_OK ||
 	    strcmp(id + n, o) != 0) {
 		shiplog("%s: the last message on %s in stream %s is not this "

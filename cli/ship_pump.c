@@ -41,12 +41,25 @@ static size_t bufcap;
 bool
 ship_part_here(struct shipper *sh, struct ship_part *p)
 {
+	static bool said_remount;
 	struct stat st;
 
-	if (stat(p->path, &st) == 0 ? st.st_ino == p->ino :
-	    errno != ENOENT && errno != ENOTDIR)
-		return true;	/* another error: the caller's to see */
-	if (!p->dead)
+	if (stat(p->path, &st) == -1) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return true;	/* another error: the caller's */
+		if (!p->dead)
+			shiplog("%s: renamed or removed while shipped; no "
+			    "more of it goes to %s", p->path, p->subject);
+	} else if (st.st_dev != p->dev) {
+		/* The daemon was restarted: every partition is another
+		 * inode; one line for them all. */
+		if (!said_remount)
+			shiplog("%s: mounted again; its partitions are taken "
+			    "up anew from their cursors", p->root);
+		said_remount = true;
+	} else if (st.st_ino == p->ino)
+		return true;
+	else if (!p->dead)
 		shiplog("%s: renamed or removed while shipped; no more of it "
 		    "goes to %s", p->path, p->subject);
 	p->dead = true;
@@ -146,6 +159,10 @@ ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 		p->acked = got;
 	pthread_mutex_unlock(&sh->mu);
 	p->open = true;
+	/* A new position: what was caught up is not any more (after a
+	 * resync, `--once` would end with the records behind it). */
+	p->caught_up = false;
+	p->look_at = 0;
 }
 
 /*

@@ -109,7 +109,88 @@ tl_is "ship --once again" 0 "$(ship_once C c c; echo $?)"
 tl_check "stream C holds the 5000 old and then the 8000 new records" \
     "$JSPROBE" check "$NATS_URL_1" C "c.c.0=$TMP/old" "c.c.0=$TMP/new0"
 
+# ---- a resync in --once after the partitions reached their end: the
+# chain of expected ids is broken on purpose at the 150th message, and
+# the first answer held 40 ms, so ship --once publishes everything and
+# finds each partition caught up (to look again 100 ms later) just
+# before it learns of the failure; every later message failed, and
+# every partition must still be shipped before it exits (without the
+# fix, those it had found caught up were left unshipped, exit 0) ----
+for i in 0 1 2 3 4 5 6 7; do
+	mkdir -p "$MNT/e/$i"
+	nums 1 100 >>"$MNT/e/$i/current"
+done
+TLOGCTL_TEST_BREAK_CHAIN=150 TLOGCTL_TEST_ACK_DELAY_MS=40 \
+    "$TLOGCTL" ship --nats "$NATS_URL_1" --stream E --subject-prefix e \
+    --once "$MNT/e" 2>"$TMP/e.err"
+tl_is "--once with a resync: exit 0" 0 "$?"
+tl_is "it resynced" 1 \
+    "$(grep -c 'resending from what the stream holds' "$TMP/e.err")"
+nums 1 100 >"$TMP/e100"
+tl_check "--once with a resync: every partition is in the stream" \
+    "$JSPROBE" check "$NATS_URL_1" E "e.e.0=$TMP/e100" "e.e.1=$TMP/e100" \
+    "e.e.2=$TMP/e100" "e.e.3=$TMP/e100" "e.e.4=$TMP/e100" \
+    "e.e.5=$TMP/e100" "e.e.6=$TMP/e100" "e.e.7=$TMP/e100"
+cat "$TMP/e.err" >>"$TMP/ship.err"
+
+# ---- an empty partition gets no cursor: a cursor at 0 says nothing,
+# and would keep partition.cleanup.ms from removing it ----
+mkdir -p "$MNT/g/0"
+tl_is "ship --once of an empty partition" 0 "$(ship_once G g g; echo $?)"
+tl_is "it gets no cursor" "" "$(cursor g/0)"
+
+# ---- the daemon restarted under a following shipper (killed, the mount
+# made again): taken up again at once, from the cursor ----
+mkdir -p "$MNT/h/0"
+nums 1 1000 >>"$MNT/h/0/current"
+"$TLOGCTL" ship --nats "$NATS_URL_1" --stream H --subject-prefix h \
+    "$MNT/h" 2>"$TMP/h.err" &
+SHPID=$!
+tl_check "1000 records shipped" tl_wait_for 60 at h/0 1000
+# The shipper holds the mount busy: the daemon is killed, the shipper
+# finds the mount dead, the dead mount goes lazily, and a new daemon
+# mounts the store.
+tl_kill KILL 2>/dev/null
+dead_seen() { grep -q 'not connected; no longer shipped' "$TMP/h.err"; }
+tl_check "the shipper finds the mount dead" tl_wait_for 30 dead_seen
+"$FUSERMOUNT" -u -z "$MNT"
+tl_mount
+nums 1001 2000 >>"$MNT/h/0/current"
+tl_check "the mount is back: shipped on within 20 s" tl_wait_for 20 at h/0 2000
+kill -TERM "$SHPID"
+wait "$SHPID"
+tl_is "SIGTERM: exit 0" 0 "$?"
+tl_is "one line says the mount came back" 1 \
+    "$(grep -c "$MNT: mounted again" "$TMP/h.err")"
+cat "$TMP/h.err" >>"$TMP/ship.err"
+nums 1 2000 >"$TMP/h2000"
+tl_check "stream H holds each record once, in order" \
+    "$JSPROBE" check "$NATS_URL_1" H "h.h.0=$TMP/h2000"
+
+# ---- shipped from a read-only mount (no identity: messages named after
+# the partition's names, no cursor committed), then from a read-write
+# one (an identity now): the stream's last message, in the older form,
+# still counts as this partition's, and nothing is sent twice ----
+mkdir -p "$MNT/f/0"
+nums 1 100 >>"$MNT/f/0/current"
+tl_check "unmount" tl_umount
+tl_mount -o ro
+"$TLOGCTL" ship --nats "$NATS_URL_1" --stream F --subject-prefix f \
+    --once "$MNT/f" 2>"$TMP/f.err"
+tl_is "ship --once from a read-only mount: exit 0" 0 "$?"
+tl_is "one line: the partition has no identity" 1 \
+    "$(grep -c "$MNT/f/0: the partition has no identity" "$TMP/f.err")"
+cat "$TMP/f.err" >>"$TMP/ship.err"
+tl_check "unmount" tl_umount
+tl_mount
+tl_is "ship --once from the read-write mount" 0 "$(ship_once F f f; echo $?)"
+nums 1 100 >"$TMP/f100"
+tl_check "stream F holds each record once" \
+    "$JSPROBE" check "$NATS_URL_1" F "f.f.0=$TMP/f100"
+
 sed "s/^/# /" "$TMP/ship.err"
 tl_check "unmount" tl_umount
-tl_stderr_clean "the daemon printed nothing"
+tl_stderr_clean "the daemon printed nothing" \
+    '^tlogfs: .*read-only'
+
 tl_done
