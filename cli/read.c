@@ -31,6 +31,7 @@
 
 #include <err.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -58,6 +59,30 @@ struct reader {
 	uint64_t committed;	/* the cursor's value, UINT64_MAX if unknown */
 };
 
+/*
+ * A runtime error on the partition: one line, exit 1. ENOENT while the
+ * partition's own directory answers ENOENT too means it was removed
+ * (read by its descriptor, it never reads another of the same name).
+ */
+__attribute__((noreturn, format(printf, 2, 3)))
+static void
+fail(struct reader *r, const char *fmt, ...)
+{
+	char what[PATH_MAX + 64];
+	va_list ap;
+	uint64_t v;
+	int e = errno;
+
+	if (e == ENOENT && fd_stat(r->sr.dfd, "end_offset", &v) == -1 &&
+	    errno == ENOENT)
+		errx(1, "%s: the partition was removed", r->sr.part);
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	errno = e;
+	err(1, "%s", what);
+}
+
 static void
 pause_ms(int ms)
 {
@@ -84,7 +109,7 @@ seek_to(struct reader *r, uint64_t want, bool warn)
 		if (errno == EAGAIN)
 			errx(1, "%s: cannot open the segment holding offset %"
 			    PRIu64 " (it keeps changing)", r->sr.part, want);
-		err(1, "%s", r->sr.part);
+		fail(r, "%s", r->sr.part);
 	}
 	r->off = got;
 	r->mark = r->sr.pos;
@@ -142,7 +167,7 @@ commit(struct reader *r, uint64_t at)
 	for (i = 0; i < COUNT_TRIES; i++) {
 		if (part_at(r->sr.dfd, want, &base, &pos) == -1) {
 			if (errno != ENODATA)
-				err(1, "%s", r->sr.part);
+				fail(r, "%s", r->sr.part);
 			break;
 		}
 		/* Another segment: `want` is this one's end, or this
@@ -158,7 +183,7 @@ commit(struct reader *r, uint64_t at)
 		return;
 	snprintf(val, sizeof(val), "%" PRIu64, want);
 	if (fsetxattr(r->sr.dfd, r->ckey, val, strlen(val), 0) == -1)
-		err(1, "%s: cannot commit cursor %s at %" PRIu64, r->sr.part,
+		fail(r, "%s: cannot commit cursor %s at %" PRIu64, r->sr.part,
 		    r->ckey + strlen(CURSOR_PREFIX), want);
 	r->committed = want;
 }
@@ -177,7 +202,7 @@ drain(struct reader *r)
 
 	for (;;) {
 		if ((n = sr_pread(&r->sr, r->buf, READ_BUF)) == -1)
-			err(1, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
+			fail(r, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
 		if (n == 0) {
 			if (got && r->ckey[0] != '\0')
 				commit(r, r->sr.pos);
@@ -202,7 +227,7 @@ is_sealed(struct reader *r)
 	bool sealed;
 
 	if (sr_sealed(&r->sr, &sealed) == -1)
-		err(1, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
+		fail(r, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
 	return sealed;
 }
 
@@ -213,7 +238,7 @@ still_current(struct reader *r)
 	bool moved;
 
 	if (sr_moved(&r->sr, &moved) == -1)
-		err(1, "%s/current", r->sr.part);
+		fail(r, "%s/current", r->sr.part);
 	return !moved;
 }
 
@@ -228,7 +253,7 @@ run(struct reader *r)
 			/* What went in before the seal is readable now. */
 			drain(r);
 			if (fd_stat(r->sr.fd, "records", &records) == -1)
-				err(1, "%s: segment %" PRIu64, r->sr.part,
+				fail(r, "%s: segment %" PRIu64, r->sr.part,
 				    r->sr.base);
 			sr_close(&r->sr);
 			seek_to(r, r->sr.base + records, true);

@@ -208,6 +208,29 @@ tl_is "nothing twice, nothing out of order, every line of the last writer" \
 	k <= p { bad = 1 } { p = k } $1 == "w8" { n8++ }
 	END { print (bad ? "bad" : "ok"), n8 }' "$TMP/fgot")"
 
+# ---- followed through a rename, until removed ----
+# The reader holds the partition's directory: after a rename it reads on
+# (and commits there); when the partition is removed it says so.
+mkdir -p "$MNT/mv/0"
+nums 1 5 >>"$MNT/mv/0/current"
+"$TLOGCTL" read --follow --cursor c --commit "$MNT/mv/0" \
+    >"$TMP/mvout" 2>"$TMP/mverr" &
+RPID=$!
+lines_in() { [ "$(wc -l <"$TMP/mvout")" -ge "$1" ]; }
+tl_check "following: the first 5 lines" tl_wait_for 10 lines_in 5
+mv "$MNT/mv/0" "$MNT/mv/1"
+nums 6 10 >>"$MNT/mv/1/current"
+tl_check "renamed: it reads on" tl_wait_for 10 lines_in 10
+committed() { [ "$(gx user.cursor.c "$MNT/mv/1" 2>/dev/null)" = 10 ]; }
+tl_check "and commits on the renamed partition" tl_wait_for 10 committed
+rm -r "$MNT/mv/1"
+gone() { ! kill -0 "$RPID" 2>/dev/null; }
+tl_check "removed: the reader stops" tl_wait_for 10 gone
+wait "$RPID"
+tl_is "with status 1" 1 "$?"
+tl_is "and one line saying so" "tlogctl: $MNT/mv/0: the partition was removed" \
+    "$(cat "$TMP/mverr")"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing but the reaper's lines" \
     '^tlogfs: reaper: [0-9]+ segments .* expired from'
