@@ -91,7 +91,7 @@ ssize_t
 tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 {
 	const char *buf = data, *nl;
-	int64_t max = tlog_part_conf(w->part, TLOG_RECORD_MAX_BYTES);
+	int64_t max;
 	size_t room, take = 0, done;
 	ssize_t r;
 	int e;
@@ -101,7 +101,10 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 		return -EROFS;
 	pthread_mutex_lock(&w->lock);
 	if (w->nheld > 0) {
-		/* Complete the held line from the front of this write. */
+		/* Complete the held line from the front of this write.
+		 * The limit is looked up only here: a write that holds
+		 * nothing (most) leaves it to the partition. */
+		max = tlog_part_conf(w->part, TLOG_RECORD_MAX_BYTES);
 		room = w->nheld < (size_t)max ? (size_t)max - w->nheld : 0;
 		take = len < room ? len : room;
 		nl = memchr(buf, '\n', take);
