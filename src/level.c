@@ -71,6 +71,29 @@ tlog_level_conf(const struct tlog_level *lv, enum tlog_key k)
 	return tlog_key_default(k);
 }
 
+/* One walk up the levels for every key: the append path needs six, and
+ * a walk per key was most of its lookups. */
+void
+tlog_level_conf_all(const struct tlog_level *lv, int64_t v[TLOG_NKEYS])
+{
+	const struct tlog_conf *c;
+	int k, left = TLOG_NKEYS;
+
+	for (k = 0; k < TLOG_NKEYS; k++)
+		v[k] = TLOG_UNSET;
+	for (; lv != NULL && left > 0; lv = lv->parent) {
+		if ((c = __atomic_load_n(&lv->conf, __ATOMIC_ACQUIRE)) == NULL)
+			continue;
+		for (k = 0; k < TLOG_NKEYS; k++)
+			if (v[k] == TLOG_UNSET &&
+			    (v[k] = tlog_conf_value(c, k)) != TLOG_UNSET)
+				left--;
+	}
+	for (k = 0; k < TLOG_NKEYS; k++)
+		if (v[k] == TLOG_UNSET)
+			v[k] = tlog_key_default(k);
+}
+
 static struct tlog_conf *own_conf(struct tlog_level *);
 
 int64_t

@@ -61,6 +61,8 @@ void tlog_level_put(struct tlog_level *lv);
 
 /* The effective value of key k at lv: inheritance, in one place. */
 int64_t tlog_level_conf(const struct tlog_level *lv, enum tlog_key k);
+/* The effective value of every key at lv, as tlog_level_conf gives it. */
+void tlog_level_conf_all(const struct tlog_level *lv, int64_t v[TLOG_NKEYS]);
 /* lv's own value of k, or TLOG_UNSET; no lock. */
 int64_t tlog_level_own(const struct tlog_level *lv, enum tlog_key k);
 /* lv's own settings, or one that sets nothing; no lock. */

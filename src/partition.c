@@ -268,20 +268,21 @@ struct limits {
 static void
 get_limits(struct tlog_partition *p, struct limits *l)
 {
-	int64_t sb = tlog_part_conf(p, TLOG_SEGMENT_BYTES);
+	int64_t v[TLOG_NKEYS];
 
-	l->seg_bytes = sb;
-	l->seg_ms = tlog_part_conf(p, TLOG_SEGMENT_MS);
-	l->jitter = tlog_part_conf(p, TLOG_SEGMENT_JITTER_MS);
+	tlog_level_conf_all(&p->lv, v);
+	l->seg_bytes = v[TLOG_SEGMENT_BYTES];
+	l->seg_ms = v[TLOG_SEGMENT_MS];
+	l->jitter = v[TLOG_SEGMENT_JITTER_MS];
 	if (l->jitter > l->seg_ms)
 		l->jitter = l->seg_ms;
-	l->ret_bytes = tlog_part_conf(p, TLOG_RETENTION_BYTES);
+	l->ret_bytes = v[TLOG_RETENTION_BYTES];
 	if (l->ret_bytes >= 0 && l->ret_bytes / 8 < l->seg_bytes)
 		l->seg_bytes = l->ret_bytes / 8 > 0 ? l->ret_bytes / 8 : 1;
 	/* Independent of segment.bytes: a longer record gets a segment of
 	 * its own (roll_check), it is never cut at a segment's size. */
-	l->rec_max = tlog_part_conf(p, TLOG_RECORD_MAX_BYTES);
-	l->prealloc = tlog_part_conf(p, TLOG_SEGMENT_PREALLOCATE) == 1;
+	l->rec_max = v[TLOG_RECORD_MAX_BYTES];
+	l->prealloc = v[TLOG_SEGMENT_PREALLOCATE] == 1;
 }
 
 /* Records appended in memory but not yet written with one pwrite. */

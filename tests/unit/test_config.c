@@ -626,6 +626,58 @@ START_TEST(test_inherit)
 }
 END_TEST
 
+/* The append path's one walk for all keys gives what a walk per key
+ * gives, whichever level sets what. */
+static void
+check_all(struct tlog_partition *p)
+{
+	int64_t v[TLOG_NKEYS];
+	int k;
+
+	tlog_level_conf_all(&p->lv, v);
+	for (k = 0; k < TLOG_NKEYS; k++)
+		ck_assert_int_eq(v[k], tlog_part_conf(p, k));
+}
+
+START_TEST(test_conf_all)
+{
+	struct tlog_partition *p;
+	struct tlog_topic *t;
+	struct tlog_store *s;
+	char *dir;
+
+	dir = th_tmpdir();
+	s = th_open(dir);
+	p = th_part(s, "orders", "0");
+	t = tlog_partition_topic(p);
+
+	check_all(p);
+	set_ok(s, NULL, NULL, "segment.bytes", "64M");
+	set_ok(s, NULL, NULL, "retention.ms", "1d");
+	check_all(p);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_SEGMENT_BYTES), 64 * MiB);
+	set_ok(s, t, NULL, "segment.ms", "1h");
+	set_ok(s, t, NULL, "retention.ms", "2d");
+	check_all(p);
+	set_ok(s, NULL, p, "record.max.bytes", "4K");
+	set_ok(s, NULL, p, "segment.bytes", "1M");
+	check_all(p);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_SEGMENT_BYTES), MiB);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_RETENTION_MS), 2 * 86400000);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_SEGMENT_MS), 3600000);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_RECORD_MAX_BYTES), 4096);
+	ck_assert_int_eq(tlog_conf_unset(s, NULL, p, "segment.bytes"), 0);
+	ck_assert_int_eq(tlog_conf_unset(s, t, NULL, "retention.ms"), 0);
+	check_all(p);
+	ck_assert_int_eq(tlog_part_conf(p, TLOG_SEGMENT_BYTES), 64 * MiB);
+
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_unset)
 {
 	struct tlog_partition *p;
@@ -1196,6 +1248,7 @@ main(void)
 	th_case(su, "save_load", test_save_load);
 	th_case(su, "load_bad_lines", test_load_bad_lines);
 	th_case(su, "inherit", test_inherit);
+	th_case(su, "conf_all", test_conf_all);
 	th_case(su, "unset", test_unset);
 	th_case(su, "bad_value_untouched", test_bad_value_untouched);
 	th_case(su, "save_failure_untouched", test_save_failure_untouched);
