@@ -17,7 +17,9 @@ struct tlog_clock {
 					   that one is injected */
 	void *arg;
 	const struct tlog_sink *log;	/* where a step is told */
-	pthread_mutex_t lock;		/* a leaf */
+	pthread_mutex_t lock;		/* a leaf: anchors */
+	unsigned seq;			/* odd while an anchor writes e0..off;
+					   reads take no lock (clock.c) */
 	int64_t e0;			/* engine time at boot time m0 */
 	int64_t m0;
 	int64_t m1;			/* half speed until this boot time */

@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +301,83 @@ START_TEST(no_step_is_the_wall_clock)
 }
 END_TEST
 
+/* ---- reads racing steps: engine time never goes back for a reader ---- */
+
+static int64_t race_wall, race_boot;	/* atomic */
+static int race_done;			/* atomic */
+static unsigned race_steps;		/* atomic */
+
+static int64_t
+race_wall_now(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&race_wall, __ATOMIC_ACQUIRE);
+}
+
+static int64_t
+race_boot_now(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&race_boot, __ATOMIC_ACQUIRE);
+}
+
+static void
+race_log(void *arg, int prio, const char *msg)
+{
+	(void)arg; (void)prio; (void)msg;
+	__atomic_add_fetch(&race_steps, 1, __ATOMIC_RELAXED);
+}
+
+static void *
+race_reader(void *arg)
+{
+	struct tlog_clock *c = arg;
+	int64_t e, prev = INT64_MIN;
+	long bad = 0;
+
+	while (!__atomic_load_n(&race_done, __ATOMIC_ACQUIRE)) {
+		e = tlog_clock_now(c);
+		if (e < prev)
+			bad++;
+		prev = e;
+	}
+	return (void *)bad;
+}
+
+/* Reads take no lock (a seqlock, clock.c): while one thread moves both
+ * clocks and steps the wall clock back and forth, every reader's engine
+ * time still never decreases, and every step is seen (told once). */
+START_TEST(reads_racing_steps_never_go_back)
+{
+	struct tlog_sink sink = { race_log, NULL };
+	struct tlog_clock c;
+	pthread_t t[2];
+	void *bad;
+	int i, k;
+
+	race_wall = T0;
+	race_boot = 5000;
+	tlog_clock_init(&c, race_wall_now, race_boot_now, NULL, &sink);
+	for (k = 0; k < 2; k++)
+		ck_assert_int_eq(pthread_create(&t[k], NULL, race_reader, &c),
+		    0);
+	for (i = 1; i <= 2000; i++) {
+		__atomic_add_fetch(&race_boot, 3, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&race_wall, i % 100 == 0 ? 5003 :
+		    i % 100 == 50 ? -4997 : 3, __ATOMIC_RELEASE);
+		(void)tlog_clock_now(&c);
+	}
+	__atomic_store_n(&race_done, 1, __ATOMIC_RELEASE);
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(pthread_join(t[k], &bad), 0);
+		ck_assert_int_eq((long)bad, 0);
+	}
+	/* 20 forward and 20 backward steps, each anchored once. */
+	ck_assert_uint_eq(__atomic_load_n(&race_steps, __ATOMIC_RELAXED), 40);
+	tlog_clock_destroy(&c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -310,5 +389,6 @@ main(void)
 	TH_CASE(s, restart_over_future_stamps_does_not_stall);
 	TH_CASE(s, restart_catches_up_with_the_wall_clock);
 	TH_CASE(s, no_step_is_the_wall_clock);
+	TH_CASE(s, reads_racing_steps_never_go_back);
 	return th_run(s);
 }
