@@ -147,11 +147,18 @@ wait_gone() {	# pid
 	die "daemon $1 did not exit"
 }
 
+# passthrough_ll gets a session of its own, as tlogfs has once it
+# daemonizes: with sched_autogroup (Debian's default) a session is a
+# scheduling group, and a daemon in the load's own group is woken next to
+# it far more often; in the group of this script passthrough_ll ran
+# workload 1 at about twice its speed as a daemon (doc/performance.md,
+# hotspot 5). setsid -w: if it must fork, $! still lives as long as
+# passthrough_ll.
 PT_PID=
 pt_mount() {	# SOURCE MNT
 	mkdir -p "$2"
 	MOUNTS+=("$2")
-	"$PT" -f -o source="$1" "$2" >/dev/null 2>&1 &
+	setsid -w "$PT" -f -o source="$1" "$2" >/dev/null 2>&1 &
 	PT_PID=$!
 	PIDS+=("$PT_PID")
 	wait_mounted "$2"
