@@ -177,6 +177,8 @@ void ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 /* Whether p's path still names p; if not, p is dropped as moved (no
  * more published under its subject) and false. */
 bool ship_part_here(struct shipper *sh, struct ship_part *p);
+/* p's mount answers, on device dev: says once if it was mounted again. */
+void ship_mount_seen(struct ship_part *p, dev_t dev);
 /* Ships up to `room` records of the partition from where it stands: the
  * number published, or -1 (the partition was dropped, or a publish
  * failed). */

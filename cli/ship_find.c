@@ -341,6 +341,7 @@ part_bind(struct shipper *sh, struct ship_part *p)
 	if (old != -1)
 		close(old);
 	pthread_mutex_unlock(&sh->commit_mu);
+	ship_mount_seen(p, st.st_dev);
 	p->dev = st.st_dev;
 	p->ino = st.st_ino;
 	sr_init(&p->sr, p->path, p->dfd);

@@ -29,39 +29,67 @@ static char *buf;		/* what a read got */
 static size_t bufcap;
 
 /*
- * Whether p's path still names p, asked after reading and before
- * publishing: records read from p's directory while the path named it
- * were appended while it had that name, so they belong under its
- * subject; once renamed or removed (the path names nothing, or another
- * partition), nothing more of it is published under that subject. Its
- * acknowledged prefix is still committed through its descriptor, and
- * discovery ships the partition under its new name, and the one now
- * at this path, from their own cursors.
+ * What a mount is doing, told once per change rather than once per
+ * partition: its daemon gone (ENOTCONN on everything), or a daemon
+ * mounted again (every partition another inode on another device).
+ * Main thread only.
  */
-bool
-ship_part_here(struct shipper *sh, struct ship_part *p)
-{
-	static bool said_remount;
-	struct stat st;
+struct mountstate {
+	char *root;
+	dev_t dev;		/* of the mount the partitions were bound on */
+	bool gone;
+};
+static struct mountstate *mounts;
+static size_t nmounts;
 
-	if (stat(p->path, &st) == -1) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			return true;	/* another error: the caller's */
-		if (!p->dead)
-			shiplog("%s: renamed or removed while shipped; no "
-			    "more of it goes to %s", p->path, p->subject);
-	} else if (st.st_dev != p->dev) {
-		/* The daemon was restarted: every partition is another
-		 * inode; one line for them all. */
-		if (!said_remount)
-			shiplog("%s: mounted again; its partitions are taken "
-			    "up anew from their cursors", p->root);
-		said_remount = true;
-	} else if (st.st_ino == p->ino)
-		return true;
-	else if (!p->dead)
-		shiplog("%s: renamed or removed while shipped; no more of it "
-		    "goes to %s", p->path, p->subject);
+static struct mountstate *
+mount_of(const char *root)
+{
+	struct mountstate *m;
+	size_t i;
+
+	for (i = 0; i < nmounts; i++)
+		if (strcmp(mounts[i].root, root) == 0)
+			return &mounts[i];
+	if ((m = reallocarray(mounts, nmounts + 1, sizeof(*m))) == NULL)
+		err(1, NULL);
+	mounts = m;
+	m = &mounts[nmounts++];
+	if ((m->root = strdup(root)) == NULL)
+		err(1, NULL);
+	m->dev = 0;
+	m->gone = false;
+	return m;
+}
+
+/* The partition's mount answers again, on device dev. */
+void
+ship_mount_seen(struct ship_part *p, dev_t dev)
+{
+	struct mountstate *m = mount_of(p->root);
+
+	if (m->gone || (m->dev != 0 && m->dev != dev))
+		shiplog("%s: mounted again; its partitions are taken up anew "
+		    "from their cursors", p->root);
+	m->gone = false;
+	m->dev = dev;
+}
+
+static void
+mount_lost(struct ship_part *p)
+{
+	struct mountstate *m = mount_of(p->root);
+
+	if (!m->gone)
+		shiplog("%s: %s; shipping from it waits for it to be "
+		    "mounted again", p->root, strerror(ENOTCONN));
+	m->gone = true;
+}
+
+/* p is no longer what its path names (or its mount is gone). */
+static void
+part_moved(struct shipper *sh, struct ship_part *p)
+{
 	p->dead = true;
 	pthread_mutex_lock(&sh->mu);
 	p->moved = true;	/* the committer reads it */
@@ -69,17 +97,58 @@ ship_part_here(struct shipper *sh, struct ship_part *p)
 	p->dead_at = mono_ms();
 	p->open = false;
 	sr_close(&p->sr);
+}
+
+/*
+ * Whether p's path still names p, asked after reading and before
+ * publishing: records read from p's directory while the path named it
+ * were appended while it had that name, so they belong under its
+ * subject; once renamed or removed (the path names nothing, or another
+ * partition), nothing more of it is published under that subject. Its
+ * acknowledged prefix is still committed through its descriptor, and
+ * discovery ships the partition under its new name, and the one now
+ * at this path, from their own cursors. A dead mount (its daemon gone)
+ * or one mounted again counts as moved too, said once for the mount.
+ */
+bool
+ship_part_here(struct shipper *sh, struct ship_part *p)
+{
+	struct stat st;
+
+	if (stat(p->path, &st) == -1) {
+		if (errno == ENOTCONN)
+			mount_lost(p);
+		else if (errno != ENOENT && errno != ENOTDIR)
+			return true;	/* another error: the caller's */
+		else if (!p->dead)
+			shiplog("%s: renamed or removed while shipped; no "
+			    "more of it goes to %s", p->path, p->subject);
+	} else if (st.st_dev != p->dev)
+		ship_mount_seen(p, st.st_dev);
+	else if (st.st_ino == p->ino)
+		return true;
+	else if (!p->dead)
+		shiplog("%s: renamed or removed while shipped; no more of it "
+		    "goes to %s", p->path, p->subject);
+	part_moved(sh, p);
 	return false;
 }
 
-/* Drops p on an error, unless the error is that it moved. */
+/* Drops p on error e, unless the error is that it moved or that its
+ * mount is gone (ENOTCONN: said once for the mount, and p is taken up
+ * anew when it is back, as one moved). */
 static void
-part_drop(struct shipper *sh, struct ship_part *p, const char *what)
+part_drop(struct shipper *sh, struct ship_part *p, int e)
 {
+	if (e == ENOTCONN) {
+		mount_lost(p);
+		part_moved(sh, p);
+		return;
+	}
 	if (!ship_part_here(sh, p))
 		return;
 	if (!p->dead)
-		shiplog("%s: %s; no longer shipped", p->path, what);
+		shiplog("%s: %s; no longer shipped", p->path, strerror(e));
 	p->dead = true;
 	p->dead_at = mono_ms();
 	p->open = false;
@@ -146,7 +215,7 @@ ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 			p->caught_up = true;
 			return;
 		}
-		part_drop(sh, p, strerror(errno));
+		part_drop(sh, p, errno);
 		return;
 	}
 	if (got > want && warn)
@@ -197,7 +266,7 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 			    "and a restart resumes from what the stream "
 			    "holds", p->root, sh->cursor_key);
 	} else if (errno != ENODATA) {
-		part_drop(sh, p, strerror(errno));
+		part_drop(sh, p, errno);
 		return;
 	}
 	r = nats_last(sh, p, &last, &data, &len, why, sizeof(why));
@@ -211,7 +280,7 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 		has_last = true;
 		if (fd_stat(p->dfd, "end_offset", &eoff) == -1) {
 			free(data);
-			part_drop(sh, p, strerror(errno));
+			part_drop(sh, p, errno);
 			return;
 		}
 		if (last >= eoff) {
@@ -286,6 +355,37 @@ lines_are_records(struct ship_part *p, uint64_t n, uint64_t endpos)
 	    p->sr.base + recs == p->next + n;
 }
 
+/*
+ * Of the nl lines read (chunk up to last), how many from the first are
+ * one record each, when not all are (a record without newline: it and
+ * the record after it make one line). k lines are k records exactly
+ * when record p->next + k starts where line k - 1 ends: each line holds
+ * at least one record, so they cannot hold more. Found by bisection, a
+ * seek attribute per step, so one such record costs some twenty
+ * look-ups and not two per record of its segment; pump_slow then takes
+ * the records of the line it is in.
+ */
+static uint64_t
+lines_records_prefix(struct ship_part *p, const char *chunk,
+    const char *last, uint64_t nl)
+{
+	uint64_t lo = 0, hi = nl, mid, i, b, q;
+	const char *s, *e = NULL;
+
+	while (hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		for (i = 0, s = chunk; i < mid; i++, s = e + 1)
+			e = memchr(s, '\n', (size_t)(last - s) + 1);
+		if (part_at(p->dfd, p->next + mid, &b, &q) == 0 &&
+		    b == p->sr.base &&
+		    q == p->sr.pos + (uint64_t)(e - chunk) + 1)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The end of record p->next in the open segment, from the seek
  * attribute of the record after it: 1, 0 if not known yet, -1. */
 static int
@@ -323,7 +423,7 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 
 	for (k = 0; k < room && k < 64; k++) {
 		if ((r = record_end(p, &end)) == -1) {
-			part_drop(sh, p, strerror(errno));
+			part_drop(sh, p, errno);
 			return -1;
 		}
 		if (r == 0)
@@ -331,7 +431,7 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 		len = (size_t)(end - p->sr.pos);
 		ship_buf_need(len);
 		if ((n = sr_pread(&p->sr, buf, len)) == -1) {
-			part_drop(sh, p, strerror(errno));
+			part_drop(sh, p, errno);
 			return -1;
 		}
 		if ((size_t)n != len)
@@ -357,7 +457,7 @@ at_end(struct shipper *sh, struct ship_part *p)
 	char c;
 
 	if (sr_sealed(&p->sr, &sealed) == -1) {
-		part_drop(sh, p, strerror(errno));
+		part_drop(sh, p, errno);
 		return;
 	}
 	if (sealed) {
@@ -365,7 +465,7 @@ at_end(struct shipper *sh, struct ship_part *p)
 		if (sr_pread(&p->sr, &c, 1) > 0)
 			return;
 		if (fd_stat(p->sr.fd, "records", &recs) == -1) {
-			part_drop(sh, p, strerror(errno));
+			part_drop(sh, p, errno);
 			return;
 		}
 		sr_close(&p->sr);
@@ -400,7 +500,7 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 	char *s, *e, *last;
 
 	if ((got = sr_pread(&p->sr, buf, READ_CHUNK)) == -1) {
-		part_drop(sh, p, strerror(errno));
+		part_drop(sh, p, errno);
 		return -1;
 	}
 	if (got == 0) {
@@ -416,7 +516,8 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 		return pump_slow(sh, p, room);
 	for (nl = 0, s = buf; s <= last; s = e + 1, nl++)
 		e = memchr(s, '\n', (size_t)(last - s) + 1);
-	if (!lines_are_records(p, nl, p->sr.pos + (uint64_t)(last - buf) + 1))
+	if (!lines_are_records(p, nl, p->sr.pos + (uint64_t)(last - buf) + 1) &&
+	    (nl = lines_records_prefix(p, buf, last, nl)) == 0)
 		return pump_slow(sh, p, room);
 	if (!ship_part_here(sh, p))
 		return -1;
