@@ -544,14 +544,14 @@ nats_last(struct shipper *sh, struct ship_part *p, uint64_t *off,
 	}
 	/* Ours: named by the partition's identity, or by its names as
 	 * before identities (an older version, a read-only mount). */
-	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) == NATS_OK &&
-	    strncmp(id, pfx, n) != 0 &&
+	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK)
+		id = "";
+	if (strncmp(id, pfx, n) != 0 &&
 	    strncmp(id, p->oldpfx, strlen(p->oldpfx)) == 0) {
 		pfx = p->oldpfx;
 		n = strlen(pfx);
 	}
-	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK ||
-	    strncmp(id, pfx, n) != 0 ||
+	if (strncmp(id, pfx, n) != 0 ||
 	    natsMsgHeader_Get(m, "Tlog-Offset", &o) != NATS_OK ||
 	    strcmp(id + n, o) != 0) {
 		shiplog("%s: the last message on %s in stream %s is not this "

@@ -39,8 +39,9 @@ int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
 /* openat(2) below dirfd that never follows a symbolic link; -errno. */
 int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
-/* Identities (doc/format.md: the store's .tlogfs/id, a partition's
- * .id): TLOG_STORE_ID_LEN lowercase hex digits and a newline. Read: 0,
+/* The store's identity file (doc/format.md: .tlogfs/id; a partition's
+ * .id adds its directory's inode, cursor.c): TLOG_STORE_ID_LEN
+ * lowercase hex digits and a newline. Read: 0,
  * -ENOENT if there is none, -EINVAL if the file holds something else.
  * Make: 128 new random bits, written atomically and durably. */
 int tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);

@@ -351,6 +351,23 @@ START_TEST(cursors_capped)
 }
 END_TEST
 
+/* Empties th_P (its one segment deleted and unlinked), then removes it:
+ * it was t/NAME. */
+static void
+remove_p(const char *name)
+{
+	struct tlog_topic *t = tlog_partition_topic(th_P);
+	char rel[64];
+
+	ck_assert_int_eq(tlog_partition_delete(th_P, 0), 0);
+	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
+	tlog_partition_put(th_P);
+	th_P = NULL;
+	ck_assert_int_eq(tlog_partition_remove(t, name), 0);
+	snprintf(rel, sizeof(rel), "t/%s", name);
+	ck_assert(!th_exists(rel));
+}
+
 START_TEST(rename_keeps_rmdir_drops)
 {
 	struct tlog_topic *t = tlog_partition_topic(th_P);
@@ -366,13 +383,7 @@ START_TEST(rename_keeps_rmdir_drops)
 	th_P = th_part(th_S, "t", "1");
 	ck_assert_uint_eq(get(th_P, "a"), 4);
 	ck_assert_uint_eq(get(th_P, "b"), 2);
-	t = tlog_partition_topic(th_P);
-	ck_assert_int_eq(tlog_partition_delete(th_P, 0), 0);
-	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
-	tlog_partition_put(th_P);
-	th_P = NULL;
-	ck_assert_int_eq(tlog_partition_remove(t, "1"), 0);
-	ck_assert(!th_exists("t/1"));
+	remove_p("1");
 	q = th_part(th_S, "t", "1");
 	ck_assert_int_eq(tlog_part_ncursors(q), 0);
 	tlog_partition_put(q);
@@ -434,13 +445,7 @@ START_TEST(identity_lasts_until_remade)
 	pid(th_P, b);
 	ck_assert_str_eq(a, b);
 	/* Removed (emptied first) and made again. */
-	t = tlog_partition_topic(th_P);
-	ck_assert_int_eq(tlog_partition_delete(th_P, 0), 0);
-	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
-	tlog_partition_put(th_P);
-	th_P = NULL;
-	ck_assert_int_eq(tlog_partition_remove(t, "2"), 0);
-	ck_assert(!th_exists("t/2"));
+	remove_p("2");
 	th_P = th_part(th_S, "t", "2");
 	pid(th_P, b);
 	ck_assert_str_ne(a, b);
