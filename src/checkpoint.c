@@ -6,15 +6,18 @@
  * listings it reads anyway, much as `ls -R` does. Kafka keeps a
  * recovery-point checkpoint per log directory for the same reason.
  *
- * The file: a 24-byte header ("TLOGCKP1", version, flags, the close's
- * nonce, which the clean mark repeats), then for
- * each partition its path (u16 length, bytes), its directory's identity
- * (inode number and ctime in ns, u64 each), its count of entries (u32)
- * and the entries (64 bytes each: base, records, bytes, first_ts,
- * max_ts, the data file's inode number and ctime in ns, index entries
- * as u32, sealed_by, 3 zero bytes), then a
- * trailer: the count of partitions (u64) and the CRC-32C of everything
- * before it (u32). Little-endian, like every tlogfs file.
+ * The file: a 24-byte header ("TLOGCKP1", version 2, flags, the
+ * close's nonce, which the clean mark repeats), then for each partition
+ * its path (u16 length, bytes), its directory's identity (inode number
+ * and ctime in ns, u64 each), its count of sealed entries and its flags
+ * (u32 each; bit 0: its active segment follows), the sealed entries (64
+ * bytes each: base, records, bytes, first_ts, max_ts, the data file's
+ * inode number and ctime in ns, index entries as u32, sealed_by, 3 zero
+ * bytes) and the active one (80 bytes: base, records, bytes, first_ts,
+ * max_ts, the data file's and the index's inode number and ctime in ns,
+ * index entries as u32, 4 zero bytes), then a trailer: the count of
+ * partitions (u64) and the CRC-32C of everything before it (u32).
+ * Little-endian, like every tlogfs file.
  */
 #include "config.h"
 
@@ -32,9 +35,12 @@
 #include "util.h"
 
 #define CKPT_MAGIC "TLOGCKP1"
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2
 #define CKPT_HDR 24
+#define CKPT_PART 24		/* after the path: directory, count, flags */
 #define CKPT_ENT 64
+#define CKPT_ACT 80
+#define CKPT_F_ACTIVE 1u
 #define CKPT_TRAILER 12
 #define CKPT_MAX ((size_t)1 << 32)	/* larger is not ours */
 
@@ -78,6 +84,23 @@ entry_sane(const struct tlog_ckpt_part *cp, size_t i)
 	    e[60] > TLOG_TRIG_NONE && e[60] < TLOG_NTRIGGERS;
 }
 
+/* What an active segment can be at a clean close: its data ending at
+ * its last index entry (records and entries, or neither), stamps in
+ * order (none yet when empty), after the sealed ones. */
+static bool
+active_sane(const unsigned char *e, uint64_t after)
+{
+	uint64_t base = tlog_get64(e), records = tlog_get64(e + 8);
+	uint64_t bytes = tlog_get64(e + 16);
+	int64_t first = (int64_t)tlog_get64(e + 24);
+
+	return base >= after && records <= bytes && bytes <= TLOG_CAP_BYTES &&
+	    records <= UINT64_MAX - base && first >= -1 &&
+	    first <= (int64_t)tlog_get64(e + 32) && tlog_get32(e + 76) == 0 &&
+	    (records == 0 ? bytes == 0 && tlog_get32(e + 72) == 0 :
+	    first >= 0 && tlog_get32(e + 72) > 0);
+}
+
 /* Walks the body: every part in bounds, every part's segments in order
  * without overlap and each one sane, each path once; false on the first
  * thing that is not so. */
@@ -88,7 +111,9 @@ parse(struct tlog_ckpt *c, size_t size)
 	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, k;
 	uint64_t nparts = tlog_get64(b + end), base, prev;
 
-	if (nparts > (end - pos) / 23)
+	uint32_t flags;
+
+	if (nparts > (end - pos) / (3 + CKPT_PART))
 		return false;
 	if ((c->v = calloc(nparts ? nparts : 1, sizeof(*c->v))) == NULL)
 		return false;
@@ -99,15 +124,18 @@ parse(struct tlog_ckpt *c, size_t size)
 			return false;
 		x->len = (size_t)b[pos] | (size_t)b[pos + 1] << 8;
 		pos += 2;
-		if (x->len == 0 || end - pos < x->len + 20)
+		if (x->len == 0 || end - pos < x->len + CKPT_PART)
 			return false;
 		x->path = (const char *)b + pos;
 		pos += x->len;
 		x->part.dir.ino = tlog_get64(b + pos);
 		x->part.dir.ctime = tlog_get64(b + pos + 8);
 		x->part.n = tlog_get32(b + pos + 16);
-		pos += 20;
-		if (x->part.n == 0 || x->part.n > (end - pos) / CKPT_ENT)
+		flags = tlog_get32(b + pos + 20);
+		pos += CKPT_PART;
+		if ((flags & ~CKPT_F_ACTIVE) != 0 ||
+		    (x->part.n == 0 && flags == 0) ||
+		    x->part.n > (end - pos) / CKPT_ENT)
 			return false;
 		x->part.ent = b + pos;
 		pos += x->part.n * CKPT_ENT;
@@ -116,6 +144,13 @@ parse(struct tlog_ckpt *c, size_t size)
 			if ((i > 0 && base < prev) || !entry_sane(&x->part, i))
 				return false;
 			prev = base + tlog_get64(x->part.ent + i * CKPT_ENT + 8);
+		}
+		x->part.act = NULL;
+		if (flags & CKPT_F_ACTIVE) {
+			if (end - pos < CKPT_ACT || !active_sane(b + pos, prev))
+				return false;
+			x->part.act = b + pos;
+			pos += CKPT_ACT;
 		}
 	}
 	if (pos != end)
@@ -164,6 +199,13 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, const uint64_t *nonce)
 		got += (size_t)r;
 	if (got != size) {
 		why = "short read";
+		goto bad;
+	}
+	/* Version 1 (an older tlogfs's) did not record the active
+	 * segments: read as without one, once. */
+	if (memcmp(c->buf, CKPT_MAGIC, 8) == 0 &&
+	    tlog_get32(c->buf + 8) < CKPT_VERSION) {
+		why = "written by an older tlogfs";
 		goto bad;
 	}
 	if (memcmp(c->buf, CKPT_MAGIC, 8) != 0 ||
@@ -264,6 +306,40 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	return seg;
 }
 
+struct tlog_segment *
+tlog_ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
+    struct tlog_ckpt_file *data, struct tlog_ckpt_file *idx)
+{
+	const unsigned char *e = cp->act;
+	struct tlog_segment *seg;
+
+	if ((seg = tlog_seg_new(&p->sd, tlog_get64(e))) == NULL)
+		return NULL;
+	seg->records = (uint32_t)tlog_get64(e + 8);
+	seg->bytes = tlog_get64(e + 16);
+	seg->first_ts = (int64_t)tlog_get64(e + 24);
+	seg->max_ts = (int64_t)tlog_get64(e + 32);
+	data->ino = tlog_get64(e + 40);
+	data->ctime = tlog_get64(e + 48);
+	idx->ino = tlog_get64(e + 56);
+	idx->ctime = tlog_get64(e + 64);
+	seg->nidx = tlog_get32(e + 72);
+	/* Its last entry ends it (active_sane, and the close wrote it
+	 * only so): the append state tlog_seg_live makes again. */
+	if (seg->nidx > 0) {
+		seg->live->last_idx_rel = seg->records;
+		seg->live->last_idx_pos = (uint32_t)seg->bytes;
+	}
+	tlog_seg_idle(seg);	/* not listed yet: ours alone */
+	return seg;
+}
+
+uint64_t
+tlog_ckpt_active_base(const struct tlog_ckpt_part *cp)
+{
+	return tlog_get64(cp->act);
+}
+
 /* A growing buffer; on allocation failure `failed` and nothing more. */
 struct out {
 	unsigned char *b;
@@ -293,9 +369,40 @@ out_take(struct out *o, size_t n)
 	return o->b + o->len - n;
 }
 
-/* p's path, directory and sealed segments; false if it has none, or
- * if a file of theirs cannot be looked at (then nothing is added:
- * recovery reads such a partition as it would without). */
+/* Entry b for the active segment seg of the partition in dfd; false if
+ * its files cannot be looked at (recovery then reads them). */
+static bool
+put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
+{
+	struct stat dst, ist;
+	char name[32];
+
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	if (fstatat(dfd, name, &dst, AT_SYMLINK_NOFOLLOW) == -1)
+		return false;
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+	if (fstatat(dfd, name, &ist, AT_SYMLINK_NOFOLLOW) == -1)
+		return false;
+	tlog_put64(b, seg->base);
+	tlog_put64(b + 8, seg->records);
+	tlog_put64(b + 16, seg->bytes);
+	tlog_put64(b + 24, (uint64_t)seg->first_ts);
+	tlog_put64(b + 32, (uint64_t)seg->max_ts);
+	tlog_put64(b + 40, (uint64_t)dst.st_ino);
+	tlog_put64(b + 48, tlog_ckpt_ctime(&dst));
+	tlog_put64(b + 56, (uint64_t)ist.st_ino);
+	tlog_put64(b + 64, tlog_ckpt_ctime(&ist));
+	tlog_put32(b + 72, (uint32_t)seg->nidx);
+	tlog_put32(b + 76, 0);
+	return true;
+}
+
+/* p's path, directory, sealed segments and active segment; false if it
+ * has none, or if a sealed segment's file cannot be looked at (then
+ * nothing is added: recovery reads such a partition as it would
+ * without). An active segment whose data does not end at its last index
+ * entry (only a close that could not write that entry leaves one) is
+ * left out, and read at the next open. */
 static bool
 add_part(struct out *o, struct tlog_partition *p)
 {
@@ -303,8 +410,8 @@ add_part(struct out *o, struct tlog_partition *p)
 	struct tlog_segment *seg;
 	struct stat st;
 	unsigned char *b;
-	size_t start = o->len, len;
-	uint32_t n = 0;
+	size_t start = o->len, len, act;
+	uint32_t n = 0, flags = 0;
 	bool ok = true;
 	int dfd;
 
@@ -312,7 +419,8 @@ add_part(struct out *o, struct tlog_partition *p)
 	len = strlen(where);
 	if ((dfd = tlog_level_dir(&p->lv)) < 0)
 		return false;
-	if (fstat(dfd, &st) == -1 || (b = out_take(o, 2 + len + 20)) == NULL) {
+	if (fstat(dfd, &st) == -1 ||
+	    (b = out_take(o, 2 + len + CKPT_PART)) == NULL) {
 		close(dfd);
 		return false;
 	}
@@ -343,13 +451,24 @@ add_part(struct out *o, struct tlog_partition *p)
 		b[60] = seg->sealed_by;
 		n++;
 	}
+	if (ok && seg != NULL && !seg->sealed &&
+	    seg == TAILQ_LAST(&p->segs, tlog_seglist) &&
+	    tlog_seg_ends_indexed(seg) &&
+	    (b = out_take(o, CKPT_ACT)) != NULL) {
+		act = (size_t)(b - o->b);
+		if (put_active(b, seg, dfd))
+			flags |= CKPT_F_ACTIVE;
+		else
+			o->len = act;
+	}
 	pthread_mutex_unlock(&p->sd.lock);
 	close(dfd);
-	if (!ok || o->failed || n == 0) {
+	if (!ok || o->failed || (n == 0 && flags == 0)) {
 		o->len = start;
 		return false;
 	}
 	tlog_put32(o->b + start + 2 + len + 16, n);
+	tlog_put32(o->b + start + 2 + len + 20, flags);
 	return true;
 }
 

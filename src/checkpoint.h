@@ -1,13 +1,13 @@
 /*
- * checkpoint.h - what a clean close knows of every sealed segment, so
- * that the next open need not read their index footers (doc/format.md,
- * "The checkpoint").
+ * checkpoint.h - what a clean close knows of every segment, so that the
+ * next open need read no index (doc/format.md, "The checkpoint").
  *
  * The store writes .tlogfs/checkpoint at a clean close, after every
  * partition is on disk and before the clean mark, both carrying the same
  * random nonce; a read-write open removes it with the mark. A checkpoint
- * is thus trusted only as the record of the close that wrote the mark. Recovery trusts a partition's part of it only when the
- * last close was clean and the directory listing agrees (recover.c).
+ * is thus trusted only as the record of the close that wrote the mark.
+ * Recovery trusts a partition's part of it only when the last close was
+ * clean and the directory listing agrees (recover.c).
  */
 #ifndef TLOG_CHECKPOINT_H
 #define TLOG_CHECKPOINT_H
@@ -38,10 +38,12 @@ struct tlog_ckpt_file {
 };
 
 /* One partition's sealed segments, oldest first, as the file holds them
- * (decoded one at a time by tlog_ckpt_segment). */
+ * (decoded one at a time by tlog_ckpt_segment), and its active segment
+ * if the close recorded it (tlog_ckpt_active). */
 struct tlog_ckpt_part {
 	const unsigned char *ent;
 	size_t n;
+	const unsigned char *act;	/* NULL: none recorded */
 	struct tlog_ckpt_file dir;	/* its directory */
 };
 
@@ -69,9 +71,21 @@ uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
 struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
     const struct tlog_ckpt_part *cp, size_t i, struct tlog_ckpt_file *file);
 
+/* The active segment of cp (cp->act not NULL), not yet linked, with no
+ * live part unless out of memory: its base, counters and times, and in
+ * *data and *idx which files the checkpoint saw; NULL when out of
+ * memory. */
+struct tlog_segment *tlog_ckpt_active(struct tlog_partition *p,
+    const struct tlog_ckpt_part *cp, struct tlog_ckpt_file *data,
+    struct tlog_ckpt_file *idx);
+/* The base of cp's active segment (cp->act not NULL). */
+uint64_t tlog_ckpt_active_base(const struct tlog_ckpt_part *cp);
+
 /* Writes the checkpoint of v[0..n) (and the events partition ev, if not
- * NULL) to storefd atomically and durably; 0 or -errno. Each partition's
- * lock is taken in turn. */
+ * NULL): their sealed segments, and each active segment whose data ends
+ * at its last index entry (as a clean close leaves it), to storefd
+ * atomically and durably; 0 or -errno. Each partition's lock is taken
+ * in turn. */
 int tlog_ckpt_write(int storefd, uint64_t nonce, struct tlog_partition **v,
     size_t n, struct tlog_partition *ev);
 

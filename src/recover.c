@@ -169,7 +169,7 @@ static bool
 ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
     const struct found *f, size_t n, const char *where, int dfd)
 {
-	uint64_t last = tlog_ckpt_base(cp, cp->n - 1);
+	uint64_t last = cp->n > 0 ? tlog_ckpt_base(cp, cp->n - 1) : 0;
 	struct stat st;
 	size_t i, j = 0;
 
@@ -216,6 +216,49 @@ ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	    S_ISREG(st.st_mode) && (uint64_t)st.st_size == seg->bytes &&
 	    tlog_ckpt_same(&file, &st))
 		return seg;
+	tlog_segment_put(seg);
+	return NULL;
+}
+
+/*
+ * The checkpoint's active segment, if its data file and index are still
+ * the files (inode number and ctime) the checkpoint saw, the data of the
+ * size it says, and no saved end lies past it (two stats, no file
+ * opened): else NULL, and it is loaded from its files.
+ */
+static struct tlog_segment *
+ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
+    int dfd)
+{
+	struct tlog_segment *seg;
+	struct tlog_ckpt_file data, idx;
+	struct stat st, ist;
+	uint64_t alloc;
+	char name[32];
+
+	if ((seg = tlog_ckpt_active(p, cp, &data, &idx)) == NULL)
+		return NULL;
+	if (seg->base + seg->records < p->saved_end)
+		goto no;
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+	if (fstatat(dfd, name, &ist, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(ist.st_mode) || !tlog_ckpt_same(&idx, &ist))
+		goto no;
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != seg->bytes ||
+	    !tlog_ckpt_same(&data, &st))
+		goto no;
+	/* What it holds reserved stays reserved until its seal, as when
+	 * loaded from its files (repair.c). */
+	alloc = (uint64_t)st.st_blocks * 512;
+	if (alloc > ((seg->bytes + 4095) & ~4095ULL)) {
+		if (tlog_seg_live(seg) != 0)
+			goto no;
+		seg->live->prealloc = alloc;
+	}
+	return seg;
+no:
 	tlog_segment_put(seg);
 	return NULL;
 }
@@ -268,6 +311,10 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	for (i = 0, j = 0; i < n; i++) {
 		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j) &&
 		    (seg = ckpt_segment(p, &cp, j++, dfd)) != NULL)
+			goto link;
+		if (trusted && cp.act != NULL && i + 1 == lastlog &&
+		    f[i].base == tlog_ckpt_active_base(&cp) && f[i].idx &&
+		    (seg = ckpt_active(p, &cp, dfd)) != NULL)
 			goto link;
 		if (!f[i].log) {
 			tlog_segname_format(f[i].base, ".idx", name, sizeof(name));

@@ -184,12 +184,22 @@ tlog_seg_idle(struct tlog_segment *seg)
 	 * makes again: no jitter or reservation, no data after its last
 	 * index entry, which ends it (or no entry and no record). */
 	if (!seg->sealed && (x->jitter != 0 || x->prealloc != 0 ||
-	    x->run_crc != 0 || (seg->nidx > 0 ?
-	    x->last_idx_rel != seg->records || x->last_idx_pos != seg->bytes :
-	    seg->records != 0)))
+	    !tlog_seg_ends_indexed(seg)))
 		return;
 	seg->live = NULL;
 	free(x);
+}
+
+bool
+tlog_seg_ends_indexed(const struct tlog_segment *seg)
+{
+	const struct tlog_seg_live *x = seg->live;
+
+	if (x == NULL)
+		return true;	/* only ever let go at such an end */
+	return x->run_crc == 0 && (seg->nidx > 0 ?
+	    x->last_idx_rel == seg->records && x->last_idx_pos == seg->bytes :
+	    seg->records == 0);
 }
 
 void

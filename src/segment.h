@@ -156,6 +156,10 @@ struct tlog_segment *tlog_seg_new(struct tlog_segdir *sd, uint64_t base);
 int tlog_seg_live(struct tlog_segment *seg);
 /* Frees seg's live part if nothing needs it any more (sd->lock held). */
 void tlog_seg_idle(struct tlog_segment *seg);
+/* Whether seg's data ends at its last index entry (or it has neither
+ * entry nor record), with no data CRC running past it: the append state
+ * tlog_seg_live makes from the counters alone (sd->lock held). */
+bool tlog_seg_ends_indexed(const struct tlog_segment *seg);
 /* Closes seg's files and frees its live part, whatever it holds: for
  * the last reference (segment on no list). */
 void tlog_seg_drop_live(struct tlog_segment *seg);

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -663,6 +664,156 @@ START_TEST(checkpoint_file_changed_in_place)
 }
 END_TEST
 
+/* The segment files the store opened in t/0 while `in` watched it; a
+ * line naming them all ("" if none). */
+static char *
+segment_files_opened(int in)
+{
+	static char names[4096];
+	char buf[4096] __attribute__((aligned(8)));
+	const struct inotify_event *ev;
+	ssize_t k, off;
+	size_t len;
+
+	names[0] = '\0';
+	while ((k = read(in, buf, sizeof(buf))) > 0)
+		for (off = 0; off < k; off += (ssize_t)sizeof(*ev) +
+		    (ssize_t)ev->len) {
+			ev = (const struct inotify_event *)(buf + off);
+			len = ev->len ? strlen(ev->name) : 0;
+			if (len > 4 && (strcmp(ev->name + len - 4, ".log") ==
+			    0 || strcmp(ev->name + len - 4, ".idx") == 0) &&
+			    strlen(names) + len + 2 < sizeof(names)) {
+				strcat(names, " ");
+				strcat(names, ev->name);
+			}
+		}
+	return names;
+}
+
+/*
+ * A clean open with the checkpoint opens no segment file at all: the
+ * sealed segments and the active one (its counters, its append state)
+ * come from the checkpoint and one stat per file (inotify sees every
+ * open in the partition's directory). Appends then go on where it
+ * ended, and an open without the checkpoint, reading every index, finds
+ * nothing to repair and the same records.
+ */
+START_TEST(clean_open_opens_no_segment_file)
+{
+	static const char more[] = "appended after a clean open\n";
+	struct tlog_seginfo *si;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_part_stats st;
+	char *dir, *ck, *d;
+	size_t n, len, i;
+	int in;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck_assert(!si[n - 1].sealed);
+	ck_assert_uint_gt(si[n - 1].records, 0);
+	ck_assert_int_ge(asprintf(&dir, "%s/t/0", th_dir), 0);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(inotify_add_watch(in, dir, IN_OPEN), 0);
+	th_logbuf[0] = '\0';
+	s = open_compared(si, n, false, SIZE_MAX);
+	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
+	d = segment_files_opened(in);
+	ck_assert_msg(d[0] == '\0', "the clean open opened%s", d);
+	close(in);
+	/* 40 appends: past an index interval and a 2 KiB seal. */
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	for (i = 0; i < 40; i++)
+		ck_assert_int_eq(tlog_writer_write(w, more, sizeof(more) - 1),
+		    (ssize_t)sizeof(more) - 1);
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck = ckpt_path();
+	ck_assert_int_eq(unlink(ck), 0);
+	th_logbuf[0] = '\0';
+	s = th_open(th_dir);
+	ck_assert_msg(th_logbuf[0] == '\0', "repaired: %s", th_logbuf);
+	p = th_part(s, "t", "0");
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_eq(st.end_offset, 300 + 40);
+	d = th_partition_data(p, &len);
+	ck_assert_uint_eq(len, nexpect + 40 * (sizeof(more) - 1));
+	ck_assert(memcmp(d, expect, nexpect) == 0);
+	for (i = 0; i < 40; i++)
+		ck_assert(memcmp(d + nexpect + i * (sizeof(more) - 1), more,
+		    sizeof(more) - 1) == 0);
+	free(d);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(ck);
+	free(dir);
+	free(si);
+}
+END_TEST
+
+/* Whole lines appended to the active segment's data file while the
+ * store was unmounted (its size and ctime no longer the checkpoint's)
+ * are read from the files and kept, not hidden behind the checkpoint's
+ * counters; an index changed in place is read again likewise. */
+START_TEST(checkpoint_active_changed_is_read)
+{
+	static const char more[] = "appended by hand\nand another\n";
+	struct tlog_seginfo *si;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_part_stats st;
+	char *lp, *ip, *d;
+	size_t n, len;
+	int fd, in;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	lp = seg_path(si[n - 1].base, ".log");
+	append_file(lp, more, sizeof(more) - 1);
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_eq(st.end_offset, 300 + 2);
+	d = th_partition_data(p, &len);
+	ck_assert_uint_eq(len, nexpect + sizeof(more) - 1);
+	ck_assert(memcmp(d + nexpect, more, sizeof(more) - 1) == 0);
+	free(d);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	/* The index rewritten in place with what it held: same length,
+	 * new ctime; loaded from the files, the same records. */
+	free(si);
+	si = close_cleanly(&n);
+	ip = seg_path(si[n - 1].base, ".idx");
+	d = th_slurp(ip, &len);
+	fd = open(ip, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, d, len, 0), (ssize_t)len);
+	close(fd);
+	free(d);
+	ck_assert_int_ge(asprintf(&d, "%s/t/0", th_dir), 0);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(inotify_add_watch(in, d, IN_OPEN), 0);
+	free(d);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, SIZE_MAX);
+	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
+	ck_assert_ptr_nonnull(strstr(segment_files_opened(in),
+	    strrchr(ip, '/') + 1));
+	close(in);
+	free(lp);
+	free(ip);
+	free(si);
+}
+END_TEST
+
 /* Something else than a file at the checkpoint's name (a FIFO would
  * block a reader forever) is ignored with one line; so is a FIFO at
  * .tlogfs/boot. */
@@ -705,10 +856,11 @@ START_TEST(checkpoint_insane_values_ignored)
 	si = close_cleanly(&n);
 	ck = ckpt_path();
 	b = (unsigned char *)th_slurp(ck, &len);
-	/* The first part: its path after the 24-byte header, then 20
-	 * bytes of directory and count; its first entry's records. */
+	/* The first part: its path after the 24-byte header, then 24
+	 * bytes of directory, count and flags; its first entry's
+	 * records. */
 	path = (size_t)b[24] | (size_t)b[25] << 8;
-	memset(b + 26 + path + 20 + 8, 0, 8);
+	memset(b + 26 + path + 24 + 8, 0, 8);
 	crc = tlog_crc32c(0, b, len - 4);
 	b[len - 4] = (unsigned char)crc;
 	b[len - 3] = (unsigned char)(crc >> 8);
@@ -921,6 +1073,8 @@ main(void)
 	TH_CASE(s, checkpoint_of_another_close_ignored);
 	TH_CASE(s, checkpoint_partitions_swapped);
 	TH_CASE(s, checkpoint_file_changed_in_place);
+	TH_CASE(s, clean_open_opens_no_segment_file);
+	TH_CASE(s, checkpoint_active_changed_is_read);
 	TH_CASE(s, checkpoint_fifo_never_blocks);
 	TH_CASE(s, checkpoint_insane_values_ignored);
 	TH_CASE(s, stray_and_orphan_files);
