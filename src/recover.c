@@ -20,6 +20,7 @@
 
 #include "checkpoint.h"
 #include "cursor.h"
+#include "index.h"
 #include "recover.h"
 
 struct found {
@@ -222,9 +223,10 @@ ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 
 /*
  * The checkpoint's active segment, if its data file and index are still
- * the files (inode number and ctime) the checkpoint saw, the data of the
- * size it says, and no saved end lies past it (two stats, no file
- * opened): else NULL, and it is loaded from its files.
+ * the files (inode number and ctime) the checkpoint saw, of the sizes it
+ * says (the index: its header and entries, no footer), and no saved end
+ * lies past it (two stats, no file opened): else NULL, and it is loaded
+ * from its files.
  */
 static struct tlog_segment *
 ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
@@ -242,7 +244,9 @@ ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 		goto no;
 	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	if (fstatat(dfd, name, &ist, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISREG(ist.st_mode) || !tlog_ckpt_same(&idx, &ist))
+	    !S_ISREG(ist.st_mode) || !tlog_ckpt_same(&idx, &ist) ||
+	    (uint64_t)ist.st_size != TLOG_IDX_HDR +
+	    (uint64_t)seg->nidx * TLOG_IDX_ENT)
 		goto no;
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||

@@ -606,8 +606,10 @@ store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 	if (s->rc.was_clean)
 		s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd,
 		    read_mark_nonce(s, &nonce) ? &nonce : NULL);
+	/* A directory at the name was never a checkpoint (nor trusted as
+	 * one: tlog_ckpt_load said so); it stays, the open goes on. */
 	if (!s->ctx.ro && unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
-	    errno != ENOENT) {
+	    errno != ENOENT && errno != EISDIR) {
 		r = -errno;
 		snprintf(err, errlen, "store %s: cannot remove %s: %s", s->path,
 		    TLOG_CKPT_PATH, strerror(errno));
@@ -764,7 +766,7 @@ tlog_store_close(struct tlog_store *s)
 		    "%s; the next open reads every segment's index", s->path,
 		    TLOG_CKPT_PATH, strerror(-r));
 		if (unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
-		    errno != ENOENT)
+		    errno != ENOENT && errno != EISDIR)
 			bad = true;
 	}
 	for (i = 0; i < n; i++)
@@ -775,8 +777,13 @@ tlog_store_close(struct tlog_store *s)
 	 * a device): whatever was planted at the name while the store ran
 	 * is unlinked, never written through. */
 	if (!bad && unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
-	    errno != ENOENT)
-		bad = true;
+	    errno != ENOENT) {
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot replace "
+		    ".tlogfs/clean: %s; no clean mark: the next open "
+		    "recovers as after a crash", s->path, strerror(errno));
+		store_free(s);
+		return;
+	}
 	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
 	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd != -1) {

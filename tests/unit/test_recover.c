@@ -814,6 +814,112 @@ START_TEST(checkpoint_active_changed_is_read)
 }
 END_TEST
 
+/* The checkpoint at ck rewritten by f (on its part for t/0: its sealed
+ * count, flags and first byte after its header), with its CRC made
+ * right again. */
+static void
+forge_t0(const char *ck, void (*f)(unsigned char *, uint32_t, uint32_t))
+{
+	unsigned char *b;
+	size_t len, pos = 24, plen;
+	uint32_t cnt, flags, crc;
+	int fd;
+
+	b = (unsigned char *)th_slurp(ck, &len);
+	for (;;) {
+		ck_assert_uint_lt(pos + 2, len - 12);
+		plen = (size_t)b[pos] | (size_t)b[pos + 1] << 8;
+		cnt = tlog_get32(b + pos + 2 + plen + 16);
+		flags = tlog_get32(b + pos + 2 + plen + 20);
+		if (plen == 3 && memcmp(b + pos + 2, "t/0", 3) == 0)
+			break;
+		pos += 2 + plen + 24 + (size_t)cnt * 64 + (flags & 1 ? 80 : 0);
+	}
+	f(b + pos + 2 + plen + 24, cnt, flags);
+	crc = tlog_crc32c(0, b, len - 4);
+	tlog_put32(b + len - 4, crc);
+	fd = open(ck, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, len), (ssize_t)len);
+	close(fd);
+	free(b);
+}
+
+static void
+huge_active_nidx(unsigned char *ent, uint32_t cnt, uint32_t flags)
+{
+	ck_assert_uint_eq(flags, 1);
+	tlog_put32(ent + (size_t)cnt * 64 + 72, UINT32_MAX);
+}
+
+/* The active segment's index is checked against the checkpoint's count
+ * of its entries (the index's size): a count it does not hold (a
+ * forged or damaged checkpoint whose CRC holds) loads the segment from
+ * its files, and seeks into it answer as before. */
+START_TEST(checkpoint_active_index_length_checked)
+{
+	struct tlog_seginfo *si;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_pos want, got;
+	char *ck;
+	size_t n;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	ck_assert_int_eq(tlog_partition_seek(p, 299, &want), 0);
+	ck_assert_uint_eq(want.base, si[n - 1].base);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck = ckpt_path();
+	forge_t0(ck, huge_active_nidx);
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	ck_assert_int_eq(tlog_partition_seek(p, 299, &got), 0);
+	ck_assert_uint_eq(got.base, want.base);
+	ck_assert_uint_eq(got.pos, want.pos);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(ck);
+	free(si);
+}
+END_TEST
+
+/* A directory at the checkpoint's name never blocks a read-write open,
+ * and the close still leaves its clean mark (a directory is never taken
+ * for a checkpoint). */
+START_TEST(checkpoint_directory_never_blocks)
+{
+	struct tlog_seginfo *si;
+	struct tlog_store *s;
+	struct stat st;
+	char *ck, *mark;
+	size_t n;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	ck = ckpt_path();
+	ck_assert_int_eq(unlink(ck), 0);
+	ck_assert_int_eq(mkdir(ck, 0755), 0);
+	th_logbuf[0] = '\0';
+	open_and_compare(si, n, false, SIZE_MAX);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: not a "
+	    "checkpoint"));
+	ck_assert_int_ge(asprintf(&mark, "%s/.tlogfs/clean", th_dir), 0);
+	ck_assert_int_eq(lstat(mark, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	s = th_open(th_dir);
+	ck_assert(tlog_store_was_clean(s));
+	tlog_store_close(s);
+	ck_assert_int_eq(rmdir(ck), 0);
+	free(mark);
+	free(ck);
+	free(si);
+}
+END_TEST
+
 /* Something else than a file at the checkpoint's name (a FIFO would
  * block a reader forever) is ignored with one line; so is a FIFO at
  * .tlogfs/boot. */
@@ -1075,6 +1181,8 @@ main(void)
 	TH_CASE(s, checkpoint_file_changed_in_place);
 	TH_CASE(s, clean_open_opens_no_segment_file);
 	TH_CASE(s, checkpoint_active_changed_is_read);
+	TH_CASE(s, checkpoint_active_index_length_checked);
+	TH_CASE(s, checkpoint_directory_never_blocks);
 	TH_CASE(s, checkpoint_fifo_never_blocks);
 	TH_CASE(s, checkpoint_insane_values_ignored);
 	TH_CASE(s, stray_and_orphan_files);
