@@ -844,6 +844,10 @@ tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 	st->bytes = p->bytes;
 	st->segments = p->nsegs;
 	st->oldest_ts = first && first->records ? first->first_ts : -1;
+	/* An empty active segment (after a seal) holds no record: the
+	 * newest is the segment's before it. */
+	if (last != NULL && last->records == 0)
+		last = TAILQ_PREV(last, tlog_seglist, link);
 	st->newest_ts = last && last->records ? last->max_ts : -1;
 	st->next_expiry = first && first->records ?
 	    tlog_part_expires_at(first->max_ts, rms) : -1;

@@ -920,6 +920,42 @@ START_TEST(checkpoint_directory_never_blocks)
 }
 END_TEST
 
+/* An empty newest segment (its file made while unmounted, or a seal
+ * just before the close) holds no record: the partition's newest stamp
+ * is still its newest record's, not "none". */
+START_TEST(empty_newest_segment_keeps_newest_stamp)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_part_stats st;
+	int64_t want;
+	char *lp;
+	int fd;
+
+	crash_after_writes();
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	tlog_partition_stats(p, &st);
+	want = st.newest_ts;
+	ck_assert_int_gt(want, 0);
+	ck_assert_uint_eq(st.end_offset, 300);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	lp = seg_path(300, ".log");
+	fd = open(lp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_eq(st.end_offset, 300);
+	ck_assert_int_eq(st.newest_ts, want);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(lp);
+}
+END_TEST
+
 /* Something else than a file at the checkpoint's name (a FIFO would
  * block a reader forever) is ignored with one line; so is a FIFO at
  * .tlogfs/boot. */
@@ -1183,6 +1219,7 @@ main(void)
 	TH_CASE(s, checkpoint_active_changed_is_read);
 	TH_CASE(s, checkpoint_active_index_length_checked);
 	TH_CASE(s, checkpoint_directory_never_blocks);
+	TH_CASE(s, empty_newest_segment_keeps_newest_stamp);
 	TH_CASE(s, checkpoint_fifo_never_blocks);
 	TH_CASE(s, checkpoint_insane_values_ignored);
 	TH_CASE(s, stray_and_orphan_files);
