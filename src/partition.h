@@ -1,7 +1,8 @@
 /*
  * partition.h - a partition: an append-only log kept as a run of segments
  * (oldest first), the append path with its roll decision and size
- * ceiling, sealing, detaching segments for deletion, statistics.
+ * ceiling (append.c), sealing, detaching segments for deletion,
+ * statistics (partition.c).
  *
  * A partition reaches the layers above it only through the hooks the
  * store fills in (struct tlog_part_env): seal and deletion events, the
@@ -187,5 +188,7 @@ void tlog_part_flush(struct tlog_partition *p, bool keep_err);
 void tlog_part_sched_earlier(struct tlog_partition *p, int64_t due);
 void tlog_part_resched(struct tlog_partition *p);
 void tlog_part_unsched(struct tlog_partition *p);
+/* The scheduler's argument, NULL if none is attached (append.c's calls). */
+void *tlog_part_sched_arg(struct tlog_partition *p);
 
 #endif /* TLOG_PARTITION_H */

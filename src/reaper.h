@@ -36,7 +36,7 @@ int64_t tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st);
 /* The earliest due time (-1 if none) and how many partitions wait. */
 int64_t tlog_reaper_next_due(struct tlog_store *s);
 size_t tlog_reaper_scheduled(struct tlog_store *s);
-/* What one reclaiming pass for retention.keep.free saw and did. */
+/* What one reclaiming pass for retention.keep.free (free.c) saw and did. */
 struct tlog_free_stats {
 	uint64_t avail;		/* free space at the start */
 	uint64_t pending;	/* bytes detached, not yet unlinked */

@@ -1,7 +1,10 @@
 /*
- * segment.c - one segment: a data file holding records exactly as written
- * and its sparse index (see index.c). Opening, index appends, sealing with
- * a footer, trimming preallocated space, and reads and look-ups.
+ * segment.c - one segment in memory: its references and live part,
+ * closing its files, index appends, sealing (the footer is owed, not
+ * written), trimming preallocated space, and the bookkeeping of a sync:
+ * what it owes, taken under the lock, and what it did. Opening the
+ * files, the open-file budget and a sync's disk work are segio.c's;
+ * reads and look-ups segread.c's.
  *
  * A segment's counters (records, bytes, timestamps) change only under its
  * partition's lock; bytes is also read atomically by readers, which never
@@ -9,15 +12,10 @@
  */
 #include "config.h"
 
-#include <sys/resource.h>
-#include <sys/stat.h>
-
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "segment.h"
@@ -44,35 +42,6 @@ tlog_segdir_destroy(struct tlog_segdir *sd)
 	pthread_mutex_destroy(&sd->sync_lock);
 }
 
-/*
- * Writes the footers of up to max (0: all) of sd's sealed segments, oldest
- * first, each after its data and entries are synced; sd->sync_lock held.
- * Returns how many; the first error goes to *errp, and to the partition
- * for its next fsync if keep_err.
- */
-int
-tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
-{
-	struct tlog_segment *seg;
-	struct tlog_seg_io io;
-	int n = 0, r;
-
-	while (max <= 0 || n < max) {
-		pthread_mutex_lock(&sd->lock);
-		if ((seg = TAILQ_FIRST(&sd->unsynced)) != NULL)
-			tlog_seg_io_take(seg, &io, true, false);
-		pthread_mutex_unlock(&sd->lock);
-		if (seg == NULL)
-			break;
-		r = tlog_seg_io_run(&io, true);
-		tlog_seg_io_finish(&io, r, keep_err);
-		if (r != 0 && *errp == 0)
-			*errp = r;
-		n++;
-	}
-	return n;
-}
-
 void
 tlog_segdir_drop_unsynced(struct tlog_segdir *sd)
 {
@@ -86,35 +55,7 @@ tlog_segdir_drop_unsynced(struct tlog_segdir *sd)
 	}
 }
 
-/* ---- the open-file budget ---- */
-
-void
-tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
-{
-	struct rlimit rl;
-
-	pthread_mutex_init(&b->lock, NULL);
-	TAILQ_INIT(&b->segs);
-	b->n = 0;
-	b->max = max;
-	if (b->max == 0) {
-		b->max = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-		    rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur / 4 :
-		    4096;
-		if (b->max < 16)
-			b->max = 16;
-	}
-}
-
-void
-tlog_fdbudget_destroy(struct tlog_fdbudget *b)
-{
-	pthread_mutex_destroy(&b->lock);
-}
-
 /* ---- one segment ---- */
-
-static void close_files(struct tlog_segment *, bool);
 
 struct tlog_segment *
 tlog_seg_new(struct tlog_segdir *sd, uint64_t base)
@@ -164,7 +105,7 @@ tlog_seg_drop_live(struct tlog_segment *seg)
 {
 	if (seg->live == NULL)
 		return;
-	close_files(seg, false);
+	tlog_seg_close_fds(seg, false);
 	free(seg->live->mem_idx);
 	free(seg->live);
 	seg->live = NULL;
@@ -222,8 +163,8 @@ tlog_segment_put(struct tlog_segment *seg)
 /* Closes a segment's files; the caller holds its partition's lock (or
  * the only reference), and the budget's lock when `locked`. The live
  * part stays: the caller decides when it may go (tlog_seg_idle). */
-static void
-close_files(struct tlog_segment *seg, bool locked)
+void
+tlog_seg_close_fds(struct tlog_segment *seg, bool locked)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_seg_live *x = seg->live;
@@ -249,222 +190,8 @@ close_files(struct tlog_segment *seg, bool locked)
 void
 tlog_seg_close_files(struct tlog_segment *seg)
 {
-	close_files(seg, false);
+	tlog_seg_close_fds(seg, false);
 	tlog_seg_idle(seg);
-}
-
-/*
- * Keeps the descriptors of segments within the budget: 100,000
- * partitions cannot all hold their files open. The least recently opened
- * segments whose partition is not busy (trylock: never waits, so never
- * deadlocks) are closed; the next append reopens them. A segment written
- * since its last sync, or sealed without its footer yet, is synced (and
- * its footer written) first, with only its partition's sync_lock held,
- * so that a close never drops a writeback error: it is kept for the
- * partition's next fsync.
- */
-#define EVICT_MAX 16
-
-struct evict {
-	struct tlog_seg_io io[EVICT_MAX];
-	size_t n;
-};
-
-static void
-fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
-    size_t budget, struct evict *ev)
-{
-	struct tlog_segment *v, *next;
-	struct tlog_segdir *sd;
-	int scanned = 0;
-
-	for (v = TAILQ_FIRST(&b->segs); v != NULL && b->n > budget &&
-	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
-		next = TAILQ_NEXT(v, live->fdlink);
-		sd = v->sd;
-		if (v == self || pthread_mutex_trylock(&sd->sync_lock) != 0)
-			continue;
-		if (pthread_mutex_trylock(&sd->lock) != 0) {
-			pthread_mutex_unlock(&sd->sync_lock);
-			continue;
-		}
-		if (v->live->foot_pending || v->live->wgen != v->live->sgen) {
-			tlog_seg_io_take(v, &ev->io[ev->n++], true, true);
-			pthread_mutex_unlock(&sd->lock);
-			continue;	/* sync_lock held until synced */
-		}
-		close_files(v, true);
-		tlog_seg_idle(v);
-		pthread_mutex_unlock(&sd->lock);
-		pthread_mutex_unlock(&sd->sync_lock);
-	}
-}
-
-/* The disk work of the evicted segments; the budget's lock not held. */
-static void
-evict_finish(struct evict *ev)
-{
-	struct tlog_segdir *sd;
-	size_t i;
-	int r;
-
-	for (i = 0; i < ev->n; i++) {
-		sd = ev->io[i].seg->sd;
-		/* The last reference to the segment may go with io: its
-		 * partition must outlive the unlock. */
-		tlog_level_ref(sd->lv);
-		r = tlog_seg_io_run(&ev->io[i], true);
-		tlog_seg_io_finish(&ev->io[i], r, true);
-		pthread_mutex_unlock(&sd->sync_lock);
-		tlog_level_put(sd->lv);
-	}
-	ev->n = 0;
-}
-
-static void
-fd_track(struct tlog_segment *seg)
-{
-	struct tlog_fdbudget *b = seg->sd->fdb;
-	struct evict ev;
-
-	ev.n = 0;
-	pthread_mutex_lock(&b->lock);
-	if (!seg->live->fd_listed) {
-		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
-		seg->live->fd_listed = 1;
-		b->n++;
-	}
-	if (b->n > b->max)
-		fd_evict_locked(b, seg, b->max, &ev);
-	pthread_mutex_unlock(&b->lock);
-	evict_finish(&ev);
-}
-
-/* Out of descriptors: close every idle segment's files we can. */
-static void
-fd_evict_all(struct tlog_segment *self)
-{
-	struct tlog_fdbudget *b = self->sd->fdb;
-	struct evict ev;
-
-	ev.n = 0;
-	pthread_mutex_lock(&b->lock);
-	fd_evict_locked(b, self, 0, &ev);
-	pthread_mutex_unlock(&b->lock);
-	evict_finish(&ev);
-}
-
-/*
- * A file is in the way of a new segment: one recovery could not read.
- * A regular file is set aside for the operator, never written over;
- * anything else (a symlink, a FIFO) is never touched. True if the name
- * is free now.
- */
-static bool
-set_aside(struct tlog_segment *seg, const char *name)
-{
-	struct tlog_ctx *ctx = seg->sd->ctx;
-	struct stat st;
-	char to[64];
-	bool done = false;
-	int dfd;
-
-	snprintf(to, sizeof(to), "%s.orphan-%llu", name,
-	    (unsigned long long)tlog_ctx_now(ctx));
-	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
-		return false;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    !S_ISREG(st.st_mode))
-		tlog_ctx_log_err(ctx, "%s is in the way of a new segment and "
-		    "is not a regular file: left alone, its offset skipped",
-		    name);
-	else if (renameat(dfd, name, dfd, to) == 0) {
-		seg->sd->dir_dirty = true;
-		tlog_ctx_log(ctx, LOG_ERR, "%s was in the way of a new "
-		    "segment: kept as %s", name, to);
-		done = true;
-	}
-	close(dfd);
-	return done;
-}
-
-/* Opens one of the segment's two files, creating it for a new segment. */
-static int
-open_one(struct tlog_segment *seg, const char *ext, bool create)
-{
-	int flags = O_RDWR | (create ? O_CREAT | O_EXCL : 0);
-	char name[32];
-	int fd;
-
-	tlog_segname_format(seg->base, ext, name, sizeof(name));
-	fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
-	if (fd == -EMFILE || fd == -ENFILE) {
-		fd_evict_all(seg);
-		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
-	}
-	if (create && fd == -EEXIST && set_aside(seg, name))
-		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
-	return fd;
-}
-
-/*
- * Opens (or creates, for a new active segment) the data and index files.
- * A new index starts with its header. Creation goes through the
- * partition's own directory: a partition that was removed or replaced
- * meanwhile gets -ENOENT and creates nothing.
- */
-int
-tlog_seg_open_files(struct tlog_segment *seg, bool create)
-{
-	unsigned char hdr[TLOG_IDX_HDR];
-	struct tlog_seg_live *x;
-	char name[32];
-	int r;
-
-	if ((r = tlog_seg_live(seg)) != 0)
-		return r;
-	x = seg->live;
-	if (x->fd != -1 && x->ifd != -1)
-		return 0;
-	close_files(seg, false);
-	if ((x->fd = open_one(seg, ".log", create)) < 0) {
-		r = x->fd;
-		x->fd = -1;
-		tlog_seg_idle(seg);
-		return r;
-	}
-	if ((x->ifd = open_one(seg, ".idx", create)) < 0) {
-		r = x->ifd;
-		x->ifd = -1;
-		goto fail;
-	}
-	if (create) {
-		x->wgen++;
-		seg->sd->dir_dirty = true;
-		/* The new files' blocks, for retention.keep.free's budget. */
-		__atomic_add_fetch(&seg->sd->ctx->free_appended,
-		    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
-		tlog_idx_encode_header(hdr, seg->base, TLOG_IDX_F_DATACRC);
-		if (pwrite(x->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
-			r = errno ? -errno : -EIO;
-			tlog_seg_close_files(seg);
-			tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-			tlog_level_unlinkat(seg->sd->lv, name);
-			goto unlink_log;
-		}
-		seg->nidx = 0;
-	}
-	fd_track(seg);
-	return 0;
-fail:
-	tlog_seg_close_files(seg);
-unlink_log:
-	/* Only what this call created. */
-	if (create) {
-		tlog_segname_format(seg->base, ".log", name, sizeof(name));
-		tlog_level_unlinkat(seg->sd->lv, name);
-	}
-	return r;
 }
 
 int
@@ -628,7 +355,7 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 		io->fd = x->fd;
 		io->ifd = x->ifd;
 		x->fd = x->ifd = -1;
-		close_files(seg, fd_locked);
+		tlog_seg_close_fds(seg, fd_locked);
 	} else {
 		io->fd = x->fd == -1 ? -1 : fcntl(x->fd, F_DUPFD_CLOEXEC, 0);
 		io->ifd = x->ifd == -1 ? -1 :
@@ -648,92 +375,6 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	io->f.first_ts = seg->first_ts;
 	io->f.max_ts = seg->max_ts;
 	io->f.sealed_by = seg->sealed_by;
-}
-
-/*
- * Opens one of the files a sync needs. Out of descriptors (the daemon's
- * limit is shared with readers), idle segments' files are closed and
- * the open tried once more, as for an append: an fsync must not fail
- * for want of a descriptor while others can be given back. The guard
- * keeps an eviction's own syncs from evicting in turn.
- */
-static int
-io_open_one(struct tlog_seg_io *io, const char *ext)
-{
-	static __thread bool evicting;
-	char name[32];
-	int fd;
-
-	tlog_segname_format(io->seg->base, ext, name, sizeof(name));
-	fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
-	if ((fd == -EMFILE || fd == -ENFILE) && !evicting) {
-		evicting = true;
-		fd_evict_all(io->seg);
-		evicting = false;
-		fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
-	}
-	return fd;
-}
-
-static int
-io_open(struct tlog_seg_io *io)
-{
-	int fd;
-
-	if (io->fd == -1) {
-		if ((fd = io_open_one(io, ".log")) < 0)
-			return fd;
-		io->fd = fd;
-	}
-	if (io->ifd == -1) {
-		if ((fd = io_open_one(io, ".idx")) < 0)
-			return fd;
-		io->ifd = fd;
-	}
-	return 0;
-}
-
-/*
- * The order is what makes a power cut safe: the data, then the index
- * entries that describe it (a boundary entry at the end of a sealed
- * segment), then the footer. A footer on disk therefore always sits on
- * durable data and entries, and recovery can trust it without reading
- * the data. The footer itself is not synced: if it is lost, recovery
- * checks the segment against the entries' data CRCs instead. Returns 0
- * or the sync's error (then no footer is written).
- */
-int
-tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
-{
-	unsigned char buf[TLOG_IDX_FOOT];
-	bool idx_dirty = io->sync;
-	int r;
-
-	if (!io->sync && !io->footer)
-		return 0;
-	if ((r = io_open(io)) != 0)
-		return r;
-	if (io->sync && (datasync ? fdatasync(io->fd) : fsync(io->fd)) == -1)
-		return -errno;
-	if (io->bound) {
-		tlog_idx_encode_entry(buf, &io->be);
-		if (pwrite(io->ifd, buf, TLOG_IDX_ENT, (off_t)(TLOG_IDX_HDR +
-		    io->nidx * TLOG_IDX_ENT)) != TLOG_IDX_ENT)
-			return errno ? -errno : -ENOSPC;
-		io->nidx++;
-		idx_dirty = true;
-	}
-	if (idx_dirty && fdatasync(io->ifd) == -1)
-		return -errno;
-	if (!io->footer)
-		return 0;
-	tlog_idx_encode_footer(buf, &io->f);
-	if (pwrite(io->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
-	    io->nidx * TLOG_IDX_ENT)) != sizeof(buf))
-		tlog_ctx_log_err(io->seg->sd->ctx, "segment %020llu: cannot "
-		    "write its seal footer; recovery will rebuild it",
-		    (unsigned long long)io->seg->base);
-	return 0;
 }
 
 void
@@ -784,106 +425,6 @@ tlog_segment_dead(struct tlog_segment *seg)
 	return dead;
 }
 
-int
-tlog_segment_open(struct tlog_segment *seg)
-{
-	char name[32];
-
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	return tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
-}
-
-ssize_t
-tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
-    off_t pos)
-{
-	uint64_t end = __atomic_load_n(&seg->bytes, __ATOMIC_ACQUIRE);
-	size_t done = 0;
-	ssize_t n;
-
-	if (pos < 0)
-		return -EINVAL;
-	if ((uint64_t)pos >= end)
-		return 0;
-	if (len > end - (uint64_t)pos)
-		len = (size_t)(end - (uint64_t)pos);
-	while (done < len) {
-		n = pread(fd, (char *)buf + done, len - done,
-		    pos + (off_t)done);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return done ? (ssize_t)done : -errno;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
-/* Reads the index entries of seg into a malloc'd array. */
-static int
-seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
-    size_t *n)
-{
-	struct tlog_idx_entry *e;
-	unsigned char *buf;
-	char name[32];
-	size_t cnt, i, got = 0;
-	ssize_t r;
-	int fd;
-
-	*out = NULL;
-	*n = 0;
-	/* A read-only open's repaired index, copied under the lock (the
-	 * live part that holds it is the lock's). */
-	pthread_mutex_lock(&seg->sd->lock);
-	cnt = seg->nidx;
-	e = NULL;
-	if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL &&
-	    (e = reallocarray(NULL, cnt, sizeof(*e))) != NULL)
-		memcpy(e, seg->live->mem_idx, cnt * sizeof(*e));
-	else if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL)
-		cnt = SIZE_MAX;
-	pthread_mutex_unlock(&seg->sd->lock);
-	if (cnt == SIZE_MAX)
-		return -ENOMEM;
-	if (cnt == 0)
-		return 0;
-	if (e != NULL) {
-		*out = e;
-		*n = cnt;
-		return 0;
-	}
-	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
-	if (fd < 0)
-		return fd;
-	buf = reallocarray(NULL, cnt, TLOG_IDX_ENT);
-	e = reallocarray(NULL, cnt, sizeof(*e));
-	if (buf == NULL || e == NULL) {
-		free(buf);
-		free(e);
-		close(fd);
-		return -ENOMEM;
-	}
-	r = pread(fd, buf, cnt * TLOG_IDX_ENT, TLOG_IDX_HDR);
-	close(fd);
-	if (r > 0) {
-		for (i = 0; i < (size_t)r / TLOG_IDX_ENT; i++) {
-			if (tlog_idx_decode_entry(buf + i * TLOG_IDX_ENT,
-			    &e[got]) != 0)
-				break;
-			got++;
-		}
-	}
-	free(buf);
-	*out = e;
-	*n = got;
-	return 0;
-}
-
 /* The span after which a segment seals on time: segment.ms less its
  * jitter, never below 1 ms. */
 int64_t
@@ -893,96 +434,4 @@ tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms)
 	int64_t j = jit < seg_ms ? jit : seg_ms;
 
 	return seg_ms - j > 0 ? seg_ms - j : 1;
-}
-
-/*
- * Between two index entries every record ends with a newline, except that
- * the record just before an entry may end without one (records without a
- * newline are always followed by an entry). So counting newlines from the
- * nearest entry finds any offset.
- */
-int
-tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
-    uint64_t *pos)
-{
-	struct tlog_idx_entry *e;
-	uint64_t rel, at, cur, end, records;
-	char buf[65536];
-	size_t n, lo, hi, i;
-	ssize_t r;
-	int fd, ret = 0;
-
-	pthread_mutex_lock(&seg->sd->lock);
-	records = seg->records;
-	end = seg->bytes;
-	pthread_mutex_unlock(&seg->sd->lock);
-	if (offset < seg->base || offset >= seg->base + records)
-		return offset == seg->base + records ? (*pos = end, 0) :
-		    -ENOENT;
-	rel = offset - seg->base;
-	if ((ret = seg_load_index(seg, &e, &n)) != 0)
-		return ret;
-	/* Last entry with e.rel <= rel. */
-	lo = 0;
-	hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (e[mid].rel <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	cur = lo ? e[lo - 1].rel : 0;
-	at = lo ? e[lo - 1].pos : 0;
-	free(e);
-	if (cur == rel) {
-		*pos = at;
-		return 0;
-	}
-	if ((fd = tlog_segment_open(seg)) < 0)
-		return fd;
-	while (cur < rel && at < end) {
-		r = tlog_segment_read(seg, fd, buf, sizeof(buf), (off_t)at);
-		if (r <= 0) {
-			ret = r < 0 ? (int)r : -EIO;
-			break;
-		}
-		for (i = 0; i < (size_t)r && cur < rel; i++)
-			if (buf[i] == '\n')
-				cur++;
-		at += i;
-	}
-	close(fd);
-	if (ret == 0 && cur != rel)
-		ret = -EIO;
-	if (ret == 0)
-		*pos = at;
-	return ret;
-}
-
-int
-tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
-    uint64_t *offset, uint64_t *pos)
-{
-	struct tlog_idx_entry *e;
-	size_t n, j;
-	int64_t max_ts;
-	int ret;
-
-	pthread_mutex_lock(&seg->sd->lock);
-	max_ts = seg->max_ts;
-	pthread_mutex_unlock(&seg->sd->lock);
-	if (max_ts < t)
-		return -ENOENT;
-	if ((ret = seg_load_index(seg, &e, &n)) != 0)
-		return ret;
-	/* First entry with ts >= t; the answer lies after the one before. */
-	for (j = 0; j < n && e[j].ts < t; j++)
-		;
-	if (j > 0)
-		j--;
-	*offset = seg->base + (n ? e[j].rel : 0);
-	*pos = n ? e[j].pos : 0;
-	free(e);
-	return 0;
 }

@@ -2,7 +2,9 @@
  * segment.h - one segment: a data file holding records exactly as written
  * and its sparse index (index.h); the struct the segments of one
  * partition share (tlog_segdir, which the partition embeds); and the
- * store's open-file budget.
+ * store's open-file budget. Written in segment.c (the segment in
+ * memory), segio.c (opening, the budget, a sync's disk work) and
+ * segread.c (reads and look-ups).
  *
  * A segment's counters change only under its partition's lock (sd->lock);
  * bytes is also read atomically by readers, which never see past the last
@@ -44,7 +46,8 @@ struct tlog_segment;
  * it (tlog_seg_live) before it reads it; nothing may keep a pointer to
  * it past the unlock. The budget's eviction reads
  * the list links with only fdb->lock held: a listed segment's live part
- * cannot go, as only close_files, under fdb->lock too, unlists it.
+ * cannot go, as only tlog_seg_close_fds, under fdb->lock too, unlists
+ * it.
  */
 struct tlog_seg_live {
 	int64_t jitter;		/* taken off segment.ms, drawn at creation */
@@ -175,6 +178,8 @@ void tlog_seg_ref(struct tlog_segment *seg);
  * through the partition's own directory. */
 int tlog_seg_open_files(struct tlog_segment *seg, bool create);
 void tlog_seg_close_files(struct tlog_segment *seg);
+/* Closes seg's files, keeps its live part; fdb->lock held if locked. */
+void tlog_seg_close_fds(struct tlog_segment *seg, bool locked);
 /* All or nothing: on a short write the index is cut back. */
 int tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n);

@@ -1,0 +1,474 @@
+/*
+ * free.c - retention.keep.free, the reaper's free-space policy: a second
+ * heap of partitions by their oldest segment's newest record, the
+ * reclaiming passes that detach the store's oldest segments while free
+ * space is below the floor, and the appends' side of it: the budget they
+ * check, the back-pressure that makes them wait, and the reclaim of an
+ * append that hit ENOSPC (doc/reaper.md, "Disk pressure").
+ *
+ * It shares the reaper's state (struct tlog_reaper, free.h) and runs on
+ * its thread and in its hooks, but sits a layer below reaper.c
+ * (tests/layers): the reaper calls it, and it reaches the reaper back
+ * only through the store's scheduler hooks (tlog_part_resched).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include <syslog.h>
+#include <time.h>
+
+#include "free.h"
+#include "retention.h"
+#include "unlink.h"
+
+/*
+ * retention.keep.free (doc/reaper.md, "Disk pressure"). The free heap's
+ * key puts sealed segments first, then active ones (sealed only when no
+ * sealed one is left), the events partition after everyone.
+ */
+#define FREE_ACTIVE ((int64_t)1 << 60)
+#define FREE_EVENTS ((int64_t)1 << 61)
+#define FREE_WAIT_MS 2000	/* the longest an append waits for space */
+#define FREE_SYNC_MAX 4		/* segments an append's ENOSPC may take */
+#define FREE_CHECK_MIN (256 * 1024)	/* appended bytes between checks */
+
+/* ---- the free heap (r->lock held) ---- */
+
+/*
+ * p's key in the free heap (p->sd.lock held), -1 if it has no segment.
+ * An active segment's max_ts only grows and a detach only leaves newer
+ * segments, so a key can only go stale low, which costs a retry when it
+ * reaches the top (free_one); a seal (the only way down) updates it at
+ * once. An empty active segment counts from the newest timestamp handed
+ * out, below any record it will take.
+ */
+int64_t
+tlog_free_key_locked(struct tlog_partition *p)
+{
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
+	int64_t k;
+
+	if (seg == NULL)
+		return -1;
+	k = seg->records > 0 ? seg->max_ts : p->last_ts;
+	if (k < 0)
+		k = 0;
+	if (!seg->sealed)
+		k += FREE_ACTIVE;
+	if (p->quiet)
+		k += FREE_EVENTS;
+	return k;
+}
+
+/* Sets p's free key (-1: out); returns the reference to drop, if any. */
+struct tlog_partition *
+tlog_free_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t key)
+{
+	if (key < 0 || tlog_level_dead(&p->lv)) {
+		if (!tlog_heap_holds(&p->fheap))
+			return NULL;
+		tlog_heap_remove(&r->fheap, &p->fheap);
+		return p;
+	}
+	p->fheap.key = key;
+	if (tlog_heap_holds(&p->fheap))
+		tlog_heap_fix(&r->fheap, &p->fheap);
+	else if (tlog_heap_insert(&r->fheap, &p->fheap) != 0)
+		tlog_ctx_log_err(r->ctx, "reaper: out of memory keeping a "
+		    "partition for retention.keep.free");
+	else
+		tlog_part_ref(p);
+	return NULL;
+}
+
+/* ---- the scheduler's hooks for retention.keep.free ---- */
+
+/* A new segment (the earlier hook) or a seal: p's free key, p->sd.lock
+ * held. A partition that had none enters the free heap here. */
+void
+tlog_free_sealed(void *arg, struct tlog_partition *p)
+{
+	struct tlog_reaper *r = arg;
+	int64_t key = tlog_free_key_locked(p);
+
+	pthread_mutex_lock(&r->lock);
+	if (key >= 0 && !tlog_level_dead(&p->lv))
+		tlog_free_update(r, p, key);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void
+tlog_free_pressure(void *arg)
+{
+	struct tlog_reaper *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	r->pressure = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- disk pressure: retention.keep.free ---- */
+
+static int
+free_space(struct tlog_reaper *r, uint64_t *avail, uint64_t *size)
+{
+	struct statvfs sv;
+
+	if (r->ctx->opts.free_space != NULL)
+		return r->ctx->opts.free_space(r->ctx->opts.free_space_arg,
+		    avail, size);
+	if (statvfs(r->s->path, &sv) == -1)
+		return -errno;
+	/* f_bavail: what a writer without the root reserve may use. */
+	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	*size = (uint64_t)sv.f_blocks * sv.f_frsize;
+	return 0;
+}
+
+/* The floor in bytes for a file system of size bytes; -1 if off. */
+static int64_t
+free_floor(struct tlog_reaper *r, uint64_t size)
+{
+	int64_t v = tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE);
+
+	if (TLOG_PCT_IS(v))
+		return (int64_t)(size / 100 * (uint64_t)TLOG_PCT_DECODE(v));
+	return v < 0 ? -1 : v;
+}
+
+/* Arms the append path's trigger: a check after an eighth of the floor
+ * has been written, so no writer eats the floor between checks. Off, it
+ * stays disarmed: setting the key arms it (levels.c). */
+static void
+free_arm(struct tlog_reaper *r, int64_t floor)
+{
+	uint64_t step = (uint64_t)floor / 8;
+
+	if (floor < 0) {
+		__atomic_store_n(&r->ctx->free_check, 0, __ATOMIC_RELAXED);
+		return;
+	}
+	if (step < FREE_CHECK_MIN)
+		step = FREE_CHECK_MIN;
+	__atomic_store_n(&r->ctx->free_check, __atomic_load_n(
+	    &r->ctx->free_appended, __ATOMIC_RELAXED) + step,
+	    __ATOMIC_RELAXED);
+}
+
+/*
+ * Detaches the store's oldest segment (the free heap's top, its key
+ * checked under the partition's lock: a stale one is fixed and the top
+ * looked at again). Returns its bytes, 0 if nothing is left; *pp is its
+ * partition (not referenced: compare only). Empty partitions (an empty
+ * active segment) leave the heap; the next segment brings them back.
+ * free_lock held, no partition lock.
+ */
+static uint64_t
+free_one(struct tlog_reaper *r, struct tlog_partition **pp)
+{
+	struct tlog_heap_node *top;
+	struct tlog_partition *p, *drop;
+	struct tlog_segment *seg;
+	struct tlog_evbuf eb = { 0 };
+	uint64_t bytes;
+	int64_t key;
+
+	for (;;) {
+		pthread_mutex_lock(&r->lock);
+		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
+			pthread_mutex_unlock(&r->lock);
+			return 0;
+		}
+		p = fpart_of(top);
+		tlog_part_ref(p);
+		pthread_mutex_unlock(&r->lock);
+
+		pthread_mutex_lock(&p->sd.lock);
+		seg = TAILQ_FIRST(&p->segs);
+		key = tlog_free_key_locked(p);
+		if (seg != NULL && seg->records == 0)
+			key = -1;	/* nothing to free in p for now */
+		pthread_mutex_lock(&r->lock);
+		if (!tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
+		    key < 0) {
+			drop = tlog_free_update(r, p, key);
+			pthread_mutex_unlock(&r->lock);
+			pthread_mutex_unlock(&p->sd.lock);
+			tlog_partition_put(drop);
+			tlog_partition_put(p);
+			continue;
+		}
+		pthread_mutex_unlock(&r->lock);
+		bytes = tlog_part_free_oldest(p, &eb);
+		key = tlog_free_key_locked(p);
+		pthread_mutex_lock(&r->lock);
+		drop = tlog_free_update(r, p, key);
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&p->sd.lock);
+		tlog_part_emit(p, &eb);
+		tlog_partition_put(drop);
+		/* The time rule's due time may have moved. */
+		tlog_part_resched(p);
+		*pp = p;
+		tlog_partition_put(p);
+		return bytes;
+	}
+}
+
+struct tlog_partition *
+tlog_reaper_free_top(struct tlog_store *s)
+{
+	struct tlog_reaper *r = reaper_of(s);
+	struct tlog_heap_node *top;
+	struct tlog_partition *p, *drop;
+	struct tlog_segment *seg;
+	int64_t key;
+
+	if (r == NULL)
+		return NULL;
+	for (;;) {
+		pthread_mutex_lock(&r->lock);
+		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
+			pthread_mutex_unlock(&r->lock);
+			return NULL;
+		}
+		p = fpart_of(top);
+		tlog_part_ref(p);
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_lock(&p->sd.lock);
+		seg = TAILQ_FIRST(&p->segs);
+		key = tlog_free_key_locked(p);
+		if (seg != NULL && seg->records == 0)
+			key = -1;
+		pthread_mutex_lock(&r->lock);
+		if (tlog_heap_holds(&p->fheap) && key == p->fheap.key) {
+			pthread_mutex_unlock(&r->lock);
+			pthread_mutex_unlock(&p->sd.lock);
+			return p;
+		}
+		drop = tlog_heap_holds(&p->fheap) ? tlog_free_update(r, p, key) :
+		    NULL;
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&p->sd.lock);
+		tlog_partition_put(drop);
+		tlog_partition_put(p);
+	}
+}
+
+/*
+ * Sets the appends' budget (tlog_ctx_free_short) from a free space
+ * avail read after the counters were: appends done between the two are
+ * counted twice, unlinks once too few, so the budget errs low.
+ */
+void
+tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
+    uint64_t appended, uint64_t unlinked)
+{
+	struct tlog_ctx *c = r->ctx;
+
+	if (floor < 0) {
+		__atomic_store_n(&c->free_room, INT64_MAX, __ATOMIC_RELAXED);
+		return;
+	}
+	/* room last: free_short reads it first, as the sign of a budget. */
+	__atomic_store_n(&c->free_a0, appended, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->free_u0, unlinked, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->free_room, (int64_t)avail - floor,
+	    __ATOMIC_RELAXED);
+}
+
+/*
+ * One reclaiming pass (free_lock held): if free space, counting the
+ * bytes of detached segments not yet unlinked as free already (they
+ * will be) and those of appends under way as used, is below the floor,
+ * detaches oldest segments until it is above floor + floor / 16, at
+ * most max of them; at least one if force. Returns the count detached.
+ */
+static int
+free_pass(struct tlog_reaper *r, int max, bool force,
+    struct tlog_free_stats *st)
+{
+	struct tlog_partition *p, *last[64];
+	uint64_t avail, size, have, b, inflight, appended, unlinked;
+	int64_t floor;
+	size_t nlast = 0, i;
+	int e, n = 0;
+
+	if (tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) == -1) {
+		free_arm(r, -1);
+		tlog_free_budget(r, -1, 0, 0, 0);
+		st->floor = -1;
+		return 0;		/* off: not even a statvfs */
+	}
+	appended = __atomic_load_n(&r->ctx->free_appended, __ATOMIC_RELAXED);
+	unlinked = __atomic_load_n(&r->ctx->free_unlinked, __ATOMIC_RELAXED);
+	if ((e = free_space(r, &avail, &size)) != 0) {
+		tlog_ctx_log_err(r->ctx, "reaper: cannot read free space: %s",
+		    strerror(-e));
+		tlog_free_budget(r, -1, 0, 0, 0);
+		return 0;
+	}
+	floor = free_floor(r, size);
+	tlog_free_budget(r, floor, avail, appended, unlinked);
+	free_arm(r, floor);
+	st->avail = avail;
+	st->pending = __atomic_load_n(&r->s->q.pending_bytes,
+	    __ATOMIC_RELAXED);
+	st->floor = floor;
+	if (floor < 0)
+		return 0;
+	inflight = __atomic_load_n(&r->ctx->free_inflight, __ATOMIC_RELAXED);
+	have = avail + st->pending;
+	have = have > inflight ? have - inflight : 0;
+	if (have >= (uint64_t)floor && !force)
+		return 0;
+	st->target = (uint64_t)floor + (uint64_t)floor / 16;
+	while (n < max && (have < st->target || (force && n == 0))) {
+		if ((b = free_one(r, &p)) == 0) {
+			st->exhausted = true;
+			break;
+		}
+		have += b;
+		st->bytes += b;
+		st->segments++;
+		n++;
+		for (i = 0; i < nlast && last[i] != p; i++)
+			;
+		if (i == nlast) {
+			st->partitions++;
+			if (nlast < sizeof(last) / sizeof(last[0]))
+				last[nlast++] = p;
+		}
+	}
+	return n;
+}
+
+void
+tlog_free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
+    const char *who, uint64_t t0)
+{
+	if (st->segments == 0)
+		return;
+	tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %s %" PRIu64 " bytes free "
+	    "(+%" PRIu64 " being unlinked), retention.keep.free %" PRId64
+	    ": %" PRIu64 " segments (%" PRIu64 " bytes) freed from %" PRIu64
+	    " partitions in %.3f ms", who, st->avail, st->pending, st->floor,
+	    st->segments, st->bytes, st->partitions,
+	    (double)(tlog_mono_ns() - t0) / 1e6);
+}
+
+int
+tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st)
+{
+	struct tlog_reaper *r = reaper_of(s);
+	int n;
+
+	memset(st, 0, sizeof(*st));
+	st->floor = -1;
+	if (s->ctx.ro || r == NULL)
+		return 0;
+	pthread_mutex_lock(&r->free_lock);
+	n = free_pass(r, FREE_PASS_MAX, false, st);
+	pthread_mutex_unlock(&r->free_lock);
+	return n;
+}
+
+/*
+ * An append hit ENOSPC (no lock held): with keep.free set, what waits to
+ * be unlinked goes first, then at most FREE_SYNC_MAX oldest segments
+ * (at least one, whatever the count says: the disk is full), unlinked
+ * here and now. Returns what was unlinked or detached.
+ */
+int
+tlog_free_reclaim(void *arg, struct tlog_partition *p)
+{
+	struct tlog_reaper *r = arg;
+	struct tlog_free_stats st;
+	uint64_t avail, size, t0 = tlog_mono_ns();
+	int n;
+
+	(void)p;
+	if (r->ctx->ro || free_space(r, &avail, &size) != 0 ||
+	    free_floor(r, size) < 0)
+		return 0;
+	memset(&st, 0, sizeof(st));
+	pthread_mutex_lock(&r->free_lock);
+	n = tlog_unlink_pending(&r->s->q, 0);
+	n += free_pass(r, FREE_SYNC_MAX, true, &st);
+	pthread_mutex_unlock(&r->free_lock);
+	if (st.segments > 0) {
+		n += tlog_unlink_pending(&r->s->q, 0);
+		TLOG_METRIC_ADD(r->ctx, free_sync, 1);
+	}
+	tlog_free_log(r, &st, "an append hit ENOSPC:", t0);
+	return n;
+}
+
+/*
+ * After a pass for keep.free: the unlinker is woken for its segments (it
+ * unlinks them in the order they were detached, so the events keep the
+ * oldest-first order). A pass that found nothing more to delete says so
+ * (other files fill the disk).
+ */
+void
+tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st)
+{
+	tlog_store_wakeup(r->s);
+	if (st->exhausted)
+		tlog_ctx_log_err(r->ctx, "reaper: retention.keep.free %" PRId64
+		    " bytes cannot be reached: the store has nothing left to "
+		    "delete (other files fill the disk)", st->floor);
+}
+
+/*
+ * Back-pressure: appends would take free space below the floor (no lock
+ * held). A pass frees what it must (and sets the budget again from free
+ * space as it is), then this waits for the unlinker to give the space
+ * back. It returns when the appends fit, when there is nothing to wait
+ * for (the store has nothing left to delete: the disk fills as without
+ * the key), or after FREE_WAIT_MS whatever happens (an unlinker that
+ * cannot unlink never stops the writers for longer).
+ */
+void
+tlog_free_wait(void *arg)
+{
+	struct tlog_reaper *r = arg;
+	struct tlog_queue *q = &r->s->q;
+	struct tlog_free_stats st;
+	struct timespec ts;
+	uint64_t t0 = tlog_mono_ns(), pending;
+	int n;
+
+	TLOG_METRIC_ADD(r->ctx, free_waits, 1);
+	tlog_deadline(FREE_WAIT_MS, &ts);
+	for (;;) {
+		memset(&st, 0, sizeof(st));
+		pthread_mutex_lock(&r->free_lock);
+		/* Another waiter's pass may have done it already. */
+		n = tlog_ctx_free_short(r->ctx) ?
+		    free_pass(r, FREE_PASS_MAX, false, &st) : 0;
+		pthread_mutex_unlock(&r->free_lock);
+		if (n > 0) {
+			TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
+			tlog_free_log(r, &st, "appends wait for free space:", t0);
+			tlog_free_settle(r, &st);
+		}
+		pthread_mutex_lock(&q->lock);
+		while (tlog_ctx_free_short(r->ctx) &&
+		    __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED) > 0 &&
+		    pthread_cond_timedwait(&q->cond, &q->lock, &ts) == 0)
+			;
+		pending = __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&q->lock);
+		if (!tlog_ctx_free_short(r->ctx) || (n == 0 && pending == 0) ||
+		    st.exhausted || tlog_mono_ns() - t0 >=
+		    (uint64_t)FREE_WAIT_MS * 1000000)
+			return;
+	}
+}

@@ -1,0 +1,76 @@
+/*
+ * free.h - retention.keep.free (free.c): the reaper's state, which
+ * reaper.c and free.c share, and what reaper.c calls of free.c: the
+ * free heap's key, the scheduler's hooks for free space, and the pieces
+ * of a reclaiming pass the reaper thread runs.
+ */
+#ifndef TLOG_FREE_H
+#define TLOG_FREE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "heap.h"
+#include "reaper.h"
+#include "store.h"
+
+#define FREE_PASS_MAX 4096	/* segments one reclaiming pass may take */
+
+struct tlog_reaper {
+	struct tlog_store *s;
+	struct tlog_ctx *ctx;
+	/* Lock order: a partition's sd.lock, then lock; never the
+	 * reverse. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tlog_heap heap;		/* partitions by due time, each
+					   referenced */
+	pthread_t th;
+	bool running;
+	bool stop;
+	/* retention.keep.free: partitions by their oldest segment's max_ts
+	 * (each referenced; under lock, kept with sched), one reclaiming
+	 * pass at a time (free_lock, taken before any partition lock). */
+	struct tlog_heap fheap;
+	pthread_mutex_t free_lock;
+	bool pressure;			/* appends asked for a check */
+	int64_t free_last;		/* last check, engine time */
+};
+
+static inline struct tlog_reaper *
+reaper_of(struct tlog_store *s)
+{
+	return tlog_store_sched(s);
+}
+
+static inline struct tlog_partition *
+fpart_of(struct tlog_heap_node *x)
+{
+	return TLOG_CONTAINER_OF(x, struct tlog_partition, fheap);
+}
+
+/* p's key in the free heap, -1 if it has no segment (p->sd.lock held). */
+int64_t tlog_free_key_locked(struct tlog_partition *p);
+/* Sets p's free key (-1: out; r->lock held); the reference to drop. */
+struct tlog_partition *tlog_free_update(struct tlog_reaper *r,
+    struct tlog_partition *p, int64_t key);
+/* The scheduler's sealed hook: p's free key, p->sd.lock held. */
+void tlog_free_sealed(void *arg, struct tlog_partition *p);
+/* The pressure hook: appends ask the reaper thread for a check. */
+void tlog_free_pressure(void *arg);
+/* The reclaim hook: an append hit ENOSPC; returns what it freed. */
+int tlog_free_reclaim(void *arg, struct tlog_partition *p);
+/* The wait_free hook: appends wait for free space above the floor. */
+void tlog_free_wait(void *arg);
+/* Sets the appends' budget from free space (floor -1: no budget). */
+void tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
+    uint64_t appended, uint64_t unlinked);
+/* Logs what a pass detached, if anything. */
+void tlog_free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
+    const char *who, uint64_t t0);
+/* After a pass: wakes the unlinker; says so if nothing was left. */
+void tlog_free_settle(struct tlog_reaper *r,
+    const struct tlog_free_stats *st);
+
+#endif /* TLOG_FREE_H */

@@ -1,0 +1,380 @@
+/*
+ * segio.c - a segment's files on disk: opening them (a new segment's
+ * too) within the store's open-file budget, evicting idle segments'
+ * descriptors when it is spent, and the sync that writes a sealed
+ * segment's footer after its data (doc/engine.md, "Segment and index";
+ * doc/reliability.md).
+ *
+ * Apart from segment.c, which keeps a segment's state in memory and
+ * hands out the work one sync owes (tlog_seg_io_take, _finish): this
+ * file is what opens and syncs, and needs that state, never the
+ * reverse. An open that finds no descriptor evicts, and an eviction
+ * syncs, so the budget and the syncs live together.
+ */
+#include "config.h"
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "segment.h"
+
+/*
+ * Writes the footers of up to max (0: all) of sd's sealed segments, oldest
+ * first, each after its data and entries are synced; sd->sync_lock held.
+ * Returns how many; the first error goes to *errp, and to the partition
+ * for its next fsync if keep_err.
+ */
+int
+tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
+{
+	struct tlog_segment *seg;
+	struct tlog_seg_io io;
+	int n = 0, r;
+
+	while (max <= 0 || n < max) {
+		pthread_mutex_lock(&sd->lock);
+		if ((seg = TAILQ_FIRST(&sd->unsynced)) != NULL)
+			tlog_seg_io_take(seg, &io, true, false);
+		pthread_mutex_unlock(&sd->lock);
+		if (seg == NULL)
+			break;
+		r = tlog_seg_io_run(&io, true);
+		tlog_seg_io_finish(&io, r, keep_err);
+		if (r != 0 && *errp == 0)
+			*errp = r;
+		n++;
+	}
+	return n;
+}
+
+/* ---- the open-file budget ---- */
+
+void
+tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
+{
+	struct rlimit rl;
+
+	pthread_mutex_init(&b->lock, NULL);
+	TAILQ_INIT(&b->segs);
+	b->n = 0;
+	b->max = max;
+	if (b->max == 0) {
+		b->max = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur / 4 :
+		    4096;
+		if (b->max < 16)
+			b->max = 16;
+	}
+}
+
+void
+tlog_fdbudget_destroy(struct tlog_fdbudget *b)
+{
+	pthread_mutex_destroy(&b->lock);
+}
+
+/*
+ * Keeps the descriptors of segments within the budget: 100,000
+ * partitions cannot all hold their files open. The least recently opened
+ * segments whose partition is not busy (trylock: never waits, so never
+ * deadlocks) are closed; the next append reopens them. A segment written
+ * since its last sync, or sealed without its footer yet, is synced (and
+ * its footer written) first, with only its partition's sync_lock held,
+ * so that a close never drops a writeback error: it is kept for the
+ * partition's next fsync.
+ */
+#define EVICT_MAX 16
+
+struct evict {
+	struct tlog_seg_io io[EVICT_MAX];
+	size_t n;
+};
+
+static void
+fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
+    size_t budget, struct evict *ev)
+{
+	struct tlog_segment *v, *next;
+	struct tlog_segdir *sd;
+	int scanned = 0;
+
+	for (v = TAILQ_FIRST(&b->segs); v != NULL && b->n > budget &&
+	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
+		next = TAILQ_NEXT(v, live->fdlink);
+		sd = v->sd;
+		if (v == self || pthread_mutex_trylock(&sd->sync_lock) != 0)
+			continue;
+		if (pthread_mutex_trylock(&sd->lock) != 0) {
+			pthread_mutex_unlock(&sd->sync_lock);
+			continue;
+		}
+		if (v->live->foot_pending || v->live->wgen != v->live->sgen) {
+			tlog_seg_io_take(v, &ev->io[ev->n++], true, true);
+			pthread_mutex_unlock(&sd->lock);
+			continue;	/* sync_lock held until synced */
+		}
+		tlog_seg_close_fds(v, true);
+		tlog_seg_idle(v);
+		pthread_mutex_unlock(&sd->lock);
+		pthread_mutex_unlock(&sd->sync_lock);
+	}
+}
+
+/* The disk work of the evicted segments; the budget's lock not held. */
+static void
+evict_finish(struct evict *ev)
+{
+	struct tlog_segdir *sd;
+	size_t i;
+	int r;
+
+	for (i = 0; i < ev->n; i++) {
+		sd = ev->io[i].seg->sd;
+		/* The last reference to the segment may go with io: its
+		 * partition must outlive the unlock. */
+		tlog_level_ref(sd->lv);
+		r = tlog_seg_io_run(&ev->io[i], true);
+		tlog_seg_io_finish(&ev->io[i], r, true);
+		pthread_mutex_unlock(&sd->sync_lock);
+		tlog_level_put(sd->lv);
+	}
+	ev->n = 0;
+}
+
+static void
+fd_track(struct tlog_segment *seg)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct evict ev;
+
+	ev.n = 0;
+	pthread_mutex_lock(&b->lock);
+	if (!seg->live->fd_listed) {
+		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
+		seg->live->fd_listed = 1;
+		b->n++;
+	}
+	if (b->n > b->max)
+		fd_evict_locked(b, seg, b->max, &ev);
+	pthread_mutex_unlock(&b->lock);
+	evict_finish(&ev);
+}
+
+/* Out of descriptors: close every idle segment's files we can. */
+static void
+fd_evict_all(struct tlog_segment *self)
+{
+	struct tlog_fdbudget *b = self->sd->fdb;
+	struct evict ev;
+
+	ev.n = 0;
+	pthread_mutex_lock(&b->lock);
+	fd_evict_locked(b, self, 0, &ev);
+	pthread_mutex_unlock(&b->lock);
+	evict_finish(&ev);
+}
+
+/*
+ * A file is in the way of a new segment: one recovery could not read.
+ * A regular file is set aside for the operator, never written over;
+ * anything else (a symlink, a FIFO) is never touched. True if the name
+ * is free now.
+ */
+static bool
+set_aside(struct tlog_segment *seg, const char *name)
+{
+	struct tlog_ctx *ctx = seg->sd->ctx;
+	struct stat st;
+	char to[64];
+	bool done = false;
+	int dfd;
+
+	snprintf(to, sizeof(to), "%s.orphan-%llu", name,
+	    (unsigned long long)tlog_ctx_now(ctx));
+	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
+		return false;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISREG(st.st_mode))
+		tlog_ctx_log_err(ctx, "%s is in the way of a new segment and "
+		    "is not a regular file: left alone, its offset skipped",
+		    name);
+	else if (renameat(dfd, name, dfd, to) == 0) {
+		seg->sd->dir_dirty = true;
+		tlog_ctx_log(ctx, LOG_ERR, "%s was in the way of a new "
+		    "segment: kept as %s", name, to);
+		done = true;
+	}
+	close(dfd);
+	return done;
+}
+
+/* Opens one of the segment's two files, creating it for a new segment. */
+static int
+open_one(struct tlog_segment *seg, const char *ext, bool create)
+{
+	int flags = O_RDWR | (create ? O_CREAT | O_EXCL : 0);
+	char name[32];
+	int fd;
+
+	tlog_segname_format(seg->base, ext, name, sizeof(name));
+	fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
+	if (fd == -EMFILE || fd == -ENFILE) {
+		fd_evict_all(seg);
+		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
+	}
+	if (create && fd == -EEXIST && set_aside(seg, name))
+		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
+	return fd;
+}
+
+/*
+ * Opens (or creates, for a new active segment) the data and index files.
+ * A new index starts with its header. Creation goes through the
+ * partition's own directory: a partition that was removed or replaced
+ * meanwhile gets -ENOENT and creates nothing.
+ */
+int
+tlog_seg_open_files(struct tlog_segment *seg, bool create)
+{
+	unsigned char hdr[TLOG_IDX_HDR];
+	struct tlog_seg_live *x;
+	char name[32];
+	int r;
+
+	if ((r = tlog_seg_live(seg)) != 0)
+		return r;
+	x = seg->live;
+	if (x->fd != -1 && x->ifd != -1)
+		return 0;
+	tlog_seg_close_fds(seg, false);
+	if ((x->fd = open_one(seg, ".log", create)) < 0) {
+		r = x->fd;
+		x->fd = -1;
+		tlog_seg_idle(seg);
+		return r;
+	}
+	if ((x->ifd = open_one(seg, ".idx", create)) < 0) {
+		r = x->ifd;
+		x->ifd = -1;
+		goto fail;
+	}
+	if (create) {
+		x->wgen++;
+		seg->sd->dir_dirty = true;
+		/* The new files' blocks, for retention.keep.free's budget. */
+		__atomic_add_fetch(&seg->sd->ctx->free_appended,
+		    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
+		tlog_idx_encode_header(hdr, seg->base, TLOG_IDX_F_DATACRC);
+		if (pwrite(x->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
+			r = errno ? -errno : -EIO;
+			tlog_seg_close_files(seg);
+			tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+			tlog_level_unlinkat(seg->sd->lv, name);
+			goto unlink_log;
+		}
+		seg->nidx = 0;
+	}
+	fd_track(seg);
+	return 0;
+fail:
+	tlog_seg_close_files(seg);
+unlink_log:
+	/* Only what this call created. */
+	if (create) {
+		tlog_segname_format(seg->base, ".log", name, sizeof(name));
+		tlog_level_unlinkat(seg->sd->lv, name);
+	}
+	return r;
+}
+
+/*
+ * Opens one of the files a sync needs. Out of descriptors (the daemon's
+ * limit is shared with readers), idle segments' files are closed and
+ * the open tried once more, as for an append: an fsync must not fail
+ * for want of a descriptor while others can be given back. The guard
+ * keeps an eviction's own syncs from evicting in turn.
+ */
+static int
+io_open_one(struct tlog_seg_io *io, const char *ext)
+{
+	static __thread bool evicting;
+	char name[32];
+	int fd;
+
+	tlog_segname_format(io->seg->base, ext, name, sizeof(name));
+	fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
+	if ((fd == -EMFILE || fd == -ENFILE) && !evicting) {
+		evicting = true;
+		fd_evict_all(io->seg);
+		evicting = false;
+		fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
+	}
+	return fd;
+}
+
+static int
+io_open(struct tlog_seg_io *io)
+{
+	int fd;
+
+	if (io->fd == -1) {
+		if ((fd = io_open_one(io, ".log")) < 0)
+			return fd;
+		io->fd = fd;
+	}
+	if (io->ifd == -1) {
+		if ((fd = io_open_one(io, ".idx")) < 0)
+			return fd;
+		io->ifd = fd;
+	}
+	return 0;
+}
+
+/*
+ * The order is what makes a power cut safe: the data, then the index
+ * entries that describe it (a boundary entry at the end of a sealed
+ * segment), then the footer. A footer on disk therefore always sits on
+ * durable data and entries, and recovery can trust it without reading
+ * the data. The footer itself is not synced: if it is lost, recovery
+ * checks the segment against the entries' data CRCs instead. Returns 0
+ * or the sync's error (then no footer is written).
+ */
+int
+tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
+{
+	unsigned char buf[TLOG_IDX_FOOT];
+	bool idx_dirty = io->sync;
+	int r;
+
+	if (!io->sync && !io->footer)
+		return 0;
+	if ((r = io_open(io)) != 0)
+		return r;
+	if (io->sync && (datasync ? fdatasync(io->fd) : fsync(io->fd)) == -1)
+		return -errno;
+	if (io->bound) {
+		tlog_idx_encode_entry(buf, &io->be);
+		if (pwrite(io->ifd, buf, TLOG_IDX_ENT, (off_t)(TLOG_IDX_HDR +
+		    io->nidx * TLOG_IDX_ENT)) != TLOG_IDX_ENT)
+			return errno ? -errno : -ENOSPC;
+		io->nidx++;
+		idx_dirty = true;
+	}
+	if (idx_dirty && fdatasync(io->ifd) == -1)
+		return -errno;
+	if (!io->footer)
+		return 0;
+	tlog_idx_encode_footer(buf, &io->f);
+	if (pwrite(io->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
+	    io->nidx * TLOG_IDX_ENT)) != sizeof(buf))
+		tlog_ctx_log_err(io->seg->sd->ctx, "segment %020llu: cannot "
+		    "write its seal footer; recovery will rebuild it",
+		    (unsigned long long)io->seg->base);
+	return 0;
+}

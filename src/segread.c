@@ -1,0 +1,208 @@
+/*
+ * segread.c - reading a segment: its data up to the last whole record,
+ * and the look-ups of an offset or a time through its sparse index
+ * (doc/seek.md). Readers take the partition's lock only to copy the
+ * counters and a read-only open's repaired index; the files are read
+ * with their own descriptors, never the appender's.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "segment.h"
+
+int
+tlog_segment_open(struct tlog_segment *seg)
+{
+	char name[32];
+
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	return tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
+}
+
+ssize_t
+tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
+    off_t pos)
+{
+	uint64_t end = __atomic_load_n(&seg->bytes, __ATOMIC_ACQUIRE);
+	size_t done = 0;
+	ssize_t n;
+
+	if (pos < 0)
+		return -EINVAL;
+	if ((uint64_t)pos >= end)
+		return 0;
+	if (len > end - (uint64_t)pos)
+		len = (size_t)(end - (uint64_t)pos);
+	while (done < len) {
+		n = pread(fd, (char *)buf + done, len - done,
+		    pos + (off_t)done);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return done ? (ssize_t)done : -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Reads the index entries of seg into a malloc'd array. */
+static int
+seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
+    size_t *n)
+{
+	struct tlog_idx_entry *e;
+	unsigned char *buf;
+	char name[32];
+	size_t cnt, i, got = 0;
+	ssize_t r;
+	int fd;
+
+	*out = NULL;
+	*n = 0;
+	/* A read-only open's repaired index, copied under the lock (the
+	 * live part that holds it is the lock's). */
+	pthread_mutex_lock(&seg->sd->lock);
+	cnt = seg->nidx;
+	e = NULL;
+	if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL &&
+	    (e = reallocarray(NULL, cnt, sizeof(*e))) != NULL)
+		memcpy(e, seg->live->mem_idx, cnt * sizeof(*e));
+	else if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL)
+		cnt = SIZE_MAX;
+	pthread_mutex_unlock(&seg->sd->lock);
+	if (cnt == SIZE_MAX)
+		return -ENOMEM;
+	if (cnt == 0)
+		return 0;
+	if (e != NULL) {
+		*out = e;
+		*n = cnt;
+		return 0;
+	}
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
+	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	buf = reallocarray(NULL, cnt, TLOG_IDX_ENT);
+	e = reallocarray(NULL, cnt, sizeof(*e));
+	if (buf == NULL || e == NULL) {
+		free(buf);
+		free(e);
+		close(fd);
+		return -ENOMEM;
+	}
+	r = pread(fd, buf, cnt * TLOG_IDX_ENT, TLOG_IDX_HDR);
+	close(fd);
+	if (r > 0) {
+		for (i = 0; i < (size_t)r / TLOG_IDX_ENT; i++) {
+			if (tlog_idx_decode_entry(buf + i * TLOG_IDX_ENT,
+			    &e[got]) != 0)
+				break;
+			got++;
+		}
+	}
+	free(buf);
+	*out = e;
+	*n = got;
+	return 0;
+}
+
+/*
+ * Between two index entries every record ends with a newline, except that
+ * the record just before an entry may end without one (records without a
+ * newline are always followed by an entry). So counting newlines from the
+ * nearest entry finds any offset.
+ */
+int
+tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
+    uint64_t *pos)
+{
+	struct tlog_idx_entry *e;
+	uint64_t rel, at, cur, end, records;
+	char buf[65536];
+	size_t n, lo, hi, i;
+	ssize_t r;
+	int fd, ret = 0;
+
+	pthread_mutex_lock(&seg->sd->lock);
+	records = seg->records;
+	end = seg->bytes;
+	pthread_mutex_unlock(&seg->sd->lock);
+	if (offset < seg->base || offset >= seg->base + records)
+		return offset == seg->base + records ? (*pos = end, 0) :
+		    -ENOENT;
+	rel = offset - seg->base;
+	if ((ret = seg_load_index(seg, &e, &n)) != 0)
+		return ret;
+	/* Last entry with e.rel <= rel. */
+	lo = 0;
+	hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (e[mid].rel <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	cur = lo ? e[lo - 1].rel : 0;
+	at = lo ? e[lo - 1].pos : 0;
+	free(e);
+	if (cur == rel) {
+		*pos = at;
+		return 0;
+	}
+	if ((fd = tlog_segment_open(seg)) < 0)
+		return fd;
+	while (cur < rel && at < end) {
+		r = tlog_segment_read(seg, fd, buf, sizeof(buf), (off_t)at);
+		if (r <= 0) {
+			ret = r < 0 ? (int)r : -EIO;
+			break;
+		}
+		for (i = 0; i < (size_t)r && cur < rel; i++)
+			if (buf[i] == '\n')
+				cur++;
+		at += i;
+	}
+	close(fd);
+	if (ret == 0 && cur != rel)
+		ret = -EIO;
+	if (ret == 0)
+		*pos = at;
+	return ret;
+}
+
+int
+tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
+    uint64_t *offset, uint64_t *pos)
+{
+	struct tlog_idx_entry *e;
+	size_t n, j;
+	int64_t max_ts;
+	int ret;
+
+	pthread_mutex_lock(&seg->sd->lock);
+	max_ts = seg->max_ts;
+	pthread_mutex_unlock(&seg->sd->lock);
+	if (max_ts < t)
+		return -ENOENT;
+	if ((ret = seg_load_index(seg, &e, &n)) != 0)
+		return ret;
+	/* First entry with ts >= t; the answer lies after the one before. */
+	for (j = 0; j < n && e[j].ts < t; j++)
+		;
+	if (j > 0)
+		j--;
+	*offset = seg->base + (n ? e[j].rel : 0);
+	*pos = n ? e[j].pos : 0;
+	free(e);
+	return 0;
+}
