@@ -122,7 +122,7 @@ tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
 	c->log = log;
 	c->seq = 0;
 	pthread_mutex_init(&c->lock, NULL);
-	tlog_clock_anchor(c);
+	tlog_clock_anchor(c, -1);
 }
 
 void
@@ -132,14 +132,21 @@ tlog_clock_destroy(struct tlog_clock *c)
 }
 
 void
-tlog_clock_anchor(struct tlog_clock *c)
+tlog_clock_anchor(struct tlog_clock *c, int64_t newest)
 {
-	int64_t w;
+	int64_t w, m, e, slow;
 
 	pthread_mutex_lock(&c->lock);
 	w = wall_ms(c);
-	(void)anchor_locked(c, w, w, boot_ms(c));
+	m = boot_ms(c);
+	e = newest > w ? newest : w;
+	slow = anchor_locked(c, e, w, m);
 	pthread_mutex_unlock(&c->lock);
+	if (slow > 0)
+		tlog_sink_log(c->log, LOG_WARNING, "clock: the newest stored timestamp "
+		    "is %" PRId64 " ms ahead of the wall clock: engine time "
+		    "runs at half speed for %" PRId64 " s, until the wall "
+		    "clock catches up", e - w, slow / 1000);
 }
 
 /*

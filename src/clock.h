@@ -30,9 +30,9 @@ struct tlog_clock {
 void tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
     int64_t (*boot)(void *), void *arg, const struct tlog_sink *log);
 void tlog_clock_destroy(struct tlog_clock *c);
-/* Anchors engine time at the wall clock (a store's open, after
- * recovery: never at a stamp it holds, doc/engine.md "The clock"). */
-void tlog_clock_anchor(struct tlog_clock *c);
+/* Anchors engine time at max(wall clock, newest), newest being the
+ * newest timestamp the store holds (-1: none). */
+void tlog_clock_anchor(struct tlog_clock *c, int64_t newest);
 /* Engine time in ms since the epoch; the wall clock if c is NULL. */
 int64_t tlog_clock_now(struct tlog_clock *c);
 /* The wall clock minus engine time, in ms. */

@@ -361,44 +361,23 @@ born_now(struct tlog_store *s)
 	free(v);
 }
 
-/*
- * Partitions holding stamps ahead of engine time, just anchored at the
- * wall clock (written while the clock was ahead, and set right since):
- * one line for them all. Their appends keep their newest stamp until
- * engine time passes it (stamps never decrease in a partition), their
- * records expire that much later; the store's other partitions keep to
- * the wall clock, so none of their records goes early (doc/engine.md,
- * "The clock").
- */
-static void
-note_stamps_ahead(struct tlog_store *s)
+/* The newest timestamp in any partition, -1 if none. */
+static int64_t
+newest_stamp(struct tlog_store *s)
 {
 	struct tlog_partition **v;
-	char where[2 * TLOG_NAME_MAX + 2] = "";
-	int64_t now = tlog_ctx_now(&s->ctx), ahead = 1000;
-	size_t n, i, k = 0;
+	int64_t newest = s->ev.p != NULL ? s->ev.p->last_ts : -1;
+	size_t n, i;
 
 	if (tlog_store_partitions(s, &v, &n) != 0)
-		return;
+		return newest;
 	for (i = 0; i < n; i++) {
-		if (v[i]->last_ts - now > 1000) {
-			k++;
-			if (v[i]->last_ts - now > ahead) {
-				ahead = v[i]->last_ts - now;
-				tlog_level_path(&v[i]->lv, where,
-				    sizeof(where));
-			}
-		}
+		if (v[i]->last_ts > newest)
+			newest = v[i]->last_ts;
 		tlog_partition_put(v[i]);
 	}
 	free(v);
-	if (k > 0)
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "clock: %zu partition%s "
-		    "hold%s stamps ahead of the wall clock, up to %" PRId64
-		    " s (%s): %s appends keep the newest stamp until the "
-		    "wall clock passes it", k, k == 1 ? "" : "s",
-		    k == 1 ? "s" : "", ahead / 1000, where,
-		    k == 1 ? "its" : "their");
+	return newest;
 }
 
 /* ---- the hooks of the layers below ---- */
@@ -709,8 +688,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	s->rc.ckpt = NULL;
 	/* Engine time starts no earlier than the newest stamp stored, so
 	 * stamps keep increasing whatever the wall clock says. */
-	tlog_clock_anchor(&s->ctx.clock);
-	note_stamps_ahead(s);
+	tlog_clock_anchor(&s->ctx.clock, newest_stamp(s));
 	born_now(s);
 	/*
 	 * Recovery's repairs (cuts, rewritten indexes, removed files) are

@@ -227,7 +227,7 @@ bool tlog_store_readonly(const struct tlog_store *s);
 const char *tlog_store_id(const struct tlog_store *s);
 /*
  * Engine time in ms since the epoch: record stamps and every time rule.
- * The wall clock at open (whatever the stored stamps), then
+ * The wall clock at open (or the newest stored timestamp, if later), then
  * advancing with real elapsed time: a forward step of the wall clock is
  * not followed, and while the wall clock is behind by more than 1 s engine
  * time runs at half speed until it catches up (doc/engine.md).
