@@ -270,6 +270,49 @@ START_TEST(restart_catches_up_with_the_wall_clock)
 }
 END_TEST
 
+/*
+ * A machine that boots with its clock two hours behind (a real-time
+ * clock that lost time) and has it set right by NTP after the mount:
+ * engine time starts at the newest stored stamp, not at the wrong wall
+ * clock, so what is written after the correction is stamped on time
+ * and is not taken for two hours old at the next restart. (Anchored at
+ * the wall clock alone, every record written between the mount and
+ * the next restart went at that restart under retention.ms 1h.)
+ */
+START_TEST(restart_with_the_wall_clock_behind_expires_nothing_early)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+
+	p = th_part(th_S, "t", "0");
+	put(p, "before the reboot\n");
+	tlog_partition_put(p);
+	tlog_store_close(th_S);
+	/* Rebooted a second later with the wall clock 2 h behind. */
+	th_clock = T0 + 1000 - 2 * HOUR;
+	th_boot = 500;
+	open_store();
+	elapse(1000);
+	th_clock += 2 * HOUR;		/* NTP sets it right */
+	(void)tlog_now(th_S);
+	p = th_part(th_S, "t", "1");
+	th_set(th_S, p, "retention.ms", "1h");
+	put(p, "after the correction\n");
+	ck_assert_int_ge(newest(p), th_clock - 2000);
+	tlog_partition_put(p);
+	tlog_store_close(th_S);
+	/* Restarted two seconds later: the record is seconds old. */
+	elapse(2000);
+	th_boot = 300;
+	open_store();
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	p = th_part(th_S, "t", "1");
+	ck_assert_int_gt(newest(p), 0);
+	tlog_partition_put(p);
+}
+END_TEST
+
 START_TEST(no_step_is_the_wall_clock)
 {
 	struct tlog_partition *p;
@@ -388,6 +431,7 @@ main(void)
 	TH_CASE(s, backward_step_keeps_stamps_increasing);
 	TH_CASE(s, restart_over_future_stamps_does_not_stall);
 	TH_CASE(s, restart_catches_up_with_the_wall_clock);
+	TH_CASE(s, restart_with_the_wall_clock_behind_expires_nothing_early);
 	TH_CASE(s, no_step_is_the_wall_clock);
 	TH_CASE(s, reads_racing_steps_never_go_back);
 	return th_run(s);
