@@ -280,6 +280,42 @@ tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i)
 	return tlog_get64(cp->ent + i * CKPT_ENT);
 }
 
+/* What both kinds of entry start with (base, records, bytes, first_ts,
+ * max_ts, the data file's inode number and ctime): a new segment of p
+ * with those, not yet linked, and in *data which file the checkpoint
+ * saw; NULL when out of memory. */
+static struct tlog_segment *
+entry_segment(struct tlog_partition *p, const unsigned char *e,
+    struct tlog_ckpt_file *data)
+{
+	struct tlog_segment *seg;
+
+	if ((seg = tlog_seg_new(&p->sd, tlog_get64(e))) == NULL)
+		return NULL;
+	seg->records = (uint32_t)tlog_get64(e + 8);
+	seg->bytes = tlog_get64(e + 16);
+	seg->first_ts = (int64_t)tlog_get64(e + 24);
+	seg->max_ts = (int64_t)tlog_get64(e + 32);
+	data->ino = tlog_get64(e + 40);
+	data->ctime = tlog_get64(e + 48);
+	return seg;
+}
+
+/* entry_segment's inverse: seg's counters and stamps, and st, its data
+ * file's identity. */
+static void
+entry_put(unsigned char *b, const struct tlog_segment *seg,
+    const struct stat *st)
+{
+	tlog_put64(b, seg->base);
+	tlog_put64(b + 8, seg->records);
+	tlog_put64(b + 16, seg->bytes);
+	tlog_put64(b + 24, (uint64_t)seg->first_ts);
+	tlog_put64(b + 32, (uint64_t)seg->max_ts);
+	tlog_put64(b + 40, (uint64_t)st->st_ino);
+	tlog_put64(b + 48, tlog_ckpt_ctime(st));
+}
+
 struct tlog_segment *
 tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
     size_t i, struct tlog_ckpt_file *file)
@@ -291,14 +327,8 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	 * store's checkpoint, and the files say what the segment is. */
 	if (tlog_get64(e + 8) > tlog_get64(e + 16))
 		return NULL;
-	if ((seg = tlog_seg_new(&p->sd, tlog_get64(e))) == NULL)
+	if ((seg = entry_segment(p, e, file)) == NULL)
 		return NULL;
-	seg->records = (uint32_t)tlog_get64(e + 8);
-	seg->bytes = tlog_get64(e + 16);
-	seg->first_ts = (int64_t)tlog_get64(e + 24);
-	seg->max_ts = (int64_t)tlog_get64(e + 32);
-	file->ino = tlog_get64(e + 40);
-	file->ctime = tlog_get64(e + 48);
 	seg->nidx = tlog_get32(e + 56);
 	seg->sealed_by = e[60];
 	seg->sealed = 1;
@@ -313,14 +343,8 @@ tlog_ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	const unsigned char *e = cp->act;
 	struct tlog_segment *seg;
 
-	if ((seg = tlog_seg_new(&p->sd, tlog_get64(e))) == NULL)
+	if ((seg = entry_segment(p, e, data)) == NULL)
 		return NULL;
-	seg->records = (uint32_t)tlog_get64(e + 8);
-	seg->bytes = tlog_get64(e + 16);
-	seg->first_ts = (int64_t)tlog_get64(e + 24);
-	seg->max_ts = (int64_t)tlog_get64(e + 32);
-	data->ino = tlog_get64(e + 40);
-	data->ctime = tlog_get64(e + 48);
 	idx->ino = tlog_get64(e + 56);
 	idx->ctime = tlog_get64(e + 64);
 	seg->nidx = tlog_get32(e + 72);
@@ -383,13 +407,7 @@ put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
 	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	if (fstatat(dfd, name, &ist, AT_SYMLINK_NOFOLLOW) == -1)
 		return false;
-	tlog_put64(b, seg->base);
-	tlog_put64(b + 8, seg->records);
-	tlog_put64(b + 16, seg->bytes);
-	tlog_put64(b + 24, (uint64_t)seg->first_ts);
-	tlog_put64(b + 32, (uint64_t)seg->max_ts);
-	tlog_put64(b + 40, (uint64_t)dst.st_ino);
-	tlog_put64(b + 48, tlog_ckpt_ctime(&dst));
+	entry_put(b, seg, &dst);
 	tlog_put64(b + 56, (uint64_t)ist.st_ino);
 	tlog_put64(b + 64, tlog_ckpt_ctime(&ist));
 	tlog_put32(b + 72, (uint32_t)seg->nidx);
@@ -439,13 +457,7 @@ add_part(struct out *o, struct tlog_partition *p)
 			ok = false;
 			break;
 		}
-		tlog_put64(b, seg->base);
-		tlog_put64(b + 8, seg->records);
-		tlog_put64(b + 16, seg->bytes);
-		tlog_put64(b + 24, (uint64_t)seg->first_ts);
-		tlog_put64(b + 32, (uint64_t)seg->max_ts);
-		tlog_put64(b + 40, (uint64_t)st.st_ino);
-		tlog_put64(b + 48, tlog_ckpt_ctime(&st));
+		entry_put(b, seg, &st);
 		tlog_put32(b + 56, (uint32_t)seg->nidx);
 		memset(b + 60, 0, 4);
 		b[60] = seg->sealed_by;

@@ -196,10 +196,27 @@ disagree:
 }
 
 /*
- * Segment i of the checkpoint, if its data file is still the file (inode
- * number and ctime) of the size the checkpoint says (one stat, no file opened): a
- * file cut, grown or replaced while the store was unmounted is loaded
- * from its files instead, and repaired as recovery repairs it (NULL).
+ * Whether the segment file at base + ext is still the file (inode number
+ * and ctime) the checkpoint saw, a regular file of `size` bytes (one
+ * stat, no file opened); its stat in *st.
+ */
+static bool
+ckpt_file_is(int dfd, uint64_t base, const char *ext, uint64_t size,
+    const struct tlog_ckpt_file *f, struct stat *st)
+{
+	char name[32];
+
+	tlog_segname_format(base, ext, name, sizeof(name));
+	return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st->st_mode) && (uint64_t)st->st_size == size &&
+	    tlog_ckpt_same(f, st);
+}
+
+/*
+ * Segment i of the checkpoint, if its data file is the one checkpointed,
+ * of the size it says: a file cut, grown or replaced while the store was
+ * unmounted is loaded from its files instead, and repaired as recovery
+ * repairs it (NULL).
  */
 static struct tlog_segment *
 ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
@@ -208,25 +225,20 @@ ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	struct tlog_segment *seg;
 	struct tlog_ckpt_file file;
 	struct stat st;
-	char name[32];
 
 	if ((seg = tlog_ckpt_segment(p, cp, i, &file)) == NULL)
 		return NULL;
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && (uint64_t)st.st_size == seg->bytes &&
-	    tlog_ckpt_same(&file, &st))
+	if (ckpt_file_is(dfd, seg->base, ".log", seg->bytes, &file, &st))
 		return seg;
 	tlog_segment_put(seg);
 	return NULL;
 }
 
 /*
- * The checkpoint's active segment, if its data file and index are still
- * the files (inode number and ctime) the checkpoint saw, of the sizes it
- * says (the index: its header and entries, no footer), and no saved end
- * lies past it (two stats, no file opened): else NULL, and it is loaded
- * from its files.
+ * The checkpoint's active segment, if its data file and index are the
+ * ones checkpointed, of the sizes it says (the index: its header and
+ * entries, no footer), and no saved end lies past it (two stats, no file
+ * opened): else NULL, and it is loaded from its files.
  */
 static struct tlog_segment *
 ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
@@ -234,24 +246,15 @@ ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 {
 	struct tlog_segment *seg;
 	struct tlog_ckpt_file data, idx;
-	struct stat st, ist;
+	struct stat st;
 	uint64_t alloc;
-	char name[32];
 
 	if ((seg = tlog_ckpt_active(p, cp, &data, &idx)) == NULL)
 		return NULL;
-	if (seg->base + seg->records < p->saved_end)
-		goto no;
-	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-	if (fstatat(dfd, name, &ist, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISREG(ist.st_mode) || !tlog_ckpt_same(&idx, &ist) ||
-	    (uint64_t)ist.st_size != TLOG_IDX_HDR +
-	    (uint64_t)seg->nidx * TLOG_IDX_ENT)
-		goto no;
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != seg->bytes ||
-	    !tlog_ckpt_same(&data, &st))
+	if (seg->base + seg->records < p->saved_end ||
+	    !ckpt_file_is(dfd, seg->base, ".idx", TLOG_IDX_HDR +
+	    (uint64_t)seg->nidx * TLOG_IDX_ENT, &idx, &st) ||
+	    !ckpt_file_is(dfd, seg->base, ".log", seg->bytes, &data, &st))
 		goto no;
 	/* What it holds reserved stays reserved until its seal, as when
 	 * loaded from its files (repair.c). */
