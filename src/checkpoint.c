@@ -1,10 +1,11 @@
 /*
- * checkpoint.c - the clean close's record of every sealed segment
- * (doc/format.md, "The checkpoint"). A clean open would otherwise read
- * two inodes and a block per segment (the data file's size, the index's
- * footer); with the checkpoint it reads one file and the directory
- * listings it reads anyway, much as `ls -R` does. Kafka keeps a
- * recovery-point checkpoint per log directory for the same reason.
+ * checkpoint.c - the clean close's record of every segment (doc/format.md,
+ * "The checkpoint"). A clean open would otherwise read two inodes and a
+ * block per segment (the data file's size, the index's footer or, for an
+ * active segment, its entries); with the checkpoint it reads one file,
+ * the directory listings it reads anyway, much as `ls -R` does, and one
+ * stat per file. Kafka keeps a recovery-point checkpoint per log
+ * directory for the same reason.
  *
  * The file: a 24-byte header ("TLOGCKP1", version 2, flags, the
  * close's nonce, which the clean mark repeats), then for each partition

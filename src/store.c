@@ -756,9 +756,9 @@ tlog_store_close(struct tlog_store *s)
 			bad = true;
 	if (s->ev.p != NULL && tlog_part_close(s->ev.p) != 0)
 		bad = true;
-	/* What the next open needs of every sealed segment, so that it
-	 * reads no footer (checkpoint.h); without it, the next open reads
-	 * them all, and no older checkpoint may stay to be trusted. */
+	/* What the next open needs of every segment, so that it reads
+	 * no index (checkpoint.h); without it, the next open reads them
+	 * all, and no older checkpoint may stay to be trusted. */
 	nonce = ((uint64_t)arc4random() << 32) | arc4random();
 	if (!bad && (r = tlog_ckpt_write(s->tree.dirfd, nonce, v, n,
 	    s->ev.p)) != 0) {
