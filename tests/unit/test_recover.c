@@ -664,6 +664,21 @@ START_TEST(checkpoint_file_changed_in_place)
 }
 END_TEST
 
+/* An inotify descriptor (non-blocking) told of every open in t/0. */
+static int
+watch_opens(void)
+{
+	char *dir;
+	int in;
+
+	ck_assert_int_ge(asprintf(&dir, "%s/t/0", th_dir), 0);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(inotify_add_watch(in, dir, IN_OPEN), 0);
+	free(dir);
+	return in;
+}
+
 /* The segment files the store opened in t/0 while `in` watched it; a
  * line naming them all ("" if none). */
 static char *
@@ -707,7 +722,7 @@ START_TEST(clean_open_opens_no_segment_file)
 	struct tlog_partition *p;
 	struct tlog_writer *w;
 	struct tlog_part_stats st;
-	char *dir, *ck, *d;
+	char *ck, *d;
 	size_t n, len, i;
 	int in;
 
@@ -715,10 +730,7 @@ START_TEST(clean_open_opens_no_segment_file)
 	si = close_cleanly(&n);
 	ck_assert(!si[n - 1].sealed);
 	ck_assert_uint_gt(si[n - 1].records, 0);
-	ck_assert_int_ge(asprintf(&dir, "%s/t/0", th_dir), 0);
-	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	ck_assert_int_ge(in, 0);
-	ck_assert_int_ge(inotify_add_watch(in, dir, IN_OPEN), 0);
+	in = watch_opens();
 	th_logbuf[0] = '\0';
 	s = open_compared(si, n, false, SIZE_MAX);
 	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
@@ -752,7 +764,6 @@ START_TEST(clean_open_opens_no_segment_file)
 	tlog_partition_put(p);
 	tlog_store_close(s);
 	free(ck);
-	free(dir);
 	free(si);
 }
 END_TEST
@@ -797,11 +808,7 @@ START_TEST(checkpoint_active_changed_is_read)
 	ck_assert_int_eq(pwrite(fd, d, len, 0), (ssize_t)len);
 	close(fd);
 	free(d);
-	ck_assert_int_ge(asprintf(&d, "%s/t/0", th_dir), 0);
-	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	ck_assert_int_ge(in, 0);
-	ck_assert_int_ge(inotify_add_watch(in, d, IN_OPEN), 0);
-	free(d);
+	in = watch_opens();
 	th_logbuf[0] = '\0';
 	open_and_compare(si, n, false, SIZE_MAX);
 	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
