@@ -77,7 +77,7 @@ ship_failing(struct shipper *sh, const char *fmt, ...)
 		vsnprintf(sh->why, sizeof(sh->why), fmt, ap);
 		va_end(ap);
 	}
-	sh->failing = true;
+	__atomic_store_n(&sh->failing, true, __ATOMIC_RELEASE);
 }
 
 void
@@ -270,7 +270,7 @@ recover(struct shipper *sh)
 	}
 	pthread_mutex_lock(&sh->mu);
 	sh->head = sh->hint = sh->tail;
-	sh->failing = false;
+	__atomic_store_n(&sh->failing, false, __ATOMIC_RELEASE);
 	sh->why[0] = '\0';
 	pthread_mutex_unlock(&sh->mu);
 	/* Failing again and again with nothing acknowledged between:
@@ -324,7 +324,7 @@ turn(struct shipper *sh, bool *progress)
 	int k;
 
 	p = rr != NULL ? rr : RB_MIN(part_tree, &sh->parts);
-	for (i = 0; i < sh->nparts && p != NULL && !sh->failing && !stop; i++,
+	for (i = 0; i < sh->nparts && p != NULL && !ship_is_failing(sh) && !stop; i++,
 	    p = (p = RB_NEXT(part_tree, &sh->parts, p)) != NULL ? p :
 	    RB_MIN(part_tree, &sh->parts)) {
 		if (p->dead)
@@ -378,7 +378,7 @@ run(struct shipper *sh)
 			next_discover = mono_ms() + DISCOVER_MS;
 		}
 		check_stall(sh);
-		if (sh->failing) {
+		if (ship_is_failing(sh)) {
 			recover(sh);
 			continue;
 		}
@@ -386,10 +386,10 @@ run(struct shipper *sh)
 		done = nats_connected(sh) ? turn(sh, &progress) : false;
 		if (sh->once && done) {
 			pthread_mutex_lock(&sh->mu);
-			while (sh->inflight > 0 && !sh->failing && !stop)
+			while (sh->inflight > 0 && !ship_is_failing(sh) && !stop)
 				wait_ms(sh, 100);
 			pthread_mutex_unlock(&sh->mu);
-			if (!sh->failing && !stop)
+			if (!ship_is_failing(sh) && !stop)
 				break;
 			continue;
 		}

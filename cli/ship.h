@@ -134,6 +134,13 @@ struct shipper {
 
 /* ship.c */
 void shiplog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether a flight failed: set by the acknowledgment thread, read by the
+ * main thread without mu (an atomic flag; its reason, sh->why, under mu). */
+static inline bool
+ship_is_failing(struct shipper *sh)
+{
+	return __atomic_load_n(&sh->failing, __ATOMIC_ACQUIRE);
+}
 /* Sets sh->failing (mu held), keeping the first reason. */
 void ship_failing(struct shipper *sh, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
