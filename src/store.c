@@ -756,6 +756,15 @@ tlog_store_close(struct tlog_store *s)
 			bad = true;
 	if (s->ev.p != NULL && tlog_part_close(s->ev.p) != 0)
 		bad = true;
+	/* The partitions' syncs leave the seal footers unsynced (segio.c:
+	 * recovery can rebuild them), but the next open trusts what a
+	 * clean close leaves: one syncfs puts the footers, and anything
+	 * else of the store still dirty, on the disk before the mark. */
+	if (!bad && syncfs(s->tree.dirfd) == -1) {
+		tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: cannot sync the "
+		    "file system at close: %s", s->path, strerror(errno));
+		bad = true;
+	}
 	/* What the next open needs of every segment, so that it reads
 	 * no index (checkpoint.h); without it, the next open reads them
 	 * all, and no older checkpoint may stay to be trusted. */

@@ -50,6 +50,16 @@
 #           returned. With no writer syncing meanwhile, nothing else
 #           commits the file system's journal for the daemon. After
 #           recovery getfattr returns each value set.
+#   unmount 3 partitions with segment.bytes=4K; each writer appends
+#           200-400 lines and never syncs (syncwriter -k 0: a line
+#           counts once its write returned); then a clean unmount (the
+#           daemon exits), and the cut right after. A clean unmount makes
+#           everything durable, so every line written is there; the
+#           mount of the copy is a clean one (the daemon says nothing);
+#           each segment keeps the sealed_by it had before the unmount,
+#           and keeps it after a kill -9 of that daemon, when the next
+#           open reads every seal footer from the disk (a footer the
+#           close left in the page cache would read "recovery").
 #
 # Figures are printed as TAP comments at the end. Needs root, /dev/fuse,
 # loop devices, mkfs.ext4 and e2fsck (e2fsprogs); skips (77) only when
@@ -406,6 +416,52 @@ EOF
 	[ -z "$bad" ] || CONF_BAD=$((CONF_BAD + 1))
 }
 
+# The sealed_by of each segment file of the unmount kind's partitions.
+sealed_list() {
+	local p f
+	for p in um/0 um/1 um/2; do
+		for f in "$MNT/$p"/*.log; do
+			echo "$p/${f##*/} $(gx user.tlog.sealed_by "$f")"
+		done
+	done
+}
+
+cycle_unmount() {
+	local p n=$((200 + RANDOM % 200))
+	PARTS="1:um/0 2:um/1 3:um/2"
+	PLAIN="9:plain/p9"
+	DRAINED=
+	REAPED=
+	mkdir -p "$MNT/um/0" "$MNT/um/1" "$MNT/um/2"
+	setfattr -n user.segment.bytes -v 4K "$MNT/um"
+	start_writers -k 0 -n $n "$ACK" 1="$MNT/um/0/current" \
+	    2="$MNT/um/1/current" 3="$MNT/um/2/current"
+	start_writers -n 300 -c "$ACK" 9="$EXT/plain/p9"
+	for p in $WPIDS; do
+		wait "$p" || tl_diag "unmount: a writer failed: $(cat "$TMP/writers.err")"
+	done
+	WPIDS=
+	SEALED=$(sealed_list)
+	tl_umount || tl_diag "unmount: the clean unmount failed"
+	cut
+	DESC="cut right after a clean unmount, $n unsynced lines a writer"
+}
+
+unmount_verdict() {
+	local pre=$1
+	tl_is "$pre: the mount of the copy is a clean one: the daemon says nothing" \
+	    "" "$(cat "$ERR")"
+	tl_is "$pre: every segment keeps its sealed_by" "$SEALED" "$(sealed_list)"
+	# A crash of that daemon: the next open reads every seal footer.
+	kill -9 "$DPID"
+	wait "$DPID" 2>/dev/null
+	DPID=
+	"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
+	TLOGFS_BOOT_ID=powercut-$$-$cycle tl_mount
+	tl_is "$pre: and after a crash, read from the seal footers" "$SEALED" \
+	    "$(sealed_list)"
+}
+
 # Retention deleted old lines of the partitions still written; the lines
 # younger than retention.ms at the end of the read must be there.
 reaper_verdict() {
@@ -445,7 +501,7 @@ declare -A ACKED LOST LOSSY
 P_ACKED=0
 P_BROKEN=0
 CONF_BAD=0
-KINDS="roll reaper config"
+KINDS="roll reaper config unmount"
 t_start=$(now_ms)
 for cycle in $(seq 1 "$CYCLES"); do
 	set -- $KINDS
@@ -472,6 +528,7 @@ for cycle in $(seq 1 "$CYCLES"); do
 	case $KIND in
 	reaper) reaper_verdict "$pre" ;;
 	config) config_verdict "$pre" ;;
+	unmount) unmount_verdict "$pre" ;;
 	esac
 	finish "cycle $cycle"
 done

@@ -12,7 +12,9 @@
  * every K-th line (default 7) the thread syncs the file, every third
  * sync with fdatasync, and once the call returned 0 appends
  * "MS SEQ\n" to ACKDIR/wID: the wall-clock time in ms after the sync
- * returned and the number of the last line it covers. The ack file is
+ * returned and the number of the last line it covers. K 0 never syncs:
+ * each line is recorded once its write returned (what a clean unmount
+ * must then keep). The ack file is
  * not synced: the power cut hits the files written, not ACKDIR, and a
  * kill -9 of this process loses nothing already written to it.
  *
@@ -84,14 +86,15 @@ fail(struct writer *w, const char *what)
 	return NULL;
 }
 
-/* Syncs fd and records that line seq is acknowledged. */
+/* Syncs fd (K 0: does not) and records that line seq is acknowledged. */
 static int
 sync_ack(struct writer *w, int fd, unsigned long seq, unsigned long nsync)
 {
 	char ack[48];
 	int k;
 
-	if ((nsync % 3 == 2 ? fdatasync(fd) : fsync(fd)) == -1)
+	if (every != 0 &&
+	    (nsync % 3 == 2 ? fdatasync(fd) : fsync(fd)) == -1)
 		return -1;
 	k = snprintf(ack, sizeof(ack), "%lld %lu\n", (long long)now_ms(), seq);
 	return write_all(w->ackfd, ack, (size_t)k);
@@ -114,12 +117,12 @@ run(void *arg)
 		line[LINE - 1] = '\n';
 		if (write_all(fd, line, LINE) != 0)
 			return fail(w, "write");
-		if ((n + 1) % every == 0) {
+		if (every == 0 || (n + 1) % every == 0) {
 			if (sync_ack(w, fd, n, nsync++) != 0)
 				return fail(w, "sync");
 		}
 	}
-	if (n % every != 0 && sync_ack(w, fd, n - 1, nsync) != 0)
+	if (every != 0 && n % every != 0 && sync_ack(w, fd, n - 1, nsync) != 0)
 		return fail(w, "sync");
 	if (close(fd) == -1)
 		return fail(w, "close");
@@ -149,7 +152,7 @@ main(int argc, char *argv[])
 		}
 	}
 	nw = argc - optind - 1;
-	if (nw < 1 || nw > MAXW || every == 0)
+	if (nw < 1 || nw > MAXW)
 		goto usage;
 	for (i = 0; i < nw; i++) {
 		ws[i].id = strtoul(argv[optind + 1 + i], &eq, 10);
