@@ -213,8 +213,8 @@ sched_new_segment(struct tlog_partition *p, struct tlog_segment *seg,
     const struct limits *l, int64_t ts, bool was_empty)
 {
 	int64_t due = ts + tlog_seg_span(seg, l->seg_ms);
-	int64_t exp = tlog_part_expires_at(ts,
-	    tlog_part_conf(p, TLOG_RETENTION_MS));
+	int64_t exp = tlog_ctx_del_due(p->ctx, tlog_part_expires_at(ts,
+	    tlog_part_conf(p, TLOG_RETENTION_MS)));
 
 	if (was_empty && exp >= 0 && exp < due)
 		due = exp;

@@ -64,8 +64,9 @@ emit_cleaned(struct tlog_partition *p, const char *topic, const char *name,
 }
 
 /*
- * partition.cleanup.ms: removes p, directory and all, if at now it is
- * still eligible (tlog_part_cleanup_due_locked). Eligibility is checked
+ * partition.cleanup.ms: removes p, directory and all, if it is still
+ * eligible (tlog_part_cleanup_due_locked) by deletion time (clock.h);
+ * now, engine time, stamps the event. Eligibility is checked
  * again, and the partition marked dead, with both the tree lock (held
  * for writing, as rmdir holds it, so a mkdir of the same name waits and
  * then makes a fresh partition) and the partition lock held: an append
@@ -84,7 +85,7 @@ tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
 	char shown[2 * TLOG_NAME_MAX + 2];
 	struct tlog_topic *t = tlog_partition_topic(p);
 	struct tlog_segment *seg = NULL;
-	int64_t due, last;
+	int64_t due, last, del = tlog_ctx_del_now(p->ctx);
 	int r = 0, tfd = -1;
 
 	if (reg->penv->ctx->ro || p->quiet)
@@ -92,7 +93,7 @@ tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
 	pthread_mutex_lock(&p->sd.lock);
 	due = tlog_part_cleanup_due_locked(p);
 	pthread_mutex_unlock(&p->sd.lock);
-	if (due < 0 || now < due)
+	if (due < 0 || del < due)
 		return 0;
 	TLOG_HOOK(p->ctx, TLOG_HOOK_CLEANUP, p);
 	pthread_rwlock_wrlock(&reg->root->tree->lock);
@@ -104,7 +105,7 @@ tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
 	}
 	due = tlog_part_cleanup_due_locked(p);
 	last = p->last_ts > p->born ? p->last_ts : p->born;
-	if (due < 0 || now < due)
+	if (due < 0 || del < due)
 		goto unlock;
 	strlcpy(topic, t->lv.name, sizeof(topic));
 	strlcpy(name, p->lv.name, sizeof(name));

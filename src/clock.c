@@ -210,6 +210,52 @@ tlog_clock_now(struct tlog_clock *c)
 	return clock_read(c, NULL);
 }
 
+/*
+ * Deletion time: the earlier of engine time and the wall clock. A time
+ * rule deletes by it, so that neither clock's fault deletes early: stamps
+ * ahead of the wall clock (the anchor at open took them) are judged by
+ * the wall clock, a wall clock that stepped forward by engine time.
+ */
+int64_t
+tlog_clock_del_now(struct tlog_clock *c)
+{
+	int64_t w, e;
+
+	if (c == NULL)
+		return sys_ms(CLOCK_REALTIME);
+	e = clock_read(c, &w);
+	return w < e ? w : e;
+}
+
+/*
+ * The engine time at which deletion time reaches x (-1 for -1), were no
+ * clock to step from now on: x itself unless the wall clock is still
+ * short of x; then engine time when the wall clock reads x, which during
+ * a catch-up at half speed is earlier than x + today's gap. A step
+ * afterwards only makes it early, and the reaper then finds nothing due
+ * and asks again.
+ */
+int64_t
+tlog_clock_del_due(struct tlog_clock *c, int64_t x)
+{
+	struct piece pc;
+	int64_t w, at;
+	unsigned s;
+
+	/* Past INT64_MAX / 4 (a forged stamp): never, as it stands. */
+	if (x < 0 || x > INT64_MAX / 4 || c == NULL)
+		return x;
+	do {
+		s = piece_begin(c, &pc);
+		(void)clock_read(c, &w);
+	} while (!piece_unchanged(c, s));
+	if (w >= x)
+		return x;
+	/* The wall clock reads x at boot time x - off. */
+	at = engine_at(&pc, x - pc.off);
+	return at > x ? at : x;
+}
+
 int64_t
 tlog_clock_offset(struct tlog_clock *c)
 {

@@ -94,6 +94,9 @@ tlog_ctx_free_short(struct tlog_ctx *ctx)
 void tlog_ctx_destroy(struct tlog_ctx *ctx);
 /* Engine time (tlog_now); the wall clock if ctx is NULL. */
 int64_t tlog_ctx_now(struct tlog_ctx *ctx);
+/* Deletion time and a time rule's due time in engine time (clock.h). */
+int64_t tlog_ctx_del_now(struct tlog_ctx *ctx);
+int64_t tlog_ctx_del_due(struct tlog_ctx *ctx, int64_t x);
 /* Logging through the store's sink (stderr if ctx is NULL). */
 void tlog_ctx_vlog(struct tlog_ctx *ctx, int prio, const char *fmt,
     va_list ap);

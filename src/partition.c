@@ -110,7 +110,10 @@ tlog_part_conf(struct tlog_partition *p, enum tlog_key k)
 int64_t
 tlog_part_expires_at(int64_t max_ts, int64_t rms)
 {
-	return rms < 0 ? -1 : max_ts + rms + 1;
+	/* Saturated: a forged stamp near INT64_MAX expires never. */
+	if (rms < 0)
+		return -1;
+	return max_ts > INT64_MAX - 1 - rms ? INT64_MAX : max_ts + rms + 1;
 }
 
 /* ---- the scheduler, if one is attached (the reaper) ---- */

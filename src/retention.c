@@ -210,9 +210,13 @@ tlog_part_cleanup_due_locked(struct tlog_partition *p)
 int64_t
 tlog_part_due_locked(struct tlog_partition *p)
 {
-	int64_t idle = idle_due_of(p), exp = expire_due_of(p);
-	int64_t con = consumed_due_of(p);
-	int64_t clean = tlog_part_cleanup_due_locked(p);
+	/* The deletion rules are judged by deletion time (doc/engine.md,
+	 * "The clock"): their due times in engine time, the schedule's. */
+	int64_t idle = idle_due_of(p);
+	int64_t exp = tlog_ctx_del_due(p->ctx, expire_due_of(p));
+	int64_t con = tlog_ctx_del_due(p->ctx, consumed_due_of(p));
+	int64_t clean = tlog_ctx_del_due(p->ctx,
+	    tlog_part_cleanup_due_locked(p));
 
 	/* Over its ceiling (lowered since the last append): due at once. */
 	if (over_ceiling(p, tlog_part_conf(p, TLOG_RETENTION_BYTES)))
@@ -279,7 +283,7 @@ tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
 	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
-	int64_t now = tlog_ctx_now(p->ctx);
+	int64_t now = tlog_ctx_now(p->ctx), del = tlog_ctx_del_now(p->ctx);
 	int n = 0;
 
 	if (p->ctx->ro)
@@ -289,7 +293,7 @@ tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 	pthread_mutex_lock(&p->sd.lock);
 	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
 		if (seg->records == 0 ||
-		    now < tlog_part_expires_at(seg->max_ts, rms))
+		    del < tlog_part_expires_at(seg->max_ts, rms))
 			break;
 		if (!seg->sealed)
 			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
@@ -309,7 +313,7 @@ tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes)
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
 	int64_t cms = tlog_part_conf(p, TLOG_RETENTION_CONSUMED_MS);
-	int64_t now = tlog_ctx_now(p->ctx);
+	int64_t now = tlog_ctx_now(p->ctx), del = tlog_ctx_del_now(p->ctx);
 	int n = 0;
 
 	if (p->ctx->ro)
@@ -319,7 +323,7 @@ tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes)
 	pthread_mutex_lock(&p->sd.lock);
 	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
 		if (!consumed_locked(p, seg) ||
-		    now < tlog_part_expires_at(seg->max_ts, cms))
+		    del < tlog_part_expires_at(seg->max_ts, cms))
 			break;
 		if (!seg->sealed)
 			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);

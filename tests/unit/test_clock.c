@@ -142,7 +142,7 @@ START_TEST(backward_step_keeps_stamps_increasing)
 	struct tlog_partition *p;
 	struct tlog_reap_stats st;
 	struct tlog_seginfo *si;
-	int64_t last, e;
+	int64_t last, e, x;
 	size_t n;
 	int i;
 
@@ -182,14 +182,20 @@ START_TEST(backward_step_keeps_stamps_increasing)
 	elapse(2);
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
-	/* Expiry comes late, never early: 5 s of engine time after the
-	 * first segment's newest record. */
+	/* Expiry comes late, never early: by deletion time, the earlier
+	 * of engine time and the wall clock, 5 s after the first segment's
+	 * newest record. The wall clock, an hour back, gets there last:
+	 * due at the engine time it reads that, half its distance ahead. */
 	ck_assert_uint_eq(st.expired, 0);
-	ck_assert_int_eq(tlog_reaper_next_due(th_S), T0 + 1950 + 5001);
-	elapse(2 * (T0 + 1950 + 5001 - tlog_now(th_S)) - 2);
+	x = T0 + 1950 + 5001;
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), tlog_now(th_S) +
+	    (x - th_clock) / 2);
+	elapse(x - th_clock - 1);
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 0);
-	elapse(2);
+	ck_assert_int_gt(tlog_now(th_S), x);	/* engine time is past it */
+	elapse(1);
+	ck_assert_int_ge(tlog_now(th_S), tlog_reaper_next_due(th_S));
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 1);
 	ck_assert_uint_eq(count(th_logbuf, "clock: "), 1);
@@ -313,6 +319,72 @@ START_TEST(restart_with_the_wall_clock_behind_expires_nothing_early)
 }
 END_TEST
 
+/*
+ * One partition written while the wall clock ran a day ahead, the clock
+ * set right while the store was unmounted: engine time starts at that
+ * partition's newest stamp, a day ahead, but the other partition's
+ * records are judged by the wall clock, the earlier one, and go 36 h
+ * after their newest record by it. Engine time alone, anchored a day
+ * ahead and at half speed until the wall clock catches up, got there
+ * 12 h early.
+ */
+START_TEST(stamps_ahead_in_one_partition_expire_nothing_early_in_another)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+	int64_t x;
+
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "36h");
+	put(p, "on time\n");
+	x = newest(p) + 36 * HOUR + 1;
+	tlog_partition_put(p);
+	tlog_store_close(th_S);
+	th_clock += 24 * HOUR;		/* a day ahead */
+	open_store();
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	p = th_part(th_S, "t", "1");
+	put(p, "a day ahead\n");
+	tlog_partition_put(p);
+	tlog_store_close(th_S);
+	th_clock -= 24 * HOUR;		/* set right, unmounted */
+	elapse(1000);
+	open_store();
+	ck_assert_int_ge(tlog_now(th_S), th_clock + 24 * HOUR - 1000);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	elapse(24 * HOUR + 10000);	/* engine time is past x */
+	ck_assert_int_gt(tlog_now(th_S), x);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	/* Due when the wall clock reads x, at half speed a day ahead. */
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), tlog_now(th_S) +
+	    (x - th_clock) / 2);
+	elapse(x - th_clock - 1);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	elapse(1);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 1);
+	p = th_part(th_S, "t", "1");
+	ck_assert_int_gt(newest(p), 0);		/* a day ahead: kept */
+	tlog_partition_put(p);
+}
+END_TEST
+
+/* A forged stamp near INT64_MAX expires never: no wrap to the past. */
+START_TEST(expiry_of_a_stamp_near_the_end_of_time_saturates)
+{
+	ck_assert_int_eq(tlog_part_expires_at(INT64_MAX - 5, 1000), INT64_MAX);
+	ck_assert_int_eq(tlog_part_expires_at(T0, 1000), T0 + 1001);
+	ck_assert_int_eq(tlog_part_expires_at(T0, -1), -1);
+	ck_assert_int_eq(tlog_clock_del_due(&th_S->ctx.clock, INT64_MAX),
+	    INT64_MAX);
+	ck_assert_int_eq(tlog_clock_del_due(&th_S->ctx.clock, -1), -1);
+}
+END_TEST
+
 START_TEST(no_step_is_the_wall_clock)
 {
 	struct tlog_partition *p;
@@ -432,6 +504,8 @@ main(void)
 	TH_CASE(s, restart_over_future_stamps_does_not_stall);
 	TH_CASE(s, restart_catches_up_with_the_wall_clock);
 	TH_CASE(s, restart_with_the_wall_clock_behind_expires_nothing_early);
+	TH_CASE(s, stamps_ahead_in_one_partition_expire_nothing_early_in_another);
+	TH_CASE(s, expiry_of_a_stamp_near_the_end_of_time_saturates);
 	TH_CASE(s, no_step_is_the_wall_clock);
 	TH_CASE(s, reads_racing_steps_never_go_back);
 	return th_run(s);
