@@ -251,9 +251,12 @@ tlog_clock_del_due(struct tlog_clock *c, int64_t x)
 	} while (!piece_unchanged(c, s));
 	if (w >= x)
 		return x;
-	/* The wall clock reads x at boot time x - off. */
+	/* The wall clock reads x at boot time x - off. At half speed,
+	 * engine time shows that value a ms before too (it counts whole
+	 * ms): one more, so that the reaper never wakes to find the wall
+	 * clock a ms short and goes round again at once. */
 	at = engine_at(&pc, x - pc.off);
-	return at > x ? at : x;
+	return at > x ? at + 1 : x;
 }
 
 int64_t
