@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <err.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,11 +188,39 @@ settle(struct shipper *sh, int quiet)
 }
 
 /*
+ * A test hook (tests/integration/ship_late.sh): with
+ * TLOGCTL_TEST_RESYNC_GATE set, a resync waits, once what was in flight
+ * is given up and before it asks the stream anything, until that file
+ * exists (at most 60 s), so a test can put a late message in the stream.
+ */
+static void
+resync_gate(void)
+{
+	const char *gate = getenv("TLOGCTL_TEST_RESYNC_GATE");
+	int k;
+
+	for (k = 0; gate != NULL && k < 6000 && access(gate, F_OK) == -1;
+	    k++)
+		usleep(10000);
+}
+
+/*
  * After a failed or unanswered publish: let the rest be answered, give
  * up on what is not, and move each partition that lost some back to
  * what the stream holds of it (its last message there), then publish
  * again. Every later message had failed too (ship_nats.c: the chain of
  * expected ids), so nothing is out of order in the stream.
+ *
+ * But the chain is of Nats-Msg-Ids, which name records, not sendings:
+ * a message of a shipper killed a moment ago, or of this one before a
+ * resync (given up unanswered), can still land later, chained to a
+ * record this one sent again, and so in another place than it was sent
+ * for: after a gap in its partition (doc/shipping.md). The stream's last
+ * record then says nothing of those before it. A record the stream
+ * refused since the last resync was not in it then; if the stream's last
+ * record is at or past it, it got there that way, so the partition goes
+ * back to its acknowledged prefix instead, and the duplicate window
+ * drops what the stream does hold.
  */
 static void
 recover(struct shipper *sh)
@@ -204,7 +233,7 @@ recover(struct shipper *sh)
 	char *data;
 	size_t len;
 	int delay, r;
-	bool said = false;
+	bool late, said = false;
 
 	pthread_mutex_lock(&sh->mu);
 	strlcpy(why, sh->why, sizeof(why));
@@ -223,6 +252,7 @@ recover(struct shipper *sh)
 		quiet_logs++;
 	settle(sh, SHIP_QUIET_MS);
 	nats_abandon(sh);
+	resync_gate();
 
 	for (delay = 200;; delay = delay * 2 < SHIP_BACKOFF_MAX_MS ?
 	    delay * 2 : SHIP_BACKOFF_MAX_MS) {
@@ -244,13 +274,24 @@ recover(struct shipper *sh)
 			if (r == 1)
 				free(data);
 			pthread_mutex_lock(&sh->mu);
+			late = r == 1 && last + 1 > p->acked &&
+			    p->refused != 0 && last >= p->refused - 1;
 			if (r == 1 && last + 1 > p->acked &&
-			    last + 1 <= p->next)
+			    last + 1 <= p->next && !late)
 				p->acked = last + 1;
 			p->next = p->acked;
 			p->first_seq = p->last_seq = 0;
 			p->failed = false;
+			p->refused = 0;
 			pthread_mutex_unlock(&sh->mu);
+			if (late)
+				shiplog("%s: stream %s holds record %" PRIu64
+				    " of %s, which it refused since the last "
+				    "resync: a late message of an earlier "
+				    "sending; shipping again from %" PRIu64
+				    ", the stream may hold records out of "
+				    "order", p->path, sh->stream, last,
+				    p->subject, p->acked);
 			if (!p->dead)
 				ship_part_seek(sh, p, p->acked, true);
 			r = 0;

@@ -71,6 +71,9 @@ struct ship_part {
 	uint64_t last_seq;	/* its newest flight, 0: none */
 	uint32_t inflight;
 	bool failed;		/* a flight failed or was given up: resync */
+	uint64_t refused;	/* 1 + the lowest offset the stream refused
+				   (an error answer: not stored, not held)
+				   since the last resync; 0: none */
 	bool commit_gone;	/* its cursor can be committed no more */
 };
 RB_HEAD(part_tree, ship_part);

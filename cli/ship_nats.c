@@ -140,6 +140,12 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 			flight_done(sh, f, FL_ACKED);
 		else {
 			flight_done(sh, f, FL_FAILED);
+			/* An error answer from the stream: it did not hold
+			 * the record then (a copy it held is answered as a
+			 * duplicate), nor took this one (ship.c, recover). */
+			if (pae->ErrCode != 0 && (f->p->refused == 0 ||
+			    f->off < f->p->refused - 1))
+				f->p->refused = f->off + 1;
 			if (pae->ErrCode == JSStreamMessageExceedsMaximumErr)
 				ship_fatal(sh, "%s: record %" PRIu64 ": stream "
 				    "%s refuses it: %s", f->p->path, f->off,

@@ -20,6 +20,10 @@
  *	appear. One line per subject on stdout; exit 1 on any mismatch
  *	(the first few are named). A SUBJECT given twice holds the
  *	first FILE's lines, then the second's (a partition made again).
+ *   jsprobe put URLS STREAM SUBJECT MSGID OFFSET DATA
+ *	publishes one message as tlogctl ship would (Nats-Msg-Id MSGID,
+ *	Tlog-Offset OFFSET), without an expected last id: a late message
+ *	of an earlier shipper (tests/integration/ship_late.sh)
  *   jsprobe pub URLS STREAM SUBJECT FILE [ids|all]
  *	the plain publisher of the bench: every line of FILE as a message
  *	on SUBJECT, asynchronous with the same window as tlogctl ship;
@@ -531,13 +535,40 @@ cmd_pub(const char *urls, const char *stream, const char *subj,
 	return 0;
 }
 
+static int
+cmd_put(const char *urls, const char *stream, const char *subj,
+    const char *id, const char *off, const char *data)
+{
+	jsPubOptions po;
+	jsErrCode ec = 0;
+	jsPubAck *pa = NULL;
+	natsMsg *m;
+
+	if (connect_to(urls, false) != NATS_OK)
+		return 1;
+	if (natsMsg_Create(&m, subj, NULL, data, (int)strlen(data)) !=
+	    NATS_OK ||
+	    natsMsgHeader_Set(m, "Tlog-Offset", off) != NATS_OK ||
+	    natsMsgHeader_Set(m, "Tlog-Timestamp", "1732871640000") != NATS_OK)
+		errx(1, "message");
+	jsPubOptions_Init(&po);
+	po.MsgId = id;
+	po.ExpectStream = stream;
+	if (js_PublishMsg(&pa, js, m, &po, &ec) != NATS_OK)
+		errx(1, "publish: %s (%d)", nats_GetLastError(NULL), (int)ec);
+	jsPubAck_Destroy(pa);
+	natsMsg_Destroy(m);
+	disconnect();
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
 	int r;
 
 	if (argc < 3)
-		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|pub "
+		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|put|pub "
 		    "URLS ...");
 	if (strcmp(argv[1], "ready") == 0)
 		r = cmd_ready(argv[2], argc > 3 ? atoi(argv[3]) : 30);
@@ -551,12 +582,15 @@ main(int argc, char *argv[])
 		r = cmd_purge(argv[2], argv[3]);
 	else if (strcmp(argv[1], "check") == 0 && argc >= 5)
 		r = cmd_check(argv[2], argv[3], argc - 4, argv + 4);
+	else if (strcmp(argv[1], "put") == 0 && argc == 8)
+		r = cmd_put(argv[2], argv[3], argv[4], argv[5], argv[6],
+		    argv[7]);
 	else if (strcmp(argv[1], "pub") == 0 && (argc == 6 || argc == 7))
 		r = cmd_pub(argv[2], argv[3], argv[4], argv[5],
 		    argc == 6 ? 0 : strcmp(argv[6], "ids") == 0 ? 1 :
 		    strcmp(argv[6], "all") == 0 ? 2 : 0);
 	else
-		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|pub "
+		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|put|pub "
 		    "URLS ...");
 	nats_Close();
 	return r;
