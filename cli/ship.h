@@ -72,7 +72,7 @@ struct ship_part {
 	uint32_t inflight;
 	bool failed;		/* a flight failed or was given up: resync */
 	uint64_t refused;	/* 1 + the lowest offset the stream refused
-				   (an error answer: not stored, not held)
+				   for the chain (so it did not hold it)
 				   since the last resync; 0: none */
 	bool commit_gone;	/* its cursor can be committed no more */
 };

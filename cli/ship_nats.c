@@ -140,10 +140,12 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 			flight_done(sh, f, FL_ACKED);
 		else {
 			flight_done(sh, f, FL_FAILED);
-			/* An error answer from the stream: it did not hold
-			 * the record then (a copy it held is answered as a
-			 * duplicate), nor took this one (ship.c, recover). */
-			if (pae->ErrCode != 0 && (f->p->refused == 0 ||
+			/* Refused for the chain, which JetStream checks
+			 * after the duplicate window: it did not hold the
+			 * record then, nor took this copy (ship.c,
+			 * recover). */
+			if (pae->ErrCode == JSStreamWrongLastMsgIDErr &&
+			    (f->p->refused == 0 ||
 			    f->off < f->p->refused - 1))
 				f->p->refused = f->off + 1;
 			if (pae->ErrCode == JSStreamMessageExceedsMaximumErr)
