@@ -618,7 +618,10 @@ out_session:
 	tl_close_handles(&fs);
 	tl_inodes_free(&fs);
 	tlog_partition_put(fs.events);
-	tlog_store_close(fs.store);
+	/* A stop that could not mark the store clean is no clean stop:
+	 * a supervisor must be able to tell (tlogfs(8), EXIT STATUS). */
+	if (tlog_store_close(fs.store) != 0 && ret == 0)
+		ret = 1;
 	tl_notify_free(&fs);
 	goto out_args;
 out_inodes:

@@ -121,6 +121,7 @@ tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
 	c->arg = arg;
 	c->log = log;
 	c->seq = 0;
+	c->steps = 0;
 	pthread_mutex_init(&c->lock, NULL);
 	tlog_clock_anchor(c, -1);
 }
@@ -159,7 +160,7 @@ clock_read(struct tlog_clock *c, int64_t *wallp)
 {
 	struct piece pc;
 	int64_t w, m, e, step, slow = 0;
-	bool stepped = false;
+	bool stepped = false, follow = false;
 	unsigned s;
 
 	/* Every append reads the clock: without the lock, unless the wall
@@ -180,11 +181,26 @@ clock_read(struct tlog_clock *c, int64_t *wallp)
 	e = engine_at(&pc, m);
 	step = (w - m) - pc.off;
 	if (step > CLOCK_STEP_MS || step < -CLOCK_STEP_MS) {
+		/* A forward step that takes the wall clock from behind
+		 * engine time to past it ends a catch-up: the wall clock
+		 * was the one wrong (booted behind and set right by NTP,
+		 * or a backward glitch corrected), and engine time follows
+		 * it, or what is stamped until the next restart would be
+		 * stamped that much too old, and go that much early after
+		 * it. */
+		follow = step > 0 && m + pc.off < e && w > e;
+		if (follow)
+			e = w;
 		slow = anchor_locked(c, e, w, m);
+		__atomic_add_fetch(&c->steps, 1, __ATOMIC_RELEASE);
 		stepped = true;
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (stepped && slow > 0)
+	if (stepped && follow)
+		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock stepped "
+		    "forward by %" PRId64 " ms, past engine time, which was "
+		    "ahead of it: engine time follows it", step);
+	else if (stepped && slow > 0)
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock stepped %s by "
 		    "%" PRId64 " ms and is %" PRId64 " ms behind engine time: "
 		    "engine time runs at half speed for %" PRId64 " s, until "
@@ -257,6 +273,12 @@ tlog_clock_del_due(struct tlog_clock *c, int64_t x)
 	 * clock a ms short and goes round again at once. */
 	at = engine_at(&pc, x - pc.off);
 	return at > x ? at + 1 : x;
+}
+
+unsigned
+tlog_clock_steps(struct tlog_clock *c)
+{
+	return __atomic_load_n(&c->steps, __ATOMIC_ACQUIRE);
 }
 
 int64_t

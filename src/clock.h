@@ -24,6 +24,7 @@ struct tlog_clock {
 	int64_t m0;
 	int64_t m1;			/* half speed until this boot time */
 	int64_t off;			/* wall - boot at the last anchor */
+	unsigned steps;			/* wall clock steps seen so far */
 };
 
 /* Takes the clocks (either may be NULL) and anchors at the wall clock. */
@@ -41,6 +42,9 @@ int64_t tlog_clock_del_now(struct tlog_clock *c);
 /* The engine time at which deletion time reaches x: a time rule's due
  * time for the reaper, whose schedule runs on engine time. */
 int64_t tlog_clock_del_due(struct tlog_clock *c, int64_t x);
+/* How many steps of the wall clock engine time has seen: a change tells
+ * the reaper that due times computed before may be late (clock.c). */
+unsigned tlog_clock_steps(struct tlog_clock *c);
 /* The wall clock minus engine time, in ms. */
 int64_t tlog_clock_offset(struct tlog_clock *c);
 

@@ -36,6 +36,8 @@ struct tlog_reaper {
 	pthread_mutex_t free_lock;
 	bool pressure;			/* appends asked for a check */
 	int64_t free_last;		/* last check, engine time */
+	unsigned steps;			/* the clock's steps when every due
+					   time was last computed (atomic) */
 };
 
 static inline struct tlog_reaper *

@@ -192,6 +192,24 @@ pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 	return n;
 }
 
+/*
+ * A due time of a deletion rule computed while the wall clock was behind
+ * engine time is the engine time when the wall clock would get there;
+ * a step since (the wall clock set right) can make it late, by up to
+ * half the step (doc/reaper.md). So after a step every due time is
+ * computed again: O(partitions), at a step of the wall clock only. The
+ * clock was read just before, which is what notices a step. No lock
+ * held.
+ */
+static void
+resched_after_step(struct tlog_reaper *r)
+{
+	unsigned n = tlog_clock_steps(&r->ctx->clock);
+
+	if (__atomic_exchange_n(&r->steps, n, __ATOMIC_ACQ_REL) != n)
+		tlog_store_resched(r->s, NULL, NULL);
+}
+
 int64_t
 tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 {
@@ -207,6 +225,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 	 * go. */
 	if (s->ctx.ro || r == NULL)
 		return -1;
+	resched_after_step(r);
 	n = pop_due(r, now, &due);
 	for (i = 0; i < n; i++) {
 		p = due[i];
@@ -324,6 +343,13 @@ reaper_main(void *arg)
 	while (!r->stop) {
 		due = (top = tlog_heap_top(&r->heap)) != NULL ? top->key : -1;
 		now = tlog_ctx_now(r->ctx);
+		if (tlog_clock_steps(&r->ctx->clock) !=
+		    __atomic_load_n(&r->steps, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_unlock(&r->lock);
+			resched_after_step(r);
+			pthread_mutex_lock(&r->lock);
+			continue;
+		}
 		/* Disk pressure: when appends passed their share of the
 		 * floor, and once a tick while the key is set (off, the
 		 * thread sleeps until something is due, as ever; setting
@@ -359,7 +385,14 @@ reaper_main(void *arg)
 		if (due > now) {
 			/* Engine time never runs faster than real time, so
 			 * this never oversleeps; at half speed it wakes early
-			 * and sleeps again. A wall clock step changes nothing. */
+			 * and sleeps again. While the wall clock is behind
+			 * engine time, a second at most: the step that sets
+			 * it right is noticed by a read of the clock, and
+			 * the due times computed before may then be late
+			 * (resched_after_step). */
+			if (due - now > 1000 &&
+			    tlog_clock_offset(&r->ctx->clock) < 0)
+				due = now + 1000;
 			tlog_deadline(due - now, &ts);
 			pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 			continue;
@@ -389,6 +422,7 @@ tlog_reaper_attach(struct tlog_store *s)
 		return -ENOMEM;
 	r->s = s;
 	r->ctx = &s->ctx;
+	r->steps = tlog_clock_steps(&s->ctx.clock);
 	pthread_mutex_init(&r->lock, NULL);
 	tlog_cond_init_mono(&r->cond);
 	tlog_heap_init(&r->heap);

@@ -727,7 +727,7 @@ fail:
 	return r;
 }
 
-void
+int
 tlog_store_close(struct tlog_store *s)
 {
 	struct tlog_partition **v = NULL;
@@ -738,11 +738,11 @@ tlog_store_close(struct tlog_store *s)
 	int fd, r;
 
 	if (s == NULL)
-		return;
+		return 0;
 	/* A reader wrote nothing: nothing to make durable, no mark. */
 	if (s->ctx.ro) {
 		store_free(s);
-		return;
+		return 0;
 	}
 	tlog_store_unlink_pending(s, 0);
 	sched_detach(s);
@@ -791,20 +791,30 @@ tlog_store_close(struct tlog_store *s)
 		    ".tlogfs/clean: %s; no clean mark: the next open "
 		    "recovers as after a crash", s->path, strerror(errno));
 		store_free(s);
-		return;
+		return -1;
 	}
 	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
 	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd != -1) {
 		n = (size_t)snprintf(line, sizeof(line), "%016" PRIx64 "\n",
 		    nonce);
-		if (write(fd, line, n) == (ssize_t)n && fsync(fd) == 0)
-			tlog_fsync_dir(s->tree.dirfd, ".tlogfs");
+		errno = EIO;	/* a short write sets none */
+		if (write(fd, line, n) != (ssize_t)n || fsync(fd) != 0)
+			r = -errno;
+		else
+			r = tlog_fsync_dir(s->tree.dirfd, ".tlogfs");
+		if (r != 0) {
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot "
+			    "write .tlogfs/clean: %s; the next open may "
+			    "recover as after a crash", s->path, strerror(-r));
+			bad = true;
+		}
 		close(fd);
 	} else
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything reached the "
 		    "disk; no clean mark", s->path);
 	store_free(s);
+	return bad || fd == -1 ? -1 : 0;
 }
 
 /* ---- calls of tlog.h answered by the registry, queues and events ---- */

@@ -208,9 +208,11 @@ enum tlog_hook {
 int tlog_store_open(const char *path, const struct tlog_store_opts *opts,
     struct tlog_store **out, char *err, size_t errlen);
 /* Flushes nothing of writers (close them first); makes every partition
- * durable as fsync does, then writes the clean-shutdown mark (only if
- * all of that worked); unlocks; frees. */
-void tlog_store_close(struct tlog_store *s);
+ * durable as fsync does, syncs the file system, then writes the
+ * clean-shutdown mark (only if all of that worked); unlocks; frees.
+ * 0 if the mark was written (or nothing was to be: read-only, NULL),
+ * -1 if not (said in a log line). */
+int tlog_store_close(struct tlog_store *s);
 /* After fork (daemonizing), records the new holder's pid in the lock;
  * nothing when read-only. */
 void tlog_store_update_pid(struct tlog_store *s);

@@ -236,6 +236,12 @@ tl_is "off: the old topic keeps its segments" "$OLDSEGS" \
     "$(gx user.tlog.segments "$MNT/old/0")"
 tl_is "off: no deletion" "" \
     "$(cat "$MNT/.tlogfs/events"/* | grep '"event":"delete"')"
-tl_check "off: unmount" tl_umount
+# The disk is full: the stop cannot write its checkpoint nor its clean
+# mark, says so, and is no clean stop (status 1, tlogfs(8)).
+st=0
+tl_umount || st=$?
+tl_is "off: the unmount on a full disk: status 1" 1 "$st"
+tl_check "off: a line says the clean mark could not be written" \
+    grep -q "cannot write .tlogfs/clean: No space left on device" "$ERR"
 umount "$STORE"
 tl_done

@@ -383,6 +383,85 @@ START_TEST(stamps_ahead_in_one_partition_expire_nothing_early_in_another)
 }
 END_TEST
 
+/*
+ * A store idle for an hour, a reboot with the wall clock a day behind,
+ * NTP setting it right while mounted: engine time, anchored at the
+ * newest stamp (an hour behind the truth), follows that forward step,
+ * as it ends a catch-up. Kept an hour behind until the next restart
+ * (as a forward step is otherwise), what was written meanwhile was
+ * stamped an hour too old and went at that restart under retention.ms
+ * 30m.
+ */
+START_TEST(the_clock_set_right_after_a_boot_behind_is_followed)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+
+	p = th_part(th_S, "t", "0");
+	put(p, "an hour before the reboot\n");
+	tlog_partition_put(p);
+	tlog_store_close(th_S);
+	th_clock += HOUR - 24 * HOUR;	/* an hour later, a day behind */
+	th_boot = 500;
+	open_store();
+	elapse(1000);
+	th_clock += 24 * HOUR;		/* NTP sets it right */
+	ck_assert_int_eq(tlog_now(th_S), th_clock);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "engine time follows it"));
+	ck_assert_int_eq(offset_gauge(), 0);
+	p = th_part(th_S, "t", "1");
+	th_set(th_S, p, "retention.ms", "30m");
+	put(p, "after the correction\n");
+	ck_assert_int_eq(newest(p), th_clock);
+	tlog_partition_put(p);
+	tlog_store_close(th_S);
+	elapse(2000);
+	th_boot = 300;
+	open_store();
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	p = th_part(th_S, "t", "1");
+	ck_assert_int_gt(newest(p), 0);
+	tlog_partition_put(p);
+}
+END_TEST
+
+/*
+ * The wall clock glitches a day back for 2 s and is set right. A due
+ * time computed during the glitch is the engine time when the wall
+ * clock would get there, half a day away; the reaper computes every due
+ * time again after the step that sets it right, and the record goes on
+ * time, not half a day late.
+ */
+START_TEST(a_corrected_backward_glitch_leaves_no_late_due_time)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+	int64_t x;
+
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "10s");
+	put(p, "x\n");
+	x = newest(p) + 10001;
+	elapse(1000);
+	th_clock -= 24 * HOUR;
+	(void)tlog_now(th_S);
+	elapse(2000);
+	tlog_part_resched(p);
+	ck_assert_int_gt(tlog_reaper_next_due(th_S), x + HOUR);
+	th_clock += 24 * HOUR;		/* set right */
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), x);
+	elapse(x - th_clock - 1);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	elapse(1);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 1);
+	tlog_partition_put(p);
+}
+END_TEST
+
 /* A forged stamp near INT64_MAX expires never: no wrap to the past. */
 START_TEST(expiry_of_a_stamp_near_the_end_of_time_saturates)
 {
@@ -516,6 +595,8 @@ main(void)
 	TH_CASE(s, restart_with_the_wall_clock_behind_expires_nothing_early);
 	TH_CASE(s, stamps_ahead_in_one_partition_expire_nothing_early_in_another);
 	TH_CASE(s, expiry_of_a_stamp_near_the_end_of_time_saturates);
+	TH_CASE(s, the_clock_set_right_after_a_boot_behind_is_followed);
+	TH_CASE(s, a_corrected_backward_glitch_leaves_no_late_due_time);
 	TH_CASE(s, no_step_is_the_wall_clock);
 	TH_CASE(s, reads_racing_steps_never_go_back);
 	return th_run(s);
