@@ -26,6 +26,8 @@
 #define SHIP_ACK_WAIT_MS 10000	/* a record unanswered this long: resync */
 #define SHIP_QUIET_MS 2000	/* in a resync, no answer this long: give up */
 #define SHIP_BACKOFF_MAX_MS 5000
+#define SHIP_SETTLE_MS 1000	/* at start, the stream unchanged this long */
+#define SHIP_SETTLE_MAX_MS 10000
 #define SHIP_IDLEN 640		/* a Nats-Msg-Id, with room to spare */
 #define READ_CHUNK (1 << 20)	/* bytes read from a segment at a time */
 #define FOLLOW_MS 100		/* an idle partition is looked at again... */

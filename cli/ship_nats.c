@@ -286,6 +286,50 @@ done:
 	return 0;
 }
 
+/*
+ * A shipper killed a moment ago (kill -9, a crash) leaves messages in the
+ * servers that land for a while after it died. One started meanwhile
+ * would read where each partition stands, then send again records the
+ * dead one also sent; a late message chained to one of those lands
+ * after a gap in its own partition, and the stream's last record of it
+ * then says nothing of those before it (doc/shipping.md, "Late
+ * messages"). So the start waits until the stream's last sequence has
+ * not moved for SHIP_SETTLE_MS (one shipper per stream: nothing else
+ * moves it), at most SHIP_SETTLE_MAX_MS, then says so and goes on. A
+ * stream that cannot say is left to the start's own checks.
+ */
+static void
+stream_settle(struct shipper *sh)
+{
+	uint64_t seq = 0;
+	int64_t t0 = mono_ms(), since = t0;
+	jsStreamInfo *si;
+	bool first = true;
+
+	for (;;) {
+		si = NULL;
+		if (js_GetStreamInfo(&si, sh->js, sh->stream, NULL, NULL) !=
+		    NATS_OK)
+			return;
+		if (first || si->State.LastSeq != seq) {
+			seq = si->State.LastSeq;
+			since = mono_ms();
+			first = false;
+		}
+		jsStreamInfo_Destroy(si);
+		if (mono_ms() - since >= SHIP_SETTLE_MS)
+			return;
+		if (mono_ms() - t0 >= SHIP_SETTLE_MAX_MS) {
+			shiplog("stream %s: still taking messages %d s after "
+			    "the start: another shipper may publish into it "
+			    "(one shipper per stream); starting anyway",
+			    sh->stream, SHIP_SETTLE_MAX_MS / 1000);
+			return;
+		}
+		usleep(100 * 1000);
+	}
+}
+
 void
 nats_open(struct shipper *sh)
 {
@@ -331,6 +375,7 @@ nats_open(struct shipper *sh)
 		    sh->stream, why);
 	if (r == -1)
 		errx(1, "ship: stream %s: %s", sh->stream, why);
+	stream_settle(sh);
 }
 
 void

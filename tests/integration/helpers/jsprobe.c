@@ -24,6 +24,9 @@
  *	publishes one message as tlogctl ship would (Nats-Msg-Id MSGID,
  *	Tlog-Offset OFFSET), without an expected last id: a late message
  *	of an earlier shipper (tests/integration/ship_late.sh)
+ *   jsprobe seqs URLS STREAM
+ *	prints "SEQUENCE SUBJECT" for every message of the stream, in
+ *	stream order (tests/integration/ship_settle.sh)
  *   jsprobe pub URLS STREAM SUBJECT FILE [ids|all]
  *	the plain publisher of the bench: every line of FILE as a message
  *	on SUBJECT, asynchronous with the same window as tlogctl ship;
@@ -562,13 +565,45 @@ cmd_put(const char *urls, const char *stream, const char *subj,
 	return 0;
 }
 
+static int
+cmd_seqs(const char *urls, const char *stream)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode ec = 0;
+	uint64_t seq, last;
+	natsMsg *m;
+
+	if (connect_to(urls, false) != NATS_OK)
+		return 1;
+	if (js_GetStreamInfo(&si, js, stream, NULL, NULL) != NATS_OK) {
+		warnx("stream %s: %s", stream, nats_GetLastError(NULL));
+		return 1;
+	}
+	last = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	for (seq = 1; seq <= last; seq++) {
+		m = NULL;
+		if (js_GetMsg(&m, js, stream, seq, NULL, &ec) != NATS_OK) {
+			if (ec == JSNoMessageFoundErr)
+				continue;
+			warnx("get %" PRIu64 ": %s", seq,
+			    nats_GetLastError(NULL));
+			return 1;
+		}
+		printf("%" PRIu64 " %s\n", seq, natsMsg_GetSubject(m));
+		natsMsg_Destroy(m);
+	}
+	disconnect();
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
 	int r;
 
 	if (argc < 3)
-		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|put|pub "
+		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|seqs|put|pub "
 		    "URLS ...");
 	if (strcmp(argv[1], "ready") == 0)
 		r = cmd_ready(argv[2], argc > 3 ? atoi(argv[3]) : 30);
@@ -582,6 +617,8 @@ main(int argc, char *argv[])
 		r = cmd_purge(argv[2], argv[3]);
 	else if (strcmp(argv[1], "check") == 0 && argc >= 5)
 		r = cmd_check(argv[2], argv[3], argc - 4, argv + 4);
+	else if (strcmp(argv[1], "seqs") == 0 && argc == 4)
+		r = cmd_seqs(argv[2], argv[3]);
 	else if (strcmp(argv[1], "put") == 0 && argc == 8)
 		r = cmd_put(argv[2], argv[3], argv[4], argv[5], argv[6],
 		    argv[7]);
@@ -590,7 +627,7 @@ main(int argc, char *argv[])
 		    argc == 6 ? 0 : strcmp(argv[6], "ids") == 0 ? 1 :
 		    strcmp(argv[6], "all") == 0 ? 2 : 0);
 	else
-		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|put|pub "
+		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|seqs|put|pub "
 		    "URLS ...");
 	nats_Close();
 	return r;
