@@ -122,6 +122,7 @@ tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
 	c->log = log;
 	c->seq = 0;
 	c->steps = 0;
+	c->lag = 0;
 	pthread_mutex_init(&c->lock, NULL);
 	tlog_clock_anchor(c, -1);
 }
@@ -142,6 +143,7 @@ tlog_clock_anchor(struct tlog_clock *c, int64_t newest)
 	m = boot_ms(c);
 	e = newest > w ? newest : w;
 	slow = anchor_locked(c, e, w, m);
+	__atomic_store_n(&c->lag, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->lock);
 	if (slow > 0)
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the newest stored timestamp "
@@ -189,8 +191,10 @@ clock_read(struct tlog_clock *c, int64_t *wallp)
 		 * stamped that much too old, and go that much early after
 		 * it. */
 		follow = step > 0 && m + pc.off < e && w > e;
-		if (follow)
+		if (follow) {
+			__atomic_add_fetch(&c->lag, w - e, __ATOMIC_RELEASE);
 			e = w;
+		}
 		slow = anchor_locked(c, e, w, m);
 		__atomic_add_fetch(&c->steps, 1, __ATOMIC_RELEASE);
 		stepped = true;
@@ -227,10 +231,13 @@ tlog_clock_now(struct tlog_clock *c)
 }
 
 /*
- * Deletion time: the earlier of engine time and the wall clock. A time
- * rule deletes by it, so that neither clock's fault deletes early: stamps
- * ahead of the wall clock (the anchor at open took them) are judged by
- * the wall clock, a wall clock that stepped forward by engine time.
+ * Deletion time: the earlier of the wall clock and engine time less the
+ * forward steps it followed (lag). A time rule deletes by it, so that no
+ * clock's fault deletes early: stamps ahead of the wall clock (the
+ * anchor at open took them) are judged by the wall clock, a wall clock
+ * that stepped forward by engine time, and a forward step engine time
+ * followed (taken for a correction, which it may not be) moves deletion
+ * time no more than real time.
  */
 int64_t
 tlog_clock_del_now(struct tlog_clock *c)
@@ -239,7 +246,7 @@ tlog_clock_del_now(struct tlog_clock *c)
 
 	if (c == NULL)
 		return sys_ms(CLOCK_REALTIME);
-	e = clock_read(c, &w);
+	e = clock_read(c, &w) - __atomic_load_n(&c->lag, __ATOMIC_ACQUIRE);
 	return w < e ? w : e;
 }
 
@@ -255,7 +262,7 @@ int64_t
 tlog_clock_del_due(struct tlog_clock *c, int64_t x)
 {
 	struct piece pc;
-	int64_t w, at;
+	int64_t w, at, lag;
 	unsigned s;
 
 	/* Past INT64_MAX / 4 (a forged stamp): never, as it stands. */
@@ -264,15 +271,16 @@ tlog_clock_del_due(struct tlog_clock *c, int64_t x)
 	do {
 		s = piece_begin(c, &pc);
 		(void)clock_read(c, &w);
+		lag = __atomic_load_n(&c->lag, __ATOMIC_ACQUIRE);
 	} while (!piece_unchanged(c, s));
 	if (w >= x)
-		return x;
+		return x + lag;
 	/* The wall clock reads x at boot time x - off. At half speed,
 	 * engine time shows that value a ms before too (it counts whole
 	 * ms): one more, so that the reaper never wakes to find the wall
 	 * clock a ms short and goes round again at once. */
 	at = engine_at(&pc, x - pc.off);
-	return at > x ? at + 1 : x;
+	return at > x + lag ? at + 1 : x + lag;
 }
 
 unsigned

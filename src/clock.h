@@ -25,6 +25,9 @@ struct tlog_clock {
 	int64_t m1;			/* half speed until this boot time */
 	int64_t off;			/* wall - boot at the last anchor */
 	unsigned steps;			/* wall clock steps seen so far */
+	int64_t lag;			/* what the forward steps engine time
+					   followed since the open added:
+					   deletion time does not follow them */
 };
 
 /* Takes the clocks (either may be NULL) and anchors at the wall clock. */

@@ -385,13 +385,13 @@ reaper_main(void *arg)
 		if (due > now) {
 			/* Engine time never runs faster than real time, so
 			 * this never oversleeps; at half speed it wakes early
-			 * and sleeps again. While the wall clock is behind
-			 * engine time, a second at most: the step that sets
-			 * it right is noticed by a read of the clock, and
-			 * the due times computed before may then be late
-			 * (resched_after_step). */
-			if (due - now > 1000 &&
-			    tlog_clock_offset(&r->ctx->clock) < 0)
+			 * and sleeps again. A second at most: a step of the
+			 * wall clock, noticed by whichever thread read the
+			 * clock first, can make due times computed before it
+			 * late (resched_after_step), and nothing else would
+			 * wake this thread for it. A wake-up that finds
+			 * nothing due is a clock read and a compare. */
+			if (due - now > 1000)
 				due = now + 1000;
 			tlog_deadline(due - now, &ts);
 			pthread_cond_timedwait(&r->cond, &r->lock, &ts);

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testhelp.h"
+#include "free.h"
 #include "reaper.h"
 #include "retention.h"
 #include "store.h"
@@ -430,8 +432,10 @@ END_TEST
  * The wall clock glitches a day back for 2 s and is set right. A due
  * time computed during the glitch is the engine time when the wall
  * clock would get there, half a day away; the reaper computes every due
- * time again after the step that sets it right, and the record goes on
- * time, not half a day late.
+ * time again after the step that sets it right, and the record goes 1 s
+ * late (what the glitch's 2 s at half speed cost engine time: deletion
+ * time does not follow the forward step engine time followed), not half
+ * a day late.
  */
 START_TEST(a_corrected_backward_glitch_leaves_no_late_due_time)
 {
@@ -451,13 +455,116 @@ START_TEST(a_corrected_backward_glitch_leaves_no_late_due_time)
 	ck_assert_int_gt(tlog_reaper_next_due(th_S), x + HOUR);
 	th_clock += 24 * HOUR;		/* set right */
 	tlog_reaper_cycle(th_S, &st);
-	ck_assert_int_eq(tlog_reaper_next_due(th_S), x);
-	elapse(x - th_clock - 1);
+	ck_assert_int_eq(tlog_reaper_next_due(th_S), x + 1000);
+	elapse(x + 1000 - th_clock - 1);
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 0);
 	elapse(1);
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 1);
+	tlog_partition_put(p);
+}
+END_TEST
+
+/*
+ * During a catch-up (the wall clock glitched a day back), the wall clock
+ * jumps a year ahead instead of back: engine time takes the step for a
+ * correction and follows it, so records are stamped a year ahead, but
+ * deletion time does not follow it: what was written seconds before,
+ * under retention.ms 7d, stays, and goes 7 days of real time after its
+ * record.
+ */
+START_TEST(a_wrong_forward_step_followed_deletes_nothing_early)
+{
+	struct tlog_partition *p;
+	struct tlog_reap_stats st;
+
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "7d");
+	put(p, "x\n");
+	elapse(1000);
+	th_clock -= 24 * HOUR;
+	(void)tlog_now(th_S);
+	elapse(2000);
+	th_clock += 24 * HOUR + 365 * 24 * HOUR;	/* a year ahead */
+	ck_assert_int_eq(tlog_now(th_S), th_clock);	/* followed */
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	/* 7 days less 2 s of real time later: still there. */
+	elapse(7 * 24 * HOUR - 2000 - 1000);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 0);
+	elapse(1000 + 1000);
+	tlog_reaper_cycle(th_S, &st);
+	ck_assert_uint_eq(st.expired, 1);
+	tlog_partition_put(p);
+}
+END_TEST
+
+/* Both clocks moved while the reaper's thread reads them. */
+static void
+set_clocks(int64_t wall, int64_t boot)
+{
+	__atomic_store_n(&th_clock, wall, __ATOMIC_RELEASE);
+	__atomic_store_n(&th_boot, boot, __ATOMIC_RELEASE);
+}
+
+/* p's due time in the reaper's heap becomes want, within 5 s. */
+static bool
+key_becomes(struct tlog_partition *p, int64_t want)
+{
+	struct tlog_reaper *r = reaper_of(th_S);
+	int64_t k;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		pthread_mutex_lock(&r->lock);
+		k = p->sched.key;
+		pthread_mutex_unlock(&r->lock);
+		if (k == want)
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
+/*
+ * The reaper's thread asleep toward a due time 20 min away; the wall
+ * clock glitches a day back, another partition's due time is computed
+ * meanwhile (half a day late, which changes nothing of the heap's top,
+ * so the reaper is not woken), and the glitch is corrected, all seen by
+ * this thread, not the reaper's. The reaper wakes once a second
+ * whatever it waits for, notices the steps and computes every due time
+ * again: within seconds of real time, not after its 20 min.
+ */
+START_TEST(a_step_another_thread_saw_reaches_the_sleeping_reaper)
+{
+	struct tlog_partition *p, *q;
+	int64_t x, w, b;
+
+	q = th_part(th_S, "t", "first");
+	th_set(th_S, q, "retention.ms", "20m");
+	put(q, "far\n");
+	p = th_part(th_S, "t", "0");
+	th_set(th_S, p, "retention.ms", "30m");
+	put(p, "x\n");
+	x = newest(p) + HOUR / 2 + 1;
+	ck_assert_int_eq(tlog_reaper_start(th_S), 0);
+	ck_assert(key_becomes(p, x));
+	w = th_clock;
+	b = th_boot;
+	set_clocks(w - 24 * HOUR, b);		/* the glitch */
+	(void)tlog_now(th_S);
+	set_clocks(w - 24 * HOUR + 2000, b + 2000);
+	tlog_part_resched(p);			/* half a day late */
+	ck_assert_int_gt(tlog_part_due(p), x + HOUR);
+	set_clocks(w + 2000, b + 2000);		/* set right */
+	(void)tlog_now(th_S);
+	ck_assert(key_becomes(p, tlog_part_due(p)));
+	/* With the 1 s the glitch's 2 s at half speed cost engine time. */
+	ck_assert_int_eq(tlog_part_due(p), x + 1000);
+	tlog_reaper_stop(th_S);
+	tlog_partition_put(q);
 	tlog_partition_put(p);
 }
 END_TEST
@@ -597,6 +704,8 @@ main(void)
 	TH_CASE(s, expiry_of_a_stamp_near_the_end_of_time_saturates);
 	TH_CASE(s, the_clock_set_right_after_a_boot_behind_is_followed);
 	TH_CASE(s, a_corrected_backward_glitch_leaves_no_late_due_time);
+	TH_CASE(s, a_wrong_forward_step_followed_deletes_nothing_early);
+	TH_CASE(s, a_step_another_thread_saw_reaches_the_sleeping_reaper);
 	TH_CASE(s, no_step_is_the_wall_clock);
 	TH_CASE(s, reads_racing_steps_never_go_back);
 	return th_run(s);

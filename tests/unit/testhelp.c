@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -19,36 +21,44 @@ int64_t th_clock = 1700000000000LL;
 int64_t th_boot;
 char th_logbuf[65536];
 
+/* Loaded atomically: a test that runs the reaper's thread moves the
+ * clocks with __atomic_store_n (test_clock.c). */
 static int64_t
 th_now(void *arg)
 {
 	(void)arg;
-	return th_clock;
+	return __atomic_load_n(&th_clock, __ATOMIC_ACQUIRE);
 }
 
 int64_t
 th_boot_now(void *arg)
 {
 	(void)arg;
-	return th_boot;
+	return __atomic_load_n(&th_boot, __ATOMIC_ACQUIRE);
 }
+
+/* The log buffer is written by any thread of the store (the reaper's). */
+static pthread_mutex_t th_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void
 th_log(void *arg, int prio, const char *msg)
 {
-	size_t used = strlen(th_logbuf), n = strlen(msg);
+	size_t used, n = strlen(msg);
 
 	(void)arg;
 	(void)prio;
+	if (n + 2 > sizeof(th_logbuf))
+		return;
+	pthread_mutex_lock(&th_log_lock);
+	used = strlen(th_logbuf);
 	if (used + n + 2 > sizeof(th_logbuf)) {
 		th_logbuf[0] = '\0';
 		used = 0;
 	}
-	if (n + 2 > sizeof(th_logbuf))
-		return;
 	memcpy(th_logbuf + used, msg, n);
 	th_logbuf[used + n] = '\n';
 	th_logbuf[used + n + 1] = '\0';
+	pthread_mutex_unlock(&th_log_lock);
 	if (getenv("TH_VERBOSE"))
 		fprintf(stderr, "log: %s\n", msg);
 }
