@@ -106,10 +106,12 @@ found:
  * resyncs, as after a message lost in a failover;
  * TLOGCTL_TEST_ACK_DELAY_MS holds the first answer that long, so the
  * shipper finds every partition caught up before it learns of a
- * failure.
+ * failure; TLOGCTL_TEST_NO_LAST = N makes the first N asks for a
+ * partition's last message fail as a stream without quorum answers
+ * (tests/integration/ship_input.sh).
  */
 static uint64_t npublished, break_at, nacks;
-static long ack_delay_ms;
+static long ack_delay_ms, no_last;
 
 void
 nats_test_hooks(void)
@@ -120,6 +122,8 @@ nats_test_hooks(void)
 		break_at = strtoull(v, NULL, 10);
 	if ((v = getenv("TLOGCTL_TEST_ACK_DELAY_MS")) != NULL)
 		ack_delay_ms = strtol(v, NULL, 10);
+	if ((v = getenv("TLOGCTL_TEST_NO_LAST")) != NULL)
+		no_last = strtol(v, NULL, 10);
 }
 
 static void
@@ -588,6 +592,11 @@ nats_last(struct shipper *sh, struct ship_part *p, uint64_t *off,
 	char *end;
 	size_t n = strlen(pfx);
 
+	if (no_last > 0) {
+		no_last--;
+		snprintf(why, whylen, "%s", why_nats(NATS_TIMEOUT));
+		return -1;
+	}
 	s = js_GetLastMsg(&m, sh->js, sh->stream, p->subject, NULL, &ec);
 	if (s == NATS_NOT_FOUND || ec == JSNoMessageFoundErr)
 		return 0;

@@ -271,8 +271,18 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 	}
 	r = nats_last(sh, p, &last, &data, &len, why, sizeof(why));
 	if (r == -1) {
-		/* The cluster cannot say now: the connection's own lines
-		 * tell why; try again in a while. */
+		/* The cluster cannot say now (no quorum, no leader, a lost
+		 * connection): try again in a while, saying so once per
+		 * 30 s for all partitions, or a --once run waits without
+		 * a word. */
+		static int64_t logged_at;
+
+		if (logged_at == 0 || mono_ms() - logged_at >= 30000) {
+			shiplog("stream %s: cannot say where %s stands: %s; "
+			    "retrying every %d s", sh->stream, p->path, why,
+			    SHIP_BACKOFF_MAX_MS / 1000);
+			logged_at = mono_ms();
+		}
 		p->look_at = mono_ms() + SHIP_BACKOFF_MAX_MS;
 		return;
 	}

@@ -134,6 +134,19 @@ try "long names: the error line is whole" 1 \
     --nats "$NATS_URL_1" --stream MAX --subject-prefix mp --once "$MNT/$TN"
 one_line "long names"
 
+# A stream that cannot say where a partition stands (no quorum; a test
+# hook fails the first ask as one would): a line says so, and --once
+# ends once the stream answers. Before, it waited without a word.
+mkdir -p "$MNT/nq/0"
+echo rec >>"$MNT/nq/0/current"
+st=0
+TLOGCTL_TEST_NO_LAST=1 "$TLOGCTL" ship --nats "$NATS_URL_1" --stream NQ \
+    --subject-prefix nq --once "$MNT/nq" 2>"$TMP/nq.err" || st=$?
+tl_is "no answer: --once ends once the stream answers, status 0" 0 "$st"
+tl_is "one line says the stream cannot say where the partition stands" 1 \
+    "$(grep -c "^tlogctl: ship: stream NQ: cannot say where $MNT/nq/0 stands: .*; retrying every 5 s\$" "$TMP/nq.err")"
+tl_is "the record is shipped" 1 "$("$JSPROBE" msgs "$NATS_URL_1" NQ)"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
 tl_done
