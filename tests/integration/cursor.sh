@@ -82,7 +82,8 @@ tl_umount
 tl_mount
 tl_is "... across a remount too" 7 "$(gx user.cursor.c2 "$MNT/t/moved")"
 rm "$MNT/t/moved/current"
-tl_wait_for 10 sh -c "[ -z \"\$(ls '$MNT/t/moved')\" ]"
+only_current() { [ "$(ls "$MNT/t/moved")" = current ]; }
+tl_wait_for 10 only_current
 tl_check "rmdir of a partition with cursors" rmdir "$MNT/t/moved"
 tl_is "its cursors went with it" "" "$(ls -A "$STORE/t")"
 mkdir "$MNT/t/moved"

@@ -98,13 +98,17 @@ now_ms() { date +%s%3N; }
 # nums FIRST LAST: numbered lines of six digits, as tests append them.
 nums() { seq -f '%06g' "$1" "$2"; }
 
-# tl_wait_for TIMEOUT_S CMD...: polls CMD every 50 ms until it succeeds.
+# tl_wait_for TIMEOUT_S CMD...: polls CMD every 50 ms until it succeeds;
+# at the time limit says so (a TAP comment) and returns 1.
 tl_wait_for() {
 	local limit=$(($1 * 20)) i=0
 	shift
 	while ! "$@"; do
 		i=$((i + 1))
-		[ $i -ge $limit ] && return 1
+		if [ $i -ge $limit ]; then
+			echo "# tl_wait_for: gave up after $((limit / 20)) s: $*"
+			return 1
+		fi
 		sleep 0.05
 	done
 	return 0

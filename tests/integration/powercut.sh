@@ -64,6 +64,9 @@
 # Figures are printed as TAP comments at the end. Needs root, /dev/fuse,
 # loop devices, mkfs.ext4 and e2fsck (e2fsprogs); skips (77) only when
 # one is missing.
+# A durability test: the image lives on the disk, not on make check's
+# tmpfs (DISK_TMPDIR, Makefile.am).
+TMPDIR=${DISK_TMPDIR:-${TMPDIR:-/tmp}}
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 PATH=$PATH:/usr/sbin:/sbin

@@ -25,8 +25,9 @@ alive_and_serving() {
 # No signal pending for the daemon or any of its threads: each was
 # ignored (discarded when sent) or has been acted on.
 signals_handled() {
-	! cat "/proc/$DPID/status" "/proc/$DPID"/task/*/status 2>/dev/null |
-	    awk '$1 == "ShdPnd:" || $1 == "SigPnd:"' | grep -qv ' 0*$'
+	cat "/proc/$DPID/status" "/proc/$DPID"/task/*/status 2>/dev/null |
+	    awk '($1 == "ShdPnd:" || $1 == "SigPnd:") && $2 !~ /^0+$/ { p = 1 }
+	        END { exit p }'
 }
 
 # Gone or a zombie: wait(1) returns at once.
@@ -68,7 +69,7 @@ stop_with() {
 stop_with TERM 0
 TL_LAUNCH="env --ignore-signal=INT"
 stop_with INT 1
-TL_LAUNCH="env --default-signal=INT"
+TL_LAUNCH="env --default-signal=INT --default-signal=HUP"
 stop_with HUP 2
 
 tl_mount

@@ -42,6 +42,7 @@
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -343,18 +344,73 @@ more_of(const struct expect *ex, int n, int i)
 	return false;
 }
 
+/*
+ * The messages of a stream, fetched by FETCHERS threads at once over the
+ * one connection (a request each, answered by the stream's leader), so
+ * that a check waits for one round trip per FETCHERS messages.
+ */
+#define FETCHERS 16
+
+struct fetch {
+	uint64_t first, last;
+	uint64_t next;		/* the next sequence to take (atomic) */
+	natsMsg **msgs;		/* by sequence - first; NULL: deleted */
+	natsStatus status;	/* the first failure, NATS_OK if none */
+	uint64_t failed_at;
+	const char *stream;
+};
+
+static void *
+fetcher(void *arg)
+{
+	struct fetch *f = arg;
+	uint64_t seq;
+	natsStatus s;
+	int j;
+
+	for (;;) {
+		seq = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED);
+		if (seq > f->last ||
+		    __atomic_load_n(&f->status, __ATOMIC_RELAXED) != NATS_OK)
+			return NULL;
+		/* A cluster whose node has just come back may not answer
+		 * for a while. */
+		for (j = 0; j < 30; j++) {
+			natsMsg *m = NULL;
+			jsErrCode ec = 0;
+
+			s = js_GetMsg(&m, js, f->stream, seq, NULL, &ec);
+			if (s == NATS_OK) {
+				f->msgs[seq - f->first] = m;
+				break;
+			}
+			if (ec == JSNoMessageFoundErr) {
+				s = NATS_OK;	/* a deleted message */
+				break;
+			}
+			sleep(1);
+		}
+		if (s != NATS_OK) {
+			natsStatus ok = NATS_OK;
+
+			if (__atomic_compare_exchange_n(&f->status, &ok, s,
+			    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				f->failed_at = seq;
+			return NULL;
+		}
+	}
+}
+
 static int
 cmd_check(const char *urls, const char *stream, int argc, char *argv[])
 {
 	struct expect *ex;
+	struct fetch f;
 	jsStreamInfo *si;
-	jsSubOptions so;
-	natsSubscription *sub;
-	natsMsgList list;
-	uint64_t total, seen = 0, next, last;
+	pthread_t th[FETCHERS];
+	uint64_t total, seen = 0, k, count;
 	const char *subj;
-	natsStatus s;
-	int i, j, n = argc, failed = 0, strays = 0, gaps = 0;
+	int i, j, n = argc, failed = 0, strays = 0;
 	char *eq, *at;
 
 	if ((ex = calloc((size_t)n, sizeof(*ex))) == NULL)
@@ -378,9 +434,11 @@ cmd_check(const char *urls, const char *stream, int argc, char *argv[])
 		return 1;
 	}
 	total = si->State.Msgs;
-	next = si->State.FirstSeq;
-	s = NATS_OK;
-	last = si->State.LastSeq;
+	memset(&f, 0, sizeof(f));
+	f.stream = stream;
+	f.first = f.next = si->State.FirstSeq;
+	f.last = si->State.LastSeq;
+	f.status = NATS_OK;
 	jsStreamInfo_Destroy(si);
 	/*
 	 * Each message is asked of the stream's leader by its sequence: a
@@ -389,31 +447,25 @@ cmd_check(const char *urls, const char *stream, int argc, char *argv[])
 	 * the leader's after a node's kill -9 (doc/shipping.md). What is
 	 * checked is what the stream holds, as its leader says.
 	 */
-	(void)so;
-	(void)sub;
-	(void)list;
-	for (; next <= last && s == NATS_OK; next++) {
-		natsMsg *m = NULL;
-		jsErrCode ec = 0;
+	count = f.last >= f.first ? f.last - f.first + 1 : 0;
+	if ((f.msgs = calloc(count ? count : 1, sizeof(*f.msgs))) == NULL)
+		err(1, NULL);
+	for (i = 0; i < FETCHERS; i++)
+		if (pthread_create(&th[i], NULL, fetcher, &f) != 0)
+			errx(1, "pthread_create");
+	for (i = 0; i < FETCHERS; i++)
+		pthread_join(th[i], NULL);
+	if (f.status != NATS_OK) {
+		warnx("get %" PRIu64 " of %" PRIu64 ": %s", f.failed_at,
+		    total, natsStatus_GetText(f.status));
+		failed = 1;
+		count = f.failed_at - f.first;
+	}
+	for (k = 0; k < count; k++) {
+		natsMsg *m = f.msgs[k];
 
-		/* A cluster whose node has just come back may not answer
-		 * for a while. */
-		for (j = 0; j < 30; j++) {
-			if ((s = js_GetMsg(&m, js, stream, next, NULL, &ec)) ==
-			    NATS_OK || ec == JSNoMessageFoundErr)
-				break;
-			sleep(1);
-		}
-		if (s != NATS_OK && ec == JSNoMessageFoundErr) {
-			s = NATS_OK;	/* a deleted message */
+		if (m == NULL)
 			continue;
-		}
-		if (s != NATS_OK) {
-			warnx("get %" PRIu64 " after %" PRIu64 " of %" PRIu64
-			    ": %s", next, seen, total, natsStatus_GetText(s));
-			failed = 1;
-			break;
-		}
 		seen++;
 		subj = natsMsg_GetSubject(m);
 		/* A subject named twice: the first file's lines, then
@@ -427,14 +479,14 @@ cmd_check(const char *urls, const char *stream, int argc, char *argv[])
 				printf("a message on %s\n", subj);
 		} else
 			check_msg(&ex[i], m);
-		natsMsg_Destroy(m);
 	}
+	for (k = 0; k < (f.last >= f.first ? f.last - f.first + 1 : 0); k++)
+		if (f.msgs[k] != NULL)
+			natsMsg_Destroy(f.msgs[k]);
+	free(f.msgs);
 	if (seen != total)
 		printf("%" PRIu64 " messages read, the stream counts %" PRIu64
 		    "\n", seen, total);
-	(void)gaps;
-	goto subdone;
-subdone:
 	for (i = 0; i < n; i++) {
 		if (ex[i].got != ex[i].n)
 			complain(&ex[i], "%zu messages, want %zu", ex[i].got,
