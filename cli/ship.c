@@ -188,7 +188,8 @@ settle(struct shipper *sh, int quiet)
 }
 
 /*
- * A test hook (tests/integration/ship_late.sh): with
+ * A test hook of test builds only (tests/hooks/tlogctl,
+ * tests/integration/ship_late.sh): with
  * TLOGCTL_TEST_RESYNC_GATE set, a resync waits, once what was in flight
  * is given up and before it asks the stream anything, until that file
  * exists (at most 60 s), so a test can put a late message in the stream.
@@ -196,12 +197,14 @@ settle(struct shipper *sh, int quiet)
 static void
 resync_gate(void)
 {
+#ifdef TLOG_TEST_HOOKS
 	const char *gate = getenv("TLOGCTL_TEST_RESYNC_GATE");
 	int k;
 
 	for (k = 0; gate != NULL && k < 6000 && access(gate, F_OK) == -1;
 	    k++)
 		usleep(10000);
+#endif
 }
 
 /*

@@ -100,10 +100,11 @@ found:
 }
 
 /*
- * Test hooks (tests/integration/ship_rename.sh): TLOGCTL_TEST_BREAK_CHAIN
- * = N makes the Nats-Expected-Last-Msg-Id of the N-th publish one the
- * stream never had, so it and every later one fail and the shipper
- * resyncs, as after a message lost in a failover;
+ * Test hooks, read only by test builds (tests/hooks/tlogctl; in what is
+ * installed every count stays 0). For tests/integration/ship_rename.sh:
+ * TLOGCTL_TEST_BREAK_CHAIN = N makes the Nats-Expected-Last-Msg-Id of
+ * the N-th publish one the stream never had, so it and every later one
+ * fail and the shipper resyncs, as after a message lost in a failover;
  * TLOGCTL_TEST_ACK_DELAY_MS holds the first answer that long, so the
  * shipper finds every partition caught up before it learns of a
  * failure; TLOGCTL_TEST_NO_LAST = N makes the first N asks for a
@@ -116,6 +117,7 @@ static long ack_delay_ms, no_last;
 void
 nats_test_hooks(void)
 {
+#ifdef TLOG_TEST_HOOKS
 	const char *v;
 
 	if ((v = getenv("TLOGCTL_TEST_BREAK_CHAIN")) != NULL)
@@ -124,6 +126,7 @@ nats_test_hooks(void)
 		ack_delay_ms = strtol(v, NULL, 10);
 	if ((v = getenv("TLOGCTL_TEST_NO_LAST")) != NULL)
 		no_last = strtol(v, NULL, 10);
+#endif
 }
 
 static void

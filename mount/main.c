@@ -296,8 +296,10 @@ add_fixed_opts(struct fuse_args *args, const char *store)
 	return r;
 }
 
-/* Tests only: a pause between the end of the request loop and the stop,
- * with a line saying it began (tests/integration/signals.sh). */
+#ifdef TLOG_TEST_HOOKS
+/* Test builds only (tests/hooks/tlogfs): a pause between the end of the
+ * request loop and the stop, with a line saying it began
+ * (tests/integration/signals.sh). */
 static void
 test_stop_delay(void)
 {
@@ -309,6 +311,12 @@ test_stop_delay(void)
 	fprintf(stderr, "tlogfs: test: the request loop ended\n");
 	usleep((useconds_t)ms * 1000);
 }
+#else
+static void
+test_stop_delay(void)
+{
+}
+#endif
 
 /*
  * After the request loop: a request queued since may hold a directory's
@@ -555,6 +563,10 @@ main(int argc, char *argv[])
 	so.event = tl_event;
 	so.event_arg = &fs;
 	so.readonly = o.ro;
+#ifdef TLOG_TEST_HOOKS
+	/* Test builds only: a restart that looks like a reboot. */
+	so.boot_id = getenv("TLOGFS_BOOT_ID");
+#endif
 	r = tlog_store_open(store, &so, &fs.store, err, sizeof(err));
 	if (r != 0) {
 		fprintf(stderr, "tlogfs: %s\n", *err ? err : strerror(-r));

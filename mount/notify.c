@@ -144,10 +144,14 @@ static void *
 tl_unlinker(void *arg)
 {
 	struct tl_fs *fs = arg;
+#ifdef TLOG_TEST_HOOKS
 	const char *e = getenv("TLOGFS_TEST_UNLINK_DELAY_MS");
-	/* Tests only: an unlinker that lags, to show that the size ceiling
-	 * holds on disk without its help (tests/integration/ceiling.sh). */
+	/* Test builds only: an unlinker that lags, to show that the size
+	 * ceiling holds on disk without its help (ceiling.sh). */
 	long delay = e != NULL ? strtol(e, NULL, 10) : 0;
+#else
+	const long delay = 0;
+#endif
 	size_t queued;
 	bool stop;
 	int done, i;

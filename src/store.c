@@ -229,21 +229,20 @@ store_ident(struct tlog_store *s, char *err, size_t errlen)
 }
 
 /*
- * The kernel's boot id, which changes at every boot: a crash within one
- * boot leaves everything written in the page cache, a power cut (or any
- * reboot without a clean close) does not. TLOGFS_BOOT_ID replaces it, so
- * tests can simulate a reboot. "" if unknown.
+ * The boot id (opts.boot_id, else the kernel's), which changes at every
+ * boot: a crash within one boot leaves everything written in the page
+ * cache, a power cut (or any reboot without a clean close) does not.
+ * "" if unknown.
  */
 static void
-boot_id(char *buf, size_t len)
+boot_id(const struct tlog_store_opts *o, char *buf, size_t len)
 {
-	const char *env = getenv("TLOGFS_BOOT_ID");
 	ssize_t n;
 	int fd;
 
 	buf[0] = '\0';
-	if (env != NULL && *env != '\0') {
-		strlcpy(buf, env, len);
+	if (o->boot_id != NULL) {
+		strlcpy(buf, o->boot_id, len);
 	} else if ((fd = open("/proc/sys/kernel/random/boot_id",
 	    O_RDONLY | O_CLOEXEC)) != -1) {
 		n = read(fd, buf, len - 1);
@@ -669,7 +668,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	if ((r = store_clean_mark(s, err, errlen)) != 0 ||
 	    (r = store_ident(s, err, errlen)) != 0)
 		goto fail;
-	boot_id(boot, sizeof(boot));
+	boot_id(&s->ctx.opts, boot, sizeof(boot));
 	last_boot(s, prev, sizeof(prev));
 	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
 	    strcmp(boot, prev) != 0);

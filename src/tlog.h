@@ -164,6 +164,13 @@ struct tlog_store_opts {
 	int (*free_space)(void *arg, uint64_t *avail, uint64_t *size);
 	void *free_space_arg;
 	/*
+	 * The machine's boot id: an open after a crash within the same
+	 * boot trusts the page cache, one after another boot does not.
+	 * NULL: the kernel's (/proc/sys/kernel/random/boot_id). Tests name
+	 * one to make a restart look like a reboot.
+	 */
+	const char *boot_id;
+	/*
 	 * Read-only (the mount's -o ro): nothing in the store changes.
 	 * The store is locked shared (read-only opens coexist, a writer
 	 * is kept out and keeps them out), the lock's pid, the clean

@@ -1,8 +1,9 @@
 #!/bin/sh
 # ci.sh - the short fuzz run for CI: each libFuzzer target (config
-# parser, index decoder, recovery) for FUZZ_SECONDS (default 30) on a
-# copy of its committed seed corpus, under ASan and UBSan. Run it from a
-# configured build directory (after make), or pass one:
+# parser, index decoder, recovery) for FUZZ_SECONDS (default 30), all
+# three at once, on a copy of its committed seed corpus, under ASan and
+# UBSan. Run it from a configured build directory (after make), or pass
+# one:
 #
 #   tests/fuzz/ci.sh [BUILD_DIR]
 #
@@ -24,6 +25,7 @@ if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d;
 	exit 1
 fi
 secs=${FUZZ_SECONDS:-30}
+make -j"$(nproc)" fuzz >/dev/null
 if make fuzz-run FUZZ_SECONDS="$secs"; then
 	exit 0
 fi

@@ -96,7 +96,7 @@ tl_check "unmount" tl_umount
 # unlink what it detached itself.
 TLOGFS_TEST_UNLINK_DELAY_MS=200
 export TLOGFS_TEST_UNLINK_DELAY_MS
-tl_mount
+tl_mount_hooked
 ceiling_run slow
 check_run slow
 tl_check "unmount" tl_umount

@@ -147,7 +147,7 @@ umount "$STORE"
 tl_tmpfs 48m
 TLOGFS_TEST_UNLINK_DELAY_MS=100
 export TLOGFS_TEST_UNLINK_DELAY_MS
-tl_mount
+tl_mount_hooked
 unset TLOGFS_TEST_UNLINK_DELAY_MS
 setfattr -n user.segment.bytes -v 1M "$MNT"
 setfattr -n user.retention.keep.free -v 12M "$MNT"

@@ -4,6 +4,7 @@
 # A test script does:
 #   . "${srcdir:-.}/tests/integration/lib.sh"
 #   tl_mount                     # mounts $STORE on $MNT, daemon in $DPID
+#                                # (tl_mount_hooked: the test build)
 #   tl_is "name" "want" "$(cmd)"
 #   tl_umount                    # $FUSERMOUNT -u, waits for the daemon
 #   tl_stderr_clean "name" [ALLOWED_ERE]
@@ -140,6 +141,16 @@ _tl_up() {
 	tl_is_mounted "$MNT" && return 0
 	tl_daemon_alive || return 0	# died: stop polling, checked above
 	return 1
+}
+
+# tl_mount_hooked [OPTIONS...]: tl_mount with the test build of the
+# daemon (tests/hooks/tlogfs, never installed), the only one that reads
+# the test hooks TLOGFS_TEST_* and TLOGFS_BOOT_ID from the environment.
+tl_mount_hooked() {
+	local plain=$TLOGFS
+	TLOGFS=$TL_BUILD/tests/hooks/tlogfs
+	tl_mount "$@"
+	TLOGFS=$plain
 }
 
 # tl_wait_daemon: waits for the daemon to exit; returns its status.

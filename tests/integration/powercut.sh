@@ -229,7 +229,7 @@ recover() {
 	# A power cut is a reboot: the recovering daemon must see another
 	# boot id, as it would on real hardware, so that it checks the data
 	# CRCs of everything not known durable (doc/format.md).
-	TLOGFS_BOOT_ID=powercut-$$-$cycle tl_mount
+	TLOGFS_BOOT_ID=powercut-$$-$cycle tl_mount_hooked
 }
 
 # A cycle's verdicts, shared by every kind. $1: the kind's TAP prefix.
@@ -460,7 +460,7 @@ unmount_verdict() {
 	wait "$DPID" 2>/dev/null
 	DPID=
 	"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
-	TLOGFS_BOOT_ID=powercut-$$-$cycle tl_mount
+	TLOGFS_BOOT_ID=powercut-$$-$cycle tl_mount_hooked
 	tl_is "$pre: and after a crash, read from the seal footers" "$SEALED" \
 	    "$(sealed_list)"
 }

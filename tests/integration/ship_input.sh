@@ -140,7 +140,7 @@ one_line "long names"
 mkdir -p "$MNT/nq/0"
 echo rec >>"$MNT/nq/0/current"
 st=0
-TLOGCTL_TEST_NO_LAST=1 "$TLOGCTL" ship --nats "$NATS_URL_1" --stream NQ \
+TLOGCTL_TEST_NO_LAST=1 "$HOOKED_TLOGCTL" ship --nats "$NATS_URL_1" --stream NQ \
     --subject-prefix nq --once "$MNT/nq" 2>"$TMP/nq.err" || st=$?
 tl_is "no answer: --once ends once the stream answers, status 0" 0 "$st"
 tl_is "one line says the stream cannot say where the partition stands" 1 \

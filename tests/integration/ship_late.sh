@@ -22,7 +22,7 @@ ID="$(gx user.tlog.store_id "$MNT")/$(gx user.tlog.partition_id "$MNT/t/0")"
 GATE=$TMP/gate
 : >"$TMP/ship.err"
 TLOGCTL_TEST_BREAK_CHAIN=51 TLOGCTL_TEST_RESYNC_GATE=$GATE \
-    "$TLOGCTL" ship --nats "$NATS_URL_1" --stream TL --once "$MNT/t" \
+    "$HOOKED_TLOGCTL" ship --nats "$NATS_URL_1" --stream TL --once "$MNT/t" \
     2>>"$TMP/ship.err" &
 SHPID=$!
 tl_check "the chain breaks at record 50: a resync" tl_wait_for 60 \

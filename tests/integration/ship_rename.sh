@@ -95,7 +95,7 @@ tl_check "stream B: each subject holds its records once, in order" \
 # on the new one ----
 mkdir -p "$MNT/c/0"
 nums 1 5000 >>"$MNT/c/0/current"
-TLOGCTL_TEST_COMMIT_GATE=$TMP/gate "$TLOGCTL" ship --nats "$NATS_URL_1" \
+TLOGCTL_TEST_COMMIT_GATE=$TMP/gate "$HOOKED_TLOGCTL" ship --nats "$NATS_URL_1" \
     --stream C --subject-prefix c --once "$MNT/c" 2>>"$TMP/ship.err" &
 SHPID=$!
 tl_check "5000 records in the stream" tl_wait_for 60 has C 5000
@@ -121,7 +121,7 @@ for i in 0 1 2 3 4 5 6 7; do
 	nums 1 100 >>"$MNT/e/$i/current"
 done
 TLOGCTL_TEST_BREAK_CHAIN=150 TLOGCTL_TEST_ACK_DELAY_MS=40 \
-    "$TLOGCTL" ship --nats "$NATS_URL_1" --stream E --subject-prefix e \
+    "$HOOKED_TLOGCTL" ship --nats "$NATS_URL_1" --stream E --subject-prefix e \
     --once "$MNT/e" 2>"$TMP/e.err"
 tl_is "--once with a resync: exit 0" 0 "$?"
 tl_is "it resynced" 1 \

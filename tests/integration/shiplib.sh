@@ -6,6 +6,9 @@
 
 JSPROBE=$TL_BUILD/tests/integration/helpers/jsprobe
 TLOGCTL=$TL_BUILD/cli/tlogctl
+# The test build (never installed), the only one that reads the
+# TLOGCTL_TEST_* hooks from the environment.
+HOOKED_TLOGCTL=$TL_BUILD/tests/hooks/tlogctl
 . "${srcdir:-.}/tests/integration/nats.sh"
 
 if [ -z "$NATS_SERVER" ] || [ ! -x "$JSPROBE" ]; then

@@ -89,7 +89,7 @@ tl_check "unmount" tl_umount
 # and the stop, while the reaper still deletes (found by an outside
 # attack: SIGTERM with writers and readers busy hung 5 runs in 11).
 export TLOGFS_TEST_STOP_DELAY_MS=4000
-tl_mount
+tl_mount_hooked
 unset TLOGFS_TEST_STOP_DELAY_MS
 mkdir -p "$MNT/n/0"
 echo old >>"$MNT/n/0/current"

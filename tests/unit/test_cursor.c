@@ -57,7 +57,7 @@ lines(struct tlog_partition *p, int n)
 static void
 suite_setup(void)
 {
-	unsetenv("TLOGFS_BOOT_ID");
+	th_boot_id[0] = '\0';
 	th_open_tp(NULL);
 }
 
@@ -65,7 +65,7 @@ static void
 suite_teardown(void)
 {
 	th_dur_stop();
-	unsetenv("TLOGFS_BOOT_ID");
+	th_boot_id[0] = '\0';
 }
 
 START_TEST(commit_get_list_drop)
@@ -570,7 +570,7 @@ cut_load(void)
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	setenv("TLOGFS_BOOT_ID", "test-cursor-reboot", 1);
+	strlcpy(th_boot_id, "test-cursor-reboot", sizeof(th_boot_id));
 }
 
 START_TEST(recovery_end_at_least_max_cursor)

@@ -34,7 +34,7 @@ new_boot(void)
 	char id[64];
 
 	snprintf(id, sizeof(id), "test-boot-%u-%d", ++boot_seq, (int)getpid());
-	setenv("TLOGFS_BOOT_ID", id, 1);
+	strlcpy(th_boot_id, id, sizeof(th_boot_id));
 }
 
 /* What a child abandons (a store it never closes, its writers) stays
@@ -117,7 +117,7 @@ suite_setup(void)
 {
 	th_sync_fail = NULL;
 	th_unlink_hook = NULL;
-	unsetenv("TLOGFS_BOOT_ID");
+	th_boot_id[0] = '\0';
 }
 
 static void
@@ -126,7 +126,7 @@ suite_teardown(void)
 	th_dur_stop();
 	th_sync_fail = NULL;
 	th_unlink_hook = NULL;
-	unsetenv("TLOGFS_BOOT_ID");
+	th_boot_id[0] = '\0';
 }
 
 START_TEST(layout_survives_power_loss)

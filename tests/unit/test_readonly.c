@@ -395,10 +395,10 @@ readonly_changes_nothing(bool clean)
 	char *before, *after;
 
 	if (!clean)
-		setenv("TLOGFS_BOOT_ID", "boot-1", 1);
+		strlcpy(th_boot_id, "boot-1", sizeof(th_boot_id));
 	make_store(base, clean);
 	if (!clean)
-		setenv("TLOGFS_BOOT_ID", "boot-2", 1);	/* a power cut */
+		strlcpy(th_boot_id, "boot-2", sizeof(th_boot_id));	/* a power cut */
 	before = snapshot();
 	/* Past every segment's retention, and the active one's idle seal. */
 	th_clock = T0 + 10 * 3600 * 1000LL;
@@ -435,7 +435,7 @@ suite_teardown(void)
 		free(rec[i]);
 		rec[i] = NULL;
 	}
-	unsetenv("TLOGFS_BOOT_ID");
+	th_boot_id[0] = '\0';
 }
 
 START_TEST(readonly_after_clean_close_changes_nothing)

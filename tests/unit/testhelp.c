@@ -19,6 +19,7 @@
 
 int64_t th_clock = 1700000000000LL;
 int64_t th_boot;
+char th_boot_id[64];
 char th_logbuf[65536];
 
 /* Loaded atomically: a test that runs the reaper's thread moves the
@@ -104,6 +105,8 @@ th_open_opts(const char *dir, struct tlog_store_opts *o)
 		o->clock = th_now;
 	if (o->log == NULL)
 		o->log = th_log;
+	if (o->boot_id == NULL && th_boot_id[0] != '\0')
+		o->boot_id = th_boot_id;
 	r = tlog_store_open(dir, o, &s, err, sizeof(err));
 	ck_assert_msg(r == 0, "tlog_store_open(%s): %s", dir, err);
 	/* As the daemon does, without the thread: the tests run the

@@ -15,6 +15,9 @@ extern int64_t th_clock;
 /* A fake boot-time clock, for stores opened with o.boot_clock =
  * th_boot_now; without it the store's boot clock is th_clock too. */
 extern int64_t th_boot;
+/* The boot id th_open gives the store; "" for the kernel's. A test
+ * changes it to make the next open look like one after a reboot. */
+extern char th_boot_id[64];
 int64_t th_boot_now(void *arg);
 
 /* A new empty directory under $TMPDIR (or /tmp); caller frees. */

@@ -3,8 +3,10 @@
  * bench (tests/integration/ship*.sh, tests/bench/run.sh). Not installed.
  *
  *   jsprobe ready URLS [SECONDS]
- *	exits 0 once JetStream answers (a clustered one has elected its
- *	meta leader), 1 at the time limit (default 30 s)
+ *	exits 0 once JetStream answers and, given several URLS, can place
+ *	a stream with a replica on each of them (a cluster that elected
+ *	its meta leader may not know every peer yet), 1 at the time limit
+ *	(default 30 s)
  *   jsprobe stream URLS NAME SUBJECT REPLICAS
  *	creates a stream with that one subject filter
  *   jsprobe msgs URLS STREAM
@@ -119,6 +121,38 @@ disconnect(void)
 	nc = NULL;
 }
 
+/*
+ * Ready: JetStream answers and, for a cluster, a stream with one replica
+ * on every node can be placed (a cluster that has elected its meta
+ * leader may not know all its peers yet: "no suitable peers for
+ * placement"). The probe stream is deleted again.
+ */
+static bool
+placeable(const char *urls)
+{
+	const char *subj = "jsprobe.ready";
+	jsStreamConfig cfg;
+	jsStreamInfo *si;
+	jsErrCode ec = 0;
+	int n = 1;
+
+	for (const char *c = urls; *c != '\0'; c++)
+		n += *c == ',';
+	if (n == 1)
+		return true;
+	jsStreamConfig_Init(&cfg);
+	cfg.Name = "JSPROBE_READY";
+	cfg.Subjects = &subj;
+	cfg.SubjectsLen = 1;
+	cfg.Storage = js_MemoryStorage;
+	cfg.Replicas = n;
+	if (js_AddStream(&si, js, &cfg, NULL, &ec) != NATS_OK)
+		return false;
+	jsStreamInfo_Destroy(si);
+	js_DeleteStream(js, "JSPROBE_READY", NULL, NULL);
+	return true;
+}
+
 static int
 cmd_ready(const char *urls, int secs)
 {
@@ -129,8 +163,10 @@ cmd_ready(const char *urls, int secs)
 		if (connect_to(urls, true) == NATS_OK) {
 			if (js_GetAccountInfo(&ai, js, NULL, NULL) == NATS_OK) {
 				jsAccountInfo_Destroy(ai);
-				disconnect();
-				return 0;
+				if (placeable(urls)) {
+					disconnect();
+					return 0;
+				}
 			}
 		}
 		disconnect();
