@@ -52,19 +52,26 @@ build() {
 	make -j"${JOBS:-$(nproc)}" >/dev/null
 }
 
+# stage NAME: says which stage begins and how long the test command
+# has run so far (seconds).
+stage() {
+	echo "quickstart: [$SECONDS s] $*"
+}
+
 cmd_test() {
 	# The tests mostly wait (mounts, timers, other processes), so one
 	# more job than cores keeps both cores busy.
 	local jobs=${JOBS:-$(($(nproc) + 1))}
 	install_deps
+	stage "build"
 	build
-	echo "quickstart: make check"
+	stage "make check"
 	make -j"$jobs" check VERBOSE=1
 	# The same suite on an ASan + UBSan build, in a copy of the
 	# distributed tree (which also proves the distribution complete).
 	# It runs the unit suites too, so CI does not run them again under
 	# valgrind (make check-valgrind, by hand).
-	echo "quickstart: make check with sanitizers"
+	stage "make check with sanitizers"
 	rm -rf _san
 	make distdir distdir=_san >/dev/null
 	(cd _san && ./configure --enable-werror --enable-sanitizers \
@@ -76,15 +83,16 @@ cmd_test() {
 	# torture, concurrency, retention and shipping tests). A report
 	# makes the program exit 66 and the test fail; the one suppression
 	# is explained in tests/tsan.supp.
-	echo "quickstart: make check-threads with ThreadSanitizer"
+	stage "make check-threads with ThreadSanitizer"
 	rm -rf _tsan
 	make distdir distdir=_tsan >/dev/null
 	(cd _tsan && ./configure --enable-werror --enable-tsan \
 	    >/dev/null && make -j"$jobs" >/dev/null &&
 	    make -j"$jobs" check-threads VERBOSE=1)
 	rm -rf _tsan
-	echo "quickstart: fuzz, ${FUZZ_SECONDS:-30} s per target"
+	stage "fuzz, ${FUZZ_SECONDS:-30} s per target"
 	tests/fuzz/ci.sh
+	stage "done"
 }
 
 cmd_demo() {

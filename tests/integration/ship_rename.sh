@@ -168,7 +168,16 @@ SHPID=$!
 tl_check "1000 records shipped" tl_wait_for 60 at h/0 1000
 # The shipper holds the mount busy: the daemon is killed, the shipper
 # finds the mount dead, the dead mount goes lazily, and a new daemon
-# mounts the store.
+# mounts the store. The daemon is stopped first, until a request of the
+# shipper waits on it: the kill then fails that request with
+# ECONNABORTED (every later one gets ENOTCONN), which must count as a
+# dead mount too, not as the partition failing.
+kill -STOP "$DPID"
+waits_on_fuse() {
+	cat /proc/"$SHPID"/task/*/wchan 2>/dev/null | grep -q request_wait_answer
+}
+tl_check "a request of the shipper waits on the stopped daemon" \
+    tl_wait_for 10 waits_on_fuse
 tl_kill KILL 2>/dev/null
 dead_seen() { grep -q "^tlogctl: ship: $MNT: Transport endpoint is not connected; shipping from it waits" "$TMP/h.err"; }
 tl_check "the shipper finds the mount dead" tl_wait_for 30 dead_seen
