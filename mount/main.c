@@ -565,7 +565,9 @@ main(int argc, char *argv[])
 	so.readonly = o.ro;
 #ifdef TLOG_TEST_HOOKS
 	/* Test builds only: a restart that looks like a reboot. */
-	so.boot_id = getenv("TLOGFS_BOOT_ID");
+	if ((so.boot_id = getenv("TLOGFS_BOOT_ID")) != NULL &&
+	    *so.boot_id == '\0')
+		so.boot_id = NULL;
 #endif
 	r = tlog_store_open(store, &so, &fs.store, err, sizeof(err));
 	if (r != 0) {

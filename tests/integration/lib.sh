@@ -237,6 +237,9 @@ tl_cleanup() {
 }
 
 trap tl_cleanup EXIT
+# A test stopped by a signal (make's timeout, ^C) cleans up too: exit
+# runs the EXIT trap (dash runs it on exit, not on a signal's death).
+trap 'exit 143' TERM INT HUP
 
 # tl_tmpfs SIZE: STORE on a new tmpfs of SIZE (named after the test), for
 # a test that fills the disk; not ok and the end of the test if it cannot

@@ -47,7 +47,8 @@ stop_with() {
 	    XCPU XFSZ PWR RTMIN RTMAX; do
 		kill -s "$s" "$DPID" 2>/dev/null
 	done
-	tl_wait_for 5 signals_handled
+	tl_check "$sig run: every signal sent is handled or discarded" \
+	    tl_wait_for 5 signals_handled
 	tl_check "$sig run: the daemon survives USR1 USR2 PIPE ALRM ..." \
 	    alive_and_serving
 	tl_is "$sig run: the mount serves" "before" \

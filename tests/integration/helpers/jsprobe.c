@@ -444,7 +444,7 @@ cmd_check(const char *urls, const char *stream, int argc, char *argv[])
 	struct fetch f;
 	jsStreamInfo *si;
 	pthread_t th[FETCHERS];
-	uint64_t total, seen = 0, k, count;
+	uint64_t total, seen = 0, k, count, nmsgs;
 	const char *subj;
 	int i, j, n = argc, failed = 0, strays = 0;
 	char *eq, *at;
@@ -483,13 +483,15 @@ cmd_check(const char *urls, const char *stream, int argc, char *argv[])
 	 * the leader's after a node's kill -9 (doc/shipping.md). What is
 	 * checked is what the stream holds, as its leader says.
 	 */
-	count = f.last >= f.first ? f.last - f.first + 1 : 0;
+	/* An empty stream (first and last sequence 0): nothing to fetch. */
+	nmsgs = count = total > 0 && f.last >= f.first ?
+	    f.last - f.first + 1 : 0;
 	if ((f.msgs = calloc(count ? count : 1, sizeof(*f.msgs))) == NULL)
 		err(1, NULL);
-	for (i = 0; i < FETCHERS; i++)
+	for (i = 0; count > 0 && i < FETCHERS; i++)
 		if (pthread_create(&th[i], NULL, fetcher, &f) != 0)
 			errx(1, "pthread_create");
-	for (i = 0; i < FETCHERS; i++)
+	for (i = 0; count > 0 && i < FETCHERS; i++)
 		pthread_join(th[i], NULL);
 	if (f.status != NATS_OK) {
 		warnx("get %" PRIu64 " of %" PRIu64 ": %s", f.failed_at,
@@ -516,7 +518,7 @@ cmd_check(const char *urls, const char *stream, int argc, char *argv[])
 		} else
 			check_msg(&ex[i], m);
 	}
-	for (k = 0; k < (f.last >= f.first ? f.last - f.first + 1 : 0); k++)
+	for (k = 0; k < nmsgs; k++)
 		if (f.msgs[k] != NULL)
 			natsMsg_Destroy(f.msgs[k]);
 	free(f.msgs);
