@@ -15,6 +15,7 @@
 
 #include <sys/tree.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -191,6 +192,13 @@ void ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 bool ship_part_here(struct shipper *sh, struct ship_part *p);
 /* p's mount answers, on device dev: says once if it was mounted again. */
 void ship_mount_seen(struct ship_part *p, dev_t dev);
+/* Whether error e of a call on a mount says its daemon is gone: ENOTCONN,
+ * or ECONNABORTED for a request in flight when the daemon died. */
+static inline bool
+ship_mount_gone(int e)
+{
+	return e == ENOTCONN || e == ECONNABORTED;
+}
 /* Ships up to `room` records of the partition from where it stands: the
  * number published, or -1 (the partition was dropped, or a publish
  * failed). */

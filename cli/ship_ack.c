@@ -144,11 +144,9 @@ ship_commit_all(struct shipper *sh)
 				shiplog("%s: this tlogfs keeps no cursors (%s: "
 				    "not supported): progress is not committed "
 				    "on it", p->root, sh->cursor_key);
-		} else if (!p->commit_warned && errno != ENOTCONN &&
-		    errno != ECONNABORTED) {
-			/* The mount is gone (ECONNABORTED: the daemon died
-			 * during the request), which the main thread says
-			 * once for all. */
+		} else if (!p->commit_warned && !ship_mount_gone(errno)) {
+			/* A mount gone the main thread says once for
+			 * all. */
 			shiplog("%s: cannot commit %s=%s: %s", p->path,
 			    sh->cursor_key, val, strerror(errno));
 			p->commit_warned = true;

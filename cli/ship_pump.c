@@ -116,7 +116,7 @@ ship_part_here(struct shipper *sh, struct ship_part *p)
 	struct stat st;
 
 	if (stat(p->path, &st) == -1) {
-		if (errno == ENOTCONN || errno == ECONNABORTED)
+		if (ship_mount_gone(errno))
 			mount_lost(p);
 		else if (errno != ENOENT && errno != ENOTDIR)
 			return true;	/* another error: the caller's */
@@ -135,13 +135,12 @@ ship_part_here(struct shipper *sh, struct ship_part *p)
 }
 
 /* Drops p on error e, unless the error is that it moved or that its
- * mount is gone (ENOTCONN, or ECONNABORTED for a request in flight when
- * the daemon died: said once for the mount, and p is taken up anew when
- * it is back, as one moved). */
+ * mount is gone (ship_mount_gone: said once for the mount, and p is
+ * taken up anew when it is back, as one moved). */
 static void
 part_drop(struct shipper *sh, struct ship_part *p, int e)
 {
-	if (e == ENOTCONN || e == ECONNABORTED) {
+	if (ship_mount_gone(e)) {
 		mount_lost(p);
 		part_moved(sh, p);
 		return;
