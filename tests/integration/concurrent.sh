@@ -1,14 +1,14 @@
 #!/bin/sh
-# concurrent.sh - 4 writers x 20,000 lines on one partition, each line
+# concurrent.sh - 4 writers x 5,000 lines on one partition, each line
 # written in 2 or 3 pieces with separate write(2) calls on one O_APPEND
 # descriptor per writer, across rolls: every line present exactly once,
 # none torn, each writer's order kept.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-N=20000
+N=5000
 tl_mount
 mkdir -p "$MNT/c/0"
-setfattr -n user.segment.bytes -v 256K "$MNT/c/0"
+setfattr -n user.segment.bytes -v 64K "$MNT/c/0"
 pids=
 for w in 1 2 3 4; do
 	"$LINEWRITER" -p "$MNT/c/0/current" $w $N 2>>"$TMP/writers.err" &

@@ -99,18 +99,22 @@ now_ms() { date +%s%3N; }
 # nums FIRST LAST: numbered lines of six digits, as tests append them.
 nums() { seq -f '%06g' "$1" "$2"; }
 
-# tl_wait_for TIMEOUT_S CMD...: polls CMD every 50 ms until it succeeds;
-# at the time limit says so (a TAP comment) and returns 1.
+# tl_wait_for TIMEOUT_S CMD...: polls CMD until it succeeds, soon at
+# first, then every 0.1 s (a short wait ends quickly, a long one costs
+# the machine little); after TIMEOUT_S of sleeping says so (a TAP
+# comment) and returns 1.
 tl_wait_for() {
-	local limit=$(($1 * 20)) i=0
+	local limit=$(($1 * 1000)) waited=0 step=5
 	shift
 	while ! "$@"; do
-		i=$((i + 1))
-		if [ $i -ge $limit ]; then
-			echo "# tl_wait_for: gave up after $((limit / 20)) s: $*"
+		if [ $waited -ge $limit ]; then
+			echo "# tl_wait_for: gave up after $((limit / 1000)) s: $*"
 			return 1
 		fi
-		sleep 0.05
+		sleep "$(printf '0.%03d' $step)"
+		waited=$((waited + step))
+		step=$((step * 2))
+		[ $step -le 100 ] || step=100
 	done
 	return 0
 }

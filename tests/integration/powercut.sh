@@ -10,9 +10,10 @@
 # "wID SEQ PAD\n" to their own partition's `current` and fsync every 7
 # lines (every third sync an fdatasync); after each sync returned 0 they
 # log "MS SEQ" to a file outside the image. At the cut the daemon and
-# the writers are killed with kill -9 and the loop device is copied at
-# once with dd iflag=direct, with no sync before it: dirty pages in the
-# page cache are not in the copy, as after a power cut. The copy is
+# the writers are frozen with SIGSTOP, the loop device is copied with dd
+# iflag=direct, with no sync before it (dirty pages in the page cache
+# are not in the copy, as after a power cut), and only then are they
+# killed with kill -9. The copy is
 # checked with e2fsck -fy (journal replay), loop-mounted, served by a new
 # daemon, and checked:
 #
@@ -196,22 +197,25 @@ writers_gone() {
 	return 0
 }
 
-# cut: the power cut. The daemon and every writer die first (a sync in
-# flight completes before the process dies, so nothing is acknowledged
-# after this), then the block device is copied bypassing the page cache,
-# with no sync before it.
+# cut: the power cut. The daemon and every writer are frozen (SIGSTOP:
+# a sync in flight completes in the kernel, its answer is never
+# delivered, so nothing is acknowledged after this), the block device is
+# copied bypassing the page cache with no sync before it, and only then
+# are they killed: closing their files (which ext4 may answer by starting
+# writeback) happens after the copy, as it never happens in a power cut.
 cut() {
 	local p
-	kill -9 "$DPID" $WPIDS 2>/dev/null
-	wait "$DPID" 2>/dev/null
-	DPID=
-	for p in $WPIDS; do wait "$p" 2>/dev/null; done
-	WPIDS=
+	kill -STOP "$DPID" $WPIDS 2>/dev/null
 	T_CUT=$(now_ms)
 	dd if="$LOOP" of="$COPY" bs=1M iflag=direct conv=sparse status=none \
 	    2>"$TMP/dd.err"
 	DD_ST=$?
 	T_COPIED=$(now_ms)
+	kill -9 "$DPID" $WPIDS 2>/dev/null
+	wait "$DPID" 2>/dev/null
+	DPID=
+	for p in $WPIDS; do wait "$p" 2>/dev/null; done
+	WPIDS=
 	# The original goes; what the kernel still flushes to it is lost.
 	"$FUSERMOUNT" -u -z "$MNT" 2>/dev/null
 	umount "$EXT" 2>/dev/null || umount -l "$EXT"
