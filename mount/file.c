@@ -22,16 +22,13 @@
 static void
 handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
 {
-	int r;
-
 	if (unlist) {
 		pthread_mutex_lock(&fs->hlock);
 		LIST_REMOVE(h, link);
 		pthread_mutex_unlock(&fs->hlock);
 	}
-	if (h->w != NULL && (r = tlog_writer_close(h->w)) != 0)
-		tlog_log(fs->store, LOG_ERR, "a held partial record is lost "
-		    "at close: %s", strerror(-r));
+	/* A held record lost at close is logged by the engine. */
+	(void)tlog_writer_close(h->w);
 	if (h->fd >= 0)
 		close(h->fd);
 	free(h->text);

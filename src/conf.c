@@ -481,8 +481,8 @@ load_line(struct tlog_ctx *ctx, const char *path, unsigned lineno,
 }
 
 int
-tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *path,
-    struct tlog_conf *c)
+tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *dir,
+    const char *path, struct tlog_conf *c)
 {
 	struct tlog_conf nc;
 	const char *l, *nl, *end;
@@ -492,9 +492,8 @@ tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *path,
 	int fd, r;
 
 	tlog_conf_init(c);
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd == -1)
-		return errno == ENOENT ? 0 : -errno;
+	if ((fd = tlog_ctx_open_file(ctx, dirfd, dir, path, O_RDONLY)) < 0)
+		return fd == -ENOENT ? 0 : fd;
 	r = read_all(fd, &buf, &len);
 	close(fd);
 	if (r != 0)

@@ -14,12 +14,13 @@
 
 #define TLOG_CONF_MSG_MAX 512	/* room for any message about a value */
 
-/* key=value files: a missing file is all unset; bad lines are logged
- * through ctx (nothing if NULL) and skipped. Save writes the set keys
- * atomically and durably. */
+/* key=value files: a missing file, or a stray in its place (anything
+ * but a regular file: tlog_ctx_open_file), is all unset; bad lines are
+ * logged through ctx (stderr if NULL) and skipped; dir names the level
+ * in log lines. Save writes the set keys atomically and durably. */
 void tlog_conf_init(struct tlog_conf *c);	/* all unset */
-int tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *path,
-    struct tlog_conf *c);
+int tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *dir,
+    const char *path, struct tlog_conf *c);
 int tlog_conf_save(int dirfd, const char *path, const struct tlog_conf *c);
 
 /* A level's own value of k, or TLOG_UNSET: read with no lock (the append

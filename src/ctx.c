@@ -4,9 +4,14 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "ctx.h"
 
@@ -102,4 +107,50 @@ tlog_ctx_log_err(struct tlog_ctx *ctx, const char *fmt, ...)
 		    msg, dropped);
 	else
 		tlog_ctx_log(ctx, LOG_ERR, "%s", msg);
+}
+
+/* The stray under dir/file: logged, never opened again by this call. */
+static int
+stray(struct tlog_ctx *ctx, const char *dir, const char *file, mode_t mode)
+{
+	const char *what = S_ISLNK(mode) ? "a symbolic link" :
+	    S_ISFIFO(mode) ? "a FIFO" : S_ISDIR(mode) ? "a directory" :
+	    S_ISSOCK(mode) ? "a socket" : S_ISCHR(mode) || S_ISBLK(mode) ?
+	    "a device" : "not a regular file";
+
+	tlog_ctx_log(ctx, LOG_WARNING, "%s%s%s: %s: left alone, treated as "
+	    "missing", dir, *dir != '\0' ? "/" : "", file, what);
+	return -ENOENT;
+}
+
+int
+tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
+    const char *file, int flags)
+{
+	struct stat st;
+	int fd;
+
+	/* A look first, so that no device's driver is ever opened; the
+	 * open and fstat below catch a swap in between. */
+	if (fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return stray(ctx, dir, file, st.st_mode);
+	fd = openat(dirfd, file, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno == ELOOP || errno == ENXIO || errno == EISDIR)
+			return stray(ctx, dir, file, errno == ELOOP ? S_IFLNK :
+			    errno == ENXIO ? S_IFIFO : S_IFDIR);
+		return -errno;
+	}
+	if (fstat(fd, &st) == -1) {
+		st.st_mode = (mode_t)-errno;
+		close(fd);
+		return (int)st.st_mode;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return stray(ctx, dir, file, st.st_mode);
+	}
+	return fd;
 }

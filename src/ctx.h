@@ -19,6 +19,7 @@
 /* Counters behind .tlogfs/metrics; updated with atomic adds. */
 struct tlog_metrics {
 	uint64_t appends;		/* append calls that stored records */
+	uint64_t fsyncs;		/* fsync and fdatasync calls */
 	uint64_t records;
 	uint64_t bytes;
 	uint64_t rolls[TLOG_NTRIGGERS];
@@ -106,6 +107,17 @@ void tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
  * with the count of those suppressed; every one is counted. */
 void tlog_ctx_log_err(struct tlog_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/*
+ * Opens an existing file of the store, file relative to dirfd, for flags
+ * (O_RDONLY, O_WRONLY or O_RDWR): never follows a symbolic link, never
+ * blocks (a FIFO under the name would block open(2) until a writer came)
+ * and never opens a device. Anything but a regular file under the name
+ * is a stray: left alone, logged as dir/file (dir: the level's name in
+ * the store, "" for its root) and answered as missing. Returns the
+ * descriptor, -ENOENT (missing or a stray) or -errno.
+ */
+int tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
+    const char *file, int flags);
 /* A new inode number: unique within one open of the store. */
 uint64_t tlog_ctx_ino(struct tlog_ctx *ctx);
 

@@ -459,15 +459,15 @@ tlog_cursor_load(struct tlog_partition *p, int dfd, const char *where,
 	int fd;
 
 	*max = 0;
-	fd = openat(dfd, TLOG_CURSORS_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd == -1) {
-		if (errno != ENOENT)
-			why = strerror(errno);
+	fd = tlog_ctx_open_file(p->ctx, dfd, where, TLOG_CURSORS_FILE,
+	    O_RDONLY);
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			why = strerror(-fd);
 		goto out;
 	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size > CURSORS_MAX_FILE)
-		why = "not a regular file of a cursor list's size";
+	if (fstat(fd, &st) == -1 || st.st_size > CURSORS_MAX_FILE)
+		why = "larger than a cursor list";
 	else if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
 		why = "out of memory";
 	else if ((got = pread(fd, buf, (size_t)st.st_size, 0)) !=

@@ -49,7 +49,7 @@ tlog_events_open(struct tlog_events *e, struct tlog_registry *reg,
 		return fd;
 	}
 	tlog_level_set_dir(&p->lv, fd);
-	tlog_level_load_conf(&p->lv, ctx, fd, ".config");
+	tlog_level_load_conf(&p->lv, ctx, fd, ".tlogfs/events", ".config");
 	close(fd);
 	tlog_part_recover(p, rc);
 out:

@@ -69,6 +69,7 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 
 	/* Nothing was written: everything is as durable as it gets (and
 	 * the boundary entry an fsync writes would change the store). */
+	TLOG_METRIC_ADD(p->ctx, fsyncs, 1);
 	if (p->ctx->ro)
 		return 0;
 	pthread_mutex_lock(&p->sd.sync_lock);

@@ -150,12 +150,12 @@ tlog_level_assign(struct tlog_level *lv, enum tlog_key k, int64_t v)
 
 int
 tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx, int dirfd,
-    const char *path)
+    const char *dir, const char *path)
 {
 	struct tlog_conf nc, *c;
 	int i, r;
 
-	r = tlog_conf_load(ctx, dirfd, path, &nc);
+	r = tlog_conf_load(ctx, dirfd, dir, path, &nc);
 	for (i = 0; i < TLOG_NKEYS; i++)
 		if (nc.v[i] != TLOG_UNSET)
 			break;
@@ -259,7 +259,8 @@ tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
 		return dfd;
 	if (strcmp(file, ".") == 0)
 		return dfd;
-	fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+	    mode);
 	if (fd == -1)
 		fd = -errno;
 	close(dfd);

@@ -72,9 +72,10 @@ const struct tlog_conf *tlog_level_conf_of(const struct tlog_level *lv);
  * tlog_level_reserve. */
 int tlog_level_assign(struct tlog_level *lv, enum tlog_key k, int64_t v);
 int tlog_level_reserve(struct tlog_level *lv);
-/* Loads lv's own settings from path in dirfd (lv not yet shared). */
+/* Loads lv's own settings from path in dirfd (lv not yet shared); dir
+ * is lv's name in the store, for log lines. */
 int tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx,
-    int dirfd, const char *path);
+    int dirfd, const char *dir, const char *path);
 /* Copies the current name (it may be renamed at any time). */
 void tlog_level_name(struct tlog_level *lv, char *buf, size_t len);
 /* Dead, or below a dead level (tree lock held, or a racy hint). */
@@ -93,8 +94,9 @@ int tlog_level_dir(struct tlog_level *lv);
 int tlog_level_dir_locked(struct tlog_level *lv);
 /* Records the identity of lv's directory from an open descriptor of it. */
 int tlog_level_set_dir(struct tlog_level *lv, int dfd);
-/* Opens file in lv's directory (O_CLOEXEC | O_NOFOLLOW added); "." is
- * the directory itself. */
+/* Opens file in lv's directory (O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
+ * added: a FIFO planted under a segment's name never blocks the open);
+ * "." is the directory itself. */
 int tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
     mode_t mode);
 /* Unlinks file in lv's directory; no lock is held during the unlink. */

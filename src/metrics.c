@@ -145,6 +145,8 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 		    "\n", tlog_rule_name(i), get(&m->deletions[i]));
 	counter(&sb, "deleted_bytes_total", "Bytes of deleted segments.",
 	    get(&m->deleted_bytes));
+	counter(&sb, "fsyncs_total", "fsync and fdatasync calls on "
+	    "partitions' files.", get(&m->fsyncs));
 	counter(&sb, "reaper_wakeups_total", "Reaper wake-ups.",
 	    get(&m->reaper_wakeups));
 	counter(&sb, "free_reclaims_total", "Reaper passes that deleted "

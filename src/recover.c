@@ -29,14 +29,15 @@ struct found {
 };
 
 static void
-read_next_offset(struct tlog_partition *p, int dfd)
+read_next_offset(struct tlog_partition *p, int dfd, const char *where)
 {
 	char buf[32];
 	ssize_t n;
 	uint64_t v;
 	int fd;
 
-	if ((fd = openat(dfd, ".next", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+	if ((fd = tlog_ctx_open_file(p->ctx, dfd, where, ".next",
+	    O_RDONLY)) < 0)
 		return;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -300,7 +301,7 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	}
 	/* First the end the partition saved before deleting segments: a
 	 * newest segment ending below it is not kept active (repair.c). */
-	read_next_offset(p, dfd);
+	read_next_offset(p, dfd, where);
 	/* A committed cursor is an offset handed out too (its records may
 	 * be lost in a power cut, their offsets never reused): for the
 	 * load it counts as a saved end (doc/format.md, "Recovery"). */

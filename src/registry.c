@@ -726,7 +726,7 @@ load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 {
 	struct tlog_partition *p;
 	struct dirent *pe;
-	char where[TLOG_NAME_MAX + 2];
+	char where[TLOG_NAME_MAX + 2], path[TLOG_NAME_MAX + 2 + NAME_MAX + 1];
 	DIR *pd;
 	int fd, dup_fd;
 
@@ -747,7 +747,9 @@ load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 			return -ENOMEM;
 		}
 		tlog_level_set_dir(&p->lv, fd);
-		tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, ".config");
+		snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
+		tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
+		    ".config");
 		close(fd);
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
@@ -779,7 +781,8 @@ tlog_reg_load(struct tlog_registry *reg)
 			closedir(d);
 			return -ENOMEM;
 		}
-		tlog_level_load_conf(&t->lv, reg->penv->ctx, fd, ".config");
+		tlog_level_load_conf(&t->lv, reg->penv->ctx, fd, de->d_name,
+		    ".config");
 		RB_INSERT(tlog_topic_tree, &reg->topics, t);
 		r = load_topic(reg, t, fd);
 		close(fd);

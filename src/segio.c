@@ -64,6 +64,7 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
 	TAILQ_INIT(&b->segs);
 	b->n = 0;
 	b->max = max;
+	b->full_said = 0;
 	if (b->max == 0) {
 		b->max = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 		    rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur / 4 :
@@ -231,6 +232,39 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 	if (create && fd == -EEXIST && set_aside(seg, name))
 		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 	return fd;
+}
+
+int
+tlog_segment_open(struct tlog_segment *seg)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_ctx *ctx = seg->sd->ctx;
+	int64_t now, said;
+	char name[32];
+	int fd;
+
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
+	if (fd != -EMFILE && fd != -ENFILE)
+		return fd;
+	/* The daemon's table is full: idle segments give theirs back. */
+	fd_evict_all(seg);
+	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
+	if (fd != -EMFILE && fd != -ENFILE)
+		return fd;
+	/* Readers hold every descriptor left. The reader's own table is
+	 * not full (EMFILE would say it is): the system's answer is
+	 * ENFILE, said once a minute. */
+	now = tlog_ctx_now(ctx);
+	said = __atomic_load_n(&b->full_said, __ATOMIC_RELAXED);
+	if ((said == 0 || now - said >= 60000) &&
+	    __atomic_compare_exchange_n(&b->full_said, &said, now, false,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		tlog_ctx_log(ctx, LOG_WARNING, "out of file descriptors: "
+		    "opens for reading fail with ENFILE until readers close "
+		    "some (raise the daemon's RLIMIT_NOFILE: LimitNOFILE= in "
+		    "its unit, ulimit -n)");
+	return -ENFILE;
 }
 
 /*

@@ -110,6 +110,8 @@ struct tlog_fdbudget {
 	struct tlog_fdlist segs;
 	size_t n;
 	size_t max;
+	int64_t full_said;	/* engine ms of the last "out of descriptors"
+				 * line (atomic) */
 };
 
 /*

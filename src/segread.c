@@ -15,15 +15,6 @@
 
 #include "segment.h"
 
-int
-tlog_segment_open(struct tlog_segment *seg)
-{
-	char name[32];
-
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	return tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
-}
-
 ssize_t
 tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
     off_t pos)

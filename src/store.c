@@ -143,9 +143,33 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* The store's own directory name (.tlogfs, .tlogfs/events) must be a
+ * directory, never a symbolic link or anything else put in its place:
+ * else the store is refused, with the reason. */
+static int
+own_dir(struct tlog_store *s, const char *name, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstatat(s->tree.dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s/%s: %s", s->path, name,
+		    strerror(errno));
+		return -errno;
+	}
+	if (S_ISDIR(st.st_mode))
+		return 0;
+	snprintf(err, errlen, "%s/%s: %s, not a directory: the store is "
+	    "refused (move it away to open the store)", s->path, name,
+	    S_ISLNK(st.st_mode) ? "a symbolic link" : "something else");
+	return -ENOTDIR;
+}
+
 static int
 store_layout(struct tlog_store *s, char *err, size_t errlen)
 {
+	struct stat st;
 	char buf[64];
 	ssize_t n;
 	int fd, v;
@@ -160,6 +184,8 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 			    "nothing", s->path);
 			return -ENOENT;
 		}
+		if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
+			return v;
 		goto check;
 	}
 	if (mkdirat(s->tree.dirfd, ".tlogfs", 0755) == 0)
@@ -169,6 +195,8 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 		    strerror(errno));
 		return -errno;
 	}
+	if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
+		return v;
 	fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1 && errno == ENOENT) {
@@ -183,10 +211,18 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 		return 0;
 	}
 check:
-	if (fd == -1) {
+	if (fd == -1 && errno != ELOOP) {
 		snprintf(err, errlen, "%s/.tlogfs/format: %s", s->path,
 		    strerror(errno));
 		return -errno;
+	}
+	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		if (fd != -1)
+			close(fd);
+		snprintf(err, errlen, "%s/.tlogfs/format: %s, not a regular "
+		    "file: the store is refused", s->path, fd == -1 ?
+		    "a symbolic link" : "something else");
+		return -EPROTO;
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -260,9 +296,8 @@ last_boot(struct tlog_store *s, char *buf, size_t len)
 	int fd;
 
 	buf[0] = '\0';
-	/* Never through a link; a FIFO planted there never blocks. */
-	if ((fd = openat(s->tree.dirfd, ".tlogfs/boot", O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC)) == -1)
+	if ((fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "",
+	    ".tlogfs/boot", O_RDONLY)) < 0)
 		return;
 	n = read(fd, buf, len - 1);
 	buf[n > 0 ? n : 0] = '\0';
@@ -567,9 +602,9 @@ read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
 	ssize_t n;
 	int fd;
 
-	fd = openat(s->tree.dirfd, ".tlogfs/clean", O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1)
+	fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "", ".tlogfs/clean",
+	    O_RDONLY);
+	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -595,6 +630,11 @@ store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 	if (fstatat(s->tree.dirfd, ".tlogfs/clean", &st,
 	    AT_SYMLINK_NOFOLLOW) == 0) {
 		s->rc.was_clean = S_ISREG(st.st_mode);
+		if (!s->rc.was_clean)
+			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/clean: not a "
+			    "regular file, so not a clean mark%s: the store is "
+			    "checked as after a crash", s->ctx.ro ? "" :
+			    "; removed");
 		if (!s->ctx.ro && !s->rc.was_clean)
 			(void)unlinkat(s->tree.dirfd, ".tlogfs/clean", 0);
 	} else
@@ -676,7 +716,9 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
 		    "a reboot: checking unsealed segments against their data",
 		    path);
-	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd,
+	if ((r = own_dir(s, ".tlogfs/events", err, errlen)) != 0)
+		goto fail;
+	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd, "",
 	    ".tlogfs/config");
 	if ((r = store_load(s)) != 0 ||
 	    (r = tlog_events_open(&s->ev, &s->reg, &s->rc)) != 0) {

@@ -370,7 +370,9 @@ void tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info);
 /* True once the segment has been deleted (detached from its partition). */
 bool tlog_segment_dead(struct tlog_segment *seg);
 /* Opens the segment's data file read-only: a new descriptor that keeps
- * reading the data even after the segment is deleted. */
+ * reading the data even after the segment is deleted. When the daemon's
+ * descriptors run out, idle segments give theirs back first; -ENFILE
+ * (logged once a minute) if none can. */
 int tlog_segment_open(struct tlog_segment *seg);
 /* Reads up to len bytes at pos, never past the last whole record. */
 ssize_t tlog_segment_read(struct tlog_segment *seg, int fd, void *buf,
@@ -461,7 +463,8 @@ ssize_t tlog_writer_write(struct tlog_writer *w, const void *buf, size_t len);
 int tlog_writer_flush(struct tlog_writer *w);
 /* Flush, then make data and index durable. */
 int tlog_writer_fsync(struct tlog_writer *w, bool datasync);
-/* Flush and free; returns the flush's result. */
+/* Flush and free; returns the flush's result. Held bytes lost because
+ * the partition is gone are logged, with the partition and their size. */
 int tlog_writer_close(struct tlog_writer *w);
 size_t tlog_writer_held(struct tlog_writer *w);
 

@@ -174,11 +174,25 @@ tlog_writer_held(struct tlog_writer *w)
 int
 tlog_writer_close(struct tlog_writer *w)
 {
+	char where[2 * TLOG_NAME_MAX + 2];
+	size_t held;
 	int r;
 
 	if (w == NULL)
 		return 0;
-	r = tlog_writer_flush(w);
+	held = w->nheld;
+	/* A record refused for any other reason was logged by the
+	 * partition; one whose partition is gone (removed, or renamed
+	 * over) is said here, with its partition and size. */
+	if ((r = tlog_writer_flush(w)) == -ENOENT) {
+		pthread_rwlock_rdlock(&w->part->lv.tree->lock);
+		if (tlog_level_path(&w->part->lv, where, sizeof(where)) != 0)
+			strlcpy(where, "?", sizeof(where));
+		pthread_rwlock_unlock(&w->part->lv.tree->lock);
+		tlog_ctx_log_err(w->part->ctx, "%s: a held partial record of "
+		    "%zu bytes is lost at close: the partition was removed or "
+		    "renamed over", where, held);
+	}
 	pthread_mutex_destroy(&w->lock);
 	/* The last writer gone lifts its veto on partition.cleanup.ms:
 	 * the partition is due again (doc/reaper.md). */

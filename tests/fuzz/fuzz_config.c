@@ -57,10 +57,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd == -1 || write(fd, data, size) != (ssize_t)size)
 		abort();
 	close(fd);
-	if (tlog_conf_load(NULL, dirfd_, "cfg", &c) != 0)
+	if (tlog_conf_load(NULL, dirfd_, "", "cfg", &c) != 0)
 		return 0;
 	if (tlog_conf_save(dirfd_, "cfg2", &c) != 0 ||
-	    tlog_conf_load(NULL, dirfd_, "cfg2", &c2) != 0)
+	    tlog_conf_load(NULL, dirfd_, "", "cfg2", &c2) != 0)
 		abort();
 	if (memcmp(&c, &c2, sizeof(c)) != 0)
 		abort();

@@ -404,7 +404,7 @@ START_TEST(test_save_load)
 	ck_assert_ptr_nonnull(text);
 	ck_assert_str_eq(text, "");
 	free(text);
-	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "cfg", &d), 0);
 	for (k = 0; k < TLOG_NKEYS; k++)
 		ck_assert(d.v[k] == TLOG_UNSET);
 
@@ -421,7 +421,7 @@ START_TEST(test_save_load)
 	    "segment.preallocate=0\n");
 	free(text);
 	memset(&d, 0, sizeof(d));
-	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "cfg", &d), 0);
 	for (k = 0; k < TLOG_NKEYS; k++)
 		ck_assert_msg(d.v[k] == c.v[k], "key %s: %lld != %lld",
 		    tlog_key_name(k), (long long)d.v[k], (long long)c.v[k]);
@@ -431,21 +431,28 @@ START_TEST(test_save_load)
 		c.v[k] = tlog_key_default(k);
 	c.v[TLOG_RETENTION_BYTES] = INT64_MAX;
 	ck_assert_int_eq(tlog_conf_save(dfd, "cfg", &c), 0);
-	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "cfg", &d), 0);
 	ck_assert_int_eq(memcmp(&c, &d, sizeof(c)), 0);
 
 	/* a missing file is all unset, not an error */
 	memset(&d, 0, sizeof(d));
-	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "nonexistent", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "nonexistent", &d), 0);
 	for (k = 0; k < TLOG_NKEYS; k++)
 		ck_assert(d.v[k] == TLOG_UNSET);
 
-	/* an I/O error is one */
+	/* a stray in its place (a directory, a FIFO, a symbolic link) is
+	 * left alone and counts as missing; the FIFO never blocks */
 	ck_assert_int_eq(mkdirat(dfd, "adir", 0755), 0);
-	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "adir", &d), -EISDIR);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "adir", &d), 0);
+	ck_assert_int_eq(mkfifoat(dfd, "afifo", 0644), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "afifo", &d), 0);
+	ck_assert_int_eq(symlinkat("cfg", dfd, "alink"), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "alink", &d), 0);
+	for (k = 0; k < TLOG_NKEYS; k++)
+		ck_assert(d.v[k] == TLOG_UNSET);
 
 	/* an absolute path works with any dirfd */
-	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, path, &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, "", path, &d), 0);
 	ck_assert_int_eq(memcmp(&c, &d, sizeof(c)), 0);
 
 	close(dfd);
@@ -478,7 +485,7 @@ START_TEST(test_load_bad_lines)
 	    "  segment.ms = 1h  \n"
 	    "segment.jitter.ms=-1\n"
 	    "record.max.bytes=4K");	/* no final newline */
-	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "cfg", &d), 0);
 	ck_assert_int_eq(d.v[TLOG_RETENTION_MS], 259200000);
 	ck_assert_int_eq(d.v[TLOG_SEGMENT_MS], 3600000);
 	ck_assert_int_eq(d.v[TLOG_RECORD_MAX_BYTES], 4096);
@@ -499,7 +506,7 @@ START_TEST(test_load_bad_lines)
 		    (ssize_t)sizeof(text) - 1);
 		close(fd);
 	}
-	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "cfg", &d), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, dfd, "", "cfg", &d), 0);
 	ck_assert_int_eq(d.v[TLOG_SEGMENT_MS], 2000);
 	ck_assert_int_eq(d.v[TLOG_RETENTION_MS], 2 * 86400000);
 
@@ -1163,7 +1170,7 @@ START_TEST(test_concurrent_set)
 		ck_assert_int_eq(rs[i].fails, 0);
 	}
 	pfile = level_file(dir, s, NULL, p);
-	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, pfile, &c), 0);
+	ck_assert_int_eq(tlog_conf_load(NULL, AT_FDCWD, "", pfile, &c), 0);
 	for (i = 0; i < TLOG_NKEYS; i++)
 		ck_assert_msg(c.v[i] == tlog_level_own(&p->lv, i),
 		    "%s: file %lld, live %lld", tlog_key_name(i),

@@ -982,6 +982,169 @@ START_TEST(store_identity)
 }
 END_TEST
 
+/* A held partial line whose partition was renamed over is lost at close,
+ * and the log says where and how much. */
+START_TEST(held_lost_at_close_is_named)
+{
+	struct tlog_partition *a, *b;
+	struct tlog_writer *w;
+
+	th_open_tp(NULL);
+	a = th_part(th_S, "t", "a");
+	b = th_part(th_S, "t", "b");
+	w = tlog_writer_open(b);
+	ck_assert_int_eq(tlog_writer_write(w, "partial", 7), 7);
+	ck_assert_int_eq(tlog_partition_rename(tlog_partition_topic(a), "a",
+	    "b"), 0);
+	th_logbuf[0] = '\0';
+	ck_assert_int_eq(tlog_writer_close(w), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/b: a held partial record "
+	    "of 7 bytes is lost at close"));
+	tlog_partition_put(a);
+	tlog_partition_put(b);
+}
+END_TEST
+
+/*
+ * Anything but a regular file where the store keeps one of its files (a
+ * FIFO, which would block open(2) until a writer came; a directory; a
+ * symbolic link) is a stray: the open never blocks on it, leaves it
+ * alone, names it in the log and goes on as if the file were missing.
+ */
+START_TEST(strays_never_block_the_open)
+{
+	static const char *const fifos[] = { "t/0/.next", "t/0/.cursors",
+	    "t/0/.config", "t/.config", ".tlogfs/config", ".tlogfs/boot",
+	    ".tlogfs/clean" };
+	struct tlog_writer *w;
+	struct stat st;
+	char *f, *data, line[128];
+	size_t i, len;
+
+	th_open_tp(NULL);
+	w = tlog_writer_open(th_P);
+	th_put(w, "a\nb\n");
+	tlog_writer_close(w);
+	th_set(th_S, th_P, "retention.ms", "1d");
+	th_close();
+	for (i = 0; i < sizeof(fifos) / sizeof(fifos[0]); i++) {
+		ck_assert_int_ge(asprintf(&f, "%s/%s", th_dir, fifos[i]), 0);
+		ck_assert(unlink(f) == 0 || errno == ENOENT);
+		ck_assert_int_eq(mkfifo(f, 0644), 0);
+		free(f);
+	}
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	data = th_partition_data(th_P, &len);
+	ck_assert_str_eq(data, "a\nb\n");
+	free(data);
+	for (i = 0; i < sizeof(fifos) / sizeof(fifos[0]); i++) {
+		snprintf(line, sizeof(line), "%s: %s", fifos[i],
+		    strstr(fifos[i], "clean") != NULL ? "not a regular file, "
+		    "so not a clean mark; removed" : "a FIFO: left alone, "
+		    "treated as missing");
+		ck_assert_msg(strstr(th_logbuf, line) != NULL, "no \"%s\" in "
+		    "%s", line, th_logbuf);
+		/* Left alone; but the mark and the boot id are the open's
+		 * own to replace. */
+		if (strncmp(fifos[i], ".tlogfs/", 8) == 0 &&
+		    strcmp(fifos[i], ".tlogfs/config") != 0)
+			continue;
+		ck_assert_int_ge(asprintf(&f, "%s/%s", th_dir, fifos[i]), 0);
+		ck_assert_int_eq(lstat(f, &st), 0);
+		ck_assert(S_ISFIFO(st.st_mode));
+		free(f);
+	}
+	th_close();
+}
+END_TEST
+
+/* The store's own directories planted as links: the open is refused,
+ * and the message names the directory and why. */
+START_TEST(own_dirs_as_links_refuse_the_open)
+{
+	char *f, *x;
+
+	th_open_tp(NULL);
+	th_close();
+	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/events", th_dir), 0);
+	ck_assert_int_ge(asprintf(&x, "%s/t", th_dir), 0);
+	th_rmrf(f);
+	ck_assert_int_eq(symlink(x, f), 0);
+	open_refused(".tlogfs/events: a symbolic link, not a directory");
+	free(f);
+	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs", th_dir), 0);
+	th_rmrf(f);
+	ck_assert_int_eq(symlink(x, f), 0);
+	open_refused(".tlogfs: a symbolic link, not a directory");
+	free(f);
+	free(x);
+}
+END_TEST
+
+/* A read open when the daemon's descriptors run out: idle segments give
+ * theirs back first; when none can, ENFILE (the reader's own table is
+ * not full), said in one line a minute. */
+START_TEST(read_open_out_of_descriptors)
+{
+	char name[16];
+	struct tlog_partition *p[4];
+	struct tlog_writer *w[4];
+	struct tlog_segment *seg;
+	struct rlimit rl, low;
+	int i, fd, fd2, nfill = 0, fill[512];
+	const char *l;
+	size_t lines;
+
+	th_open_tp(NULL);
+	for (i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		p[i] = th_part(th_S, "t", name);
+		w[i] = tlog_writer_open(p[i]);
+		th_put(w[i], "a record\n");
+	}
+	seg = tlog_segment_get_active(p[0]);
+	ck_assert_ptr_nonnull(seg);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = 400;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (nfill < 512 && (fd = dup(0)) != -1)
+		fill[nfill++] = fd;
+	ck_assert_int_eq(errno, EMFILE);
+	th_logbuf[0] = '\0';
+	/* The other partitions' idle segments give theirs back. */
+	fd = tlog_segment_open(seg);
+	ck_assert_int_ge(fd, 0);
+	while (nfill < 512 && (fd2 = dup(0)) != -1)
+		fill[nfill++] = fd2;
+	/* Nothing left to give back: ENFILE, one line. */
+	ck_assert_int_eq(tlog_segment_open(seg), -ENFILE);
+	ck_assert_int_eq(tlog_segment_open(seg), -ENFILE);
+	th_clock += 30000;
+	ck_assert_int_eq(tlog_segment_open(seg), -ENFILE);
+	for (lines = 0, l = th_logbuf; (l = strstr(l, "out of file "
+	    "descriptors")) != NULL; l++)
+		lines++;
+	ck_assert_uint_eq(lines, 1);
+	th_clock += 31000;
+	ck_assert_int_eq(tlog_segment_open(seg), -ENFILE);
+	for (lines = 0, l = th_logbuf; (l = strstr(l, "out of file "
+	    "descriptors")) != NULL; l++)
+		lines++;
+	ck_assert_uint_eq(lines, 2);
+	while (nfill > 0)
+		close(fill[--nfill]);
+	close(fd);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	tlog_segment_put(seg);
+	for (i = 0; i < 4; i++) {
+		tlog_writer_close(w[i]);
+		tlog_partition_put(p[i]);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1005,5 +1168,9 @@ main(void)
 	TH_CASE(s, sealed_idle_segment_keeps_no_live_part);
 	TH_CASE(s, repeated_errors_are_rate_limited);
 	TH_CASE(s, store_identity);
+	TH_CASE(s, held_lost_at_close_is_named);
+	TH_CASE(s, strays_never_block_the_open);
+	TH_CASE(s, own_dirs_as_links_refuse_the_open);
+	TH_CASE(s, read_open_out_of_descriptors);
 	return th_run(s);
 }
