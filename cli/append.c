@@ -24,6 +24,11 @@
  * finds the next batch waiting instead of sleeping until it is handed
  * over, when the producer runs ahead.
  *
+ * --sync: the writer thread fsyncs the file every --sync-interval while
+ * it has written something since (waiting for that in the hand-over),
+ * and the main thread once more before the close, so that status 0
+ * means every record is on disk, not only in the mount.
+ *
  * A record the mount refuses (EFBIG, ENOSPC, EDQUOT, EIO) is dropped,
  * the rest of its batch still goes, reading goes on, and the error is
  * reported on stderr the first time it is seen; the exit status is then
@@ -68,6 +73,11 @@ struct sink {
 	size_t lens[NBUF];	/* of the batches handed over */
 	int pending;		/* handed over, not yet written */
 	bool done;		/* no more batches */
+	/* --sync: the interval (0: only at the end), the last sync and
+	 * whether a write came after it (writer thread only) */
+	int64_t sync_ms;
+	int64_t synced_at;
+	bool dirty;
 };
 
 static volatile sig_atomic_t stop;
@@ -151,6 +161,43 @@ put(struct sink *s, const char *buf, size_t len)
 	}
 }
 
+/* fsync: the mount appends what it holds for the file and makes every
+ * record written so far durable. A failure ends tlogctl: what was
+ * acknowledged may not be on disk. */
+static void
+sync_now(struct sink *s)
+{
+	if (fsync(s->fd) == -1)
+		err(1, "%s: fsync", s->path);
+	s->synced_at = mono_ms();
+	s->dirty = false;
+}
+
+/* Waits for a batch or the end; with --sync-interval, at most until the
+ * next sync is due, and syncs then. */
+static void
+wait_batch(struct sink *s)
+{
+	struct timespec ts;
+	int64_t due;
+
+	while (s->pending == 0 && !s->done) {
+		if (!s->dirty || s->sync_ms <= 0) {
+			pthread_cond_wait(&s->cond, &s->lock);
+			continue;
+		}
+		if ((due = s->synced_at + s->sync_ms) > mono_ms()) {
+			ts.tv_sec = due / 1000;
+			ts.tv_nsec = (due % 1000) * 1000000;
+			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&s->lock);
+		sync_now(s);
+		pthread_mutex_lock(&s->lock);
+	}
+}
+
 static void *
 writer(void *arg)
 {
@@ -161,14 +208,16 @@ writer(void *arg)
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (s->pending == 0 && !s->done)
-			pthread_cond_wait(&s->cond, &s->lock);
+		wait_batch(s);
 		if (s->pending == 0)
 			break;
 		buf = s->bufs[i];
 		len = s->lens[i];
 		pthread_mutex_unlock(&s->lock);
 		put(s, buf, len);
+		s->dirty = true;
+		if (s->sync_ms > 0 && mono_ms() - s->synced_at >= s->sync_ms)
+			sync_now(s);
 		pthread_mutex_lock(&s->lock);
 		s->pending--;
 		i = (i + 1) % NBUF;
@@ -212,8 +261,12 @@ cmd_append(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "sync", no_argument, NULL, 's' },
+		{ "sync-interval", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 }
 	};
+	pthread_condattr_t ca;
+	bool sync = false;
 	struct sink s = { 0 };
 	struct pollfd pfd;
 	struct timespec ts, *tsp;
@@ -225,9 +278,22 @@ cmd_append(int argc, char *argv[])
 	char *buf, path[PATH_MAX];
 	int c, cur = 0, i;
 
-	/* No options but --help. */
-	while ((c = next_opt(argc, argv, "+h", longopts)) != -1)
-		usage(argv[0], "option -%c is unknown", c);
+	while ((c = next_opt(argc, argv, "+h", longopts)) != -1) {
+		switch (c) {
+		case 's':
+			sync = true;
+			break;
+		case 'i':
+			if (parse_duration(optarg, &s.sync_ms) != 0 ||
+			    s.sync_ms <= 0)
+				usage(argv[0], "--sync-interval %s: not a "
+				    "duration (500ms, 2s, 1m)", optarg);
+			sync = true;
+			break;
+		default:
+			usage(argv[0], "option -%c is unknown", c);
+		}
+	}
 	one_operand(argc, argv, "PART");
 	part_check(argv[optind]);
 	if ((size_t)snprintf(path, sizeof(path), "%s/current",
@@ -259,7 +325,11 @@ cmd_append(int argc, char *argv[])
 	sigaddset(&block, SIGHUP);
 	sigprocmask(SIG_BLOCK, &block, &orig);
 	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	s.synced_at = mono_ms();
 	if ((errno = pthread_create(&tid, NULL, writer, &s)) != 0)
 		err(1, "pthread_create");
 
@@ -308,6 +378,8 @@ cmd_append(int argc, char *argv[])
 	pthread_cond_broadcast(&s.cond);
 	pthread_mutex_unlock(&s.lock);
 	pthread_join(tid, NULL);
+	if (sync)
+		sync_now(&s);
 	/* The close appends bytes the mount still holds: it can fail. */
 	if (close(s.fd) == -1) {
 		if (!droppable(errno))

@@ -17,7 +17,7 @@
 #include "tlogctl.h"
 
 static const char usage_text[] =
-    "usage: tlogctl append PART\n"
+    "usage: tlogctl append [--sync] [--sync-interval DURATION] PART\n"
     "       tlogctl read [--from OFFSET | --since TIME |"
     " --cursor NAME [--commit]]\n"
     "                    [--follow] PART\n"
@@ -32,7 +32,8 @@ static const struct {
 	int (*fn)(int, char *[]);
 	const char *line;
 } cmds[] = {
-	{ "append", cmd_append, "tlogctl append PART" },
+	{ "append", cmd_append, "tlogctl append [--sync] "
+	    "[--sync-interval DURATION] PART" },
 	{ "read", cmd_read, "tlogctl read [--from OFFSET | --since TIME | "
 	    "--cursor NAME [--commit]] [--follow] PART" },
 	{ "lag", cmd_lag, "tlogctl lag MOUNT" },

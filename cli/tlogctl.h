@@ -101,6 +101,9 @@ int sr_moved(struct segread *r, bool *moved);
 /* when.c */
 /* TIME for --since as ms since the epoch; -1 if it is not one. */
 int parse_time(const char *s, int64_t now, int64_t *out);
+/* "500ms", "2s", "1m": a duration in ms (units ms s m h d w); -1 if not
+ * one. */
+int parse_duration(const char *s, int64_t *out);
 
 /* the subcommands */
 int cmd_append(int argc, char *argv[]);

@@ -187,6 +187,17 @@ parse_iso(const char *s, int64_t *out)
 }
 
 int
+parse_duration(const char *s, int64_t *out)
+{
+	int64_t neg;
+
+	if (parse_ago(s, 0, &neg) != 0)
+		return -1;
+	*out = -neg;
+	return 0;
+}
+
+int
 parse_time(const char *s, int64_t now, int64_t *out)
 {
 	const char *p;

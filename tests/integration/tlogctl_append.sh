@@ -4,7 +4,9 @@
 # one record; SIGTERM stops it cleanly; a fast producer's lines go in
 # batches (one FUSE write per MiB, counted by tlogfs_appends_total),
 # every line once, in order; a refused record is dropped and reported
-# once while the rest goes in; usage errors exit 2 with one line on
+# once while the rest goes in; --sync fsyncs before the exit and
+# --sync-interval while running (counted by tlogfs_fsyncs_total); usage
+# errors exit 2 with one line on
 # stderr, a missing partition 1; tlogctl(1) is clean mdoc.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
@@ -29,13 +31,13 @@ ALL='tlogctl append|read|lag .*'
 usage_err "no command" "$ALL"
 usage_err "an unknown command" "$ALL" frobnicate
 usage_err "--help with an argument" "$ALL" --help append
-usage_err "append without PART" 'tlogctl append PART' append
-usage_err "append with two PARTs" 'tlogctl append PART' append "$MNT/a/0" "$MNT/a/1"
-usage_err "append with an unknown option" 'tlogctl append PART' append -x "$MNT/a/0"
-usage_err "append --help with an argument" 'tlogctl append PART' append --help "$MNT/a/0"
+usage_err "append without PART" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' append
+usage_err "append with two PARTs" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' append "$MNT/a/0" "$MNT/a/1"
+usage_err "append with an unknown option" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' append -x "$MNT/a/0"
+usage_err "append --help with an argument" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' append --help "$MNT/a/0"
 out=$("$TLOGCTL" --help 2>"$TMP/u.err")
 tl_is "--help: exit 0" 0 $?
-tl_is "--help: the usage on stdout" "usage: tlogctl append PART" "$(echo "$out" | head -1)"
+tl_is "--help: the usage on stdout" "usage: tlogctl append [--sync] [--sync-interval DURATION] PART" "$(echo "$out" | head -1)"
 tl_is "--help: every command" 4 "$(echo "$out" | grep -c 'tlogctl \(append\|read\|lag\|--help\)')"
 tl_is "--help: nothing on stderr" "" "$(cat "$TMP/u.err")"
 "$TLOGCTL" append "$MNT/nope/0" </dev/null 2>"$TMP/e.err"
@@ -99,6 +101,41 @@ wait $APID
 tl_is "SIGTERM: exit 0" 0 $?
 exec 3>&-
 tl_is "SIGTERM: the lines are there" "one|two" "$(cat "$D/current" | paste -sd'|')"
+
+# ---- --sync and --sync-interval: fsyncs the daemon counts ----
+fsyncs() { awk '$1 == "tlogfs_fsyncs_total" { print $2 }' "$MNT/.tlogfs/metrics"; }
+fsyncs_over() { [ "$(fsyncs)" -gt "$1" ]; }
+D=$MNT/sync/0
+mkdir -p "$D"
+usage_err "append --sync-interval 0" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' \
+    append --sync-interval 0 "$D"
+usage_err "append --sync-interval soon" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' \
+    append --sync-interval soon "$D"
+f0=$(fsyncs)
+printf 'a\nb' | "$TLOGCTL" append "$D"
+f1=$(fsyncs)
+tl_is "without --sync: no fsync" "$f0" "$f1"
+printf 'c\nd' | "$TLOGCTL" append --sync "$D"
+tl_is "--sync: exit 0" 0 $?
+tl_is "--sync: one fsync before the exit" $((f1 + 1)) "$(fsyncs)"
+tl_is "--sync: the held last line was in it (4 records, two without newline)" \
+    "4 a|bc|d" "$(gx user.tlog.end_offset "$D") $(cat "$D"/* | paste -sd'|')"
+rm -f "$TMP/fifo"
+mkfifo "$TMP/fifo"
+"$TLOGCTL" append --sync-interval 50ms "$D" <"$TMP/fifo" 2>"$TMP/sync.err" &
+APID=$!
+exec 3>"$TMP/fifo"
+f0=$(fsyncs)
+printf 'e\n' >&3
+tl_check "--sync-interval: an fsync while the producer is still open" \
+    tl_wait_for 5 fsyncs_over "$f0"
+f1=$(fsyncs)
+printf 'f\n' >&3
+tl_check "--sync-interval: another after the next line" \
+    tl_wait_for 5 fsyncs_over "$f1"
+exec 3>&-
+wait $APID
+tl_is "--sync-interval: exit 0, nothing on stderr" "0 " "$? $(cat "$TMP/sync.err")"
 
 # ---- fast producers ----
 # 2,621,440 lines of 8 bytes from a file: exactly 20 MiB, and every read
