@@ -118,7 +118,7 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
 {
 	struct tlog_idx_entry *e;
 	uint64_t rel, at, cur, end, records;
-	char buf[65536];
+	char buf[65536], name[32];
 	size_t n, lo, hi, i;
 	ssize_t r;
 	int fd, ret = 0;
@@ -150,7 +150,8 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
 		*pos = at;
 		return 0;
 	}
-	if ((fd = tlog_segment_open(seg)) < 0)
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	if ((fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0)
 		return fd;
 	while (cur < rel && at < end) {
 		r = tlog_segment_read(seg, fd, buf, sizeof(buf), (off_t)at);
