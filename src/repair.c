@@ -102,29 +102,36 @@ data_crcs(int fd, struct tlog_idx_entry *e, size_t k, size_t n, bool check)
 }
 
 /*
- * Where a page that never reached the disk begins: the first 4 KiB-
- * aligned block of zero bytes at or after `from`, or size if none. The
- * data is written a page at a time; after a power cut a page the file's
- * size covers but whose data was lost reads back as zeros.
+ * Where data that never reached the disk begins, past the last verified
+ * point `from`: the first run of TLOG_ZERO_RUN or more zero bytes, or
+ * size if none. After a power cut a block the file's size covers but
+ * whose data was lost reads back as zeros: a whole page, or a torn one
+ * (any run of 512-byte sectors, wherever the verified point falls in
+ * it). Nothing fsync acknowledged lies past the verified point (an fsync
+ * writes an entry), so a record there holding such a run loses nothing
+ * acknowledged.
  */
+#define TLOG_ZERO_RUN 16
+
 static uint64_t
-first_zero_block(int fd, uint64_t from, uint64_t size)
+first_zero_run(int fd, uint64_t from, uint64_t size)
 {
 	unsigned char buf[65536];
-	uint64_t b = (from + 4095) & ~(uint64_t)4095;
+	uint64_t at = from, run = 0;
 	size_t want, i;
 	ssize_t n;
 
-	while (b + 4096 <= size) {
-		want = sizeof(buf);
-		if (want > ((size - b) & ~(uint64_t)4095))
-			want = (size_t)((size - b) & ~(uint64_t)4095);
-		if ((n = pread(fd, buf, want, (off_t)b)) < 4096)
+	while (at < size) {
+		want = size - at < sizeof(buf) ? (size_t)(size - at) :
+		    sizeof(buf);
+		if ((n = pread(fd, buf, want, (off_t)at)) <= 0)
 			break;
-		for (i = 0; i + 4096 <= (size_t)n; i += 4096)
-			if (buf[i] == 0 && memcmp(buf + i, buf + i + 1, 4095) == 0)
-				return b + i;
-		b += (uint64_t)n & ~(uint64_t)4095;
+		for (i = 0; i < (size_t)n; i++) {
+			run = buf[i] == 0 ? run + 1 : 0;
+			if (run == TLOG_ZERO_RUN)
+				return at + i + 1 - run;
+		}
+		at += (uint64_t)n;
 	}
 	return size;
 }
@@ -570,7 +577,7 @@ load_scan(struct load *l)
 	if (l->mismatch)
 		scan_end = pos;
 	else
-		scan_end = l->rc->verify ? first_zero_block(l->fd, pos,
+		scan_end = l->rc->verify ? first_zero_run(l->fd, pos,
 		    l->size) : l->size;
 	/* Records found past the last entry: the footer's newest time if
 	 * there is one, else the data's mtime, never before the entries. */
@@ -588,8 +595,9 @@ load_scan(struct load *l)
 			;	/* logged above */
 		else if (scan_end < l->size)
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
-			    "from a page that never reached the disk on, %s",
-			    l->where, l->name, l->size - l->end,
+			    "from a run of zero bytes no writer wrote (data "
+			    "that never reached the disk) on, %s", l->where,
+			    l->name, l->size - l->end,
 			    tlog_repair_fix(ctx, "cut"));
 		else
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
@@ -690,8 +698,8 @@ load_fix_index(struct load *l)
  * its size, entries whose data did not make it. Its entries' data CRCs
  * are checked against the data and the segment is cut at the first
  * chunk that fails; the records after the last good entry are kept up to
- * the first one holding a zero page, and a line without newline there
- * is cut, whichever segment it ends. After a kill -9 in the same boot
+ * the last whole one before a run of zero bytes (first_zero_run), and a
+ * line without newline there is cut, whichever segment it ends. After a kill -9 in the same boot
  * the page cache still holds everything written: only the tail after the
  * last entry is scanned, as before.
  */

@@ -823,6 +823,43 @@ START_TEST(lost_page_is_cut_after_reboot)
 }
 END_TEST
 
+/* Past the last index entry nothing verifies the data: a run of zero
+ * bytes there (a torn page: sectors of 512 B, wherever they fall, or
+ * the end of one straddling the entry) is data that never reached the
+ * disk. The records are cut at the last whole one before it, none of
+ * them a record of zeros or a line's tail. 200 lines of 100 bytes, an
+ * fsync after 50: entries at 5000 (the fsync's), then one every 4 KiB,
+ * the last at 17300. */
+START_TEST(zero_runs_past_the_last_entry_are_cut)
+{
+	static const struct {
+		off_t at;
+		size_t len;
+	} runs[] = { { 17408, 512 }, { 17501, 48 }, { 17600, 600 },
+	    { 17310, 2600 }, { 18432, 1024 }, { 19950, 16 } };
+	struct crash c = { 200, 50, "1M" };
+	char zero[4096];
+	unsigned left;
+	size_t i;
+
+	memset(zero, 0, sizeof(zero));
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		th_rmrf(th_dir);
+		ck_assert_int_eq(mkdir(th_dir, 0700), 0);
+		in_child(write_and_die, &c, sizeof(c));
+		overwrite("t/0/00000000000000000000.log", runs[i].at, zero,
+		    runs[i].len);
+		new_boot();
+		th_logbuf[0] = '\0';
+		check_reopened(c.acked, &left);
+		ck_assert_uint_ge(left, c.acked);
+		ck_assert_uint_le(left, (unsigned)(runs[i].at / LINE));
+		ck_assert_msg(strstr(th_logbuf, "a run of zero bytes") != NULL,
+		    "run %zu: left %u: %s", i, left, th_logbuf);
+	}
+}
+END_TEST
+
 /* Index entries that reached the disk before their data: the data CRC
  * in each entry catches bytes that are not what was written. */
 START_TEST(data_crc_mismatch_is_cut_after_reboot)
@@ -1070,5 +1107,6 @@ main(void)
 	TH_CASE(s, same_boot_recovery_reads_no_data);
 	TH_CASE(s, torn_line_behind_newer_segment_is_cut);
 	TH_CASE(s, synced_zero_pages_are_kept);
+	TH_CASE(s, zero_runs_past_the_last_entry_are_cut);
 	return th_run(s);
 }
