@@ -284,10 +284,13 @@ cmd_append(int argc, char *argv[])
 			sync = true;
 			break;
 		case 'i':
+			/* At most a year: the deadline stays far from
+			 * overflowing. */
 			if (parse_duration(optarg, &s.sync_ms) != 0 ||
-			    s.sync_ms <= 0)
+			    s.sync_ms <= 0 || s.sync_ms > 366LL * 86400000)
 				usage(argv[0], "--sync-interval %s: not a "
-				    "duration (500ms, 2s, 1m)", optarg);
+				    "duration of 1ms to 366d (500ms, 2s, 1m)",
+				    optarg);
 			sync = true;
 			break;
 		default:

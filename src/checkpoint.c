@@ -174,7 +174,13 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, const uint64_t *nonce)
 	const char *why = NULL;
 	int fd;
 
-	/* Never through a link; a FIFO planted there never blocks. */
+	/* Never through a link; a FIFO planted there never blocks; a
+	 * device is never opened. */
+	if (tlog_not_regular(storefd, TLOG_CKPT_PATH)) {
+		fd = -1;
+		why = "not a checkpoint";
+		goto bad;
+	}
 	fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY | O_NONBLOCK |
 	    O_CLOEXEC, 0);
 	if (fd == -ENOENT)

@@ -254,6 +254,13 @@ tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
 	if (fstat(fd, st) == -1)
 		r = -errno;
 	close(fd);
+	if (r == 0 && t == NULL && p == NULL) {
+		pthread_mutex_lock(&s->conf_lock);
+		st->st_mode = (st->st_mode & S_IFMT) | s->root_mode;
+		st->st_uid = s->root_uid;
+		st->st_gid = s->root_gid;
+		pthread_mutex_unlock(&s->conf_lock);
+	}
 	return r;
 }
 
@@ -265,6 +272,8 @@ tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
 
 	if (s->ctx.ro)
 		return -EROFS;
+	if (t == NULL && p == NULL)
+		return tlog_store_root_attr(s, mode, (uid_t)-1, (gid_t)-1);
 	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
 		return fd;
 	if (fchmod(fd, mode & 07777) == -1)
@@ -281,6 +290,8 @@ tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
 
 	if (s->ctx.ro)
 		return -EROFS;
+	if (t == NULL && p == NULL)
+		return tlog_store_root_attr(s, (mode_t)-1, uid, gid);
 	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
 		return fd;
 	if (fchown(fd, uid, gid) == -1)

@@ -101,6 +101,11 @@ store_lock(struct tlog_store *s, char *err, size_t errlen)
 	 * and keeps them out, so what a reader shows never moves.
 	 */
 	/* Never through a link, never a FIFO or device planted there. */
+	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/lock")) {
+		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file "
+		    "with one link", s->path);
+		return -EINVAL;
+	}
 	s->lockfd = s->ctx.ro ? openat(s->tree.dirfd, ".tlogfs/lock", O_RDONLY |
 	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : openat(s->tree.dirfd,
 	    ".tlogfs/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
@@ -166,6 +171,139 @@ own_dir(struct tlog_store *s, const char *name, char *err, size_t errlen)
 	return -ENOTDIR;
 }
 
+/*
+ * A private store (doc/format.md, "A private store"): anyone who could
+ * write in the store's directory could plant files the daemon trusts
+ * (a FIFO as a partition's .next, another .config). A directory that
+ * its group or others may write is refused; one they may only read or
+ * enter is made 0700 by a read-write open, said once. The mount root's
+ * own mode and owner live in .tlogfs/attr ("MODE UID GID", mode in
+ * octal), made from the directory's own at the first open.
+ */
+static int
+store_private(struct tlog_store *s, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(s->tree.dirfd, &st) == -1) {
+		snprintf(err, errlen, "store %s: %s", s->path, strerror(errno));
+		return -errno;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "store %s is writable by %s (mode %04o): "
+		    "whoever can write it can plant files the daemon trusts; "
+		    "refused. chmod go-w %s (tlogfs then makes it 0700)",
+		    s->path, (st.st_mode & S_IWOTH) ? "everyone" : "its group",
+		    (unsigned)(st.st_mode & 07777), s->path);
+		return -EPERM;
+	}
+	s->root_mode = st.st_mode & 07777;
+	s->root_uid = st.st_uid;
+	s->root_gid = st.st_gid;
+	return 0;
+}
+
+static int
+write_root_attr(struct tlog_store *s, mode_t mode, uid_t uid, gid_t gid)
+{
+	char buf[64];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "%04o %u %u\n", (unsigned)mode,
+	    (unsigned)uid, (unsigned)gid);
+	return tlog_write_atomic(s->tree.dirfd, ".tlogfs/attr", buf, (size_t)n);
+}
+
+/* After the lock: the mount root's attributes, then the directory made
+ * the daemon's alone. */
+static void
+store_root_attr_load(struct tlog_store *s)
+{
+	struct stat st;
+	unsigned mode, uid, gid;
+	char buf[64], nl;
+	bool have = false;
+	ssize_t n;
+	int fd, r;
+
+	if ((fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "",
+	    ".tlogfs/attr", O_RDONLY)) >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &nl) == 4 &&
+		    nl == '\n' && mode <= 07777;
+		if (!have)
+			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/attr: not "
+			    "\"MODE UID GID\"; the mount root shows the "
+			    "store's own (%04o %u %u)", (unsigned)s->root_mode,
+			    (unsigned)s->root_uid, (unsigned)s->root_gid);
+	}
+	if (have) {
+		s->root_mode = mode;
+		s->root_uid = uid;
+		s->root_gid = gid;
+	}
+	if (s->ctx.ro)
+		return;
+	if (!have && (r = write_root_attr(s, s->root_mode, s->root_uid,
+	    s->root_gid)) != 0) {
+		tlog_ctx_log(&s->ctx, LOG_ERR, ".tlogfs/attr: cannot write: "
+		    "%s; the store's directory keeps its mode", strerror(-r));
+		return;
+	}
+	if (fstat(s->tree.dirfd, &st) == -1 || (st.st_mode & 077) == 0)
+		return;
+	/* A store made by this open is private from the start: only an
+	 * existing one is told of the change. */
+	if (fchmod(s->tree.dirfd, st.st_mode & 07700) == -1)
+		tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: cannot make it "
+		    "private (chmod 0700): %s", s->path, strerror(errno));
+	else if (!s->created)
+		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s: its directory is "
+		    "now %04o (was %04o), the daemon's alone; the mount root "
+		    "still shows %04o (.tlogfs/attr)", s->path,
+		    (unsigned)(st.st_mode & 07700),
+		    (unsigned)(st.st_mode & 07777), (unsigned)s->root_mode);
+}
+
+int
+tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
+    gid_t gid)
+{
+	int r;
+
+	if (s->ctx.ro)
+		return -EROFS;
+	pthread_mutex_lock(&s->conf_lock);
+	if (mode == (mode_t)-1)
+		mode = s->root_mode;
+	if (uid == (uid_t)-1)
+		uid = s->root_uid;
+	if (gid == (gid_t)-1)
+		gid = s->root_gid;
+	if ((r = write_root_attr(s, mode & 07777, uid, gid)) == 0) {
+		s->root_mode = mode & 07777;
+		s->root_uid = uid;
+		s->root_gid = gid;
+	}
+	pthread_mutex_unlock(&s->conf_lock);
+	return r;
+}
+
+/* .tlogfs/format, never through a link, a FIFO or a device: anything
+ * but a regular file fails with ELOOP (the store is refused). */
+static int
+format_open(struct tlog_store *s)
+{
+	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/format")) {
+		errno = ELOOP;
+		return -1;
+	}
+	return openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
+}
+
 static int
 store_layout(struct tlog_store *s, char *err, size_t errlen)
 {
@@ -176,16 +314,15 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 
 	if (s->ctx.ro) {
 		/* A reader creates nothing: the store must be one. */
-		fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY |
-		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
+			return v;
+		fd = format_open(s);
 		if (fd == -1 && errno == ENOENT) {
 			snprintf(err, errlen, "%s is not a tlogfs store (no "
 			    ".tlogfs/format), and a read-only open creates "
 			    "nothing", s->path);
 			return -ENOENT;
 		}
-		if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
-			return v;
 		goto check;
 	}
 	if (mkdirat(s->tree.dirfd, ".tlogfs", 0755) == 0)
@@ -197,8 +334,7 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 	}
 	if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
 		return v;
-	fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC);
+	fd = format_open(s);
 	if (fd == -1 && errno == ENOENT) {
 		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
 		    TLOG_FORMAT_VERSION);
@@ -208,6 +344,7 @@ store_layout(struct tlog_store *s, char *err, size_t errlen)
 			    s->path, strerror(-v));
 			return v;
 		}
+		s->created = true;
 		return 0;
 	}
 check:
@@ -219,9 +356,9 @@ check:
 	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		if (fd != -1)
 			close(fd);
-		snprintf(err, errlen, "%s/.tlogfs/format: %s, not a regular "
-		    "file: the store is refused", s->path, fd == -1 ?
-		    "a symbolic link" : "something else");
+		snprintf(err, errlen, "%s/.tlogfs/format: not a regular file "
+		    "(a link, a FIFO, a device...): the store is refused",
+		    s->path);
 		return -EPROTO;
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -702,9 +839,11 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		snprintf(err, errlen, "store %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	if ((r = store_layout(s, err, errlen)) != 0 ||
+	if ((r = store_private(s, err, errlen)) != 0 ||
+	    (r = store_layout(s, err, errlen)) != 0 ||
 	    (r = store_lock(s, err, errlen)) != 0)
 		goto fail;
+	store_root_attr_load(s);
 	if ((r = store_clean_mark(s, err, errlen)) != 0 ||
 	    (r = store_ident(s, err, errlen)) != 0)
 		goto fail;

@@ -49,7 +49,20 @@ struct tlog_store {
 	struct tlog_registry reg;	/* topics and partitions */
 	struct tlog_events ev;		/* .tlogfs/events */
 	char id[TLOG_STORE_ID_LEN + 1];	/* .tlogfs/id, "" if none */
+	/* The mount root's mode (permission bits) and owner, as chmod and
+	 * chown through the mount set them: kept in .tlogfs/attr, never on
+	 * the store's directory, which stays the daemon's alone (0700;
+	 * doc/format.md, "A private store"). Under conf_lock. */
+	mode_t root_mode;
+	uid_t root_uid;
+	gid_t root_gid;
+	bool created;			/* this open made the store */
 };
+
+/* The mount root's mode and owner (mode, uid or gid -1: unchanged), written to
+ * .tlogfs/attr (atomically, durably) before they apply. */
+int tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
+    gid_t gid);
 
 /*
  * A scheduler (the reaper) attaches to the store: from then on every

@@ -241,8 +241,17 @@ tlog_write_atomic(int dirfd, const char *path, const void *buf, size_t len)
 	return tlog_write_file_atomic(dirfd, path, buf, len, true);
 }
 
+bool
+tlog_not_regular(int dirfd, const char *path)
+{
+	struct stat st;
+
+	return fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISREG(st.st_mode);
+}
+
 /* An identity's file: read without following a link, and without
- * blocking on a FIFO planted there. */
+ * blocking on a FIFO or opening a device planted there. */
 int
 tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
 {
@@ -250,6 +259,8 @@ tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
 	ssize_t n;
 	int fd;
 
+	if (tlog_not_regular(dirfd, path))
+		return -EINVAL;
 	if ((fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC)) == -1)
 		return errno == ENOENT ? -ENOENT : -EINVAL;

@@ -45,6 +45,10 @@ int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
  * -ENOENT if there is none, -EINVAL if the file holds something else.
  * Make: 128 new random bits, written atomically and durably. */
 int tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
+/* Something other than a regular file has the name (a link, a FIFO, a
+ * device, a directory): looked at with lstat, never opened, so that no
+ * device's driver is reached. */
+bool tlog_not_regular(int dirfd, const char *path);
 int tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
 /* 128 new random bits as hex digits, NUL-terminated. */
 void tlog_id_new(char id[TLOG_STORE_ID_LEN + 1]);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "flush.h"
 
@@ -189,7 +190,10 @@ tlog_writer_close(struct tlog_writer *w)
 		if (tlog_level_path(&w->part->lv, where, sizeof(where)) != 0)
 			strlcpy(where, "?", sizeof(where));
 		pthread_rwlock_unlock(&w->part->lv.tree->lock);
-		tlog_ctx_log_err(w->part->ctx, "%s: a held partial record of "
+		/* Each loss is named, never folded into a count: one
+		 * close loses at most one held line. */
+		TLOG_METRIC_ADD(w->part->ctx, errors, 1);
+		tlog_ctx_log(w->part->ctx, LOG_ERR, "%s: a held partial record of "
 		    "%zu bytes is lost at close: the partition was removed or "
 		    "renamed over", where, held);
 	}

@@ -111,6 +111,8 @@ usage_err "append --sync-interval 0" 'tlogctl append \[--sync\] \[--sync-interva
     append --sync-interval 0 "$D"
 usage_err "append --sync-interval soon" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' \
     append --sync-interval soon "$D"
+usage_err "append --sync-interval past a year" 'tlogctl append \[--sync\] \[--sync-interval DURATION\] PART' \
+    append --sync-interval 9223372036854775807ms "$D"
 f0=$(fsyncs)
 printf 'a\nb' | "$TLOGCTL" append "$D"
 f1=$(fsyncs)

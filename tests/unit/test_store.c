@@ -6,6 +6,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -1002,6 +1003,18 @@ START_TEST(held_lost_at_close_is_named)
 	    "of 7 bytes is lost at close"));
 	tlog_partition_put(a);
 	tlog_partition_put(b);
+	/* The next one, at once, is named too: no rate limit folds it. */
+	a = th_part(th_S, "t", "c");
+	b = th_part(th_S, "t", "d");
+	w = tlog_writer_open(b);
+	ck_assert_int_eq(tlog_writer_write(w, "xy", 2), 2);
+	ck_assert_int_eq(tlog_partition_rename(tlog_partition_topic(a), "c",
+	    "d"), 0);
+	ck_assert_int_eq(tlog_writer_close(w), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/d: a held partial record "
+	    "of 2 bytes is lost at close"));
+	tlog_partition_put(a);
+	tlog_partition_put(b);
 }
 END_TEST
 
@@ -1145,6 +1158,92 @@ START_TEST(read_open_out_of_descriptors)
 }
 END_TEST
 
+/*
+ * A private store: its directory is the daemon's alone (0700), whatever
+ * chmod and chown through the mount give the mount root, which they keep
+ * in .tlogfs/attr; one that others may write is refused, naming the fix;
+ * an existing one that others may read is made private, said once.
+ */
+START_TEST(store_is_private)
+{
+	struct stat st, view;
+	char *attr;
+
+	ck_assert_int_eq(chmod(th_dir, 0775), 0);
+	open_refused("chmod go-w");
+	ck_assert_int_eq(chmod(th_dir, 0755), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_null(strstr(th_logbuf, "the daemon's alone"));
+	ck_assert_int_eq(stat(th_dir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(tlog_level_stat(th_S, NULL, NULL, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 0755);
+	ck_assert(S_ISDIR(view.st_mode));
+	ck_assert_int_eq(tlog_level_chmod(th_S, NULL, NULL, 01777), 0);
+	ck_assert_int_eq(tlog_level_chown(th_S, NULL, NULL, 33, 44), 0);
+	ck_assert_int_eq(stat(th_dir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_uint_eq(st.st_uid, geteuid());
+	th_close();
+	th_open_tp(NULL);
+	ck_assert_int_eq(tlog_level_stat(th_S, NULL, NULL, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 01777);
+	ck_assert_uint_eq(view.st_uid, 33);
+	ck_assert_uint_eq(view.st_gid, 44);
+	th_close();
+	/* A store from before: no .tlogfs/attr, its directory 0755. */
+	ck_assert_int_ge(asprintf(&attr, "%s/.tlogfs/attr", th_dir), 0);
+	ck_assert_int_eq(unlink(attr), 0);
+	free(attr);
+	ck_assert_int_eq(chmod(th_dir, 0755), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "its directory is now 0700 "
+	    "(was 0755), the daemon's alone"));
+	ck_assert_int_eq(stat(th_dir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(tlog_level_stat(th_S, NULL, NULL, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 0755);
+	th_close();
+}
+END_TEST
+
+/* A device node planted at one of the store's own names is never opened
+ * (its driver never reached): a device with no driver, whose open would
+ * fail with ENXIO, shows it, as the messages name a stray, not ENXIO. */
+START_TEST(devices_are_never_opened)
+{
+	char *f;
+
+	th_open_tp(NULL);
+	th_close();
+	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/checkpoint", th_dir), 0);
+	(void)unlink(f);
+	if (mknod(f, S_IFCHR | 0600, makedev(240, 0)) == -1) {
+		ck_assert_int_eq(errno, EPERM);	/* not root: nothing to test */
+		free(f);
+		return;
+	}
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "checkpoint: not a checkpoint"));
+	th_close();
+	free(f);
+	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/lock", th_dir), 0);
+	ck_assert_int_eq(unlink(f), 0);
+	ck_assert_int_eq(mknod(f, S_IFCHR | 0600, makedev(240, 0)), 0);
+	open_refused("lock: not a regular file");
+	ck_assert_int_eq(unlink(f), 0);
+	free(f);
+	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/format", th_dir), 0);
+	ck_assert_int_eq(unlink(f), 0);
+	ck_assert_int_eq(mknod(f, S_IFCHR | 0600, makedev(240, 0)), 0);
+	open_refused("format: not a regular file");
+	free(f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1172,5 +1271,7 @@ main(void)
 	TH_CASE(s, strays_never_block_the_open);
 	TH_CASE(s, own_dirs_as_links_refuse_the_open);
 	TH_CASE(s, read_open_out_of_descriptors);
+	TH_CASE(s, store_is_private);
+	TH_CASE(s, devices_are_never_opened);
 	return th_run(s);
 }
