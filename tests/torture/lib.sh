@@ -323,7 +323,7 @@ tt_check_strays() {
 	local bad d20=[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]
 	d20=$d20$d20
 	bad=$(cd "$STORE" && find . -mindepth 1 | awk -v seg="$d20" '
-	    /^\.\/\.tlogfs$/ || /^\.\/\.tlogfs\/(format|lock|config|clean|checkpoint|boot|id|events)$/ { next }
+	    /^\.\/\.tlogfs$/ || /^\.\/\.tlogfs\/(format|lock|config|clean|checkpoint|boot|id|attr|events)$/ { next }
 	    /^\.\/\.tlogfs\/events\/\.(config|next)$/ { next }
 	    /^\.\/[A-Za-z0-9_][A-Za-z0-9._-]*(\/\.config)?$/ { next }
 	    /^\.\/[A-Za-z0-9_][A-Za-z0-9._-]*\/[A-Za-z0-9_][A-Za-z0-9._-]*(\/(\.config|\.next))?$/ { next }
