@@ -30,7 +30,7 @@ handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
 	/* A held record lost at close is logged by the engine. */
 	(void)tlog_writer_close(h->w);
 	if (h->fd >= 0)
-		close(h->fd);
+		tlog_segment_close(h->seg, h->fd);
 	free(h->text);
 	free(h);
 }

@@ -65,13 +65,22 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
 	b->n = 0;
 	b->max = max;
 	b->full_said = 0;
+	b->readers = 0;
+	b->readers_max = SIZE_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		b->readers_max = 0;
 	if (b->max == 0) {
-		b->max = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-		    rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur / 4 :
-		    4096;
+		b->max = b->readers_max == 0 ? (size_t)rl.rlim_cur / 4 : 4096;
 		if (b->max < 16)
 			b->max = 16;
 	}
+	/* Readers get what the segments' share (two descriptors each) and
+	 * a margin for the rest (the FUSE device, directories being read,
+	 * atomic writes) leave. */
+	if (b->readers_max == 0 && (size_t)rl.rlim_cur > 2 * b->max + 32)
+		b->readers_max = (size_t)rl.rlim_cur - 2 * b->max - 32;
+	else if (b->readers_max == 0)
+		b->readers_max = 1;
 }
 
 void
@@ -234,28 +243,15 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 	return fd;
 }
 
-int
-tlog_segment_open(struct tlog_segment *seg)
+/* Readers hold every descriptor they may: ENFILE (the reader's own
+ * table is not full, EMFILE would say it is), said once a minute. */
+static int
+readers_full(struct tlog_segment *seg)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_ctx *ctx = seg->sd->ctx;
-	int64_t now, said;
-	char name[32];
-	int fd;
+	int64_t now = tlog_ctx_now(ctx), said;
 
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
-	if (fd != -EMFILE && fd != -ENFILE)
-		return fd;
-	/* The daemon's table is full: idle segments give theirs back. */
-	fd_evict_all(seg);
-	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
-	if (fd != -EMFILE && fd != -ENFILE)
-		return fd;
-	/* Readers hold every descriptor left. The reader's own table is
-	 * not full (EMFILE would say it is): the system's answer is
-	 * ENFILE, said once a minute. */
-	now = tlog_ctx_now(ctx);
 	said = __atomic_load_n(&b->full_said, __ATOMIC_RELAXED);
 	if ((said == 0 || now - said >= 60000) &&
 	    __atomic_compare_exchange_n(&b->full_said, &said, now, false,
@@ -265,6 +261,40 @@ tlog_segment_open(struct tlog_segment *seg)
 		    "some (raise the daemon's RLIMIT_NOFILE: LimitNOFILE= in "
 		    "its unit, ulimit -n)");
 	return -ENFILE;
+}
+
+int
+tlog_segment_open(struct tlog_segment *seg)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	char name[32];
+	int fd;
+
+	if (__atomic_add_fetch(&b->readers, 1, __ATOMIC_RELAXED) >
+	    b->readers_max) {
+		__atomic_sub_fetch(&b->readers, 1, __ATOMIC_RELAXED);
+		return readers_full(seg);
+	}
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
+	if (fd == -EMFILE || fd == -ENFILE) {
+		/* The table is full all the same (other descriptors of
+		 * the process): idle segments give theirs back. */
+		fd_evict_all(seg);
+		fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
+		if (fd == -EMFILE || fd == -ENFILE)
+			fd = readers_full(seg);
+	}
+	if (fd < 0)
+		__atomic_sub_fetch(&b->readers, 1, __ATOMIC_RELAXED);
+	return fd;
+}
+
+void
+tlog_segment_close(struct tlog_segment *seg, int fd)
+{
+	close(fd);
+	__atomic_sub_fetch(&seg->sd->fdb->readers, 1, __ATOMIC_RELAXED);
 }
 
 /*

@@ -112,6 +112,11 @@ struct tlog_fdbudget {
 	size_t max;
 	int64_t full_said;	/* engine ms of the last "out of descriptors"
 				 * line (atomic) */
+	/* Descriptors readers hold (tlog_segment_open, atomic) and the
+	 * most they may: what the limit leaves after the segments' share
+	 * and a margin, so appends always find descriptors. */
+	size_t readers;
+	size_t readers_max;
 };
 
 /*

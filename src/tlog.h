@@ -370,10 +370,13 @@ void tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info);
 /* True once the segment has been deleted (detached from its partition). */
 bool tlog_segment_dead(struct tlog_segment *seg);
 /* Opens the segment's data file read-only: a new descriptor that keeps
- * reading the data even after the segment is deleted. When the daemon's
- * descriptors run out, idle segments give theirs back first; -ENFILE
- * (logged once a minute) if none can. */
+ * reading the data even after the segment is deleted; close it with
+ * tlog_segment_close. Readers may hold what RLIMIT_NOFILE leaves after
+ * the segments' own share, so appends always find descriptors; past
+ * that, or when the table is full even after idle segments gave theirs
+ * back, -ENFILE (logged once a minute). */
 int tlog_segment_open(struct tlog_segment *seg);
+void tlog_segment_close(struct tlog_segment *seg, int fd);
 /* Reads up to len bytes at pos, never past the last whole record. */
 ssize_t tlog_segment_read(struct tlog_segment *seg, int fd, void *buf,
     size_t len, off_t pos);

@@ -103,7 +103,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (i + 1 < n && !si[i].sealed)
 			abort();
-		close(fd);
+		tlog_segment_close(seg, fd);
 		free(buf);
 		tlog_segment_put(seg);
 	}

@@ -365,7 +365,7 @@ check_lines(struct tlog_partition *p, int w, unsigned acked)
 		ck_assert_int_eq(tlog_segment_read(seg, fd, buf, si[i].bytes,
 		    0), (ssize_t)si[i].bytes);
 		buf[si[i].bytes] = '\0';
-		close(fd);
+		tlog_segment_close(seg, fd);
 		for (at = 0, off = si[i].base; at < si[i].bytes;
 		    at += LINE, off++) {
 			ck_assert_int_eq(sscanf(buf + at + 3, "%6u", &k), 1);

@@ -287,7 +287,7 @@ check_seeks(struct tlog_partition *p, uint64_t base[5])
 		fd = tlog_segment_open(seg);
 		ck_assert_int_ge(fd, 0);
 		r = tlog_segment_read(seg, fd, buf, 100, (off_t)at.pos);
-		close(fd);
+		tlog_segment_close(seg, fd);
 		tlog_segment_put(seg);
 		ck_assert_int_eq(r, 100);
 		ck_assert_msg(memcmp(buf, rec[i], 100) == 0,

@@ -1148,7 +1148,7 @@ START_TEST(read_open_out_of_descriptors)
 	ck_assert_uint_eq(lines, 2);
 	while (nfill > 0)
 		close(fill[--nfill]);
-	close(fd);
+	tlog_segment_close(seg, fd);
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
 	tlog_segment_put(seg);
 	for (i = 0; i < 4; i++) {
@@ -1244,6 +1244,55 @@ START_TEST(devices_are_never_opened)
 }
 END_TEST
 
+/* Readers may hold only what the limit leaves after the segments' own
+ * share: past it they get ENFILE, and appends, even ones that need a
+ * new segment's two descriptors, still go in. */
+START_TEST(readers_leave_descriptors_for_appends)
+{
+	struct rlimit rl, low;
+	struct tlog_partition *q;
+	struct tlog_writer *w;
+	struct tlog_segment *seg;
+	int fds[256], n = 0, fd, i;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = 200;	/* segments 50 (100 descriptors), readers 68 */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	th_open_tp(NULL);
+	w = tlog_writer_open(th_P);
+	th_put(w, "a record\n");
+	tlog_writer_close(w);
+	seg = tlog_segment_get_active(th_P);
+	ck_assert_ptr_nonnull(seg);
+	while (n < 256 && (fd = tlog_segment_open(seg)) >= 0)
+		fds[n++] = fd;
+	ck_assert_int_eq(fd, -ENFILE);
+	ck_assert_int_eq(n, 68);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "out of file descriptors"));
+	for (i = 0; i < 20; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "q%d", i);
+		q = th_part(th_S, "t", name);
+		w = tlog_writer_open(q);
+		ck_assert_int_eq(tlog_writer_write(w, "more\n", 5), 5);
+		ck_assert_int_eq(tlog_writer_fsync(w, false), 0);
+		tlog_writer_close(w);
+		tlog_partition_put(q);
+	}
+	tlog_segment_close(seg, fds[--n]);
+	fd = tlog_segment_open(seg);
+	ck_assert_int_ge(fd, 0);
+	tlog_segment_close(seg, fd);
+	while (n > 0)
+		tlog_segment_close(seg, fds[--n]);
+	tlog_segment_put(seg);
+	th_close();
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1273,5 +1322,6 @@ main(void)
 	TH_CASE(s, read_open_out_of_descriptors);
 	TH_CASE(s, store_is_private);
 	TH_CASE(s, devices_are_never_opened);
+	TH_CASE(s, readers_leave_descriptors_for_appends);
 	return th_run(s);
 }

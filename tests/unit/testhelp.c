@@ -227,7 +227,7 @@ th_partition_data(struct tlog_partition *p, size_t *len)
 		r = tlog_segment_read(seg, fd, out + total, si[i].bytes, 0);
 		ck_assert_int_eq(r, (ssize_t)si[i].bytes);
 		total += (size_t)r;
-		close(fd);
+		tlog_segment_close(seg, fd);
 		tlog_segment_put(seg);
 	}
 	free(si);
