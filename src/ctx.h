@@ -63,6 +63,10 @@ struct tlog_ctx {
 	 * appended + under way - a0 - (unlinked - u0) <= room. All atomic. */
 	uint64_t free_inflight;
 	uint64_t free_unlinked;
+	/* Bytes of unlinked segments readers still hold open: the disk
+	 * has not got them back, and deleting more brings nothing (atomic;
+	 * segment.h, TLOG_SEG_HELD). */
+	uint64_t free_held;
 	int64_t free_room;
 	uint64_t free_a0;
 	uint64_t free_u0;

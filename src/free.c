@@ -326,6 +326,21 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 	inflight = __atomic_load_n(&r->ctx->free_inflight, __ATOMIC_RELAXED);
 	have = avail + st->pending;
 	have = have > inflight ? have - inflight : 0;
+	/* Bytes readers hold come back when they close, not before:
+	 * deleting more for them would empty the store and bring
+	 * nothing (doc/reaper.md, "Free space"). */
+	st->held = __atomic_load_n(&r->ctx->free_held, __ATOMIC_RELAXED);
+	if (st->held == 0)
+		r->held_said = false;
+	else if (have < (uint64_t)floor && have + st->held >= (uint64_t)floor &&
+	    !r->held_said) {
+		r->held_said = true;
+		tlog_ctx_log(r->ctx, LOG_WARNING, "reaper: %" PRIu64 " bytes of "
+		    "deleted segments are still open by readers: the disk gets "
+		    "them back when the readers close; nothing more is deleted "
+		    "for them", st->held);
+	}
+	have += st->held;
 	if (have >= (uint64_t)floor && !force)
 		return 0;
 	st->target = (uint64_t)floor + (uint64_t)floor / 16;

@@ -34,6 +34,8 @@ struct tlog_reaper {
 	 * pass at a time (free_lock, taken before any partition lock). */
 	struct tlog_heap fheap;
 	pthread_mutex_t free_lock;
+	bool held_said;			/* the readers' held bytes were
+					   logged (under free_lock) */
 	bool pressure;			/* appends asked for a check */
 	int64_t free_last;		/* last check, engine time */
 	unsigned steps;			/* the clock's steps when every due

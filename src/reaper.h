@@ -40,6 +40,7 @@ size_t tlog_reaper_scheduled(struct tlog_store *s);
 struct tlog_free_stats {
 	uint64_t avail;		/* free space at the start */
 	uint64_t pending;	/* bytes detached, not yet unlinked */
+	uint64_t held;		/* unlinked, still open by readers */
 	int64_t floor;		/* the floor in bytes, -1: off */
 	uint64_t target;	/* floor + hysteresis, if it reclaimed */
 	uint64_t segments;	/* detached (rule free) */

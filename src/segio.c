@@ -263,6 +263,37 @@ readers_full(struct tlog_segment *seg)
 	return -ENFILE;
 }
 
+/* One reader's descriptor less; the last of a held segment's gives its
+ * bytes back to the disk's count. */
+static void
+reader_gone(struct tlog_segment *seg)
+{
+	uint32_t old, nv;
+
+	old = __atomic_load_n(&seg->readers, __ATOMIC_RELAXED);
+	do {
+		nv = old - 1;
+		if (nv == TLOG_SEG_HELD)
+			nv = 0;
+	} while (!__atomic_compare_exchange_n(&seg->readers, &old, nv, true,
+	    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	if (old == (TLOG_SEG_HELD | 1))
+		__atomic_sub_fetch(&seg->sd->ctx->free_held, seg->bytes,
+		    __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&seg->sd->fdb->readers, 1, __ATOMIC_RELAXED);
+}
+
+void
+tlog_seg_unlinked(struct tlog_segment *seg)
+{
+	uint32_t old = __atomic_fetch_or(&seg->readers, TLOG_SEG_HELD,
+	    __ATOMIC_ACQ_REL);
+
+	if ((old & ~TLOG_SEG_HELD) != 0)
+		__atomic_add_fetch(&seg->sd->ctx->free_held, seg->bytes,
+		    __ATOMIC_RELAXED);
+}
+
 int
 tlog_segment_open(struct tlog_segment *seg)
 {
@@ -270,9 +301,10 @@ tlog_segment_open(struct tlog_segment *seg)
 	char name[32];
 	int fd;
 
+	__atomic_add_fetch(&seg->readers, 1, __ATOMIC_ACQ_REL);
 	if (__atomic_add_fetch(&b->readers, 1, __ATOMIC_RELAXED) >
 	    b->readers_max) {
-		__atomic_sub_fetch(&b->readers, 1, __ATOMIC_RELAXED);
+		reader_gone(seg);
 		return readers_full(seg);
 	}
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
@@ -286,7 +318,7 @@ tlog_segment_open(struct tlog_segment *seg)
 			fd = readers_full(seg);
 	}
 	if (fd < 0)
-		__atomic_sub_fetch(&b->readers, 1, __ATOMIC_RELAXED);
+		reader_gone(seg);
 	return fd;
 }
 
@@ -294,7 +326,7 @@ void
 tlog_segment_close(struct tlog_segment *seg, int fd)
 {
 	close(fd);
-	__atomic_sub_fetch(&seg->sd->fdb->readers, 1, __ATOMIC_RELAXED);
+	reader_gone(seg);
 }
 
 /*

@@ -91,6 +91,11 @@ struct tlog_segment {
 	uint32_t records;
 	uint32_t nidx;		/* index entries in the file */
 	int refs;
+	/* Readers' descriptors of its data (tlog_segment_open), with
+	 * TLOG_SEG_HELD set once its files were unlinked while some were
+	 * open: its bytes then count in ctx->free_held until the last one
+	 * closes. Atomic. */
+	uint32_t readers;
 	unsigned sealed : 1;
 	unsigned dead : 1;	/* detached from its partition */
 	unsigned trim_pending : 1;
@@ -98,6 +103,11 @@ struct tlog_segment {
 	unsigned char rule;	/* why it was detached */
 };
 TAILQ_HEAD(tlog_seglist, tlog_segment);
+#define TLOG_SEG_HELD 0x80000000u
+
+/* Its files were just unlinked: if readers still hold the data, the disk
+ * gets its bytes back only when they close (ctx->free_held). */
+void tlog_seg_unlinked(struct tlog_segment *seg);
 TAILQ_HEAD(tlog_fdlist, tlog_segment);
 
 /*

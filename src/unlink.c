@@ -136,6 +136,7 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 		pthread_mutex_unlock(&q->lock);
 		return r;
 	}
+	tlog_seg_unlinked(seg);
 	pthread_mutex_lock(&q->lock);
 	last = __atomic_sub_fetch(&p->pending_unlinks, 1,
 	    __ATOMIC_RELEASE) == 0;
