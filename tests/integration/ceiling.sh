@@ -22,7 +22,7 @@ ceiling_run() {
 	setfattr -n user.retention.bytes -v 256K "$MNT/ret/$1"
 	setfattr -n user.segment.bytes -v 32K "$MNT/ret/$1"
 	rm -f "$TMP/stop"
-	"$LINEWRITER" "$MNT/ret/$1/current" 1 100000 &
+	"$LINEWRITER" "$MNT/ret/$1/current" 1 40000 &
 	wpid=$!
 	(
 		n=0 max=0
