@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -55,6 +56,14 @@ tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
 
 /* ---- the open-file budget ---- */
 
+static int
+reading_cmp(struct tlog_reading *a, struct tlog_reading *b)
+{
+	return a->seg < b->seg ? -1 : a->seg > b->seg;
+}
+
+RB_GENERATE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
+
 void
 tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
 {
@@ -65,6 +74,7 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
 	b->n = 0;
 	b->max = max;
 	b->full_said = 0;
+	RB_INIT(&b->reading);
 	b->readers = 0;
 	b->readers_max = SIZE_MAX;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -86,6 +96,13 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
 void
 tlog_fdbudget_destroy(struct tlog_fdbudget *b)
 {
+	struct tlog_reading *rd;
+
+	/* Readers still open at close (a test's): their count goes too. */
+	while ((rd = RB_MIN(tlog_reading_tree, &b->reading)) != NULL) {
+		RB_REMOVE(tlog_reading_tree, &b->reading, rd);
+		free(rd);
+	}
 	pthread_mutex_destroy(&b->lock);
 }
 
@@ -263,50 +280,81 @@ readers_full(struct tlog_segment *seg)
 	return -ENFILE;
 }
 
-/* One reader's descriptor less; the last of a held segment's gives its
- * bytes back to the disk's count. */
+/* One reader's descriptor more, within the readers' share: 0, -ENFILE or
+ * -ENOMEM. */
+static int
+reader_add(struct tlog_segment *seg)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_reading key, *rd;
+	int r = 0;
+
+	key.seg = seg;
+	pthread_mutex_lock(&b->lock);
+	if (b->readers >= b->readers_max)
+		r = -ENFILE;
+	else if ((rd = RB_FIND(tlog_reading_tree, &b->reading, &key)) != NULL)
+		rd->n++;
+	else if ((rd = calloc(1, sizeof(*rd))) == NULL)
+		r = -ENOMEM;
+	else {
+		rd->seg = seg;
+		rd->n = 1;
+		RB_INSERT(tlog_reading_tree, &b->reading, rd);
+	}
+	if (r == 0)
+		b->readers++;
+	pthread_mutex_unlock(&b->lock);
+	return r == -ENFILE ? readers_full(seg) : r;
+}
+
+/* One reader's descriptor less; the last of a segment unlinked meanwhile
+ * gives its bytes back to the disk's count. */
 static void
 reader_gone(struct tlog_segment *seg)
 {
-	uint32_t old, nv;
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_reading key, *rd;
 
-	old = __atomic_load_n(&seg->readers, __ATOMIC_RELAXED);
-	do {
-		nv = old - 1;
-		if (nv == TLOG_SEG_HELD)
-			nv = 0;
-	} while (!__atomic_compare_exchange_n(&seg->readers, &old, nv, true,
-	    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
-	if (old == (TLOG_SEG_HELD | 1))
-		__atomic_sub_fetch(&seg->sd->ctx->free_held, seg->bytes,
-		    __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&seg->sd->fdb->readers, 1, __ATOMIC_RELAXED);
+	key.seg = seg;
+	pthread_mutex_lock(&b->lock);
+	b->readers--;
+	if ((rd = RB_FIND(tlog_reading_tree, &b->reading, &key)) != NULL &&
+	    --rd->n == 0) {
+		RB_REMOVE(tlog_reading_tree, &b->reading, rd);
+		if (rd->held)
+			__atomic_sub_fetch(&seg->sd->ctx->free_held,
+			    seg->bytes, __ATOMIC_RELAXED);
+		free(rd);
+	}
+	pthread_mutex_unlock(&b->lock);
 }
 
 void
 tlog_seg_unlinked(struct tlog_segment *seg)
 {
-	uint32_t old = __atomic_fetch_or(&seg->readers, TLOG_SEG_HELD,
-	    __ATOMIC_ACQ_REL);
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_reading key, *rd;
 
-	if ((old & ~TLOG_SEG_HELD) != 0)
+	key.seg = seg;
+	pthread_mutex_lock(&b->lock);
+	if ((rd = RB_FIND(tlog_reading_tree, &b->reading, &key)) != NULL &&
+	    !rd->held) {
+		rd->held = true;
 		__atomic_add_fetch(&seg->sd->ctx->free_held, seg->bytes,
 		    __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&b->lock);
 }
 
 int
 tlog_segment_open(struct tlog_segment *seg)
 {
-	struct tlog_fdbudget *b = seg->sd->fdb;
 	char name[32];
 	int fd;
 
-	__atomic_add_fetch(&seg->readers, 1, __ATOMIC_ACQ_REL);
-	if (__atomic_add_fetch(&b->readers, 1, __ATOMIC_RELAXED) >
-	    b->readers_max) {
-		reader_gone(seg);
-		return readers_full(seg);
-	}
+	if ((fd = reader_add(seg)) != 0)
+		return fd;
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
 	if (fd == -EMFILE || fd == -ENFILE) {

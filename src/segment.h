@@ -15,6 +15,7 @@
 #define TLOG_SEGMENT_H
 
 #include <sys/queue.h>
+#include <sys/tree.h>
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -91,11 +92,6 @@ struct tlog_segment {
 	uint32_t records;
 	uint32_t nidx;		/* index entries in the file */
 	int refs;
-	/* Readers' descriptors of its data (tlog_segment_open), with
-	 * TLOG_SEG_HELD set once its files were unlinked while some were
-	 * open: its bytes then count in ctx->free_held until the last one
-	 * closes. Atomic. */
-	uint32_t readers;
 	unsigned sealed : 1;
 	unsigned dead : 1;	/* detached from its partition */
 	unsigned trim_pending : 1;
@@ -103,12 +99,24 @@ struct tlog_segment {
 	unsigned char rule;	/* why it was detached */
 };
 TAILQ_HEAD(tlog_seglist, tlog_segment);
-#define TLOG_SEG_HELD 0x80000000u
 
 /* Its files were just unlinked: if readers still hold the data, the disk
  * gets its bytes back only when they close (ctx->free_held). */
 void tlog_seg_unlinked(struct tlog_segment *seg);
 TAILQ_HEAD(tlog_fdlist, tlog_segment);
+
+/* The segments readers hold descriptors of (tlog_segment_open), one node
+ * each, kept apart so that the many segments nobody reads cost nothing:
+ * how many, and whether its files were unlinked meanwhile (its bytes
+ * then count in ctx->free_held until the last one closes). */
+struct tlog_reading {
+	RB_ENTRY(tlog_reading) entry;
+	struct tlog_segment *seg;
+	uint32_t n;
+	bool held;
+};
+RB_HEAD(tlog_reading_tree, tlog_reading);
+RB_PROTOTYPE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
 
 /*
  * The open-file budget: segments holding open descriptors, oldest opened
@@ -122,9 +130,11 @@ struct tlog_fdbudget {
 	size_t max;
 	int64_t full_said;	/* engine ms of the last "out of descriptors"
 				 * line (atomic) */
-	/* Descriptors readers hold (tlog_segment_open, atomic) and the
-	 * most they may: what the limit leaves after the segments' share
-	 * and a margin, so appends always find descriptors. */
+	/* Descriptors readers hold (tlog_segment_open), by segment, and
+	 * the most they may: what the limit leaves after the segments'
+	 * share and a margin, so appends always find descriptors. Under
+	 * lock. */
+	struct tlog_reading_tree reading;
 	size_t readers;
 	size_t readers_max;
 };

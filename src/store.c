@@ -818,6 +818,53 @@ store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Room for the clean stop (doc/format.md, "reserve"): a close writes the
+ * checkpoint and the clean mark, which a full disk would refuse, so that
+ * the next open would recover as after a crash. The open sets aside
+ * twice what the checkpoint takes now (a path, a count and up to 80
+ * bytes a segment) plus 1 MiB, in .tlogfs/reserve; the close unlinks it
+ * just before it writes them.
+ */
+#define RESERVE_BASE (1 << 20)
+#define RESERVE_PART 280	/* a path of up to 255 bytes, and more */
+#define RESERVE_SEG 80
+
+static void
+reserve_room(struct tlog_store *s)
+{
+	struct tlog_partition **v;
+	uint64_t want = RESERVE_BASE;
+	size_t n, i;
+	int fd, e;
+
+	if (tlog_store_partitions(s, &v, &n) == 0) {
+		for (i = 0; i < n; i++) {
+			want += 2 * (RESERVE_PART + RESERVE_SEG *
+			    __atomic_load_n(&v[i]->nsegs, __ATOMIC_RELAXED));
+			tlog_partition_put(v[i]);
+		}
+		free(v);
+	}
+	/* Whatever has the name (a crash's leftover, a stray) goes. */
+	if (unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0) == -1 &&
+	    errno != ENOENT && errno != EISDIR)
+		return;
+	fd = openat(s->tree.dirfd, ".tlogfs/reserve", O_WRONLY | O_CREAT |
+	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		e = errno;
+	else if ((e = posix_fallocate(fd, 0, (off_t)want)) != 0)
+		(void)unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0);
+	if (fd != -1)
+		close(fd);
+	if (e != 0)
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot set aside "
+		    "%" PRIu64 " bytes for a clean stop (.tlogfs/reserve): %s; "
+		    "a stop on a full disk may leave no clean mark", s->path,
+		    want, strerror(e));
+}
+
 int
 tlog_store_open(const char *path, const struct tlog_store_opts *opts,
     struct tlog_store **out, char *err, size_t errlen)
@@ -870,6 +917,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 * stamps keep increasing whatever the wall clock says. */
 	tlog_clock_anchor(&s->ctx.clock, newest_stamp(s));
 	born_now(s);
+	if (!s->ctx.ro)
+		reserve_room(s);
 	/*
 	 * Recovery's repairs (cuts, rewritten indexes, removed files) are
 	 * on disk before the store takes an append; and after a crash,
@@ -926,6 +975,8 @@ tlog_store_close(struct tlog_store *s)
 	}
 	tlog_store_unlink_pending(s, 0);
 	sched_detach(s);
+	/* The room set aside at open is for what follows (reserve_room). */
+	(void)unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0);
 	tlog_store_flush_pending(s, 0);
 	/* The partitions' syncs run with the tree unlocked: each partition
 	 * is held by a reference. */

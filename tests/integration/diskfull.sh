@@ -10,6 +10,8 @@
 #     over and over while the writers run into ENOSPC, and cat, stat,
 #     getfattr and .tlogfs/metrics work on the full disk; a tail -F
 #     started while it is full shows the first record after it;
+#   * a clean stop on the full disk is clean: the checkpoint and the
+#     clean mark take the room set aside at open;
 #   * appends resume once space returns: without retention.bytes when the
 #     tmpfs grows (nothing in the store is touched); with retention.bytes
 #     (8M, above what the partition holds when another partition fills
@@ -166,4 +168,23 @@ tl_is "capped: the partition's bytes match the data" \
 tl_check "capped: unmount" tl_umount
 sed 's/^/# daemon: /' "$ERR" | sort | uniq -c | sort -rn | head -20
 tl_stderr_clean "capped: the daemon printed only disk-full errors" "$ENOSPC_ERE"
+umount "$STORE"
+
+# ---- a clean stop on a full disk: the checkpoint and the clean mark
+# take the room the open set aside (.tlogfs/reserve) ----
+: >"$ERR"
+tl_tmpfs 8m
+tl_mount
+D=$MNT/stop/0
+mkdir -p "$D"
+setfattr -n user.segment.bytes -v 64K "$D"
+"$LINEWRITER" -s 2000 "$D/current" 1 0 2>"$TMP/stop.err"
+tl_is "stop: the writer fills the disk" "linewriter: write: ENOSPC" \
+    "$(cat "$TMP/stop.err")"
+tl_check "stop: unmount on the full disk" tl_umount
+tl_is "stop: the checkpoint and the clean mark were written" "" \
+    "$(grep -E 'clean mark|cannot write|every segment' "$ERR")"
+tl_check "stop: the mark is there" test -f "$STORE/.tlogfs/clean"
+tl_check "stop: the room set aside is given back" \
+    test ! -e "$STORE/.tlogfs/reserve"
 tl_done

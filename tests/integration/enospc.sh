@@ -5,7 +5,7 @@
 # partial line was refused.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
-if ! mount -t tmpfs -o size=32m tlogfs-enospc "$STORE" 2>"$TMP/tmpfs.err"; then
+if ! mount -t tmpfs -o size=32m,mode=0700 tlogfs-enospc "$STORE" 2>"$TMP/tmpfs.err"; then
 	echo "1..0 # SKIP cannot mount a tmpfs: $(cat "$TMP/tmpfs.err")"
 	exit 77
 fi

@@ -251,7 +251,7 @@ trap 'exit 143' TERM INT HUP
 # the next one. tl_cleanup_tmpfs, for the test's EXIT trap, is tl_cleanup
 # with the tmpfs unmounted after the daemon.
 tl_tmpfs() {
-	if ! mount -t tmpfs -o size="$1" "tlogfs-$(basename "$0" .sh)" \
+	if ! mount -t tmpfs -o size="$1",mode=0700 "tlogfs-$(basename "$0" .sh)" \
 	    "$STORE" 2>"$TMP/tmpfs.err"; then
 		tl_not_ok "mount a $1 tmpfs on the store" "$(cat "$TMP/tmpfs.err")"
 		tl_done
