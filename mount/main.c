@@ -563,6 +563,8 @@ main(int argc, char *argv[])
 	so.event = tl_event;
 	so.event_arg = &fs;
 	so.readonly = o.ro;
+	/* With clone_fd every worker thread opens /dev/fuse again. */
+	so.fd_reserve = opts.clone_fd ? opts.max_threads + 1 : 1;
 #ifdef TLOG_TEST_HOOKS
 	/* Test builds only: a restart that looks like a reboot. */
 	if ((so.boot_id = getenv("TLOGFS_BOOT_ID")) != NULL &&

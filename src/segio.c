@@ -65,7 +65,7 @@ reading_cmp(struct tlog_reading *a, struct tlog_reading *b)
 RB_GENERATE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
 
 void
-tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
+tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max, size_t reserve)
 {
 	struct rlimit rl;
 
@@ -84,11 +84,14 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max)
 		if (b->max < 16)
 			b->max = 16;
 	}
-	/* Readers get what the segments' share (two descriptors each) and
-	 * a margin for the rest (the FUSE device, directories being read,
-	 * atomic writes) leave. */
-	if (b->readers_max == 0 && (size_t)rl.rlim_cur > 2 * b->max + 32)
-		b->readers_max = (size_t)rl.rlim_cur - 2 * b->max - 32;
+	/* Readers get what the segments' share (two descriptors each), the
+	 * front end's reserve and a margin for the rest (the store's own
+	 * directories and files, directories being read, atomic writes)
+	 * leave. */
+	if (b->readers_max == 0 && (size_t)rl.rlim_cur > 2 * b->max + 32 +
+	    reserve)
+		b->readers_max = (size_t)rl.rlim_cur - 2 * b->max - 32 -
+		    reserve;
 	else if (b->readers_max == 0)
 		b->readers_max = 1;
 }

@@ -176,7 +176,8 @@ int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
 void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
 
 /* max 0: a quarter of RLIMIT_NOFILE (at least 16). */
-void tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max);
+void tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max,
+    size_t reserve);
 void tlog_fdbudget_destroy(struct tlog_fdbudget *b);
 
 /* A new segment (not yet linked anywhere), with its live part: one

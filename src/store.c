@@ -197,6 +197,14 @@ store_private(struct tlog_store *s, char *err, size_t errlen)
 		    (unsigned)(st.st_mode & 07777), s->path);
 		return -EPERM;
 	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "store %s belongs to uid %u, not to the "
+		    "daemon's (uid %u): its owner can plant files the daemon "
+		    "trusts; refused. chown %u %s", s->path,
+		    (unsigned)st.st_uid, (unsigned)geteuid(),
+		    (unsigned)geteuid(), s->path);
+		return -EPERM;
+	}
 	s->root_mode = st.st_mode & 07777;
 	s->root_uid = st.st_uid;
 	s->root_gid = st.st_gid;
@@ -231,8 +239,10 @@ store_root_attr_load(struct tlog_store *s)
 		n = read(fd, buf, sizeof(buf) - 1);
 		close(fd);
 		buf[n > 0 ? n : 0] = '\0';
+		/* (uid_t)-1 means "unchanged" to chown: never an owner. */
 		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &nl) == 4 &&
-		    nl == '\n' && mode <= 07777;
+		    nl == '\n' && mode <= 07777 && uid != (unsigned)-1 &&
+		    gid != (unsigned)-1;
 		if (!have)
 			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/attr: not "
 			    "\"MODE UID GID\"; the mount root shows the "
@@ -722,7 +732,8 @@ store_alloc(const struct tlog_store_opts *opts)
 	    TLOG_CAP_BYTES;
 	pthread_rwlock_init(&s->tree.lock, NULL);
 	pthread_mutex_init(&s->conf_lock, NULL);
-	tlog_fdbudget_init(&s->fdb, s->ctx.opts.max_open_segments);
+	tlog_fdbudget_init(&s->fdb, s->ctx.opts.max_open_segments,
+	    s->ctx.opts.fd_reserve);
 	tlog_queue_init(&s->q);
 	penv_init(s);
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);

@@ -148,6 +148,10 @@ struct tlog_store_opts {
 	 * of RLIMIT_NOFILE. Past it the least recently opened idle ones are
 	 * closed (and reopened when written again). */
 	size_t max_open_segments;
+	/* Descriptors the process needs besides the store's own and its
+	 * readers' (the FUSE front end: one per worker thread with
+	 * clone_fd): readers are never given them. */
+	size_t fd_reserve;
 	/*
 	 * Test hook: called at the points named by enum tlog_hook, so a unit
 	 * test can force an interleaving (it may call the engine from the

@@ -1172,6 +1172,12 @@ START_TEST(store_is_private)
 	ck_assert_int_eq(chmod(th_dir, 0775), 0);
 	open_refused("chmod go-w");
 	ck_assert_int_eq(chmod(th_dir, 0755), 0);
+	/* Another user's directory: that user could plant anything. */
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(th_dir, 1234, (gid_t)-1), 0);
+		open_refused("belongs to uid 1234, not to the daemon's (uid 0)");
+		ck_assert_int_eq(chown(th_dir, 0, (gid_t)-1), 0);
+	}
 	th_logbuf[0] = '\0';
 	th_open_tp(NULL);
 	ck_assert_ptr_null(strstr(th_logbuf, "the daemon's alone"));
@@ -1289,6 +1295,23 @@ START_TEST(readers_leave_descriptors_for_appends)
 		tlog_segment_close(seg, fds[--n]);
 	tlog_segment_put(seg);
 	th_close();
+	/* The front end's own descriptors (FUSE clone_fd) come off too. */
+	{
+		struct tlog_store_opts o;
+
+		memset(&o, 0, sizeof(o));
+		o.fd_reserve = 20;
+		th_open_tp(&o);
+		seg = tlog_segment_get_active(th_P);
+		ck_assert_ptr_nonnull(seg);
+		while (n < 256 && (fd = tlog_segment_open(seg)) >= 0)
+			fds[n++] = fd;
+		ck_assert_int_eq(n, 48);
+		while (n > 0)
+			tlog_segment_close(seg, fds[--n]);
+		tlog_segment_put(seg);
+		th_close();
+	}
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
 }
 END_TEST
