@@ -601,6 +601,10 @@ nats_last(struct shipper *sh, struct ship_part *p, uint64_t *off,
 		return -1;
 	}
 	s = js_GetLastMsg(&m, sh->js, sh->stream, p->subject, NULL, &ec);
+	/* A reply that came as the request timed out can come back with
+	 * the error (nats.c #434): it is ours to free whatever the status. */
+	if (s != NATS_OK)
+		natsMsg_Destroy(m);
 	if (s == NATS_NOT_FOUND || ec == JSNoMessageFoundErr)
 		return 0;
 	if (s != NATS_OK) {

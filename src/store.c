@@ -1,6 +1,6 @@
 /*
- * store.c - an open store (store.h): open and close with the store's
- * layout, lock, clean mark and boot id; the hooks the partitions reach
+ * store.c - an open store (store.h): open and close, in order (the
+ * store's own files are storefiles.c's); the hooks the partitions reach
  * the layers above them through (events, queues, the scheduler); and the
  * calls of tlog.h that the store answers by delegating to its registry,
  * its queues and its events partition.
@@ -24,6 +24,7 @@
 #include "checkpoint.h"
 #include "flush.h"
 #include "store.h"
+#include "storefiles.h"
 #include "unlink.h"
 
 int
@@ -74,385 +75,6 @@ tlog_store_id(const struct tlog_store *s)
 	return s->id;
 }
 
-void
-tlog_store_update_pid(struct tlog_store *s)
-{
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-
-	/* A reader leaves the last writer's pid: it writes nothing. */
-	if (s->ctx.ro)
-		return;
-	if (ftruncate(s->lockfd, 0) == 0 &&
-	    pwrite(s->lockfd, buf, (size_t)n, 0) != n)
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "cannot record pid in lock file");
-}
-
-static int
-store_lock(struct tlog_store *s, char *err, size_t errlen)
-{
-	struct stat lst;
-	char buf[32] = "";
-	ssize_t n;
-
-	/*
-	 * A reader takes the lock shared: read-only opens, which change
-	 * nothing, coexist; a writer is kept out while any of them runs,
-	 * and keeps them out, so what a reader shows never moves.
-	 */
-	/* Never through a link, never a FIFO or device planted there. */
-	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/lock")) {
-		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file "
-		    "with one link", s->path);
-		return -EINVAL;
-	}
-	s->lockfd = s->ctx.ro ? openat(s->tree.dirfd, ".tlogfs/lock", O_RDONLY |
-	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : openat(s->tree.dirfd,
-	    ".tlogfs/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC, 0644);
-	/* A second link could name a file outside the store. */
-	if (s->lockfd != -1 && (fstat(s->lockfd, &lst) == -1 ||
-	    !S_ISREG(lst.st_mode) || lst.st_nlink != 1)) {
-		close(s->lockfd);
-		s->lockfd = -1;
-		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file "
-		    "with one link", s->path);
-		return -EINVAL;
-	}
-	if (s->lockfd == -1) {
-		snprintf(err, errlen, "%s/.tlogfs/lock: %s", s->path,
-		    strerror(errno));
-		return -errno;
-	}
-	if (flock(s->lockfd, (s->ctx.ro ? LOCK_SH : LOCK_EX) | LOCK_NB) == -1) {
-		int e = errno;
-		n = pread(s->lockfd, buf, sizeof(buf) - 1, 0);
-		buf[n > 0 ? n : 0] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		/* Held by readers only: the pid in the file is the last
-		 * writer's, not theirs. */
-		if (e == EWOULDBLOCK && !s->ctx.ro &&
-		    flock(s->lockfd, LOCK_SH | LOCK_NB) == 0) {
-			flock(s->lockfd, LOCK_UN);
-			snprintf(err, errlen, "store %s is in use by a "
-			    "read-only mount", s->path);
-		} else if (e == EWOULDBLOCK)
-			snprintf(err, errlen, "store %s is in use by pid %s",
-			    s->path, *buf ? buf : "(unknown)");
-		else
-			snprintf(err, errlen, "cannot lock store %s: %s",
-			    s->path, strerror(e));
-		return e == EWOULDBLOCK ? -EBUSY : -e;
-	}
-	tlog_store_update_pid(s);
-	return 0;
-}
-
-/* The store's own directory name (.tlogfs, .tlogfs/events) must be a
- * directory, never a symbolic link or anything else put in its place:
- * else the store is refused, with the reason. */
-static int
-own_dir(struct tlog_store *s, const char *name, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (fstatat(s->tree.dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(err, errlen, "%s/%s: %s", s->path, name,
-		    strerror(errno));
-		return -errno;
-	}
-	if (S_ISDIR(st.st_mode))
-		return 0;
-	snprintf(err, errlen, "%s/%s: %s, not a directory: the store is "
-	    "refused (move it away to open the store)", s->path, name,
-	    S_ISLNK(st.st_mode) ? "a symbolic link" : "something else");
-	return -ENOTDIR;
-}
-
-/*
- * A private store (doc/format.md, "A private store"): anyone who could
- * write in the store's directory could plant files the daemon trusts
- * (a FIFO as a partition's .next, another .config). A directory that
- * its group or others may write is refused; one they may only read or
- * enter is made 0700 by a read-write open, said once. The mount root's
- * own mode and owner live in .tlogfs/attr ("MODE UID GID", mode in
- * octal), made from the directory's own at the first open.
- */
-static int
-store_private(struct tlog_store *s, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (fstat(s->tree.dirfd, &st) == -1) {
-		snprintf(err, errlen, "store %s: %s", s->path, strerror(errno));
-		return -errno;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "store %s is writable by %s (mode %04o): "
-		    "whoever can write it can plant files the daemon trusts; "
-		    "refused. chmod go-w %s (tlogfs then makes it 0700)",
-		    s->path, (st.st_mode & S_IWOTH) ? "everyone" : "its group",
-		    (unsigned)(st.st_mode & 07777), s->path);
-		return -EPERM;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "store %s belongs to uid %u, not to the "
-		    "daemon's (uid %u): its owner can plant files the daemon "
-		    "trusts; refused. chown %u %s", s->path,
-		    (unsigned)st.st_uid, (unsigned)geteuid(),
-		    (unsigned)geteuid(), s->path);
-		return -EPERM;
-	}
-	s->root_mode = st.st_mode & 07777;
-	s->root_uid = st.st_uid;
-	s->root_gid = st.st_gid;
-	return 0;
-}
-
-static int
-write_root_attr(struct tlog_store *s, mode_t mode, uid_t uid, gid_t gid)
-{
-	char buf[64];
-	int n;
-
-	n = snprintf(buf, sizeof(buf), "%04o %u %u\n", (unsigned)mode,
-	    (unsigned)uid, (unsigned)gid);
-	return tlog_write_atomic(s->tree.dirfd, ".tlogfs/attr", buf, (size_t)n);
-}
-
-/* After the lock: the mount root's attributes, then the directory made
- * the daemon's alone. */
-static void
-store_root_attr_load(struct tlog_store *s)
-{
-	struct stat st;
-	unsigned mode, uid, gid;
-	char buf[64], nl;
-	bool have = false;
-	ssize_t n;
-	int fd, r;
-
-	if ((fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "",
-	    ".tlogfs/attr", O_RDONLY)) >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		/* (uid_t)-1 means "unchanged" to chown: never an owner. */
-		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &nl) == 4 &&
-		    nl == '\n' && mode <= 07777 && uid != (unsigned)-1 &&
-		    gid != (unsigned)-1;
-		if (!have)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/attr: not "
-			    "\"MODE UID GID\"; the mount root shows the "
-			    "store's own (%04o %u %u)", (unsigned)s->root_mode,
-			    (unsigned)s->root_uid, (unsigned)s->root_gid);
-	}
-	if (have) {
-		s->root_mode = mode;
-		s->root_uid = uid;
-		s->root_gid = gid;
-	}
-	if (s->ctx.ro)
-		return;
-	if (!have && (r = write_root_attr(s, s->root_mode, s->root_uid,
-	    s->root_gid)) != 0) {
-		tlog_ctx_log(&s->ctx, LOG_ERR, ".tlogfs/attr: cannot write: "
-		    "%s; the store's directory keeps its mode", strerror(-r));
-		return;
-	}
-	if (fstat(s->tree.dirfd, &st) == -1 || (st.st_mode & 077) == 0)
-		return;
-	/* A store made by this open is private from the start: only an
-	 * existing one is told of the change. */
-	if (fchmod(s->tree.dirfd, st.st_mode & 07700) == -1)
-		tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: cannot make it "
-		    "private (chmod 0700): %s", s->path, strerror(errno));
-	else if (!s->created)
-		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s: its directory is "
-		    "now %04o (was %04o), the daemon's alone; the mount root "
-		    "still shows %04o (.tlogfs/attr)", s->path,
-		    (unsigned)(st.st_mode & 07700),
-		    (unsigned)(st.st_mode & 07777), (unsigned)s->root_mode);
-}
-
-int
-tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
-    gid_t gid)
-{
-	int r;
-
-	if (s->ctx.ro)
-		return -EROFS;
-	pthread_mutex_lock(&s->conf_lock);
-	if (mode == (mode_t)-1)
-		mode = s->root_mode;
-	if (uid == (uid_t)-1)
-		uid = s->root_uid;
-	if (gid == (gid_t)-1)
-		gid = s->root_gid;
-	if ((r = write_root_attr(s, mode & 07777, uid, gid)) == 0) {
-		s->root_mode = mode & 07777;
-		s->root_uid = uid;
-		s->root_gid = gid;
-	}
-	pthread_mutex_unlock(&s->conf_lock);
-	return r;
-}
-
-/* .tlogfs/format, never through a link, a FIFO or a device: anything
- * but a regular file fails with ELOOP (the store is refused). */
-static int
-format_open(struct tlog_store *s)
-{
-	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/format")) {
-		errno = ELOOP;
-		return -1;
-	}
-	return openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC);
-}
-
-static int
-store_layout(struct tlog_store *s, char *err, size_t errlen)
-{
-	struct stat st;
-	char buf[64];
-	ssize_t n;
-	int fd, v;
-
-	if (s->ctx.ro) {
-		/* A reader creates nothing: the store must be one. */
-		if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
-			return v;
-		fd = format_open(s);
-		if (fd == -1 && errno == ENOENT) {
-			snprintf(err, errlen, "%s is not a tlogfs store (no "
-			    ".tlogfs/format), and a read-only open creates "
-			    "nothing", s->path);
-			return -ENOENT;
-		}
-		goto check;
-	}
-	if (mkdirat(s->tree.dirfd, ".tlogfs", 0755) == 0)
-		tlog_fsync_dir(s->tree.dirfd, ".");
-	else if (errno != EEXIST) {
-		snprintf(err, errlen, "%s/.tlogfs: %s", s->path,
-		    strerror(errno));
-		return -errno;
-	}
-	if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
-		return v;
-	fd = format_open(s);
-	if (fd == -1 && errno == ENOENT) {
-		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
-		    TLOG_FORMAT_VERSION);
-		if ((v = tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
-		    (size_t)n)) != 0) {
-			snprintf(err, errlen, "%s: cannot write format: %s",
-			    s->path, strerror(-v));
-			return v;
-		}
-		s->created = true;
-		return 0;
-	}
-check:
-	if (fd == -1 && errno != ELOOP) {
-		snprintf(err, errlen, "%s/.tlogfs/format: %s", s->path,
-		    strerror(errno));
-		return -errno;
-	}
-	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		if (fd != -1)
-			close(fd);
-		snprintf(err, errlen, "%s/.tlogfs/format: not a regular file "
-		    "(a link, a FIFO, a device...): the store is refused",
-		    s->path);
-		return -EPROTO;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	if (sscanf(buf, "tlogfs %d", &v) != 1 || v != TLOG_FORMAT_VERSION) {
-		snprintf(err, errlen, "%s: unsupported store format \"%.20s\"",
-		    s->path, buf);
-		return -EPROTO;
-	}
-	return 0;
-}
-
-/*
- * The store's identity (format.md): read from .tlogfs/id, or made and
- * written there (atomically) by a read-write open when it is missing or
- * not 32 hex digits. A read-only open of a store without one has none.
- */
-static int
-store_ident(struct tlog_store *s, char *err, size_t errlen)
-{
-	int r;
-
-	if ((r = tlog_id_read(s->tree.dirfd, ".tlogfs/id", s->id)) == 0 ||
-	    s->ctx.ro) {
-		if (r != 0)
-			s->id[0] = '\0';
-		return 0;
-	}
-	if (r == -EINVAL)
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: .tlogfs/id is "
-		    "not 32 hex digits; the store gets a new identity",
-		    s->path);
-	if ((r = tlog_id_make(s->tree.dirfd, ".tlogfs/id", s->id)) != 0) {
-		snprintf(err, errlen, "%s: cannot write .tlogfs/id: %s",
-		    s->path, strerror(-r));
-		s->id[0] = '\0';
-		return r;
-	}
-	return 0;
-}
-
-/*
- * The boot id (opts.boot_id, else the kernel's), which changes at every
- * boot: a crash within one boot leaves everything written in the page
- * cache, a power cut (or any reboot without a clean close) does not.
- * "" if unknown.
- */
-static void
-boot_id(const struct tlog_store_opts *o, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	buf[0] = '\0';
-	if (o->boot_id != NULL) {
-		strlcpy(buf, o->boot_id, len);
-	} else if ((fd = open("/proc/sys/kernel/random/boot_id",
-	    O_RDONLY | O_CLOEXEC)) != -1) {
-		n = read(fd, buf, len - 1);
-		buf[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* Reads the boot id of the last open, "" if none was recorded. */
-static void
-last_boot(struct tlog_store *s, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	buf[0] = '\0';
-	if ((fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "",
-	    ".tlogfs/boot", O_RDONLY)) < 0)
-		return;
-	n = read(fd, buf, len - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* Every active segment is on disk as it is (after a syncfs). */
 static void
 mark_synced_part(struct tlog_partition *p)
 {
@@ -743,92 +365,6 @@ store_alloc(const struct tlog_store_opts *opts)
 
 /* The nonce the clean close wrote in its mark, which its checkpoint
  * repeats; false if the mark holds none (an older tlogfs's). */
-static bool
-read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
-{
-	char buf[32];
-	ssize_t n;
-	int fd;
-
-	fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "", ".tlogfs/clean",
-	    O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n != 17 || buf[16] != '\n')
-		return false;
-	buf[n] = '\0';
-	return sscanf(buf, "%16" SCNx64, nonce) == 1;
-}
-
-/* Whether the last close was clean; the mark goes while the store is
- * open (read-write). */
-static int
-store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
-{
-	uint64_t nonce;
-	int r;
-
-	struct stat st;
-
-	/* Only a regular file is the mark: anything else planted there (a
-	 * symlink, a FIFO) is not followed, and is removed below as a
-	 * stale mark would be. */
-	if (fstatat(s->tree.dirfd, ".tlogfs/clean", &st,
-	    AT_SYMLINK_NOFOLLOW) == 0) {
-		s->rc.was_clean = S_ISREG(st.st_mode);
-		if (!s->rc.was_clean)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/clean: not a "
-			    "regular file, so not a clean mark%s: the store is "
-			    "checked as after a crash", s->ctx.ro ? "" :
-			    "; removed");
-		if (!s->ctx.ro && !s->rc.was_clean)
-			(void)unlinkat(s->tree.dirfd, ".tlogfs/clean", 0);
-	} else
-		s->rc.was_clean = false;
-	/* The checkpoint is the last clean close's: read now, and gone
-	 * with the mark, so that no later open can take an older one for
-	 * the last close's (checkpoint.h). */
-	if (s->rc.was_clean)
-		s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd,
-		    read_mark_nonce(s, &nonce) ? &nonce : NULL);
-	/* A directory at the name was never a checkpoint (nor trusted as
-	 * one: tlog_ckpt_load said so); it stays, the open goes on. */
-	if (!s->ctx.ro && unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
-	    errno != ENOENT && errno != EISDIR) {
-		r = -errno;
-		snprintf(err, errlen, "store %s: cannot remove %s: %s", s->path,
-		    TLOG_CKPT_PATH, strerror(errno));
-		return r;
-	}
-	/* A reader leaves the mark as it found it: it changes nothing the
-	 * mark vouches for, and an unclean store stays unclean for the
-	 * next writer's recovery. */
-	if (!s->ctx.ro && s->rc.was_clean &&
-	    unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1) {
-		r = -errno;
-		snprintf(err, errlen, "store %s is not writable: %s", s->path,
-		    strerror(errno));
-		return r;
-	}
-	/* The mark must not outlive a power cut while the store runs. */
-	if (!s->ctx.ro && s->rc.was_clean &&
-	    (r = tlog_fsync_dir(s->tree.dirfd, ".tlogfs")) != 0) {
-		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", s->path,
-		    strerror(-r));
-		return r;
-	}
-	if (!s->ctx.ro && !s->rc.was_clean &&
-	    faccessat(s->tree.dirfd, ".", W_OK, 0) == -1) {
-		r = -errno;
-		snprintf(err, errlen, "store %s is not writable: %s", s->path,
-		    strerror(errno));
-		return r;
-	}
-	return 0;
-}
-
 /*
  * Room for the clean stop (doc/format.md, "reserve"): a close writes the
  * checkpoint and the clean mark, which a full disk would refuse, so that
@@ -841,13 +377,13 @@ store_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 #define RESERVE_PART 280	/* a path of up to 255 bytes, and more */
 #define RESERVE_SEG 80
 
+
 static void
 reserve_room(struct tlog_store *s)
 {
 	struct tlog_partition **v;
 	uint64_t want = RESERVE_BASE;
 	size_t n, i;
-	int fd, e;
 
 	if (tlog_store_partitions(s, &v, &n) == 0) {
 		for (i = 0; i < n; i++) {
@@ -857,23 +393,7 @@ reserve_room(struct tlog_store *s)
 		}
 		free(v);
 	}
-	/* Whatever has the name (a crash's leftover, a stray) goes. */
-	if (unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0) == -1 &&
-	    errno != ENOENT && errno != EISDIR)
-		return;
-	fd = openat(s->tree.dirfd, ".tlogfs/reserve", O_WRONLY | O_CREAT |
-	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1)
-		e = errno;
-	else if ((e = posix_fallocate(fd, 0, (off_t)want)) != 0)
-		(void)unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0);
-	if (fd != -1)
-		close(fd);
-	if (e != 0)
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot set aside "
-		    "%" PRIu64 " bytes for a clean stop (.tlogfs/reserve): %s; "
-		    "a stop on a full disk may leave no clean mark", s->path,
-		    want, strerror(e));
+	tlog_sf_reserve(s, want);
 }
 
 int
@@ -897,23 +417,23 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		snprintf(err, errlen, "store %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	if ((r = store_private(s, err, errlen)) != 0 ||
-	    (r = store_layout(s, err, errlen)) != 0 ||
-	    (r = store_lock(s, err, errlen)) != 0)
+	if ((r = tlog_sf_private(s, err, errlen)) != 0 ||
+	    (r = tlog_sf_layout(s, err, errlen)) != 0 ||
+	    (r = tlog_sf_lock(s, err, errlen)) != 0)
 		goto fail;
-	store_root_attr_load(s);
-	if ((r = store_clean_mark(s, err, errlen)) != 0 ||
-	    (r = store_ident(s, err, errlen)) != 0)
+	tlog_sf_root_attr_load(s);
+	if ((r = tlog_sf_clean_mark(s, err, errlen)) != 0 ||
+	    (r = tlog_sf_ident(s, err, errlen)) != 0)
 		goto fail;
-	boot_id(&s->ctx.opts, boot, sizeof(boot));
-	last_boot(s, prev, sizeof(prev));
+	tlog_sf_boot_id(&s->ctx.opts, boot, sizeof(boot));
+	tlog_sf_last_boot(s, prev, sizeof(prev));
 	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
 	    strcmp(boot, prev) != 0);
 	if (s->rc.verify && prev[0] != '\0')
 		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
 		    "a reboot: checking unsealed segments against their data",
 		    path);
-	if ((r = own_dir(s, ".tlogfs/events", err, errlen)) != 0)
+	if ((r = tlog_sf_own_dir(s, ".tlogfs/events", err, errlen)) != 0)
 		goto fail;
 	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd, "",
 	    ".tlogfs/config");
