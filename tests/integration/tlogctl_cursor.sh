@@ -52,8 +52,12 @@ c=$(gx user.cursor.c "$D")
 tl_check "stopped after its first line: the cursor is within the partition" \
     test "${c:-0}" -ge 1 -a "${c:-0}" -le 1500
 first=$("$TLOGCTL" read --cursor c "$D" | head -1)
+# All 1500 lines (10 KB) fit in the pipe: tlogctl may have written them
+# all before head exited, and then rightly committed the end.
+want=
+[ "${c:-0}" -lt 1500 ] && want=$(nums "$c" "$c")
 tl_is "and names a record boundary: the next read starts at record $c" \
-    "$(nums "$c" "$c")" "$first"
+    "$want" "$first"
 
 # ---- records without newline ----
 printf 'no newline' >>"$D/current"	# the close stores it as a record
