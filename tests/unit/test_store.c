@@ -872,14 +872,33 @@ END_TEST
  * idle segments give theirs back and the fsync succeeds, rather than
  * failing with EMFILE while descriptors could be freed.
  */
+/* Lowers RLIMIT_NOFILE to 400 (the old limit in *saved) and fills the
+ * table with copies of stdin, returned in fill (at most 512): the next
+ * open gets EMFILE. */
+static int
+fill_table(struct rlimit *saved, int fill[512])
+{
+	struct rlimit low;
+	int n = 0, fd;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, saved), 0);
+	low = *saved;
+	low.rlim_cur = 400;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 512 && (fd = dup(0)) != -1)
+		fill[n++] = fd;
+	ck_assert_int_eq(errno, EMFILE);
+	return n;
+}
+
 START_TEST(fsync_out_of_descriptors_evicts_idle_segments)
 {
 	char *dir = th_tmpdir(), name[16];
 	struct tlog_store *s = th_open(dir);
 	struct tlog_partition *p[4];
 	struct tlog_writer *w[4];
-	struct rlimit rl, low;
-	int i, fd, nfill = 0, fill[512];
+	struct rlimit rl;
+	int i, nfill, fill[512];
 
 	for (i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "p%d", i);
@@ -887,13 +906,7 @@ START_TEST(fsync_out_of_descriptors_evicts_idle_segments)
 		w[i] = tlog_writer_open(p[i]);
 		th_put(w[i], "a record\n");
 	}
-	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	low = rl;
-	low.rlim_cur = 400;
-	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
-	while (nfill < 512 && (fd = dup(0)) != -1)
-		fill[nfill++] = fd;
-	ck_assert_int_eq(errno, EMFILE);
+	nfill = fill_table(&rl, fill);
 	ck_assert_int_eq(tlog_writer_fsync(w[0], false), 0);
 	while (nfill > 0)
 		close(fill[--nfill]);
@@ -1103,7 +1116,7 @@ START_TEST(read_open_out_of_descriptors)
 	struct tlog_partition *p[4];
 	struct tlog_writer *w[4];
 	struct tlog_segment *seg;
-	struct rlimit rl, low;
+	struct rlimit rl;
 	int i, fd, fd2, nfill = 0, fill[512];
 	const char *l;
 	size_t lines;
@@ -1117,13 +1130,7 @@ START_TEST(read_open_out_of_descriptors)
 	}
 	seg = tlog_segment_get_active(p[0]);
 	ck_assert_ptr_nonnull(seg);
-	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	low = rl;
-	low.rlim_cur = 400;
-	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
-	while (nfill < 512 && (fd = dup(0)) != -1)
-		fill[nfill++] = fd;
-	ck_assert_int_eq(errno, EMFILE);
+	nfill = fill_table(&rl, fill);
 	th_logbuf[0] = '\0';
 	/* The other partitions' idle segments give theirs back. */
 	fd = tlog_segment_open(seg);
