@@ -356,10 +356,7 @@ log_refused(struct tlog_partition *p, size_t rlen, int err,
 
 	if (err == -ENOENT)
 		return;
-	pthread_rwlock_rdlock(&p->lv.tree->lock);
-	if (tlog_level_path(&p->lv, where, sizeof(where)) != 0)
-		strlcpy(where, "?", sizeof(where));
-	pthread_rwlock_unlock(&p->lv.tree->lock);
+	tlog_level_where(&p->lv, where, sizeof(where));
 	if (err == -EFBIG && l->ret_bytes >= 0 &&
 	    rlen > (uint64_t)l->ret_bytes)
 		snprintf(why, sizeof(why), "larger than retention.bytes "

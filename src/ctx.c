@@ -144,13 +144,32 @@ tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
 		return -errno;
 	}
 	if (fstat(fd, &st) == -1) {
-		st.st_mode = (mode_t)-errno;
+		int e = errno;
+
 		close(fd);
-		return (int)st.st_mode;
+		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return stray(ctx, dir, file, st.st_mode);
 	}
 	return fd;
+}
+
+ssize_t
+tlog_ctx_read_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
+    const char *file, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	if ((fd = tlog_ctx_open_file(ctx, dirfd, dir, file, O_RDONLY)) < 0)
+		return fd;
+	n = read(fd, buf, len - 1);
+	if (n == -1)
+		n = -errno;
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
 }

@@ -8,6 +8,8 @@
 #ifndef TLOG_CTX_H
 #define TLOG_CTX_H
 
+#include <sys/types.h>
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -122,6 +124,11 @@ void tlog_ctx_log_err(struct tlog_ctx *ctx, const char *fmt, ...)
  */
 int tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
     const char *file, int flags);
+/* A small file of the store, opened as above: at most len - 1 bytes
+ * into buf, NUL-terminated ("" on failure). Returns the count or
+ * -errno (-ENOENT: missing or a stray). */
+ssize_t tlog_ctx_read_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
+    const char *file, char *buf, size_t len);
 /* A new inode number: unique within one open of the store. */
 uint64_t tlog_ctx_ino(struct tlog_ctx *ctx);
 

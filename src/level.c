@@ -176,6 +176,15 @@ tlog_level_name(struct tlog_level *lv, char *buf, size_t len)
 	pthread_rwlock_unlock(&lv->tree->lock);
 }
 
+void
+tlog_level_where(struct tlog_level *lv, char *buf, size_t len)
+{
+	pthread_rwlock_rdlock(&lv->tree->lock);
+	if (tlog_level_path(lv, buf, len) != 0)
+		strlcpy(buf, "?", len);
+	pthread_rwlock_unlock(&lv->tree->lock);
+}
+
 bool
 tlog_level_dead(const struct tlog_level *lv)
 {

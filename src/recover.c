@@ -32,18 +32,11 @@ static void
 read_next_offset(struct tlog_partition *p, int dfd, const char *where)
 {
 	char buf[32];
-	ssize_t n;
 	uint64_t v;
-	int fd;
 
-	if ((fd = tlog_ctx_open_file(p->ctx, dfd, where, ".next",
-	    O_RDONLY)) < 0)
+	if (tlog_ctx_read_file(p->ctx, dfd, where, ".next", buf,
+	    sizeof(buf)) <= 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
 	if (sscanf(buf, "%" SCNu64, &v) != 1)
 		return;
 	p->saved_end = v;

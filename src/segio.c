@@ -68,6 +68,8 @@ void
 tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max, size_t reserve)
 {
 	struct rlimit rl;
+	size_t used;
+	bool limited;
 
 	pthread_mutex_init(&b->lock, NULL);
 	TAILQ_INIT(&b->segs);
@@ -76,24 +78,20 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max, size_t reserve)
 	b->full_said = 0;
 	RB_INIT(&b->reading);
 	b->readers = 0;
-	b->readers_max = SIZE_MAX;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		b->readers_max = 0;
+	limited = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY;
 	if (b->max == 0) {
-		b->max = b->readers_max == 0 ? (size_t)rl.rlim_cur / 4 : 4096;
+		b->max = limited ? (size_t)rl.rlim_cur / 4 : 4096;
 		if (b->max < 16)
 			b->max = 16;
 	}
 	/* Readers get what the segments' share (two descriptors each), the
 	 * front end's reserve and a margin for the rest (the store's own
 	 * directories and files, directories being read, atomic writes)
-	 * leave. */
-	if (b->readers_max == 0 && (size_t)rl.rlim_cur > 2 * b->max + 32 +
-	    reserve)
-		b->readers_max = (size_t)rl.rlim_cur - 2 * b->max - 32 -
-		    reserve;
-	else if (b->readers_max == 0)
-		b->readers_max = 1;
+	 * leave; at least one. */
+	used = 2 * b->max + 32 + reserve;
+	b->readers_max = !limited ? SIZE_MAX : (size_t)rl.rlim_cur > used ?
+	    (size_t)rl.rlim_cur - used : 1;
 }
 
 void
@@ -244,6 +242,20 @@ set_aside(struct tlog_segment *seg, const char *name)
 	return done;
 }
 
+/* Opens name in the segment's directory; with the descriptor table
+ * full, idle segments give theirs back and it tries once more. */
+static int
+open_evicting(struct tlog_segment *seg, const char *name, int flags)
+{
+	int fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
+
+	if (fd == -EMFILE || fd == -ENFILE) {
+		fd_evict_all(seg);
+		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
+	}
+	return fd;
+}
+
 /* Opens one of the segment's two files, creating it for a new segment. */
 static int
 open_one(struct tlog_segment *seg, const char *ext, bool create)
@@ -253,11 +265,7 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 	int fd;
 
 	tlog_segname_format(seg->base, ext, name, sizeof(name));
-	fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
-	if (fd == -EMFILE || fd == -ENFILE) {
-		fd_evict_all(seg);
-		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
-	}
+	fd = open_evicting(seg, name, flags);
 	if (create && fd == -EEXIST && set_aside(seg, name))
 		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 	return fd;
@@ -359,15 +367,11 @@ tlog_segment_open(struct tlog_segment *seg)
 	if ((fd = reader_add(seg)) != 0)
 		return fd;
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
-	if (fd == -EMFILE || fd == -ENFILE) {
-		/* The table is full all the same (other descriptors of
-		 * the process): idle segments give theirs back. */
-		fd_evict_all(seg);
-		fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0);
-		if (fd == -EMFILE || fd == -ENFILE)
-			fd = readers_full(seg);
-	}
+	/* The table can be full all the same (other descriptors of the
+	 * process). */
+	fd = open_evicting(seg, name, O_RDONLY);
+	if (fd == -EMFILE || fd == -ENFILE)
+		fd = readers_full(seg);
 	if (fd < 0)
 		reader_gone(seg);
 	return fd;

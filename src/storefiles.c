@@ -180,14 +180,10 @@ tlog_sf_root_attr_load(struct tlog_store *s)
 	unsigned mode, uid, gid;
 	char buf[64], nl;
 	bool have = false;
-	ssize_t n;
-	int fd, r;
+	int r;
 
-	if ((fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "",
-	    ".tlogfs/attr", O_RDONLY)) >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
+	if (tlog_ctx_read_file(&s->ctx, s->tree.dirfd, "", ".tlogfs/attr",
+	    buf, sizeof(buf)) != -ENOENT) {
 		/* (uid_t)-1 means "unchanged" to chown: never an owner. */
 		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &nl) == 4 &&
 		    nl == '\n' && mode <= 07777 && uid != (unsigned)-1 &&
@@ -388,16 +384,8 @@ tlog_sf_boot_id(const struct tlog_store_opts *o, char *buf, size_t len)
 void
 tlog_sf_last_boot(struct tlog_store *s, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd;
-
-	buf[0] = '\0';
-	if ((fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "",
-	    ".tlogfs/boot", O_RDONLY)) < 0)
-		return;
-	n = read(fd, buf, len - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
+	(void)tlog_ctx_read_file(&s->ctx, s->tree.dirfd, "", ".tlogfs/boot",
+	    buf, len);
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
@@ -406,18 +394,10 @@ static bool
 read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
 {
 	char buf[32];
-	ssize_t n;
-	int fd;
 
-	fd = tlog_ctx_open_file(&s->ctx, s->tree.dirfd, "", ".tlogfs/clean",
-	    O_RDONLY);
-	if (fd < 0)
+	if (tlog_ctx_read_file(&s->ctx, s->tree.dirfd, "", ".tlogfs/clean",
+	    buf, sizeof(buf)) != 17 || buf[16] != '\n')
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n != 17 || buf[16] != '\n')
-		return false;
-	buf[n] = '\0';
 	return sscanf(buf, "%16" SCNx64, nonce) == 1;
 }
 

@@ -186,10 +186,7 @@ tlog_writer_close(struct tlog_writer *w)
 	 * partition; one whose partition is gone (removed, or renamed
 	 * over) is said here, with its partition and size. */
 	if ((r = tlog_writer_flush(w)) == -ENOENT) {
-		pthread_rwlock_rdlock(&w->part->lv.tree->lock);
-		if (tlog_level_path(&w->part->lv, where, sizeof(where)) != 0)
-			strlcpy(where, "?", sizeof(where));
-		pthread_rwlock_unlock(&w->part->lv.tree->lock);
+		tlog_level_where(&w->part->lv, where, sizeof(where));
 		/* Each loss is named, never folded into a count: one
 		 * close loses at most one held line. */
 		TLOG_METRIC_ADD(w->part->ctx, errors, 1);
