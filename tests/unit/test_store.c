@@ -872,6 +872,18 @@ END_TEST
  * idle segments give theirs back and the fsync succeeds, rather than
  * failing with EMFILE while descriptors could be freed.
  */
+/* How many times the log holds text. */
+static size_t
+times_logged(const char *text)
+{
+	const char *l;
+	size_t n = 0;
+
+	for (l = th_logbuf; (l = strstr(l, text)) != NULL; l++)
+		n++;
+	return n;
+}
+
 /* Lowers RLIMIT_NOFILE to 400 (the old limit in *saved) and fills the
  * table with copies of stdin, returned in fill (at most 512): the next
  * open gets EMFILE. */
@@ -1118,8 +1130,6 @@ START_TEST(read_open_out_of_descriptors)
 	struct tlog_segment *seg;
 	struct rlimit rl;
 	int i, fd, fd2, nfill = 0, fill[512];
-	const char *l;
-	size_t lines;
 
 	th_open_tp(NULL);
 	for (i = 0; i < 4; i++) {
@@ -1142,16 +1152,10 @@ START_TEST(read_open_out_of_descriptors)
 	ck_assert_int_eq(tlog_segment_open(seg), -ENFILE);
 	th_clock += 30000;
 	ck_assert_int_eq(tlog_segment_open(seg), -ENFILE);
-	for (lines = 0, l = th_logbuf; (l = strstr(l, "out of file "
-	    "descriptors")) != NULL; l++)
-		lines++;
-	ck_assert_uint_eq(lines, 1);
+	ck_assert_uint_eq(times_logged("out of file descriptors"), 1);
 	th_clock += 31000;
 	ck_assert_int_eq(tlog_segment_open(seg), -ENFILE);
-	for (lines = 0, l = th_logbuf; (l = strstr(l, "out of file "
-	    "descriptors")) != NULL; l++)
-		lines++;
-	ck_assert_uint_eq(lines, 2);
+	ck_assert_uint_eq(times_logged("out of file descriptors"), 2);
 	while (nfill > 0)
 		close(fill[--nfill]);
 	tlog_segment_close(seg, fd);
