@@ -7,9 +7,10 @@
  * p->ncursors and p->cursor_floor sum them up for the rules of
  * retention.c, which may not call here (same layer).
  *
- * Commits of one partition take p->cursor_lock, so two commits never race
- * to write the file; readers take only p->sd.lock, briefly, and never
- * wait behind a commit's fsync.
+ * Commits of one partition take its sync lock (p->sd.sync_lock, the lock
+ * of its disk work), so two commits never race to write the file;
+ * readers take only p->sd.lock, briefly, and never wait behind a
+ * commit's fsync.
  */
 #include "config.h"
 
@@ -181,7 +182,7 @@ persist(struct tlog_partition *p, const struct tlog_cursor *v, size_t n)
 /*
  * Applies a change: v (n cursors, sorted) becomes p's on disk, then in
  * memory, and p's due time is computed again (the consumed rule follows
- * the slowest cursor). p->cursor_lock held; v is taken either way.
+ * the slowest cursor). p->sd.sync_lock held; v is taken either way.
  */
 static int
 commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
@@ -207,33 +208,11 @@ commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
 	return 0;
 }
 
-/* p's commit lock, made at its first commit; NULL: out of memory. */
-static pthread_mutex_t *
-commit_lock(struct tlog_partition *p)
-{
-	pthread_mutex_t *m = __atomic_load_n(&p->cursor_lock,
-	    __ATOMIC_ACQUIRE), *nm;
-
-	if (m != NULL)
-		return m;
-	if ((nm = malloc(sizeof(*nm))) == NULL)
-		return NULL;
-	pthread_mutex_init(nm, NULL);
-	if (__atomic_compare_exchange_n(&p->cursor_lock, &m, nm, false,
-	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return nm;
-	/* Another commit made it first. */
-	pthread_mutex_destroy(nm);
-	free(nm);
-	return m;
-}
-
 int
 tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
     const char *value, size_t len)
 {
 	struct tlog_cursor *v;
-	pthread_mutex_t *m;
 	char shown[40], where[2 * TLOG_NAME_MAX + 2];
 	uint64_t off, end;
 	size_t n;
@@ -252,9 +231,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		return -EINVAL;
 	}
 	ok = parse_offset(value, len, &off);
-	if ((m = commit_lock(p)) == NULL)
-		return -ENOMEM;
-	pthread_mutex_lock(m);
+	pthread_mutex_lock(&p->sd.sync_lock);
 	if (tlog_level_dead(&p->lv)) {
 		r = -ENOENT;
 		goto out;
@@ -289,7 +266,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		v[i].offset = off;
 	r = commit(p, v, n);
 out:
-	pthread_mutex_unlock(m);
+	pthread_mutex_unlock(&p->sd.sync_lock);
 	if (r == 0)
 		tlog_part_resched(p);
 	return r;
@@ -299,7 +276,6 @@ int
 tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 {
 	struct tlog_cursor *v;
-	pthread_mutex_t *m;
 	uint64_t end;
 	size_t n;
 	ssize_t i;
@@ -307,9 +283,7 @@ tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 
 	if (p->ctx->ro)
 		return -EROFS;
-	if ((m = commit_lock(p)) == NULL)
-		return -ENOMEM;
-	pthread_mutex_lock(m);
+	pthread_mutex_lock(&p->sd.sync_lock);
 	if ((v = copy_cursors(p, &n, &end)) == NULL) {
 		r = -ENOMEM;
 		goto out;
@@ -322,7 +296,7 @@ tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 	memmove(&v[i], &v[i + 1], (n - (size_t)i - 1) * sizeof(*v));
 	r = commit(p, v, n - 1);
 out:
-	pthread_mutex_unlock(m);
+	pthread_mutex_unlock(&p->sd.sync_lock);
 	if (r == 0)
 		tlog_part_resched(p);
 	return r;
@@ -621,7 +595,6 @@ int
 tlog_partition_id(struct tlog_partition *p, char *buf, size_t len)
 {
 	char *id, where[2 * TLOG_NAME_MAX + 2];
-	pthread_mutex_t *m;
 	int r;
 
 	if ((id = __atomic_load_n(&p->id, __ATOMIC_ACQUIRE)) != NULL) {
@@ -630,12 +603,10 @@ tlog_partition_id(struct tlog_partition *p, char *buf, size_t len)
 		strlcpy(buf, id, len);
 		return 0;
 	}
-	/* The commit lock: two first requests agree on one identity. */
-	if ((m = commit_lock(p)) == NULL)
-		return -ENOMEM;
-	pthread_mutex_lock(m);
+	/* Under the sync lock: two first requests agree on one identity. */
+	pthread_mutex_lock(&p->sd.sync_lock);
 	r = part_id_load(p);
-	pthread_mutex_unlock(m);
+	pthread_mutex_unlock(&p->sd.sync_lock);
 	if (r == 0)
 		strlcpy(buf, p->id, len);
 	else if (r != -ENOENT && r != -ENODATA) {

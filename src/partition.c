@@ -74,10 +74,6 @@ part_free(struct tlog_level *lv)
 	}
 	free(p->cursors);
 	free(p->id);
-	if (p->cursor_lock != NULL) {
-		pthread_mutex_destroy(p->cursor_lock);
-		free(p->cursor_lock);
-	}
 	tlog_segdir_destroy(&p->sd);
 	tlog_level_destroy(&p->lv);
 	free(p);

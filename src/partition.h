@@ -110,14 +110,11 @@ struct tlog_partition {
 	uint32_t ncursors;		/* cursors on this partition (sd.lock) */
 	uint64_t cursor_floor;		/* the slowest cursor; UINT64_MAX if none */
 	/* cursor.c's: the cursors, sorted by name, one malloc'd block
-	 * replaced under sd.lock (freed with p); commits take
-	 * cursor_lock, before any other lock of p's. The lock is made at
-	 * the first commit (most partitions have none), published
-	 * atomically and freed with p. */
+	 * replaced under sd.lock (freed with p); a commit holds
+	 * sd.sync_lock across its write of .cursors. */
 	struct tlog_cursor *cursors;
-	pthread_mutex_t *cursor_lock;
 	/* Its identity (cursor.c), read or made at the first request
-	 * under cursor_lock, published atomically, freed with p. */
+	 * under sd.sync_lock, published atomically, freed with p. */
 	char *id;
 	struct tlog_heap_node fheap;	/* the reaper's free-space heap: key =
 					   oldest segment's max_ts */
