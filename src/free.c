@@ -167,7 +167,7 @@ free_arm(struct tlog_reaper *r, int64_t floor)
  * looked at again). Returns its bytes, 0 if nothing is left; *pp is its
  * partition (not referenced: compare only). Empty partitions (an empty
  * active segment) leave the heap; the next segment brings them back.
- * free_lock held, no partition lock.
+ * The store's admin_lock held, no partition lock.
  */
 static uint64_t
 free_one(struct tlog_reaper *r, struct tlog_partition **pp)
@@ -284,7 +284,7 @@ tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
 }
 
 /*
- * One reclaiming pass (free_lock held): if free space, counting the
+ * One reclaiming pass (the store's admin_lock held): if free space, counting the
  * bytes of detached segments not yet unlinked as free already (they
  * will be) and those of appends under way as used, is below the floor,
  * detaches oldest segments until it is above floor + floor / 16, at
@@ -388,9 +388,9 @@ tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st)
 	st->floor = -1;
 	if (s->ctx.ro || r == NULL)
 		return 0;
-	pthread_mutex_lock(&r->free_lock);
+	pthread_mutex_lock(&r->s->admin_lock);
 	n = free_pass(r, FREE_PASS_MAX, false, st);
-	pthread_mutex_unlock(&r->free_lock);
+	pthread_mutex_unlock(&r->s->admin_lock);
 	return n;
 }
 
@@ -413,10 +413,10 @@ tlog_free_reclaim(void *arg, struct tlog_partition *p)
 	    free_floor(r, size) < 0)
 		return 0;
 	memset(&st, 0, sizeof(st));
-	pthread_mutex_lock(&r->free_lock);
+	pthread_mutex_lock(&r->s->admin_lock);
 	n = tlog_unlink_pending(&r->s->q, 0);
 	n += free_pass(r, FREE_SYNC_MAX, true, &st);
-	pthread_mutex_unlock(&r->free_lock);
+	pthread_mutex_unlock(&r->s->admin_lock);
 	if (st.segments > 0) {
 		n += tlog_unlink_pending(&r->s->q, 0);
 		TLOG_METRIC_ADD(r->ctx, free_sync, 1);
@@ -464,11 +464,11 @@ tlog_free_wait(void *arg)
 	tlog_deadline(FREE_WAIT_MS, &ts);
 	for (;;) {
 		memset(&st, 0, sizeof(st));
-		pthread_mutex_lock(&r->free_lock);
+		pthread_mutex_lock(&r->s->admin_lock);
 		/* Another waiter's pass may have done it already. */
 		n = tlog_ctx_free_short(r->ctx) ?
 		    free_pass(r, FREE_PASS_MAX, false, &st) : 0;
-		pthread_mutex_unlock(&r->free_lock);
+		pthread_mutex_unlock(&r->s->admin_lock);
 		if (n > 0) {
 			TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
 			tlog_free_log(r, &st, "appends wait for free space:", t0);

@@ -31,11 +31,10 @@ struct tlog_reaper {
 	bool stop;
 	/* retention.keep.free: partitions by their oldest segment's max_ts
 	 * (each referenced; under lock, kept with sched), one reclaiming
-	 * pass at a time (free_lock, taken before any partition lock). */
+	 * pass at a time (the store's admin_lock). */
 	struct tlog_heap fheap;
-	pthread_mutex_t free_lock;
 	bool held_said;			/* the readers' held bytes were
-					   logged (under free_lock) */
+					   logged (admin_lock) */
 	bool pressure;			/* appends asked for a check */
 	int64_t free_last;		/* last check, engine time */
 	unsigned steps;			/* the clock's steps when every due

@@ -35,7 +35,7 @@ struct tlog_level {
 					   counted */
 	char *name;			/* under tree->lock; NULL: the store */
 	/* This level's own settings; NULL until it sets one (most
-	 * partitions never do). Made once under the store's conf_lock, or
+	 * partitions never do). Made once under the store's admin_lock, or
 	 * before the level is shared, published atomically and freed with
 	 * the level: readers take no lock. */
 	struct tlog_conf *conf;
@@ -67,7 +67,7 @@ void tlog_level_conf_all(const struct tlog_level *lv, int64_t v[TLOG_NKEYS]);
 int64_t tlog_level_own(const struct tlog_level *lv, enum tlog_key k);
 /* lv's own settings, or one that sets nothing; no lock. */
 const struct tlog_conf *tlog_level_conf_of(const struct tlog_level *lv);
-/* Sets lv's own value of k (the store's conf_lock held, or lv not yet
+/* Sets lv's own value of k (the store's admin_lock held, or lv not yet
  * shared); 0 or -ENOMEM, before anything changed. Never fails after
  * tlog_level_reserve. */
 int tlog_level_assign(struct tlog_level *lv, enum tlog_key k, int64_t v);

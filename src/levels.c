@@ -75,9 +75,9 @@ set_err(char *err, size_t errlen, const char *msg)
 
 /*
  * Writes the level's config with key k set to v (TLOG_UNSET: dropped),
- * then, only if that worked, applies it. Caller holds the tree lock
- * (read, so the level's path cannot change under the write) and
- * conf_lock.
+ * then, only if that worked, applies it. Caller holds admin_lock and
+ * the tree lock (read, so the level's path cannot change under the
+ * write).
  */
 static int
 level_commit(struct tlog_store *s, struct tlog_topic *t,
@@ -176,8 +176,8 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		return r;
 	}
 
+	pthread_mutex_lock(&s->admin_lock);
 	pthread_rwlock_rdlock(&s->tree.lock);
-	pthread_mutex_lock(&s->conf_lock);
 	if (tlog_level_dead(lv)) {
 		set_err(err, errlen, "no such topic or partition");
 		r = -ENOENT;
@@ -194,8 +194,8 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	}
 	r = level_commit(s, t, p, k, v, err, errlen);
 out:
-	pthread_mutex_unlock(&s->conf_lock);
 	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_mutex_unlock(&s->admin_lock);
 	if (r == 0)
 		tlog_store_resched(s, t, p);
 	return r;
@@ -226,16 +226,16 @@ tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
 	k = tlog_key_lookup(key);
 	if (k < 0)
 		return -ENOTSUP;
+	pthread_mutex_lock(&s->admin_lock);
 	pthread_rwlock_rdlock(&s->tree.lock);
-	pthread_mutex_lock(&s->conf_lock);
 	if (tlog_level_dead(lv))
 		r = -ENOENT;
 	else if (tlog_level_own(lv, k) == TLOG_UNSET)
 		r = -ENODATA;
 	else
 		r = level_commit(s, t, p, k, TLOG_UNSET, NULL, 0);
-	pthread_mutex_unlock(&s->conf_lock);
 	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_mutex_unlock(&s->admin_lock);
 	if (r == 0)
 		tlog_store_resched(s, t, p);
 	return r;
@@ -255,11 +255,10 @@ tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
 		r = -errno;
 	close(fd);
 	if (r == 0 && t == NULL && p == NULL) {
-		pthread_mutex_lock(&s->conf_lock);
-		st->st_mode = (st->st_mode & S_IFMT) | s->root_mode;
-		st->st_uid = s->root_uid;
-		st->st_gid = s->root_gid;
-		pthread_mutex_unlock(&s->conf_lock);
+		st->st_mode = (st->st_mode & S_IFMT) |
+		    __atomic_load_n(&s->root_mode, __ATOMIC_RELAXED);
+		st->st_uid = __atomic_load_n(&s->root_uid, __ATOMIC_RELAXED);
+		st->st_gid = __atomic_load_n(&s->root_gid, __ATOMIC_RELAXED);
 	}
 	return r;
 }

@@ -427,7 +427,6 @@ tlog_reaper_attach(struct tlog_store *s)
 	tlog_cond_init_mono(&r->cond);
 	tlog_heap_init(&r->heap);
 	tlog_heap_init(&r->fheap);
-	pthread_mutex_init(&r->free_lock, NULL);
 	/* The first append checks free space. */
 	__atomic_store_n(&s->ctx.free_check, 1, __ATOMIC_RELAXED);
 	tlog_store_set_sched(s, &reaper_ops, r);
@@ -501,7 +500,6 @@ reaper_detach(void *arg)
 	tlog_free_budget(r, -1, 0, 0, 0);
 	tlog_heap_destroy(&r->heap);
 	tlog_heap_destroy(&r->fheap);
-	pthread_mutex_destroy(&r->free_lock);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	free(r);

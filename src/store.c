@@ -135,7 +135,7 @@ store_free(struct tlog_store *s)
 		close(s->tree.dirfd);
 	tlog_level_destroy(&s->root);
 	pthread_rwlock_destroy(&s->tree.lock);
-	pthread_mutex_destroy(&s->conf_lock);
+	pthread_mutex_destroy(&s->admin_lock);
 	tlog_ctx_destroy(&s->ctx);
 	tlog_fdbudget_destroy(&s->fdb);
 	free(s->path);
@@ -353,7 +353,7 @@ store_alloc(const struct tlog_store_opts *opts)
 	s->ctx.cap_bytes = s->ctx.opts.cap_bytes ? s->ctx.opts.cap_bytes :
 	    TLOG_CAP_BYTES;
 	pthread_rwlock_init(&s->tree.lock, NULL);
-	pthread_mutex_init(&s->conf_lock, NULL);
+	pthread_mutex_init(&s->admin_lock, NULL);
 	tlog_fdbudget_init(&s->fdb, s->ctx.opts.max_open_segments,
 	    s->ctx.opts.fd_reserve);
 	tlog_queue_init(&s->q);

@@ -11,10 +11,10 @@
  * STORE/.tlogfs/boot     the kernel's boot id at the last open
  * STORE/TOPIC/.config, STORE/TOPIC/PART/.config, STORE/TOPIC/PART/.next
  *
- * Locks, outermost first (doc/engine.md, "Threads and locks"): the tree
- * lock (tree.lock), conf_lock, a partition's sync lock, its lock, then
- * the leaves: the queue's lock, the scheduler's lock, the open-file
- * budget's lock, the log lock.
+ * Locks, outermost first (doc/engine.md, "Threads and locks"):
+ * admin_lock, the tree lock (tree.lock), a partition's sync lock, its
+ * lock, then the leaves: the queue's lock, the scheduler's lock, the
+ * open-file budget's lock, the log lock.
  */
 #ifndef TLOG_STORE_H
 #define TLOG_STORE_H
@@ -42,7 +42,11 @@ struct tlog_store {
 	int lockfd;
 	struct tlog_ctx ctx;		/* options, clock, log, metrics */
 	struct tlog_recovery rc;	/* was the last close clean, verify */
-	pthread_mutex_t conf_lock;	/* serializes settings' writers */
+	/* The store's rare changes, one at a time: settings' writers,
+	 * the mount root's attributes, retention.keep.free's passes
+	 * (free.c). Taken before any other lock, held across their disk
+	 * work. */
+	pthread_mutex_t admin_lock;
 	struct tlog_fdbudget fdb;	/* the open-file budget */
 	struct tlog_queue q;		/* unlinks and flushes */
 	struct tlog_part_env penv;	/* every partition's hooks */
@@ -52,7 +56,8 @@ struct tlog_store {
 	/* The mount root's mode (permission bits) and owner, as chmod and
 	 * chown through the mount set them: kept in .tlogfs/attr, never on
 	 * the store's directory, which stays the daemon's alone (0700;
-	 * doc/format.md, "A private store"). Under conf_lock. */
+	 * doc/format.md, "A private store"). Written under admin_lock,
+	 * read atomically. */
 	mode_t root_mode;
 	uid_t root_uid;
 	gid_t root_gid;

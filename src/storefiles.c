@@ -230,7 +230,7 @@ tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
 
 	if (s->ctx.ro)
 		return -EROFS;
-	pthread_mutex_lock(&s->conf_lock);
+	pthread_mutex_lock(&s->admin_lock);
 	if (mode == (mode_t)-1)
 		mode = s->root_mode;
 	if (uid == (uid_t)-1)
@@ -238,11 +238,12 @@ tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
 	if (gid == (gid_t)-1)
 		gid = s->root_gid;
 	if ((r = write_root_attr(s, mode & 07777, uid, gid)) == 0) {
-		s->root_mode = mode & 07777;
-		s->root_uid = uid;
-		s->root_gid = gid;
+		__atomic_store_n(&s->root_mode, mode & 07777,
+		    __ATOMIC_RELAXED);
+		__atomic_store_n(&s->root_uid, uid, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->root_gid, gid, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&s->conf_lock);
+	pthread_mutex_unlock(&s->admin_lock);
 	return r;
 }
 
