@@ -20,9 +20,9 @@
 struct tlog_reaper {
 	struct tlog_store *s;
 	struct tlog_ctx *ctx;
-	/* Lock order: a partition's sd.lock, then lock; never the
-	 * reverse. */
-	pthread_mutex_t lock;
+	/* Both heaps are under the store's work lock (s->q.lock, queue.h:
+	 * taken under a partition's sd.lock, never the reverse); cond is
+	 * the thread's, waited on with that lock. */
 	pthread_cond_t cond;
 	struct tlog_heap heap;		/* partitions by due time, each
 					   referenced */
@@ -30,7 +30,7 @@ struct tlog_reaper {
 	bool running;
 	bool stop;
 	/* retention.keep.free: partitions by their oldest segment's max_ts
-	 * (each referenced; under lock, kept with sched), one reclaiming
+	 * (each referenced; kept with heap), one reclaiming
 	 * pass at a time (the store's admin_lock). */
 	struct tlog_heap fheap;
 	bool held_said;			/* the readers' held bytes were
@@ -55,7 +55,7 @@ fpart_of(struct tlog_heap_node *x)
 
 /* p's key in the free heap, -1 if it has no segment (p->sd.lock held). */
 int64_t tlog_free_key_locked(struct tlog_partition *p);
-/* Sets p's free key (-1: out; r->lock held); the reference to drop. */
+/* Sets p's free key (-1: out; s->q.lock held); the reference to drop. */
 struct tlog_partition *tlog_free_update(struct tlog_reaper *r,
     struct tlog_partition *p, int64_t key);
 /* The scheduler's sealed hook: p's free key, p->sd.lock held. */

@@ -1,12 +1,13 @@
 /*
  * queue.h - a store's background work: the unlink queue (detached
  * segments whose files wait to be unlinked) and the flush queue
- * (partitions whose sealed segments wait for their footers). One lock and
- * one condition serve both, so the front end's unlinker thread waits for
- * either (tlog_store_unlink_wait). Drained by unlink.c and flush.c.
+ * (partitions whose sealed segments wait for their footers). Drained by
+ * unlink.c and flush.c. Its lock is the store's work lock: it also guards
+ * the reaper's heaps (free.h). One condition serves both queues, so the
+ * front end's unlinker thread waits for either (tlog_store_unlink_wait).
  *
- * Lock order: a partition's sd.lock, then q->lock (a detach or a seal
- * queues under the partition lock); never the reverse.
+ * Lock order: a partition's sd.lock, then q->lock (a detach, a seal or a
+ * new segment's schedule under the partition lock); never the reverse.
  */
 #ifndef TLOG_QUEUE_H
 #define TLOG_QUEUE_H
@@ -22,7 +23,7 @@
 TAILQ_HEAD(tlog_partq, tlog_partition);
 
 struct tlog_queue {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* the store's work lock */
 	pthread_cond_t cond;		/* work queued, a drain's progress */
 	struct tlog_seglist unlinkq;	/* each referenced */
 	size_t nunlink;

@@ -13,8 +13,8 @@
  *
  * Locks, outermost first (doc/engine.md, "Threads and locks"):
  * admin_lock, the tree lock (tree.lock), a partition's sync lock, its
- * lock, then the leaves: the queue's lock, the scheduler's lock, the
- * open-file budget's lock, the log lock.
+ * lock, then the leaves: the work lock (q.lock: queues and the reaper's
+ * heaps), the open-file budget's lock, the log lock.
  */
 #ifndef TLOG_STORE_H
 #define TLOG_STORE_H

@@ -521,9 +521,9 @@ key_becomes(struct tlog_partition *p, int64_t want)
 	int i;
 
 	for (i = 0; i < 100; i++) {
-		pthread_mutex_lock(&r->lock);
+		pthread_mutex_lock(&r->s->q.lock);
 		k = p->sched.key;
-		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&r->s->q.lock);
 		if (k == want)
 			return true;
 		usleep(50000);
