@@ -26,7 +26,7 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 	ctx->log.arg = ctx->opts.log_arg;
 	ctx->next_ino = TLOG_ROOT_INO + 1;
 	ctx->free_room = INT64_MAX;
-	pthread_mutex_init(&ctx->log_lock, NULL);
+	pthread_mutex_init(&ctx->work_lock, NULL);
 	tlog_clock_init(&ctx->clock, ctx->opts.clock, ctx->opts.boot_clock,
 	    ctx->opts.clock_arg, &ctx->log);
 }
@@ -34,8 +34,8 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 void
 tlog_ctx_destroy(struct tlog_ctx *ctx)
 {
-	pthread_mutex_destroy(&ctx->log_lock);
 	tlog_clock_destroy(&ctx->clock);
+	pthread_mutex_destroy(&ctx->work_lock);
 }
 
 int64_t
@@ -81,24 +81,22 @@ tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
 void
 tlog_ctx_log_err(struct tlog_ctx *ctx, const char *fmt, ...)
 {
-	int64_t now = tlog_ctx_now(ctx);
-	unsigned dropped = 0;
-	bool say = false;
+	int64_t now = tlog_ctx_now(ctx), last;
+	unsigned dropped;
 	char msg[900];
 	va_list ap;
 
 	TLOG_METRIC_ADD(ctx, errors, 1);
-	pthread_mutex_lock(&ctx->log_lock);
-	if (ctx->last_err_ts == 0 || now - ctx->last_err_ts >= 30000) {
-		say = true;
-		dropped = ctx->suppressed;
-		ctx->suppressed = 0;
-		ctx->last_err_ts = now;
-	} else
-		ctx->suppressed++;
-	pthread_mutex_unlock(&ctx->log_lock);
-	if (!say)
+	/* One line per 30 s: the one thread whose exchange opens the next
+	 * window says it, with the count suppressed before it. */
+	last = __atomic_load_n(&ctx->last_err_ts, __ATOMIC_RELAXED);
+	if ((last != 0 && now - last < 30000) ||
+	    !__atomic_compare_exchange_n(&ctx->last_err_ts, &last, now, false,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&ctx->suppressed, 1, __ATOMIC_RELAXED);
 		return;
+	}
+	dropped = __atomic_exchange_n(&ctx->suppressed, 0, __ATOMIC_RELAXED);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);

@@ -45,8 +45,13 @@ struct tlog_ctx {
 	uint64_t cap_bytes;
 	struct tlog_sink log;
 	struct tlog_clock clock;
-	/* rate limit for repeated errors */
-	pthread_mutex_t log_lock;	/* a leaf */
+	/* The store's work lock, a leaf under the partitions' locks (never
+	 * the reverse): store-wide bookkeeping, held only for its own list
+	 * and heap operations: the open-file budget (segment.h), the unlink
+	 * and flush queues (queue.h), the reaper's heaps (free.h). */
+	pthread_mutex_t work_lock;
+	/* The rate limit of repeated errors (tlog_ctx_log_err): engine
+	 * time of the last line, and the count suppressed since; atomic. */
 	int64_t last_err_ts;
 	unsigned suppressed;
 	struct tlog_metrics metrics;

@@ -37,7 +37,7 @@
 #define FREE_SYNC_MAX 4		/* segments an append's ENOSPC may take */
 #define FREE_CHECK_MIN (256 * 1024)	/* appended bytes between checks */
 
-/* ---- the free heap (the work lock, s->q.lock, held) ---- */
+/* ---- the free heap (ctx->work_lock held) ---- */
 
 /*
  * p's key in the free heap (p->sd.lock held), -1 if it has no segment.
@@ -96,10 +96,10 @@ tlog_free_sealed(void *arg, struct tlog_partition *p)
 	struct tlog_reaper *r = arg;
 	int64_t key = tlog_free_key_locked(p);
 
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	if (key >= 0 && !tlog_level_dead(&p->lv))
 		tlog_free_update(r, p, key);
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
 void
@@ -107,10 +107,10 @@ tlog_free_pressure(void *arg)
 {
 	struct tlog_reaper *r = arg;
 
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	r->pressure = true;
 	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
 /* ---- disk pressure: retention.keep.free ---- */
@@ -180,36 +180,36 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 	int64_t key;
 
 	for (;;) {
-		pthread_mutex_lock(&r->s->q.lock);
+		pthread_mutex_lock(&r->ctx->work_lock);
 		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
-			pthread_mutex_unlock(&r->s->q.lock);
+			pthread_mutex_unlock(&r->ctx->work_lock);
 			return 0;
 		}
 		p = fpart_of(top);
 		tlog_part_ref(p);
-		pthread_mutex_unlock(&r->s->q.lock);
+		pthread_mutex_unlock(&r->ctx->work_lock);
 
 		pthread_mutex_lock(&p->sd.lock);
 		seg = TAILQ_FIRST(&p->segs);
 		key = tlog_free_key_locked(p);
 		if (seg != NULL && seg->records == 0)
 			key = -1;	/* nothing to free in p for now */
-		pthread_mutex_lock(&r->s->q.lock);
+		pthread_mutex_lock(&r->ctx->work_lock);
 		if (!tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
 		    key < 0) {
 			drop = tlog_free_update(r, p, key);
-			pthread_mutex_unlock(&r->s->q.lock);
+			pthread_mutex_unlock(&r->ctx->work_lock);
 			pthread_mutex_unlock(&p->sd.lock);
 			tlog_partition_put(drop);
 			tlog_partition_put(p);
 			continue;
 		}
-		pthread_mutex_unlock(&r->s->q.lock);
+		pthread_mutex_unlock(&r->ctx->work_lock);
 		bytes = tlog_part_free_oldest(p, &eb);
 		key = tlog_free_key_locked(p);
-		pthread_mutex_lock(&r->s->q.lock);
+		pthread_mutex_lock(&r->ctx->work_lock);
 		drop = tlog_free_update(r, p, key);
-		pthread_mutex_unlock(&r->s->q.lock);
+		pthread_mutex_unlock(&r->ctx->work_lock);
 		pthread_mutex_unlock(&p->sd.lock);
 		tlog_part_emit(p, &eb);
 		tlog_partition_put(drop);
@@ -233,28 +233,28 @@ tlog_reaper_free_top(struct tlog_store *s)
 	if (r == NULL)
 		return NULL;
 	for (;;) {
-		pthread_mutex_lock(&r->s->q.lock);
+		pthread_mutex_lock(&r->ctx->work_lock);
 		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
-			pthread_mutex_unlock(&r->s->q.lock);
+			pthread_mutex_unlock(&r->ctx->work_lock);
 			return NULL;
 		}
 		p = fpart_of(top);
 		tlog_part_ref(p);
-		pthread_mutex_unlock(&r->s->q.lock);
+		pthread_mutex_unlock(&r->ctx->work_lock);
 		pthread_mutex_lock(&p->sd.lock);
 		seg = TAILQ_FIRST(&p->segs);
 		key = tlog_free_key_locked(p);
 		if (seg != NULL && seg->records == 0)
 			key = -1;
-		pthread_mutex_lock(&r->s->q.lock);
+		pthread_mutex_lock(&r->ctx->work_lock);
 		if (tlog_heap_holds(&p->fheap) && key == p->fheap.key) {
-			pthread_mutex_unlock(&r->s->q.lock);
+			pthread_mutex_unlock(&r->ctx->work_lock);
 			pthread_mutex_unlock(&p->sd.lock);
 			return p;
 		}
 		drop = tlog_heap_holds(&p->fheap) ? tlog_free_update(r, p, key) :
 		    NULL;
-		pthread_mutex_unlock(&r->s->q.lock);
+		pthread_mutex_unlock(&r->ctx->work_lock);
 		pthread_mutex_unlock(&p->sd.lock);
 		tlog_partition_put(drop);
 		tlog_partition_put(p);
@@ -474,13 +474,13 @@ tlog_free_wait(void *arg)
 			tlog_free_log(r, &st, "appends wait for free space:", t0);
 			tlog_free_settle(r, &st);
 		}
-		pthread_mutex_lock(&q->lock);
+		pthread_mutex_lock(&q->ctx->work_lock);
 		while (tlog_ctx_free_short(r->ctx) &&
 		    __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED) > 0 &&
-		    pthread_cond_timedwait(&q->cond, &q->lock, &ts) == 0)
+		    pthread_cond_timedwait(&q->cond, &q->ctx->work_lock, &ts) == 0)
 			;
 		pending = __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&q->lock);
+		pthread_mutex_unlock(&q->ctx->work_lock);
 		if (!tlog_ctx_free_short(r->ctx) || (n == 0 && pending == 0) ||
 		    st.exhausted || tlog_mono_ns() - t0 >=
 		    (uint64_t)FREE_WAIT_MS * 1000000)

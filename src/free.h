@@ -20,7 +20,7 @@
 struct tlog_reaper {
 	struct tlog_store *s;
 	struct tlog_ctx *ctx;
-	/* Both heaps are under the store's work lock (s->q.lock, queue.h:
+	/* Both heaps are under the store's work lock (ctx->work_lock, ctx.h:
 	 * taken under a partition's sd.lock, never the reverse); cond is
 	 * the thread's, waited on with that lock. */
 	pthread_cond_t cond;
@@ -55,7 +55,7 @@ fpart_of(struct tlog_heap_node *x)
 
 /* p's key in the free heap, -1 if it has no segment (p->sd.lock held). */
 int64_t tlog_free_key_locked(struct tlog_partition *p);
-/* Sets p's free key (-1: out; s->q.lock held); the reference to drop. */
+/* Sets p's free key (-1: out; ctx->work_lock held); the reference to drop. */
 struct tlog_partition *tlog_free_update(struct tlog_reaper *r,
     struct tlog_partition *p, int64_t key);
 /* The scheduler's sealed hook: p's free key, p->sd.lock held. */

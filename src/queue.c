@@ -8,9 +8,9 @@
 #include "queue.h"
 
 void
-tlog_queue_init(struct tlog_queue *q)
+tlog_queue_init(struct tlog_queue *q, struct tlog_ctx *ctx)
 {
-	pthread_mutex_init(&q->lock, NULL);
+	q->ctx = ctx;
 	tlog_cond_init_mono(&q->cond);
 	TAILQ_INIT(&q->unlinkq);
 	q->nunlink = 0;
@@ -34,7 +34,6 @@ tlog_queue_destroy(struct tlog_queue *q)
 		p->flush_queued = false;
 		tlog_partition_put(p);
 	}
-	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
 }
 
@@ -43,20 +42,20 @@ tlog_queue_unlink(struct tlog_queue *q, struct tlog_segment *seg)
 {
 	struct tlog_partition *p = tlog_seg_part(seg);
 
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	__atomic_add_fetch(&p->pending_unlinks, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&q->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
 	TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
 	q->nunlink++;
 	pthread_cond_broadcast(&q->cond);
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 }
 
 void
 tlog_queue_flush(struct tlog_queue *q, struct tlog_partition *p)
 {
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	if (!p->flush_queued) {
 		tlog_part_ref(p);
 		p->flush_queued = true;
@@ -64,7 +63,7 @@ tlog_queue_flush(struct tlog_queue *q, struct tlog_partition *p)
 		q->nflush++;
 		pthread_cond_broadcast(&q->cond);
 	}
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 }
 
 struct tlog_partition *
@@ -72,13 +71,13 @@ tlog_queue_flush_pop(struct tlog_queue *q)
 {
 	struct tlog_partition *p;
 
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	if ((p = TAILQ_FIRST(&q->flushq)) != NULL) {
 		TAILQ_REMOVE(&q->flushq, p, flushlink);
 		p->flush_queued = false;
 		q->nflush--;
 	}
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 	return p;
 }
 
@@ -88,28 +87,28 @@ tlog_queue_wait(struct tlog_queue *q, int timeout_ms)
 	struct timespec ts;
 	size_t n;
 
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	if (q->nunlink == 0 && q->nflush == 0 && !q->wakeup) {
 		if (timeout_ms < 0) {
-			pthread_cond_wait(&q->cond, &q->lock);
+			pthread_cond_wait(&q->cond, &q->ctx->work_lock);
 		} else {
 			tlog_deadline(timeout_ms, &ts);
-			pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+			pthread_cond_timedwait(&q->cond, &q->ctx->work_lock, &ts);
 		}
 	}
 	q->wakeup = false;
 	n = q->nunlink + q->nflush;
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 	return n;
 }
 
 void
 tlog_queue_wakeup(struct tlog_queue *q)
 {
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	q->wakeup = true;
 	pthread_cond_broadcast(&q->cond);
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 }
 
 size_t
@@ -117,8 +116,8 @@ tlog_queue_unlinks(struct tlog_queue *q)
 {
 	size_t n;
 
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	n = q->nunlink;
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 	return n;
 }

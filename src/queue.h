@@ -2,12 +2,12 @@
  * queue.h - a store's background work: the unlink queue (detached
  * segments whose files wait to be unlinked) and the flush queue
  * (partitions whose sealed segments wait for their footers). Drained by
- * unlink.c and flush.c. Its lock is the store's work lock: it also guards
- * the reaper's heaps (free.h). One condition serves both queues, so the
+ * unlink.c and flush.c, under the store's work lock (ctx->work_lock,
+ * ctx.h). One condition serves both queues, so the
  * front end's unlinker thread waits for either (tlog_store_unlink_wait).
  *
- * Lock order: a partition's sd.lock, then q->lock (a detach, a seal or a
- * new segment's schedule under the partition lock); never the reverse.
+ * Lock order: a partition's sd.lock, then the work lock (a detach or a
+ * seal queues under the partition lock); never the reverse.
  */
 #ifndef TLOG_QUEUE_H
 #define TLOG_QUEUE_H
@@ -23,7 +23,7 @@
 TAILQ_HEAD(tlog_partq, tlog_partition);
 
 struct tlog_queue {
-	pthread_mutex_t lock;		/* the store's work lock */
+	struct tlog_ctx *ctx;		/* its work_lock guards the queues */
 	pthread_cond_t cond;		/* work queued, a drain's progress */
 	struct tlog_seglist unlinkq;	/* each referenced */
 	size_t nunlink;
@@ -33,7 +33,7 @@ struct tlog_queue {
 	bool wakeup;
 };
 
-void tlog_queue_init(struct tlog_queue *q);
+void tlog_queue_init(struct tlog_queue *q, struct tlog_ctx *ctx);
 /* Releases what is left: queued segments are simply dropped; their files
  * are found again (and kept) at the next open. */
 void tlog_queue_destroy(struct tlog_queue *q);

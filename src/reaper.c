@@ -54,7 +54,7 @@ part_of(struct tlog_heap_node *x)
 	return TLOG_CONTAINER_OF(x, struct tlog_partition, sched);
 }
 
-/* ---- the heap (the store's work lock, s->q.lock, held) ---- */
+/* ---- the heap (ctx->work_lock held) ---- */
 
 /* Sets p's due time (-1: unscheduled); returns the reference to drop, if
  * p left the heap. */
@@ -95,11 +95,11 @@ reaper_sched_earlier(void *arg, struct tlog_partition *p, int64_t due)
 {
 	struct tlog_reaper *r = arg;
 
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	if (!tlog_level_dead(&p->lv) && (!tlog_heap_holds(&p->sched) ||
 	    due < p->sched.key))
 		heap_update(r, p, due);
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
 static void
@@ -126,10 +126,10 @@ reaper_resched(void *arg, struct tlog_partition *p)
 	due = tlog_part_due_locked(p);
 	key = tlog_free_key_locked(p);
 	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	drop = heap_update(r, p, due);
 	fdrop = tlog_free_update(r, p, key);
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_partition_put(drop);
 	tlog_partition_put(fdrop);
@@ -141,10 +141,10 @@ reaper_unsched(void *arg, struct tlog_partition *p)
 	struct tlog_reaper *r = arg;
 	struct tlog_partition *drop, *fdrop;
 
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	drop = heap_update(r, p, -1);
 	fdrop = tlog_free_update(r, p, -1);
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 	tlog_partition_put(drop);
 	tlog_partition_put(fdrop);
 }
@@ -172,7 +172,7 @@ pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 	struct tlog_heap_node *top;
 	size_t n = 0, cap = 0;
 
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	while ((top = tlog_heap_top(&r->heap)) != NULL && top->key <= now) {
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 16;
@@ -187,7 +187,7 @@ pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 		p->sched.key = -1;
 		due[n++] = p;
 	}
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 	*out = due;
 	return n;
 }
@@ -283,9 +283,9 @@ tlog_reaper_next_due(struct tlog_store *s)
 
 	if (r == NULL)
 		return -1;
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	due = (top = tlog_heap_top(&r->heap)) != NULL ? top->key : -1;
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 	return due;
 }
 
@@ -297,9 +297,9 @@ tlog_reaper_scheduled(struct tlog_store *s)
 
 	if (r == NULL)
 		return 0;
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	n = r->heap.n;
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 	return n;
 }
 
@@ -339,15 +339,15 @@ reaper_main(void *arg)
 	bool on;
 	int k;
 
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	while (!r->stop) {
 		due = (top = tlog_heap_top(&r->heap)) != NULL ? top->key : -1;
 		now = tlog_ctx_now(r->ctx);
 		if (tlog_clock_steps(&r->ctx->clock) !=
 		    __atomic_load_n(&r->steps, __ATOMIC_ACQUIRE)) {
-			pthread_mutex_unlock(&r->s->q.lock);
+			pthread_mutex_unlock(&r->ctx->work_lock);
 			resched_after_step(r);
-			pthread_mutex_lock(&r->s->q.lock);
+			pthread_mutex_lock(&r->ctx->work_lock);
 			continue;
 		}
 		/* Disk pressure: when appends passed their share of the
@@ -360,7 +360,7 @@ reaper_main(void *arg)
 		    now < r->free_last))) {
 			r->pressure = false;
 			r->free_last = now;
-			pthread_mutex_unlock(&r->s->q.lock);
+			pthread_mutex_unlock(&r->ctx->work_lock);
 			t0 = tlog_mono_ns();
 			k = tlog_reaper_free(r->s, &fst);
 			if (k > 0) {
@@ -368,7 +368,7 @@ reaper_main(void *arg)
 				tlog_free_log(r, &fst, "free space", t0);
 				tlog_free_settle(r, &fst);
 			}
-			pthread_mutex_lock(&r->s->q.lock);
+			pthread_mutex_lock(&r->ctx->work_lock);
 			/* A full pass left more to do: the next one at once
 			 * (it takes the oldest data, what the time rule
 			 * would take first anyway). */
@@ -379,7 +379,7 @@ reaper_main(void *arg)
 		if (on && (due < 0 || due > r->free_last + FREE_TICK_MS))
 			due = r->free_last + FREE_TICK_MS;
 		if (due < 0) {		/* nothing to do until told */
-			pthread_cond_wait(&r->cond, &r->s->q.lock);
+			pthread_cond_wait(&r->cond, &r->ctx->work_lock);
 			continue;
 		}
 		if (due > now) {
@@ -394,17 +394,17 @@ reaper_main(void *arg)
 			if (due - now > 1000)
 				due = now + 1000;
 			tlog_deadline(due - now, &ts);
-			pthread_cond_timedwait(&r->cond, &r->s->q.lock, &ts);
+			pthread_cond_timedwait(&r->cond, &r->ctx->work_lock, &ts);
 			continue;
 		}
-		pthread_mutex_unlock(&r->s->q.lock);
+		pthread_mutex_unlock(&r->ctx->work_lock);
 		t0 = tlog_mono_ns();
 		tlog_reaper_cycle(r->s, &st);
 		log_cycle(r, &st, t0);
 		tlog_store_wakeup(r->s);	/* the unlinker has work */
-		pthread_mutex_lock(&r->s->q.lock);
+		pthread_mutex_lock(&r->ctx->work_lock);
 	}
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 	return NULL;
 }
 
@@ -460,10 +460,10 @@ reaper_join(struct tlog_reaper *r)
 {
 	if (!r->running)
 		return;
-	pthread_mutex_lock(&r->s->q.lock);
+	pthread_mutex_lock(&r->ctx->work_lock);
 	r->stop = true;
 	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->s->q.lock);
+	pthread_mutex_unlock(&r->ctx->work_lock);
 	pthread_join(r->th, NULL);
 	r->running = false;
 }

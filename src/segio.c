@@ -65,13 +65,14 @@ reading_cmp(struct tlog_reading *a, struct tlog_reading *b)
 RB_GENERATE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
 
 void
-tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max, size_t reserve)
+tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
+    size_t max, size_t reserve)
 {
 	struct rlimit rl;
 	size_t used;
 	bool limited;
 
-	pthread_mutex_init(&b->lock, NULL);
+	b->ctx = ctx;
 	TAILQ_INIT(&b->segs);
 	b->n = 0;
 	b->max = max;
@@ -104,7 +105,6 @@ tlog_fdbudget_destroy(struct tlog_fdbudget *b)
 		RB_REMOVE(tlog_reading_tree, &b->reading, rd);
 		free(rd);
 	}
-	pthread_mutex_destroy(&b->lock);
 }
 
 /*
@@ -154,7 +154,7 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 	}
 }
 
-/* The disk work of the evicted segments; the budget's lock not held. */
+/* The disk work of the evicted segments; the work lock not held. */
 static void
 evict_finish(struct evict *ev)
 {
@@ -182,7 +182,7 @@ fd_track(struct tlog_segment *seg)
 	struct evict ev;
 
 	ev.n = 0;
-	pthread_mutex_lock(&b->lock);
+	pthread_mutex_lock(&b->ctx->work_lock);
 	if (!seg->live->fd_listed) {
 		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
 		seg->live->fd_listed = 1;
@@ -190,7 +190,7 @@ fd_track(struct tlog_segment *seg)
 	}
 	if (b->n > b->max)
 		fd_evict_locked(b, seg, b->max, &ev);
-	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_unlock(&b->ctx->work_lock);
 	evict_finish(&ev);
 }
 
@@ -202,9 +202,9 @@ fd_evict_all(struct tlog_segment *self)
 	struct evict ev;
 
 	ev.n = 0;
-	pthread_mutex_lock(&b->lock);
+	pthread_mutex_lock(&b->ctx->work_lock);
 	fd_evict_locked(b, self, 0, &ev);
-	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_unlock(&b->ctx->work_lock);
 	evict_finish(&ev);
 }
 
@@ -301,7 +301,7 @@ reader_add(struct tlog_segment *seg)
 	int r = 0;
 
 	key.seg = seg;
-	pthread_mutex_lock(&b->lock);
+	pthread_mutex_lock(&b->ctx->work_lock);
 	if (b->readers >= b->readers_max)
 		r = -ENFILE;
 	else if ((rd = RB_FIND(tlog_reading_tree, &b->reading, &key)) != NULL)
@@ -315,7 +315,7 @@ reader_add(struct tlog_segment *seg)
 	}
 	if (r == 0)
 		b->readers++;
-	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_unlock(&b->ctx->work_lock);
 	return r == -ENFILE ? readers_full(seg) : r;
 }
 
@@ -328,7 +328,7 @@ reader_gone(struct tlog_segment *seg)
 	struct tlog_reading key, *rd;
 
 	key.seg = seg;
-	pthread_mutex_lock(&b->lock);
+	pthread_mutex_lock(&b->ctx->work_lock);
 	b->readers--;
 	if ((rd = RB_FIND(tlog_reading_tree, &b->reading, &key)) != NULL &&
 	    --rd->n == 0) {
@@ -338,7 +338,7 @@ reader_gone(struct tlog_segment *seg)
 			    seg->bytes, __ATOMIC_RELAXED);
 		free(rd);
 	}
-	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_unlock(&b->ctx->work_lock);
 }
 
 void
@@ -348,14 +348,14 @@ tlog_seg_unlinked(struct tlog_segment *seg)
 	struct tlog_reading key, *rd;
 
 	key.seg = seg;
-	pthread_mutex_lock(&b->lock);
+	pthread_mutex_lock(&b->ctx->work_lock);
 	if ((rd = RB_FIND(tlog_reading_tree, &b->reading, &key)) != NULL &&
 	    !rd->held) {
 		rd->held = true;
 		__atomic_add_fetch(&seg->sd->ctx->free_held, seg->bytes,
 		    __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_unlock(&b->ctx->work_lock);
 }
 
 int

@@ -161,7 +161,7 @@ tlog_segment_put(struct tlog_segment *seg)
 }
 
 /* Closes a segment's files; the caller holds its partition's lock (or
- * the only reference), and the budget's lock when `locked`. The live
+ * the only reference), and the work lock when `locked`. The live
  * part stays: the caller decides when it may go (tlog_seg_idle). */
 void
 tlog_seg_close_fds(struct tlog_segment *seg, bool locked)
@@ -173,12 +173,12 @@ tlog_seg_close_fds(struct tlog_segment *seg, bool locked)
 		return;
 	if (x->fd_listed) {
 		if (!locked)
-			pthread_mutex_lock(&b->lock);
+			pthread_mutex_lock(&b->ctx->work_lock);
 		TAILQ_REMOVE(&b->segs, seg, live->fdlink);
 		x->fd_listed = 0;
 		b->n--;
 		if (!locked)
-			pthread_mutex_unlock(&b->lock);
+			pthread_mutex_unlock(&b->ctx->work_lock);
 	}
 	if (x->fd != -1)
 		close(x->fd);

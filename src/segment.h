@@ -45,10 +45,9 @@ struct tlog_segment;
  * lock, once none of that holds. So code that holds sd->lock and sees
  * one of those conditions may use seg->live, and the append path makes
  * it (tlog_seg_live) before it reads it; nothing may keep a pointer to
- * it past the unlock. The budget's eviction reads
- * the list links with only fdb->lock held: a listed segment's live part
- * cannot go, as only tlog_seg_close_fds, under fdb->lock too, unlists
- * it.
+ * it past the unlock. The budget's eviction reads the list links with
+ * only the work lock (ctx->work_lock) held: a listed segment's live part
+ * cannot go, as only tlog_seg_close_fds, under it too, unlists it.
  */
 struct tlog_seg_live {
 	int64_t jitter;		/* taken off segment.ms, drawn at creation */
@@ -124,7 +123,7 @@ RB_PROTOTYPE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
  * written again). One per store.
  */
 struct tlog_fdbudget {
-	pthread_mutex_t lock;
+	struct tlog_ctx *ctx;		/* its work_lock guards the budget */
 	struct tlog_fdlist segs;
 	size_t n;
 	size_t max;
@@ -176,8 +175,8 @@ int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
 void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
 
 /* max 0: a quarter of RLIMIT_NOFILE (at least 16). */
-void tlog_fdbudget_init(struct tlog_fdbudget *b, size_t max,
-    size_t reserve);
+void tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
+    size_t max, size_t reserve);
 void tlog_fdbudget_destroy(struct tlog_fdbudget *b);
 
 /* A new segment (not yet linked anywhere), with its live part: one
@@ -206,7 +205,7 @@ void tlog_seg_ref(struct tlog_segment *seg);
  * through the partition's own directory. */
 int tlog_seg_open_files(struct tlog_segment *seg, bool create);
 void tlog_seg_close_files(struct tlog_segment *seg);
-/* Closes seg's files, keeps its live part; fdb->lock held if locked. */
+/* Closes seg's files, keeps its live part; the work lock held if locked. */
 void tlog_seg_close_fds(struct tlog_segment *seg, bool locked);
 /* All or nothing: on a short write the index is cut back. */
 int tlog_seg_write_entries(struct tlog_segment *seg,
@@ -254,7 +253,7 @@ struct tlog_seg_io {
 };
 
 /* Caller holds sd->lock; steal: the segment's own descriptors (closed
- * after), else duplicates. fd_locked: the budget's lock is held too. A
+ * after), else duplicates. fd_locked: the work lock is held too. A
  * sealed segment waiting for its footer is claimed: taken off the
  * unsynced list, the footer is io's to write. */
 void tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,

@@ -354,9 +354,9 @@ store_alloc(const struct tlog_store_opts *opts)
 	    TLOG_CAP_BYTES;
 	pthread_rwlock_init(&s->tree.lock, NULL);
 	pthread_mutex_init(&s->admin_lock, NULL);
-	tlog_fdbudget_init(&s->fdb, s->ctx.opts.max_open_segments,
+	tlog_fdbudget_init(&s->fdb, &s->ctx, s->ctx.opts.max_open_segments,
 	    s->ctx.opts.fd_reserve);
-	tlog_queue_init(&s->q);
+	tlog_queue_init(&s->q, &s->ctx);
 	penv_init(s);
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
 	tlog_reg_init(&s->reg, &s->root, &s->penv, &s->q);

@@ -129,15 +129,15 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	    (r = unlink_one(seg)) != 0) {
 		tlog_ctx_log_err(p->ctx, "cannot delete segment %020" PRIu64
 		    ": %s; will retry", seg->base, strerror(-r));
-		pthread_mutex_lock(&q->lock);
+		pthread_mutex_lock(&q->ctx->work_lock);
 		TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
 		q->nunlink++;
 		pthread_cond_broadcast(&q->cond);
-		pthread_mutex_unlock(&q->lock);
+		pthread_mutex_unlock(&q->ctx->work_lock);
 		return r;
 	}
 	tlog_seg_unlinked(seg);
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	last = __atomic_sub_fetch(&p->pending_unlinks, 1,
 	    __ATOMIC_RELEASE) == 0;
 	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
@@ -146,7 +146,7 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	__atomic_add_fetch(&p->ctx->free_unlinked, seg->bytes +
 	    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&q->cond);
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 	emit_deleted(p, seg);
 	/* Nothing of p is left on disk: partition.cleanup.ms may take it
 	 * (doc/reaper.md). */
@@ -163,16 +163,16 @@ tlog_unlink_pending(struct tlog_queue *q, int max)
 	size_t budget;
 	int done = 0;
 
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->ctx->work_lock);
 	budget = max > 0 ? (size_t)max : q->nunlink;
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->ctx->work_lock);
 	while (budget-- > 0) {
-		pthread_mutex_lock(&q->lock);
+		pthread_mutex_lock(&q->ctx->work_lock);
 		if ((seg = TAILQ_FIRST(&q->unlinkq)) != NULL) {
 			TAILQ_REMOVE(&q->unlinkq, seg, link);
 			q->nunlink--;
 		}
-		pthread_mutex_unlock(&q->lock);
+		pthread_mutex_unlock(&q->ctx->work_lock);
 		if (seg == NULL)
 			break;
 		if (unlink_seg(q, seg) == 0)
@@ -197,11 +197,11 @@ tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
 	int r;
 
 	for (;;) {
-		pthread_mutex_lock(&q->lock);
+		pthread_mutex_lock(&q->ctx->work_lock);
 		if (p->pending_unlinks == 0 || (limit >= 0 &&
 		    __atomic_load_n(&p->pending_bytes, __ATOMIC_RELAXED) <=
 		    (uint64_t)limit)) {
-			pthread_mutex_unlock(&q->lock);
+			pthread_mutex_unlock(&q->ctx->work_lock);
 			return 0;
 		}
 		TAILQ_FOREACH(seg, &q->unlinkq, link)
@@ -210,21 +210,21 @@ tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
 		if (seg != NULL) {
 			TAILQ_REMOVE(&q->unlinkq, seg, link);
 			q->nunlink--;
-			pthread_mutex_unlock(&q->lock);
+			pthread_mutex_unlock(&q->ctx->work_lock);
 			if ((r = unlink_seg(q, seg)) != 0)
 				return r;
 			continue;
 		}
 		if (!hooked) {
-			pthread_mutex_unlock(&q->lock);
+			pthread_mutex_unlock(&q->ctx->work_lock);
 			TLOG_HOOK(p->ctx, TLOG_HOOK_RMDIR_WAIT, p);
 			hooked = true;
 			continue;
 		}
 		/* In flight in another thread, which broadcasts when it is
 		 * done (or puts it back in the queue). */
-		pthread_cond_wait(&q->cond, &q->lock);
-		pthread_mutex_unlock(&q->lock);
+		pthread_cond_wait(&q->cond, &q->ctx->work_lock);
+		pthread_mutex_unlock(&q->ctx->work_lock);
 	}
 }
 

@@ -521,9 +521,9 @@ key_becomes(struct tlog_partition *p, int64_t want)
 	int i;
 
 	for (i = 0; i < 100; i++) {
-		pthread_mutex_lock(&r->s->q.lock);
+		pthread_mutex_lock(&r->ctx->work_lock);
 		k = p->sched.key;
-		pthread_mutex_unlock(&r->s->q.lock);
+		pthread_mutex_unlock(&r->ctx->work_lock);
 		if (k == want)
 			return true;
 		usleep(50000);
