@@ -228,8 +228,6 @@ resync_gate(void)
 static void
 recover(struct shipper *sh)
 {
-	static int64_t logged_at;
-	static int streak, quiet_logs;
 	struct ship_part *p;
 	char why[256], qwhy[256];
 	uint64_t last;
@@ -241,18 +239,18 @@ recover(struct shipper *sh)
 	pthread_mutex_lock(&sh->mu);
 	strlcpy(why, sh->why, sizeof(why));
 	if (sh->acks > 0)
-		streak = 0;
+		sh->resync_streak = 0;
 	sh->acks = 0;
 	pthread_mutex_unlock(&sh->mu);
-	if (mono_ms() - logged_at >= 30000) {
+	if (mono_ms() - sh->resync_said >= 30000) {
 		shiplog("stream %s: %s; resending from what the stream holds"
-		    "%s", sh->stream, why, quiet_logs ? " (and the same, "
+		    "%s", sh->stream, why, sh->resync_quiet ? " (and the same, "
 		    "more times since the last line)" : "");
-		logged_at = mono_ms();
-		quiet_logs = 0;
+		sh->resync_said = mono_ms();
+		sh->resync_quiet = 0;
 		said = true;
 	} else
-		quiet_logs++;
+		sh->resync_quiet++;
 	settle(sh, SHIP_QUIET_MS);
 	nats_abandon(sh);
 	resync_gate();
@@ -303,11 +301,11 @@ recover(struct shipper *sh)
 			return;
 		if (r != -1)
 			break;
-		if (said || mono_ms() - logged_at >= 30000) {
+		if (said || mono_ms() - sh->resync_said >= 30000) {
 			shiplog("stream %s: cannot ask what it holds: %s; "
 			    "retrying every %d s at most, the cursors stay",
 			    sh->stream, qwhy, SHIP_BACKOFF_MAX_MS / 1000);
-			logged_at = mono_ms();
+			sh->resync_said = mono_ms();
 			said = false;
 		}
 		nap(sh, delay);
@@ -319,8 +317,8 @@ recover(struct shipper *sh)
 	pthread_mutex_unlock(&sh->mu);
 	/* Failing again and again with nothing acknowledged between:
 	 * back off before the next try. */
-	if (streak++ > 0)
-		nap(sh, streak < 6 ? 100 << streak : SHIP_BACKOFF_MAX_MS);
+	if (sh->resync_streak++ > 0)
+		nap(sh, sh->resync_streak < 6 ? 100 << sh->resync_streak : SHIP_BACKOFF_MAX_MS);
 }
 
 /* Whether the oldest flight waits longer than it may (its answer was
@@ -360,14 +358,13 @@ room(struct shipper *sh)
 static bool
 turn(struct shipper *sh, bool *progress)
 {
-	static struct ship_part *rr;
 	struct ship_part *p;
 	size_t i, r;
 	int64_t now = mono_ms();
 	bool done = true;
 	int k;
 
-	p = rr != NULL ? rr : RB_MIN(part_tree, &sh->parts);
+	p = sh->rr != NULL ? sh->rr : RB_MIN(part_tree, &sh->parts);
 	for (i = 0; i < sh->nparts && p != NULL && !ship_is_failing(sh) && !stop; i++,
 	    p = (p = RB_NEXT(part_tree, &sh->parts, p)) != NULL ? p :
 	    RB_MIN(part_tree, &sh->parts)) {
@@ -392,7 +389,7 @@ turn(struct shipper *sh, bool *progress)
 		if (p->caught_up && now < p->look_at)
 			continue;
 		if ((r = room(sh)) == 0) {
-			rr = p;
+			sh->rr = p;
 			return false;
 		}
 		p->caught_up = false;
@@ -404,7 +401,7 @@ turn(struct shipper *sh, bool *progress)
 		if (!p->caught_up)
 			done = false;
 	}
-	rr = p;
+	sh->rr = p;
 	return done;
 }
 

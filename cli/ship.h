@@ -112,6 +112,19 @@ struct shipper {
 	size_t nparts;
 	bool no_cursors;	/* the mount has none: nothing committed */
 
+	/* The main thread's: where the next turn starts (ship.c), and
+	 * what its rate-limited lines last said: a resync's (its time,
+	 * the resyncs since with no acknowledgment, the lines kept back),
+	 * a stream that cannot say where a partition stands
+	 * (ship_pump.c), partitions without identity (ship_find.c) and
+	 * subjects outside the stream's filters (ship_nats.c). */
+	struct ship_part *rr;
+	int64_t resync_said;
+	int resync_streak, resync_quiet;
+	int64_t unsure_said;
+	bool no_id_said;
+	bool filter_said;
+
 	/* NATS (ship_nats.c) */
 	void *nc, *js;
 	char **stream_subjects;	/* the stream's subject filters */

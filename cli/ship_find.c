@@ -292,7 +292,6 @@ part_find(struct shipper *sh, const char *path)
 static bool
 part_bind(struct shipper *sh, struct ship_part *p)
 {
-	static bool warned;
 	char pid[64];
 	struct stat st;
 	ssize_t n;
@@ -320,14 +319,14 @@ part_bind(struct shipper *sh, struct ship_part *p)
 		 * else this partition (a read-only mount of one never
 		 * asked, or a stray .id: the daemon says which). */
 		if (n == -1 && errno == ENOTSUP) {
-			if (!warned)
+			if (!sh->no_id_said)
 				shiplog("%s: this tlogfs gives partitions no "
 				    "identity: messages are named after the "
 				    "partitions' names, and one removed and "
 				    "made again under its name within the "
 				    "duplicate window loses records in the "
 				    "stream", p->root);
-			warned = true;
+			sh->no_id_said = true;
 		} else
 			shiplog("%s: the partition has no identity (%s); its "
 			    "messages are named after its names", p->path,

@@ -262,7 +262,6 @@ static int
 stream_ensure(struct shipper *sh, char *why, size_t whylen)
 {
 	jsStreamInfo *si = NULL;
-	static int warned;
 	jsErrCode ec = 0;
 	natsStatus s;
 	int i;
@@ -281,10 +280,12 @@ stream_ensure(struct shipper *sh, char *why, size_t whylen)
 	for (i = 0; i < sh->nstream_subjects; i++)
 		if (covers_prefix(sh->stream_subjects[i], sh->prefix))
 			break;
-	if (i == sh->nstream_subjects && !warned++)
+	if (i == sh->nstream_subjects && !sh->filter_said) {
+		sh->filter_said = true;
 		shiplog("stream %s: exists and does not take all of %s.>; "
 		    "used as it is, partitions whose subject it does not "
 		    "take are not shipped", sh->stream, sh->prefix);
+	}
 	jsStreamInfo_Destroy(si);
 	return 0;
 done:

@@ -275,13 +275,12 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 		 * connection): try again in a while, saying so once per
 		 * 30 s for all partitions, or a --once run waits without
 		 * a word. */
-		static int64_t logged_at;
-
-		if (logged_at == 0 || mono_ms() - logged_at >= 30000) {
+		if (sh->unsure_said == 0 ||
+		    mono_ms() - sh->unsure_said >= 30000) {
 			shiplog("stream %s: cannot say where %s stands: %s; "
 			    "retrying every %d s", sh->stream, p->path, why,
 			    SHIP_BACKOFF_MAX_MS / 1000);
-			logged_at = mono_ms();
+			sh->unsure_said = mono_ms();
 		}
 		p->look_at = mono_ms() + SHIP_BACKOFF_MAX_MS;
 		return;
@@ -370,8 +369,8 @@ lines_are_records(struct ship_part *p, uint64_t n, uint64_t endpos)
  * one record each, when not all are (a record without newline: it and
  * the record after it make one line). k lines are k records exactly
  * when record p->next + k starts where line k - 1 ends: each line holds
- * at least one record, so they cannot hold more. Found by bisection, a
- * seek attribute per step, so one such record costs some twenty
+ * at least one record, so they cannot hold more. The prefix is found by
+ * bisection, a seek attribute per step, so one such record costs some twenty
  * look-ups and not two per record of its segment; pump_slow then takes
  * the records of the line it is in.
  */

@@ -321,8 +321,8 @@ test_stop_delay(void)
 /*
  * After the request loop: a request queued since may hold a directory's
  * lock that a notice the unlinker is sending waits for, and joining the
- * unlinker then would wait for ever (found by an outside attack: SIGTERM
- * with busy writers and readers). So no new notice is sent, and this
+ * unlinker then would wait for ever (a stop with busy writers and
+ * readers). So no new notice is sent, and this
  * thread goes on answering requests until the unlinker has returned.
  */
 static void
@@ -624,7 +624,7 @@ ready:
 	 * a read of /dev/fuse that races the connection's end gets
 	 * ECONNABORTED rather than ENODEV (libfuse prints "reading device"
 	 * for it), as after an abort; the store closes as after any stop
-	 * (held.sh, its lazy unmount, once in CI). */
+	 * (held.sh covers it with a lazy unmount). */
 	ret = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP ||
 	    r == -ECONNABORTED || r == ECONNABORTED) ? 0 : 1;
 	answer_until_quiet(se, &fs);
