@@ -78,7 +78,7 @@ tl_is "and the other one" 7 "$(gx user.cursor.c2 "$P")"
 mv "$P" "$MNT/t/moved"
 tl_is "a renamed partition keeps its cursors" 9 \
     "$(gx user.cursor.c1 "$MNT/t/moved")"
-tl_umount
+tl_check "unmount" tl_umount
 tl_mount
 tl_is "... across a remount too" 7 "$(gx user.cursor.c2 "$MNT/t/moved")"
 rm "$MNT/t/moved/current"
@@ -123,13 +123,15 @@ tl_is "the partition without a cursor kept its data" 5 "$(wc -l <"$N/current")"
 
 # ---- read-only mount ----
 p setxattr "$MNT/t/moved" user.cursor.r 0 >/dev/null
-tl_umount
+tl_check "unmount" tl_umount
 tl_mount -o ro
 tl_is "read-only: the cursor reads" 0 "$(gx user.cursor.r "$MNT/t/moved")"
 tl_is "read-only: commit is EROFS" EROFS \
     "$(p setxattr "$MNT/t/moved" user.cursor.r 0)"
 tl_is "read-only: drop is EROFS" EROFS \
     "$(p removexattr "$MNT/t/moved" user.cursor.r)"
-tl_umount
+tl_check "read-only: unmount" tl_umount
+tl_stderr_clean "the daemons printed nothing unexpected" \
+    '^tlogfs: (t/[a-z0-9]+: cursor .* refused: |reaper: [0-9]+ consumed segments )'
 
 tl_done

@@ -6,8 +6,7 @@
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 if ! mount -t tmpfs -o size=32m,mode=0700 tlogfs-enospc "$STORE" 2>"$TMP/tmpfs.err"; then
-	echo "1..0 # SKIP cannot mount a tmpfs: $(cat "$TMP/tmpfs.err")"
-	exit 77
+	tl_skip "cannot mount a tmpfs: $(cat "$TMP/tmpfs.err")"
 fi
 enospc_cleanup() {
 	tl_cleanup_mount

@@ -12,6 +12,5 @@ HOOKED_TLOGCTL=$TL_BUILD/tests/hooks/tlogctl
 . "${srcdir:-.}/tests/integration/nats.sh"
 
 if [ -z "$NATS_SERVER" ] || [ ! -x "$JSPROBE" ]; then
-	echo "1..0 # SKIP no nats-server (or a build without libnats)"
-	exit 77
+	tl_skip "no nats-server (or a build without libnats)"
 fi
