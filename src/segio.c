@@ -218,8 +218,8 @@ static bool
 set_aside(struct tlog_segment *seg, const char *name)
 {
 	struct tlog_ctx *ctx = seg->sd->ctx;
+	char to[64], where[2 * TLOG_NAME_MAX + 2];
 	struct stat st;
-	char to[64];
 	bool done = false;
 	int dfd;
 
@@ -227,15 +227,16 @@ set_aside(struct tlog_segment *seg, const char *name)
 	    (unsigned long long)tlog_ctx_now(ctx));
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		return false;
+	tlog_level_path(seg->sd->lv, where, sizeof(where));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode))
-		tlog_ctx_log_err(ctx, "%s is in the way of a new segment and "
-		    "is not a regular file: left alone, its offset skipped",
-		    name);
+		tlog_ctx_log_err(ctx, "%s/%s is in the way of a new segment "
+		    "and is not a regular file: left alone, its offset "
+		    "skipped", where, name);
 	else if (renameat(dfd, name, dfd, to) == 0) {
 		seg->sd->dir_dirty = true;
-		tlog_ctx_log(ctx, LOG_ERR, "%s was in the way of a new "
-		    "segment: kept as %s", name, to);
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s was in the way of a new "
+		    "segment: kept as %s", where, name, to);
 		done = true;
 	}
 	close(dfd);
@@ -500,6 +501,7 @@ int
 tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 {
 	unsigned char buf[TLOG_IDX_FOOT];
+	char where[TLOG_SEG_WHERE_MAX];
 	bool idx_dirty = io->sync;
 	int r;
 
@@ -523,9 +525,10 @@ tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 		return 0;
 	tlog_idx_encode_footer(buf, &io->f);
 	if (pwrite(io->ifd, buf, sizeof(buf), (off_t)(TLOG_IDX_HDR +
-	    io->nidx * TLOG_IDX_ENT)) != sizeof(buf))
-		tlog_ctx_log_err(io->seg->sd->ctx, "segment %020llu: cannot "
-		    "write its seal footer; recovery will rebuild it",
-		    (unsigned long long)io->seg->base);
+	    io->nidx * TLOG_IDX_ENT)) != sizeof(buf)) {
+		tlog_seg_where(io->seg, where, sizeof(where));
+		tlog_ctx_log_err(io->seg->sd->ctx, "%s: cannot write its "
+		    "seal footer; recovery will rebuild it", where);
+	}
 	return 0;
 }

@@ -144,6 +144,16 @@ tlog_seg_ends_indexed(const struct tlog_segment *seg)
 }
 
 void
+tlog_seg_where(const struct tlog_segment *seg, char *buf, size_t len)
+{
+	char where[2 * TLOG_NAME_MAX + 2];
+
+	tlog_level_path(seg->sd->lv, where, sizeof(where));
+	snprintf(buf, len, "%s/%020llu.log", where,
+	    (unsigned long long)seg->base);
+}
+
+void
 tlog_seg_ref(struct tlog_segment *seg)
 {
 	__atomic_add_fetch(&seg->refs, 1, __ATOMIC_RELAXED);
@@ -266,7 +276,7 @@ int
 tlog_seg_trim(struct tlog_segment *seg)
 {
 	int fd = seg->live != NULL ? seg->live->fd : -1, r = 0, own = fd;
-	char name[32];
+	char name[32], where[TLOG_SEG_WHERE_MAX];
 
 	if (!seg->trim_pending)
 		return 0;
@@ -278,9 +288,9 @@ tlog_seg_trim(struct tlog_segment *seg)
 	}
 	if (ftruncate(fd, (off_t)seg->bytes) == -1) {
 		r = -errno;
-		tlog_ctx_log_err(seg->sd->ctx,
-		    "segment %020llu: cannot trim preallocated space: %s",
-		    (unsigned long long)seg->base, strerror(errno));
+		tlog_seg_where(seg, where, sizeof(where));
+		tlog_ctx_log_err(seg->sd->ctx, "%s: cannot trim preallocated "
+		    "space: %s", where, strerror(-r));
 	} else
 		seg->trim_pending = 0;
 	if (fd != own)
@@ -299,6 +309,7 @@ int
 tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 {
 	struct tlog_segdir *sd = seg->sd;
+	char where[TLOG_SEG_WHERE_MAX];
 
 	if (seg->sealed)
 		return 0;
@@ -308,9 +319,9 @@ tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 		/* Only an idle one has none: its data and entries are
 		 * synced and end with its boundary entry. It lacks only the
 		 * footer, which recovery writes (trigger `recovery`). */
-		tlog_ctx_log_err(sd->ctx, "segment %020llu: out of memory; "
-		    "its footer is left to recovery",
-		    (unsigned long long)seg->base);
+		tlog_seg_where(seg, where, sizeof(where));
+		tlog_ctx_log_err(sd->ctx, "%s: out of memory; its footer is "
+		    "left to recovery", where);
 		return 0;
 	}
 	if (seg->live->prealloc) {
@@ -382,7 +393,7 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 {
 	struct tlog_segment *seg = io->seg;
 	struct tlog_segdir *sd = seg->sd;
-
+	char where[TLOG_SEG_WHERE_MAX];
 	struct tlog_seg_live *x;
 
 	pthread_mutex_lock(&sd->lock);
@@ -404,9 +415,11 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 		sd->sync_err = r;
 	tlog_seg_idle(seg);
 	pthread_mutex_unlock(&sd->lock);
-	if (r != 0)
-		tlog_ctx_log_err(sd->ctx, "segment %020llu: cannot sync: %s",
-		    (unsigned long long)seg->base, strerror(-r));
+	if (r != 0) {
+		tlog_seg_where(seg, where, sizeof(where));
+		tlog_ctx_log_err(sd->ctx, "%s: cannot sync: %s", where,
+		    strerror(-r));
+	}
 	if (io->fd != -1)
 		close(io->fd);
 	if (io->ifd != -1)

@@ -201,6 +201,9 @@ tlog_seg_prealloc(const struct tlog_segment *seg)
 	return seg->live != NULL ? seg->live->prealloc : 0;
 }
 void tlog_seg_ref(struct tlog_segment *seg);
+/* "TOPIC/PART/BASE.log", the segment as log lines name it. */
+void tlog_seg_where(const struct tlog_segment *seg, char *buf, size_t len);
+#define TLOG_SEG_WHERE_MAX (2 * TLOG_NAME_MAX + 32)
 /* Opens (or creates, for a new active segment) the data and index files,
  * through the partition's own directory. */
 int tlog_seg_open_files(struct tlog_segment *seg, bool create);

@@ -127,8 +127,11 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	/* The end offset outlives the files it was read from. */
 	if ((r = save_end(p, seg->base + seg->records)) != 0 ||
 	    (r = unlink_one(seg)) != 0) {
-		tlog_ctx_log_err(p->ctx, "cannot delete segment %020" PRIu64
-		    ": %s; will retry", seg->base, strerror(-r));
+		char where[TLOG_SEG_WHERE_MAX];
+
+		tlog_seg_where(seg, where, sizeof(where));
+		tlog_ctx_log_err(p->ctx, "%s: cannot delete: %s; will retry",
+		    where, strerror(-r));
 		pthread_mutex_lock(&q->ctx->work_lock);
 		TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
 		q->nunlink++;

@@ -411,6 +411,9 @@ START_TEST(fsync_reports_sealed_segment_error)
 	th_sync_fail = "/00000000000000000000.log";
 	ck_assert_int_eq(tlog_writer_fsync(w, true), -EIO);
 	th_sync_fail = NULL;
+	/* The line names the segment's partition and file. */
+	ck_assert_ptr_nonnull(strstr(th_logbuf,
+	    "t/0/00000000000000000000.log: cannot sync: "));
 	idx = path_in("t/0/00000000000000000000.idx");
 	ck_assert_int_eq(stat(idx, &st), 0);
 	ck_assert_int_eq((st.st_size - TLOG_IDX_HDR) % TLOG_IDX_ENT, 0);
