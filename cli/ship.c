@@ -402,6 +402,8 @@ turn(struct shipper *sh, bool *progress)
 			done = false;
 	}
 	sh->rr = p;
+	if (done)
+		__atomic_store_n(&sh->caught_up, true, __ATOMIC_RELEASE);
 	return done;
 }
 

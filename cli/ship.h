@@ -124,6 +124,9 @@ struct shipper {
 	int64_t unsure_said;
 	bool no_id_said;
 	bool filter_said;
+	bool caught_up;		/* a turn found every partition caught up
+				   (atomic; TLOGCTL_TEST_ACK_HOLD waits
+				   for it) */
 
 	/* NATS (ship_nats.c) */
 	void *nc, *js;

@@ -105,14 +105,14 @@ found:
  * TLOGCTL_TEST_BREAK_CHAIN = N makes the Nats-Expected-Last-Msg-Id of
  * the N-th publish one the stream never had, so it and every later one
  * fail and the shipper resyncs, as after a message lost in a failover;
- * TLOGCTL_TEST_ACK_DELAY_MS holds the first answer that long, so the
- * shipper finds every partition caught up before it learns of a
- * failure; TLOGCTL_TEST_NO_LAST = N makes the first N asks for a
+ * TLOGCTL_TEST_ACK_HOLD holds the first answer until the main thread
+ * has found every partition caught up (at most 10 s), so it learns of a
+ * failure only after that; TLOGCTL_TEST_NO_LAST = N makes the first N asks for a
  * partition's last message fail as a stream without quorum answers
  * (tests/integration/ship_input.sh).
  */
 static uint64_t npublished, break_at, nacks;
-static long ack_delay_ms, no_last;
+static long ack_hold, no_last;
 
 void
 nats_test_hooks(void)
@@ -122,8 +122,8 @@ nats_test_hooks(void)
 
 	if ((v = getenv("TLOGCTL_TEST_BREAK_CHAIN")) != NULL)
 		break_at = strtoull(v, NULL, 10);
-	if ((v = getenv("TLOGCTL_TEST_ACK_DELAY_MS")) != NULL)
-		ack_delay_ms = strtol(v, NULL, 10);
+	if ((v = getenv("TLOGCTL_TEST_ACK_HOLD")) != NULL)
+		ack_hold = strtol(v, NULL, 10);
 	if ((v = getenv("TLOGCTL_TEST_NO_LAST")) != NULL)
 		no_last = strtol(v, NULL, 10);
 #endif
@@ -134,12 +134,15 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 {
 	struct shipper *sh = arg;
 	struct flight *f;
+	int k;
 
 	(void)js;
 	(void)pa;
-	if (ack_delay_ms > 0 && __atomic_fetch_add(&nacks, 1,
+	if (ack_hold > 0 && __atomic_fetch_add(&nacks, 1,
 	    __ATOMIC_RELAXED) == 0)
-		usleep((useconds_t)ack_delay_ms * 1000);
+		for (k = 0; k < 10000 && !__atomic_load_n(&sh->caught_up,
+		    __ATOMIC_ACQUIRE); k++)
+			usleep(1000);
 	pthread_mutex_lock(&sh->mu);
 	if ((f = flight_find(sh, msg)) != NULL && f->state == FL_PENDING) {
 		f->msg = NULL;

@@ -111,16 +111,16 @@ tl_check "stream C holds the 5000 old and then the 8000 new records" \
 
 # ---- a resync in --once after the partitions reached their end: the
 # chain of expected ids is broken on purpose at the 150th message, and
-# the first answer held 40 ms, so ship --once publishes everything and
-# finds each partition caught up (to look again 100 ms later) just
-# before it learns of the failure; every later message failed, and
+# the first answer held until ship --once has published everything and
+# found each partition caught up (to look again 100 ms later), so it
+# learns of the failure only then; every later message failed, and
 # every partition must still be shipped before it exits (without the
 # fix, those it had found caught up were left unshipped, exit 0) ----
 for i in 0 1 2 3 4 5 6 7; do
 	mkdir -p "$MNT/e/$i"
 	nums 1 100 >>"$MNT/e/$i/current"
 done
-TLOGCTL_TEST_BREAK_CHAIN=150 TLOGCTL_TEST_ACK_DELAY_MS=40 \
+TLOGCTL_TEST_BREAK_CHAIN=150 TLOGCTL_TEST_ACK_HOLD=1 \
     "$HOOKED_TLOGCTL" ship --nats "$NATS_URL_1" --stream E --subject-prefix e \
     --once "$MNT/e" 2>"$TMP/e.err"
 tl_is "--once with a resync: exit 0" 0 "$?"
