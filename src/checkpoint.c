@@ -440,7 +440,7 @@ add_part(struct out *o, struct tlog_partition *p)
 	bool ok = true;
 	int dfd;
 
-	tlog_level_path(&p->lv, where, sizeof(where));
+	tlog_level_where(&p->lv, where, sizeof(where));
 	len = strlen(where);
 	if ((dfd = tlog_level_dir(&p->lv)) < 0)
 		return false;

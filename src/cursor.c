@@ -196,7 +196,7 @@ commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
 		free(v);
 		if (r == -ENOENT)
 			return r;	/* removed meanwhile */
-		tlog_level_path(&p->lv, where, sizeof(where));
+		tlog_level_where(&p->lv, where, sizeof(where));
 		tlog_ctx_log_err(p->ctx, "%s: cannot save the cursors: %s",
 		    where, strerror(-r));
 		return r;
@@ -222,7 +222,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 
 	if (p->ctx->ro)
 		return -EROFS;
-	tlog_level_path(&p->lv, where, sizeof(where));
+	tlog_level_where(&p->lv, where, sizeof(where));
 	if (!tlog_cursor_name_ok(name)) {
 		printable(name, strlen(name), shown, sizeof(shown));
 		tlog_ctx_log(p->ctx, LOG_WARNING, "%s: cursor name \"%s\" "
@@ -548,7 +548,7 @@ part_id_load(struct tlog_partition *p)
 		goto out;
 	}
 	r = part_id_read(dfd, st.st_ino, id);
-	tlog_level_path(&p->lv, where, sizeof(where));
+	tlog_level_where(&p->lv, where, sizeof(where));
 	if (r == -EPERM) {
 		tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s: not a regular file; "
 		    "left alone, and the partition has no identity", where,
@@ -610,7 +610,7 @@ tlog_partition_id(struct tlog_partition *p, char *buf, size_t len)
 	if (r == 0)
 		strlcpy(buf, p->id, len);
 	else if (r != -ENOENT && r != -ENODATA) {
-		tlog_level_path(&p->lv, where, sizeof(where));
+		tlog_level_where(&p->lv, where, sizeof(where));
 		tlog_ctx_log_err(p->ctx, "%s: cannot write %s: %s", where,
 		    TLOG_PART_ID_FILE, strerror(-r));
 	}

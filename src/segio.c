@@ -227,7 +227,7 @@ set_aside(struct tlog_segment *seg, const char *name)
 	    (unsigned long long)tlog_ctx_now(ctx));
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		return false;
-	tlog_level_path(seg->sd->lv, where, sizeof(where));
+	tlog_level_where(seg->sd->lv, where, sizeof(where));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode))
 		tlog_ctx_log_err(ctx, "%s/%s is in the way of a new segment "

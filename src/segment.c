@@ -148,7 +148,7 @@ tlog_seg_where(const struct tlog_segment *seg, char *buf, size_t len)
 {
 	char where[2 * TLOG_NAME_MAX + 2];
 
-	tlog_level_path(seg->sd->lv, where, sizeof(where));
+	tlog_level_where(seg->sd->lv, where, sizeof(where));
 	snprintf(buf, len, "%s/%020llu.log", where,
 	    (unsigned long long)seg->base);
 }

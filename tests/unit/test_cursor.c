@@ -143,6 +143,43 @@ START_TEST(racing_first_commits_both_land)
 }
 END_TEST
 
+/*
+ * Commits and identity requests racing renames of their partition: they
+ * read its name (for their log lines) under the tree lock, never while a
+ * rename frees it (ThreadSanitizer watches).
+ */
+static void *
+renamer(void *arg)
+{
+	struct tlog_topic *t = arg;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		ck_assert_int_eq(tlog_partition_rename(t, "0", "1"), 0);
+		ck_assert_int_eq(tlog_partition_rename(t, "1", "0"), 0);
+	}
+	return NULL;
+}
+
+START_TEST(commits_race_renames)
+{
+	struct tlog_topic *t = tlog_partition_topic(th_P);
+	char id[64];
+	pthread_t a;
+	int i;
+
+	lines(th_P, 10);
+	ck_assert_int_eq(pthread_create(&a, NULL, renamer, t), 0);
+	for (i = 0; i < 200; i++) {
+		ck_assert_int_eq(set(th_P, "c", "5"), 0);
+		ck_assert_int_eq(set(th_P, "c", "zz"), -EINVAL);
+		(void)tlog_partition_id(th_P, id, sizeof(id));
+	}
+	pthread_join(a, NULL);
+	ck_assert_uint_eq(get(th_P, "c"), 5);
+}
+END_TEST
+
 START_TEST(lag_counts_from_start_offset)
 {
 	struct tlog_seginfo *v;
@@ -881,5 +918,6 @@ main(void)
 	TH_CASE(s, commit_reschedules_only_its_partition);
 	TH_CASE(s, config_change_reschedules_consumed);
 	TH_CASE(s, racing_first_commits_both_land);
+	TH_CASE(s, commits_race_renames);
 	return th_run(s);
 }
