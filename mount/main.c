@@ -297,23 +297,25 @@ add_fixed_opts(struct fuse_args *args, const char *store)
 }
 
 #ifdef TLOG_TEST_HOOKS
-/* Test builds only (tests/hooks/tlogfs): a pause between the end of the
- * request loop and the stop, with a line saying it began
- * (tests/integration/signals.sh). */
+/* Test builds only (tests/hooks/tlogfs): with TLOGFS_TEST_STOP_GATE
+ * set, the daemon says the request loop ended, then holds until that
+ * file exists (at most 60 s) before it stops; the unlinker says each
+ * notice it sends meanwhile (tests/integration/signals.sh). */
 static void
-test_stop_delay(void)
+test_stop_gate(void)
 {
-	const char *e = getenv("TLOGFS_TEST_STOP_DELAY_MS");
-	long ms = e != NULL ? strtol(e, NULL, 10) : 0;
+	const char *gate = getenv("TLOGFS_TEST_STOP_GATE");
+	int k;
 
-	if (ms <= 0 || ms > 60000)
+	if (gate == NULL)
 		return;
 	fprintf(stderr, "tlogfs: test: the request loop ended\n");
-	usleep((useconds_t)ms * 1000);
+	for (k = 0; k < 6000 && access(gate, F_OK) == -1; k++)
+		usleep(10000);
 }
 #else
 static void
-test_stop_delay(void)
+test_stop_gate(void)
 {
 }
 #endif
@@ -618,7 +620,7 @@ ready:
 	daemon_ready(0);
 	/* A stop by signal is a clean stop: the loop returns the signal. */
 	r = run_loop(se, &opts);
-	test_stop_delay();
+	test_stop_gate();
 	tlog_reaper_stop(fs.store);
 	/* The kernel ending the connection is a stop too: at an unmount
 	 * a read of /dev/fuse that races the connection's end gets

@@ -125,6 +125,11 @@ send_notes(struct tl_fs *fs)
 		pthread_mutex_unlock(&fs->nlock);
 		if (note == NULL)
 			return;
+#ifdef TLOG_TEST_HOOKS
+		if (getenv("TLOGFS_TEST_STOP_GATE") != NULL)
+			fprintf(stderr, "tlogfs: test: a notice for %s\n",
+			    note->name);
+#endif
 		r = fuse_lowlevel_notify_delete(fs->se, note->parent,
 		    note->child, note->name, strlen(note->name));
 		/* ENOTEMPTY: a removed partition's directory still has

@@ -8,8 +8,9 @@
  * once, decides the roll before each record, and writes runs of records
  * with one pwrite each. It never unlinks a file: detached segments go to
  * the unlink queue. Events (seals) are emitted after the lock is dropped.
- * It sits a layer above partition.c, whose sealing and detaching it
- * calls, and reaches what lies above both only through p->env's hooks.
+ * It calls partition.c's sealing and detaching and the queues directly
+ * (the log layer), and reaches the store layer above only through
+ * p->env's hooks.
  */
 #include "config.h"
 
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "partition.h"
+#include "unlink.h"
 
 #define MAX_PENDING_IDX 128
 #define MAX_UNSYNCED 8		/* sealed segments waiting for the flusher */
@@ -384,7 +386,7 @@ unlink_detached(struct tlog_partition *p, struct run *run, const char *buf,
 	if ((r = run_flush(p, run, buf, ts)) != 0)
 		return r;
 	pthread_mutex_unlock(&p->sd.lock);
-	p->env->unlink(p->env->arg, p, (uint64_t)l->seg_bytes);
+	tlog_unlink_part(p->env->q, p, (uint64_t)l->seg_bytes);
 	pthread_mutex_lock(&p->sd.lock);
 	return __atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
 }

@@ -1,7 +1,7 @@
 /*
  * cleanup.h - partition.cleanup.ms: removing an empty partition that has
- * gone unwritten that long (cleanup.c), a layer above the registry whose
- * directory calls it uses.
+ * gone unwritten that long (cleanup.c), in the store layer, through the
+ * registry's directory calls.
  */
 #ifndef TLOG_CLEANUP_H
 #define TLOG_CLEANUP_H

@@ -5,7 +5,7 @@
  * atomically and synced before a commit returns, and in memory as one
  * sorted array that a commit replaces whole under the partition lock;
  * p->ncursors and p->cursor_floor sum them up for the rules of
- * retention.c, which may not call here (same layer).
+ * retention.c, which reads that summary rather than calling here.
  *
  * Commits of one partition take its sync lock (p->sd.sync_lock, the lock
  * of its disk work), so two commits never race to write the file;

@@ -7,9 +7,9 @@
  * append that hit ENOSPC (doc/reaper.md, "Disk pressure").
  *
  * It shares the reaper's state (struct tlog_reaper, free.h) and runs on
- * its thread and in its hooks, but sits a layer below reaper.c
- * (tests/layers): the reaper calls it, and it reaches the reaper back
- * only through the store's scheduler hooks (tlog_part_resched).
+ * its thread and in its hooks, in the same layer as reaper.c: the reaper
+ * calls it, and it reaches the reaper back only through the store's
+ * scheduler hooks (tlog_part_resched).
  */
 #include "config.h"
 

@@ -2,9 +2,10 @@
  * partition.c - a partition: its run of segments, its settings and the
  * scheduler's calls for it, sealing, and detaching segments for deletion
  * (time rule, size rule, manual); statistics and segment look-ups. The
- * append path, which calls all of that, is append.c, a layer above.
+ * append path, which calls all of that, is append.c.
  *
- * What lies above a partition (the queues, the events, the scheduler) it
+ * Sealed and detached segments go to the store's queues (queue.c, same
+ * layer); the events and the scheduler, in the store layer above, it
  * reaches only through the hooks in p->env, which the store fills in.
  */
 #include "config.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "partition.h"
+#include "queue.h"
 
 static void part_free(struct tlog_level *lv);
 
@@ -211,7 +213,7 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
 	if (seg == NULL || seg->records == 0)
 		return 0;
 	r = tlog_seg_seal(seg, why);
-	p->env->sealed(p->env->arg, p);
+	tlog_queue_flush(p->env->q, p);
 	if (tlog_part_sched_arg(p) != NULL)
 		p->env->sched->sealed(tlog_part_sched_arg(p), p);
 	if (eb != NULL)
@@ -237,7 +239,7 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 	seg->rule = rule;
 	tlog_seg_close_files(seg);
 	/* The partition's reference moves to the queue. */
-	p->env->detached(p->env->arg, seg);
+	tlog_queue_unlink(p->env->q, seg);
 }
 
 /* ---- statistics and segments ---- */

@@ -4,9 +4,10 @@
  * ceiling (append.c), sealing, detaching segments for deletion,
  * statistics (partition.c).
  *
- * A partition reaches the layers above it only through the hooks the
- * store fills in (struct tlog_part_env): seal and deletion events, the
- * unlink and flush queues, the scheduler. Locks: p->sd.sync_lock, then
+ * A partition queues its sealed and deleted segments (queue.h, unlink.h,
+ * the same layer) and reaches the store layer above only through the
+ * hooks the store fills in (struct tlog_part_env): seal and deletion
+ * events, and the scheduler. Locks: p->sd.sync_lock, then
  * p->sd.lock (doc/engine.md, "Threads and locks").
  */
 #ifndef TLOG_PARTITION_H
@@ -25,6 +26,7 @@
 #include "segment.h"
 
 struct tlog_partition;
+struct tlog_queue;
 
 /* The scheduler's calls (the reaper's, once one is attached). */
 struct tlog_sched_ops {
@@ -53,24 +55,17 @@ struct tlog_sched_ops {
 
 /*
  * What every partition of a store shares: the context, the open-file
- * budget, and the hooks through which a partition reaches the layers
- * above it, which the store fills in at open (and the reaper, sched and
- * sched_arg, while it is attached).
+ * budget, the queues, and the hooks through which a partition reaches
+ * the store layer above it, which the store fills in at open (and the
+ * reaper, sched and sched_arg, while it is attached).
  */
 struct tlog_part_env {
 	struct tlog_ctx *ctx;
 	struct tlog_fdbudget *fdb;
+	struct tlog_queue *q;		/* the unlink and flush queues */
 	/* A seal or a deletion: recorded and reported (no lock held). */
 	void (*emit)(void *arg, struct tlog_partition *p,
 	    struct tlog_event *ev);
-	/* A detached segment and its reference: to the unlink queue
-	 * (p->sd.lock held). */
-	void (*detached)(void *arg, struct tlog_segment *seg);
-	/* p has sealed segments for the flusher (p->sd.lock held). */
-	void (*sealed)(void *arg, struct tlog_partition *p);
-	/* The size ceiling: unlinks p's detached segments until they hold
-	 * at most limit bytes, now, on this thread (no lock held). */
-	void (*unlink)(void *arg, struct tlog_partition *p, uint64_t limit);
 	void *arg;
 	const struct tlog_sched_ops *sched;
 	void *sched_arg;		/* atomic; NULL: nothing is scheduled */

@@ -27,7 +27,7 @@
  * the same hooks.
  *
  * retention.keep.free (the free heap, reclaiming passes, back-pressure)
- * is free.c, a layer below: its hooks are in this file's table, its
+ * is free.c, beside it: its hooks are in this file's table, its
  * passes run on this thread, and the two share struct tlog_reaper.
  */
 #include "config.h"

@@ -1,7 +1,7 @@
 /*
  * store.c - an open store (store.h): open and close, in order (the
- * store's own files are storefiles.c's); the hooks the partitions reach
- * the layers above them through (events, queues, the scheduler); and the
+ * store's own files are storefiles.c's); the hook the partitions reach
+ * the events through, and the scheduler's slot; and the
  * calls of tlog.h that the store answers by delegating to its registry,
  * its queues and its events partition.
  */
@@ -183,7 +183,7 @@ newest_stamp(struct tlog_store *s)
 	return newest;
 }
 
-/* ---- the hooks of the layers below ---- */
+/* ---- the hook of the log layer ---- */
 
 /* A seal or a deletion: the names filled in, recorded in .tlogfs/events
  * and passed to the opener's hook. No engine lock is held. */
@@ -209,38 +209,12 @@ store_emit(void *arg, struct tlog_partition *p, struct tlog_event *ev)
 }
 
 static void
-store_detached(void *arg, struct tlog_segment *seg)
-{
-	struct tlog_store *s = arg;
-
-	tlog_queue_unlink(&s->q, seg);
-}
-
-static void
-store_sealed(void *arg, struct tlog_partition *p)
-{
-	struct tlog_store *s = arg;
-
-	tlog_queue_flush(&s->q, p);
-}
-
-static void
-store_unlink(void *arg, struct tlog_partition *p, uint64_t limit)
-{
-	struct tlog_store *s = arg;
-
-	tlog_unlink_part(&s->q, p, limit);
-}
-
-static void
 penv_init(struct tlog_store *s)
 {
 	s->penv.ctx = &s->ctx;
 	s->penv.fdb = &s->fdb;
+	s->penv.q = &s->q;
 	s->penv.emit = store_emit;
-	s->penv.detached = store_detached;
-	s->penv.sealed = store_sealed;
-	s->penv.unlink = store_unlink;
 	s->penv.arg = s;
 	s->penv.sched = NULL;
 	s->penv.sched_arg = NULL;

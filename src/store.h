@@ -2,7 +2,7 @@
  * store.h - an open store: its directory and lock, the levels' tree with
  * the store's own level, the registry of topics and partitions, the
  * background work queues, the events partition, and the hooks through
- * which the layers below reach it (struct tlog_part_env, filled in here).
+ * which the log layer reaches it (struct tlog_part_env, filled in here).
  *
  * STORE/.tlogfs/format   "tlogfs <version>"
  * STORE/.tlogfs/lock     pid of the holder, flock()ed while open

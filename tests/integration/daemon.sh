@@ -3,6 +3,11 @@
 # non-zero status, a quiet idle mount, a clean stop on SIGTERM that
 # flushes held partial records, daemonizing, and mount(8) / fstab.
 . "${srcdir:-.}/tests/integration/lib.sh"
+# A daemonized mount's stderr is /dev/null: on a sanitizer build its
+# reports go to files instead, checked at the end.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$TMP/san"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$TMP/san"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$TMP/san"
 
 tl_is "--version" "tlogfs version" "$("$TLOGFS" --version 2>&1 | head -1 | cut -d' ' -f1-2)"
 tl_check "--help prints the usage" sh -c "'$TLOGFS' --help | grep -q '^usage: tlogfs STORE MOUNTPOINT'"
@@ -129,4 +134,6 @@ else
 	tl_ok "mount(8) # SKIP no mount.fuse3"
 fi
 tl_stderr_clean "nothing printed by daemonized mounts"
+tl_is "no sanitizer report from any daemon" "" \
+    "$(cat "$TMP"/san.* 2>/dev/null | head -20)"
 tl_done

@@ -86,12 +86,12 @@ tl_check "unmount" tl_umount
 # holds (here a lookup that came after the loop stopped reading: it
 # holds the partition directory's lock while it waits): the stop
 # must not wait for that notice, or the daemon hangs with the mount.
-# TLOGFS_TEST_STOP_DELAY_MS holds the daemon between the end of the loop
-# and the stop, while the reaper still deletes (found by an outside
-# attack: SIGTERM with writers and readers busy hung 5 runs in 11).
-export TLOGFS_TEST_STOP_DELAY_MS=4000
+# TLOGFS_TEST_STOP_GATE holds the daemon between the end of the loop and
+# the stop while the reaper still deletes, until the deletion's notice
+# is on its way.
+export TLOGFS_TEST_STOP_GATE=$TMP/stop-gate
 tl_mount_hooked
-unset TLOGFS_TEST_STOP_DELAY_MS
+unset TLOGFS_TEST_STOP_GATE
 mkdir -p "$MNT/n/0"
 echo old >>"$MNT/n/0/current"
 setfattr -n user.seal -v 1 "$MNT/n/0"
@@ -103,6 +103,10 @@ loop_ended() { grep -q 'test: the request loop ended' "$ERR"; }
 tl_wait_for 20 loop_ended
 stat "$MNT/n/0/never-looked-up" >/dev/null 2>&1 &
 LSPID=$!
+notice_sent() { grep -q 'test: a notice for 0.*\.log' "$ERR"; }
+tl_check "the deletion's notice is sent while the loop is over" \
+    tl_wait_for 20 notice_sent
+touch "$TMP/stop-gate"
 if ! tl_wait_for 20 exited; then
 	tl_not_ok "SIGTERM with a deletion's notice behind an unanswered request: the daemon did not stop in 20 s"
 	# The lookup's wait is killable: its end frees the lock the notice
@@ -119,5 +123,5 @@ wait "$LSPID" 2>/dev/null
 tl_check "the segment was deleted while the loop was over" \
     grep -q 'reaper: 1 segments .* expired' "$ERR"
 tl_stderr_clean "the daemon printed nothing but the hook's and reaper's lines" \
-    'test: the request loop ended|reaper: 1 segments .* expired'
+    'test: (the request loop ended|a notice for )|reaper: 1 segments .* expired'
 tl_done
