@@ -152,71 +152,120 @@ tlog_clock_anchor(struct tlog_clock *c, int64_t newest)
 		    "clock catches up", e - w, slow / 1000);
 }
 
+/* What a read found of the wall clock against the current piece. */
+enum step {
+	STEP_NONE,	/* within CLOCK_STEP_MS: no step */
+	STEP_KEEP,	/* a step: engine time keeps to elapsed time */
+	STEP_SLOW,	/* a step back behind engine time: half speed */
+	STEP_FOLLOW	/* a step forward past engine time that was ahead
+			   of the wall clock: engine time follows it */
+};
+
+/* Engine time e at wall w and boot m from the piece pc; the wall clock's
+ * distance to boot time against the piece's (a step if large). */
+static int64_t
+read_piece(struct tlog_clock *c, struct piece *pc, int64_t *w,
+    int64_t *m, int64_t *e)
+{
+	*w = wall_ms(c);
+	*m = boot_ms(c);
+	*e = engine_at(pc, *m);
+	return (*w - *m) - pc->off;
+}
+
+static bool
+is_step(int64_t step)
+{
+	return step > CLOCK_STEP_MS || step < -CLOCK_STEP_MS;
+}
+
 /*
- * Engine time, and the wall clock read with it. A step of the wall clock
- * (its distance to boot time changed by more than CLOCK_STEP_MS) starts a
+ * c->lock held: reads again and, at a step of the wall clock, starts a
  * new piece from the current engine time, so engine time never jumps.
+ * A forward step that takes the wall clock from behind engine time to
+ * past it ends a catch-up: the wall clock was the one wrong (booted
+ * behind and set right by NTP, or a backward glitch corrected), and
+ * engine time follows it, or what is stamped until the next restart
+ * would be stamped that much too old, and go that much early after it;
+ * deletion time does not follow (c->lag). Returns what it did; *e and
+ * *w are the read, *stepp the step, *slowp the slow stretch.
+ */
+static enum step
+take_step(struct tlog_clock *c, int64_t *e, int64_t *w, int64_t *stepp,
+    int64_t *slowp)
+{
+	struct piece pc;
+	int64_t m, step;
+	bool follow;
+
+	(void)piece_begin(c, &pc);	/* no anchor can run: the lock */
+	step = read_piece(c, &pc, w, &m, e);
+	*stepp = step;
+	if (!is_step(step))
+		return STEP_NONE;
+	follow = step > 0 && m + pc.off < *e && *w > *e;
+	if (follow) {
+		__atomic_add_fetch(&c->lag, *w - *e, __ATOMIC_RELEASE);
+		*e = *w;
+	}
+	*slowp = anchor_locked(c, *e, *w, m);
+	__atomic_add_fetch(&c->steps, 1, __ATOMIC_RELEASE);
+	return follow ? STEP_FOLLOW : *slowp > 0 ? STEP_SLOW : STEP_KEEP;
+}
+
+/* Tells a step, after the lock is dropped. */
+static void
+say_step(struct tlog_clock *c, enum step k, int64_t step, int64_t e,
+    int64_t w, int64_t slow)
+{
+	const char *dir = step > 0 ? "forward" : "back";
+	int64_t by = step > 0 ? step : -step;
+
+	switch (k) {
+	case STEP_NONE:
+		break;
+	case STEP_FOLLOW:
+		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
+		    "stepped forward by %" PRId64 " ms, past engine time, "
+		    "which was ahead of it: engine time follows it", step);
+		break;
+	case STEP_SLOW:
+		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
+		    "stepped %s by %" PRId64 " ms and is %" PRId64 " ms "
+		    "behind engine time: engine time runs at half speed for "
+		    "%" PRId64 " s, until it catches up", dir, by, e - w,
+		    slow / 1000);
+		break;
+	case STEP_KEEP:
+		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
+		    "stepped %s by %" PRId64 " ms: engine time keeps to "
+		    "elapsed time, %" PRId64 " ms behind the wall clock until "
+		    "a restart", dir, by, w - e);
+		break;
+	}
+}
+
+/*
+ * Engine time, and the wall clock read with it. Every append reads the
+ * clock: without the lock, unless the wall clock stepped or an anchor
+ * overlapped the read; then under it, where a step is taken.
  */
 static int64_t
 clock_read(struct tlog_clock *c, int64_t *wallp)
 {
 	struct piece pc;
 	int64_t w, m, e, step, slow = 0;
-	bool stepped = false, follow = false;
+	enum step k;
 	unsigned s;
 
-	/* Every append reads the clock: without the lock, unless the wall
-	 * clock stepped or an anchor overlapped the read. */
 	s = piece_begin(c, &pc);
-	w = wall_ms(c);
-	m = boot_ms(c);
-	e = engine_at(&pc, m);
-	step = (w - m) - pc.off;
-	if (piece_unchanged(c, s) && step <= CLOCK_STEP_MS &&
-	    step >= -CLOCK_STEP_MS)
-		goto out;
-
-	pthread_mutex_lock(&c->lock);
-	(void)piece_begin(c, &pc);	/* no anchor can run: the lock */
-	w = wall_ms(c);
-	m = boot_ms(c);
-	e = engine_at(&pc, m);
-	step = (w - m) - pc.off;
-	if (step > CLOCK_STEP_MS || step < -CLOCK_STEP_MS) {
-		/* A forward step that takes the wall clock from behind
-		 * engine time to past it ends a catch-up: the wall clock
-		 * was the one wrong (booted behind and set right by NTP,
-		 * or a backward glitch corrected), and engine time follows
-		 * it, or what is stamped until the next restart would be
-		 * stamped that much too old, and go that much early after
-		 * it. */
-		follow = step > 0 && m + pc.off < e && w > e;
-		if (follow) {
-			__atomic_add_fetch(&c->lag, w - e, __ATOMIC_RELEASE);
-			e = w;
-		}
-		slow = anchor_locked(c, e, w, m);
-		__atomic_add_fetch(&c->steps, 1, __ATOMIC_RELEASE);
-		stepped = true;
+	step = read_piece(c, &pc, &w, &m, &e);
+	if (!piece_unchanged(c, s) || is_step(step)) {
+		pthread_mutex_lock(&c->lock);
+		k = take_step(c, &e, &w, &step, &slow);
+		pthread_mutex_unlock(&c->lock);
+		say_step(c, k, step, e, w, slow);
 	}
-	pthread_mutex_unlock(&c->lock);
-	if (stepped && follow)
-		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock stepped "
-		    "forward by %" PRId64 " ms, past engine time, which was "
-		    "ahead of it: engine time follows it", step);
-	else if (stepped && slow > 0)
-		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock stepped %s by "
-		    "%" PRId64 " ms and is %" PRId64 " ms behind engine time: "
-		    "engine time runs at half speed for %" PRId64 " s, until "
-		    "it catches up", step > 0 ? "forward" : "back",
-		    step > 0 ? step : -step, e - w, slow / 1000);
-	else if (stepped)
-		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock stepped %s by "
-		    "%" PRId64 " ms: engine time keeps to elapsed time, %"
-		    PRId64 " ms behind the wall clock until a restart",
-		    step > 0 ? "forward" : "back", step > 0 ? step : -step,
-		    w - e);
-out:
 	if (wallp != NULL)
 		*wallp = w;
 	return e;

@@ -20,9 +20,8 @@
 struct tlog_reaper {
 	struct tlog_store *s;
 	struct tlog_ctx *ctx;
-	/* Both heaps are under the store's work lock (ctx->work_lock, ctx.h:
-	 * taken under a partition's sd.lock, never the reverse); cond is
-	 * the thread's, waited on with that lock. */
+	/* Both heaps are under the store's work lock (ctx->work_lock,
+	 * ctx.h); cond is the thread's, waited on with that lock. */
 	pthread_cond_t cond;
 	struct tlog_heap heap;		/* partitions by due time, each
 					   referenced */

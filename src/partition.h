@@ -7,8 +7,8 @@
  * A partition queues its sealed and deleted segments (queue.h, unlink.h,
  * the same layer) and reaches the store layer above only through the
  * hooks the store fills in (struct tlog_part_env): seal and deletion
- * events, and the scheduler. Locks: p->sd.sync_lock, then
- * p->sd.lock (doc/engine.md, "Threads and locks").
+ * events, and the scheduler. Its locks: doc/engine.md, "Threads and
+ * locks".
  */
 #ifndef TLOG_PARTITION_H
 #define TLOG_PARTITION_H
@@ -71,48 +71,62 @@ struct tlog_part_env {
 	void *sched_arg;		/* atomic; NULL: nothing is scheduled */
 };
 
+/* Its fields, grouped by what guards them (doc/engine.md, "Threads and
+ * locks"). */
 struct tlog_partition {
-	/* Name, topic (the parent), settings, inode, references, dead
-	 * flag, and the identity of its own directory: a path that names
-	 * another directory (after a rename over it, or rmdir + mkdir) is
-	 * never used to reach this partition's files. */
+	/* Set when made, then only read. lv: name, topic (the parent),
+	 * settings, inode, references, dead flag, and the identity of its
+	 * own directory: a path that names another directory (after a
+	 * rename over it, or rmdir + mkdir) is never used to reach this
+	 * partition's files (the names under the tree lock, the rest
+	 * atomic). */
 	struct tlog_level lv;
-	struct tlog_segdir sd;		/* lock, sync lock, unsynced list */
 	const struct tlog_part_env *env;	/* the store's */
 	struct tlog_ctx *ctx;		/* env->ctx */
 	bool quiet;			/* the store's events partition: no
 					   metrics, no events of its own */
-	struct tlog_seglist segs;	/* oldest first (sd.lock) */
-	uint64_t nsegs;			/* atomic for readers */
+
+	/* The partition lock (sd.lock; sd also holds the sync lock and the
+	 * unsynced list). */
+	struct tlog_segdir sd;
+	struct tlog_seglist segs;	/* oldest first */
+	uint64_t nsegs;			/* also read atomically */
 	uint64_t bytes;
 	uint64_t next_offset;
 	int64_t last_ts;		/* newest timestamp handed out */
-	RB_ENTRY(tlog_partition) entry;	/* its topic's tree (registry.c) */
-	/* The unlink queue's (queue.c), under its lock: detached segments
-	 * whose files are not unlinked yet, and their bytes, counted
-	 * against the ceiling (read atomically). */
+	int64_t born;			/* engine time made or loaded */
+	bool cleanup_warned;		/* a stray kept it from cleanup */
+	/* cursor.c's: the cursors, sorted by name, one malloc'd block
+	 * replaced whole (freed with p), their count and the slowest
+	 * (UINT64_MAX if none) for the rules. */
+	struct tlog_cursor *cursors;
+	uint32_t ncursors;
+	uint64_t cursor_floor;
+
+	/* The sync lock (sd.sync_lock): its disk work. */
+	uint64_t saved_end;		/* durable .next (unlink.c) */
+	/* Its identity (cursor.c), read or made at the first request,
+	 * published atomically, freed with p. */
+	char *id;
+
+	/* The store's work lock (ctx->work_lock): the queues and the
+	 * reaper's heaps. Detached segments whose files are not unlinked
+	 * yet, and their bytes, counted against the ceiling (also read
+	 * atomically). */
 	uint64_t pending_unlinks;
 	uint64_t pending_bytes;
-	uint64_t saved_end;		/* durable .next (unlink.c, sd.sync_lock) */
-	/* Open writers (writer.c; atomic): partition.cleanup.ms never
-	 * removes a partition someone holds open for writing. */
-	uint32_t nwriters;
-	int64_t born;			/* engine time made or loaded */
-	bool cleanup_warned;		/* a stray kept it from cleanup (sd.lock) */
 	bool flush_queued;		/* on the flush queue (queue.c) */
 	TAILQ_ENTRY(tlog_partition) flushlink;
 	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */
-	uint32_t ncursors;		/* cursors on this partition (sd.lock) */
-	uint64_t cursor_floor;		/* the slowest cursor; UINT64_MAX if none */
-	/* cursor.c's: the cursors, sorted by name, one malloc'd block
-	 * replaced under sd.lock (freed with p); a commit holds
-	 * sd.sync_lock across its write of .cursors. */
-	struct tlog_cursor *cursors;
-	/* Its identity (cursor.c), read or made at the first request
-	 * under sd.sync_lock, published atomically, freed with p. */
-	char *id;
-	struct tlog_heap_node fheap;	/* the reaper's free-space heap: key =
-					   oldest segment's max_ts */
+	struct tlog_heap_node fheap;	/* the free-space heap: key = oldest
+					   segment's max_ts */
+
+	/* The tree lock: its topic's tree (registry.c). */
+	RB_ENTRY(tlog_partition) entry;
+
+	/* Atomic: open writers (writer.c). partition.cleanup.ms never
+	 * removes a partition someone holds open for writing. */
+	uint32_t nwriters;
 };
 
 /* The count of p's cursors (p->sd.lock held, or a racy read). */

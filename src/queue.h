@@ -5,9 +5,7 @@
  * unlink.c and flush.c, under the store's work lock (ctx->work_lock,
  * ctx.h). One condition serves both queues, so the
  * front end's unlinker thread waits for either (tlog_store_unlink_wait).
- *
- * Lock order: a partition's sd.lock, then the work lock (a detach or a
- * seal queues under the partition lock); never the reverse.
+ * (The order of the locks: doc/engine.md, "Threads and locks".)
  */
 #ifndef TLOG_QUEUE_H
 #define TLOG_QUEUE_H

@@ -11,10 +11,7 @@
  * STORE/.tlogfs/boot     the kernel's boot id at the last open
  * STORE/TOPIC/.config, STORE/TOPIC/PART/.config, STORE/TOPIC/PART/.next
  *
- * Locks, outermost first (doc/engine.md, "Threads and locks"): a
- * writer's, admin_lock, the tree lock (tree.lock), a partition's sync
- * lock, its lock, the work lock (ctx->work_lock: the open-file budget,
- * the queues, the reaper's heaps), the clock's.
+ * The locks and their order: doc/engine.md, "Threads and locks".
  */
 #ifndef TLOG_STORE_H
 #define TLOG_STORE_H
