@@ -558,12 +558,12 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    __ATOMIC_RELAXED);
 		counted = true;
 		if (tlog_ctx_free_short(p->ctx))
-			p->env->sched->wait_free(arg);
+			(void)p->env->sched->space(arg, p, TLOG_SPACE_WAIT);
 	}
 	pos = append_once(p, buf, len, tail_is_record, errp);
 	if (*errp == -ENOSPC && !p->quiet &&
 	    (arg = tlog_part_sched_arg(p)) != NULL &&
-	    p->env->sched->reclaim(arg, p) > 0)
+	    p->env->sched->space(arg, p, TLOG_SPACE_RECLAIM) > 0)
 		pos += append_once(p, buf + pos, len - pos, tail_is_record,
 		    errp);
 	if (*errp != 0) {
@@ -579,7 +579,8 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    (arg = tlog_part_sched_arg(p)) != NULL &&
 		    __atomic_compare_exchange_n(&p->ctx->free_check, &chk, 0,
 		    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			p->env->sched->pressure(arg);
+			(void)p->env->sched->space(arg, p,
+			    TLOG_SPACE_CHECK);
 	}
 	/* Taken off only after the add to free_appended above, so the
 	 * budget never sees the bytes in neither count. */

@@ -63,7 +63,7 @@ void tlog_free_sealed(void *arg, struct tlog_partition *p);
 void tlog_free_pressure(void *arg);
 /* The reclaim hook: an append hit ENOSPC; returns what it freed. */
 int tlog_free_reclaim(void *arg, struct tlog_partition *p);
-/* The wait_free hook: appends wait for free space above the floor. */
+/* TLOG_SPACE_WAIT: appends wait for free space above the floor. */
 void tlog_free_wait(void *arg);
 /* Sets the appends' budget from free space (floor -1: no budget). */
 void tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,

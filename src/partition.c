@@ -122,31 +122,31 @@ tlog_part_sched_arg(struct tlog_partition *p)
 	return __atomic_load_n(&p->env->sched_arg, __ATOMIC_ACQUIRE);
 }
 
-void
-tlog_part_sched_earlier(struct tlog_partition *p, int64_t due)
+static void
+sched(struct tlog_partition *p, enum tlog_sched_why why, int64_t due)
 {
 	void *arg = tlog_part_sched_arg(p);
 
 	if (arg != NULL)
-		p->env->sched->earlier(arg, p, due);
+		p->env->sched->sched(arg, p, why, due);
+}
+
+void
+tlog_part_sched_earlier(struct tlog_partition *p, int64_t due)
+{
+	sched(p, TLOG_SCHED_EARLIER, due);
 }
 
 void
 tlog_part_resched(struct tlog_partition *p)
 {
-	void *arg = tlog_part_sched_arg(p);
-
-	if (arg != NULL)
-		p->env->sched->resched(arg, p);
+	sched(p, TLOG_SCHED_AGAIN, -1);
 }
 
 void
 tlog_part_unsched(struct tlog_partition *p)
 {
-	void *arg = tlog_part_sched_arg(p);
-
-	if (arg != NULL)
-		p->env->sched->unsched(arg, p);
+	sched(p, TLOG_SCHED_GONE, -1);
 }
 
 struct tlog_segment *
@@ -214,8 +214,7 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
 		return 0;
 	r = tlog_seg_seal(seg, why);
 	tlog_queue_flush(p->env->q, p);
-	if (tlog_part_sched_arg(p) != NULL)
-		p->env->sched->sealed(tlog_part_sched_arg(p), p);
+	sched(p, TLOG_SCHED_SEALED, -1);
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
 	return r;

@@ -28,29 +28,35 @@
 struct tlog_partition;
 struct tlog_queue;
 
-/* The scheduler's calls (the reaper's, once one is attached). */
+/* What a partition tells its scheduler (the reaper, once attached). */
+enum tlog_sched_why {
+	TLOG_SCHED_EARLIER,	/* a new segment: p may be due sooner, at
+				   `due` (p->sd.lock held) */
+	TLOG_SCHED_SEALED,	/* p sealed a segment: keep.free's key of it
+				   may change (p->sd.lock held) */
+	TLOG_SCHED_AGAIN,	/* p's settings or cursors changed: its due
+				   time is computed again (no partition lock
+				   held) */
+	TLOG_SCHED_GONE		/* p left the store */
+};
+
+/* What an append asks of retention.keep.free (no engine lock held). */
+enum tlog_space_ask {
+	TLOG_SPACE_CHECK,	/* appends passed ctx->free_check bytes:
+				   check free space soon */
+	TLOG_SPACE_WAIT,	/* appends would take free space below the
+				   floor: free space, and wait (bounded) for
+				   the unlinks */
+	TLOG_SPACE_RECLAIM	/* an append to p hit ENOSPC: free space now;
+				   > 0: something was freed, retry once */
+};
+
+/* The scheduler's two calls, which the reaper fills in when attached. */
 struct tlog_sched_ops {
-	/* A new segment: p may be due sooner, at `due` (p->sd.lock held). */
-	void (*earlier)(void *arg, struct tlog_partition *p, int64_t due);
-	/* p's settings changed: its due time is computed again (no partition
-	 * lock held). */
-	void (*resched)(void *arg, struct tlog_partition *p);
-	/* p left the store. */
-	void (*unsched)(void *arg, struct tlog_partition *p);
-	/* The store closes with the scheduler still attached: it lets go
-	 * of every partition (no partition lock held). */
-	void (*detach)(void *arg);
-	/* p sealed a segment: its oldest one may now be sealed
-	 * (p->sd.lock held). */
-	void (*sealed)(void *arg, struct tlog_partition *p);
-	/* An append to p hit ENOSPC: free space now if retention.keep.free
-	 * is set (no lock held). > 0: something was freed, retry once. */
-	int (*reclaim)(void *arg, struct tlog_partition *p);
-	/* Appends passed ctx->free_check bytes: check free space soon. */
-	void (*pressure)(void *arg);
-	/* Appends would take free space below retention.keep.free: frees
-	 * space and waits (bounded) for the unlinks (no lock held). */
-	void (*wait_free)(void *arg);
+	void (*sched)(void *arg, struct tlog_partition *p,
+	    enum tlog_sched_why why, int64_t due);
+	int (*space)(void *arg, struct tlog_partition *p,
+	    enum tlog_space_ask ask);
 };
 
 /*

@@ -22,12 +22,12 @@
  * The reaper is not part of the store's life cycle: whoever opens the
  * store attaches it (tlog_reaper_attach, or tlog_reaper_start for the
  * thread too), and from then on the partitions reach it through the
- * scheduler hooks the store keeps (struct tlog_sched_ops). A reaper
- * still attached when the store closes is detached by the store, through
- * the same hooks.
+ * scheduler's two calls the store keeps (struct tlog_sched_ops: sched
+ * and space). A reaper still attached when the store closes is detached
+ * by the store (tlog_reaper_detach, same layer).
  *
  * retention.keep.free (the free heap, reclaiming passes, back-pressure)
- * is free.c, beside it: its hooks are in this file's table, its
+ * is free.c, beside it: its calls are in this file's space(), its
  * passes run on this thread, and the two share struct tlog_reaper.
  */
 #include "config.h"
@@ -149,17 +149,45 @@ reaper_unsched(void *arg, struct tlog_partition *p)
 	tlog_partition_put(fdrop);
 }
 
-static void reaper_detach(void *arg);
+static void
+reaper_sched(void *arg, struct tlog_partition *p, enum tlog_sched_why why,
+    int64_t due)
+{
+	switch (why) {
+	case TLOG_SCHED_EARLIER:
+		reaper_earlier(arg, p, due);
+		break;
+	case TLOG_SCHED_SEALED:
+		tlog_free_sealed(arg, p);
+		break;
+	case TLOG_SCHED_AGAIN:
+		reaper_resched(arg, p);
+		break;
+	case TLOG_SCHED_GONE:
+		reaper_unsched(arg, p);
+		break;
+	}
+}
+
+static int
+reaper_space(void *arg, struct tlog_partition *p, enum tlog_space_ask ask)
+{
+	switch (ask) {
+	case TLOG_SPACE_CHECK:
+		tlog_free_pressure(arg);
+		break;
+	case TLOG_SPACE_WAIT:
+		tlog_free_wait(arg);
+		break;
+	case TLOG_SPACE_RECLAIM:
+		return tlog_free_reclaim(arg, p);
+	}
+	return 0;
+}
 
 static const struct tlog_sched_ops reaper_ops = {
-	reaper_earlier,
-	reaper_resched,
-	reaper_unsched,
-	reaper_detach,
-	tlog_free_sealed,
-	tlog_free_reclaim,
-	tlog_free_pressure,
-	tlog_free_wait,
+	reaper_sched,
+	reaper_space,
 };
 
 /* ---- wake-ups ---- */
@@ -480,9 +508,8 @@ tlog_reaper_stop(struct tlog_store *s)
 /* The thread is stopped, the store forgets the reaper, and the heap's
  * references go. */
 static void
-reaper_detach(void *arg)
+reaper_detach(struct tlog_reaper *r)
 {
-	struct tlog_reaper *r = arg;
 	struct tlog_heap_node *top;
 
 	reaper_join(r);

@@ -23,6 +23,8 @@
 
 #include "checkpoint.h"
 #include "flush.h"
+#include "free.h"
+#include "reaper.h"
 #include "store.h"
 #include "storefiles.h"
 #include "unlink.h"
@@ -107,22 +109,12 @@ mark_synced(struct tlog_store *s)
 		mark_synced_part(s->ev.p);
 }
 
-/* A scheduler still attached lets go first: it holds partitions. */
-static void
-sched_detach(struct tlog_store *s)
-{
-	void *arg = tlog_store_sched(s);
-
-	if (arg != NULL)
-		s->penv.sched->detach(arg);
-}
-
 static void
 store_free(struct tlog_store *s)
 {
 	if (s == NULL)
 		return;
-	sched_detach(s);
+	tlog_reaper_detach(s);	/* it holds partitions */
 	/* Detached segments not yet unlinked are simply released; their
 	 * files are found again (and kept) at the next open. */
 	tlog_queue_destroy(&s->q);
@@ -241,8 +233,8 @@ tlog_store_free_changed(struct tlog_store *s)
 	void *arg = tlog_store_sched(s);
 
 	__atomic_store_n(&s->ctx.free_check, 1, __ATOMIC_RELAXED);
-	if (arg != NULL && s->penv.sched->pressure != NULL)
-		s->penv.sched->pressure(arg);
+	if (arg != NULL)
+		tlog_free_pressure(arg);
 }
 
 /*
@@ -479,7 +471,7 @@ tlog_store_close(struct tlog_store *s)
 		return 0;
 	}
 	tlog_store_unlink_pending(s, 0);
-	sched_detach(s);
+	tlog_reaper_detach(s);	/* it holds partitions */
 	/* The room set aside at open is for what follows (reserve_room). */
 	(void)unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0);
 	tlog_store_flush_pending(s, 0);
