@@ -402,7 +402,8 @@ turn(struct shipper *sh, bool *progress)
 			done = false;
 	}
 	sh->rr = p;
-	if (done)
+	/* Every partition visited, and each caught up. */
+	if (done && i == sh->nparts)
 		__atomic_store_n(&sh->caught_up, true, __ATOMIC_RELEASE);
 	return done;
 }

@@ -88,7 +88,8 @@ tlog_ctx_log_err(struct tlog_ctx *ctx, const char *fmt, ...)
 
 	TLOG_METRIC_ADD(ctx, errors, 1);
 	/* One line per 30 s: the one thread whose exchange opens the next
-	 * window says it, with the count suppressed before it. */
+	 * window says it, with the count suppressed before it (give or
+	 * take the few that race the line: every one is counted once). */
 	last = __atomic_load_n(&ctx->last_err_ts, __ATOMIC_RELAXED);
 	if ((last != 0 && now - last < 30000) ||
 	    !__atomic_compare_exchange_n(&ctx->last_err_ts, &last, now, false,

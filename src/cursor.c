@@ -529,7 +529,7 @@ none(struct tlog_partition *p)
 }
 
 /* Reads p's identity, or makes it (read-write), into p->id; the
- * commit lock held. -ENODATA: none; -ENOENT: removed. */
+ * sync lock held. -ENODATA: none; -ENOENT: removed. */
 static int
 part_id_load(struct tlog_partition *p)
 {

@@ -413,8 +413,8 @@ tlog_free_reclaim(void *arg, struct tlog_partition *p)
 	    free_floor(r, size) < 0)
 		return 0;
 	memset(&st, 0, sizeof(st));
-	pthread_mutex_lock(&r->s->admin_lock);
 	n = tlog_unlink_pending(&r->s->q, 0);
+	pthread_mutex_lock(&r->s->admin_lock);
 	n += free_pass(r, FREE_SYNC_MAX, true, &st);
 	pthread_mutex_unlock(&r->s->admin_lock);
 	if (st.segments > 0) {

@@ -57,7 +57,7 @@ int64_t tlog_free_key_locked(struct tlog_partition *p);
 /* Sets p's free key (-1: out; ctx->work_lock held); the reference to drop. */
 struct tlog_partition *tlog_free_update(struct tlog_reaper *r,
     struct tlog_partition *p, int64_t key);
-/* The scheduler's sealed hook: p's free key, p->sd.lock held. */
+/* TLOG_SCHED_SEALED: p's free key, p->sd.lock held. */
 void tlog_free_sealed(void *arg, struct tlog_partition *p);
 /* The pressure hook: appends ask the reaper thread for a check. */
 void tlog_free_pressure(void *arg);

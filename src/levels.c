@@ -247,6 +247,7 @@ int
 tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, struct stat *st)
 {
+	uint64_t owner;
 	int fd, r = 0;
 
 	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
@@ -257,8 +258,9 @@ tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
 	if (r == 0 && t == NULL && p == NULL) {
 		st->st_mode = (st->st_mode & S_IFMT) |
 		    __atomic_load_n(&s->root_mode, __ATOMIC_RELAXED);
-		st->st_uid = __atomic_load_n(&s->root_uid, __ATOMIC_RELAXED);
-		st->st_gid = __atomic_load_n(&s->root_gid, __ATOMIC_RELAXED);
+		owner = __atomic_load_n(&s->root_owner, __ATOMIC_RELAXED);
+		st->st_uid = tlog_owner_uid(owner);
+		st->st_gid = tlog_owner_gid(owner);
 	}
 	return r;
 }

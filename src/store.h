@@ -54,12 +54,29 @@ struct tlog_store {
 	 * chown through the mount set them: kept in .tlogfs/attr, never on
 	 * the store's directory, which stays the daemon's alone (0700;
 	 * doc/format.md, "A private store"). Written under admin_lock,
-	 * read atomically. */
+	 * read atomically; the owner is one value (tlog_owner), so a stat
+	 * never sees half of a chown. */
 	mode_t root_mode;
-	uid_t root_uid;
-	gid_t root_gid;
+	uint64_t root_owner;
 	bool created;			/* this open made the store */
 };
+
+/* An owner as one value: uid in the high half, gid in the low. */
+static inline uint64_t
+tlog_owner(uid_t uid, gid_t gid)
+{
+	return (uint64_t)uid << 32 | (uint32_t)gid;
+}
+static inline uid_t
+tlog_owner_uid(uint64_t o)
+{
+	return (uid_t)(o >> 32);
+}
+static inline gid_t
+tlog_owner_gid(uint64_t o)
+{
+	return (gid_t)(uint32_t)o;
+}
 
 /* The mount root's mode and owner (mode, uid or gid -1: unchanged), written to
  * .tlogfs/attr (atomically, durably) before they apply. */

@@ -155,8 +155,7 @@ tlog_sf_private(struct tlog_store *s, char *err, size_t errlen)
 		return -EPERM;
 	}
 	s->root_mode = st.st_mode & 07777;
-	s->root_uid = st.st_uid;
-	s->root_gid = st.st_gid;
+	s->root_owner = tlog_owner(st.st_uid, st.st_gid);
 	return 0;
 }
 
@@ -192,17 +191,18 @@ tlog_sf_root_attr_load(struct tlog_store *s)
 			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/attr: not "
 			    "\"MODE UID GID\"; the mount root shows the "
 			    "store's own (%04o %u %u)", (unsigned)s->root_mode,
-			    (unsigned)s->root_uid, (unsigned)s->root_gid);
+			    (unsigned)tlog_owner_uid(s->root_owner),
+			    (unsigned)tlog_owner_gid(s->root_owner));
 	}
 	if (have) {
 		s->root_mode = mode;
-		s->root_uid = uid;
-		s->root_gid = gid;
+		s->root_owner = tlog_owner(uid, gid);
 	}
 	if (s->ctx.ro)
 		return;
-	if (!have && (r = write_root_attr(s, s->root_mode, s->root_uid,
-	    s->root_gid)) != 0) {
+	if (!have && (r = write_root_attr(s, s->root_mode,
+	    tlog_owner_uid(s->root_owner),
+	    tlog_owner_gid(s->root_owner))) != 0) {
 		tlog_ctx_log(&s->ctx, LOG_ERR, ".tlogfs/attr: cannot write: "
 		    "%s; the store's directory keeps its mode", strerror(-r));
 		return;
@@ -234,14 +234,14 @@ tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
 	if (mode == (mode_t)-1)
 		mode = s->root_mode;
 	if (uid == (uid_t)-1)
-		uid = s->root_uid;
+		uid = tlog_owner_uid(s->root_owner);
 	if (gid == (gid_t)-1)
-		gid = s->root_gid;
+		gid = tlog_owner_gid(s->root_owner);
 	if ((r = write_root_attr(s, mode & 07777, uid, gid)) == 0) {
 		__atomic_store_n(&s->root_mode, mode & 07777,
 		    __ATOMIC_RELAXED);
-		__atomic_store_n(&s->root_uid, uid, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->root_gid, gid, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->root_owner, tlog_owner(uid, gid),
+		    __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&s->admin_lock);
 	return r;
