@@ -7,11 +7,14 @@
  * each failure does).
  *
  * This file runs the loop that publishes the partitions' records and,
- * after a failure, resyncs with what the stream holds. ship_find.c
- * finds the partitions, ship_pump.c reads their records through the
- * mount (segread.c, doc/seek.md) and publishes them, ship_ack.c keeps
- * each partition's prefix JetStream has acknowledged and commits its
- * cursor there; ship_nats.c is the JetStream side.
+ * after a failure, resyncs with what the stream holds, and the committer
+ * thread. Below it, each calling only those after it: ship_find.c finds
+ * the partitions, ship_pump.c reads their records through the mount
+ * (segread.c, doc/seek.md) and publishes them, ship_nats.c is the
+ * JetStream side, ship_ack.c keeps each partition's prefix JetStream has
+ * acknowledged and commits its cursor there, and ship_state.c holds what
+ * they all share (the partitions' tree, the failure flags, the log
+ * line).
  *
  * Threads: this one (discovery, reading, publishing, resyncs), a
  * committer (setxattr of the cursors, which waits for the disk) and
@@ -22,7 +25,6 @@
 #include <err.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,65 +37,12 @@
 #define DISCOVER_MS 1000	/* new partitions are looked for */
 #define STOP_SLACK_MS 1000	/* stopped: the main thread's leeway... */
 #define CLOSE_MS 2000		/* ...and its time to close (ship_watch) */
+#define COMMIT_MS 500		/* cursors are committed */
 
 static volatile sig_atomic_t stop;
 static int64_t stop_at;		/* committer thread only */
 static int64_t closing_at;	/* atomic: when cmd_ship began to close */
 static int exit_status;		/* atomic: what it exits with */
-
-int
-part_cmp(struct ship_part *a, struct ship_part *b)
-{
-	return strcmp(a->path, b->path);
-}
-RB_GENERATE(part_tree, ship_part, link, part_cmp)
-
-void
-shiplog(const char *fmt, ...)
-{
-	char *msg, *line;
-	va_list ap;
-	int n;
-
-	/* Whole, however long the paths and subjects it names. */
-	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	if (n == -1 || (n = asprintf(&line, "%s: ship: %s\n", getprogname(),
-	    msg)) == -1)
-		err(1, NULL);
-	/* One write: lines of several threads never mix. */
-	(void)!write(STDERR_FILENO, line, (size_t)n);
-	free(msg);
-	free(line);
-}
-
-void
-ship_failing(struct shipper *sh, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!sh->failing) {
-		va_start(ap, fmt);
-		vsnprintf(sh->why, sizeof(sh->why), fmt, ap);
-		va_end(ap);
-	}
-	__atomic_store_n(&sh->failing, true, __ATOMIC_RELEASE);
-}
-
-void
-ship_fatal(struct shipper *sh, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (sh->fatal_why == NULL) {
-		va_start(ap, fmt);
-		if (vasprintf(&sh->fatal_why, fmt, ap) == -1)
-			err(1, NULL);
-		va_end(ap);
-	}
-	sh->fatal = true;
-}
 
 static void
 on_signal(int sig)
@@ -143,7 +92,7 @@ nap(struct shipper *sh, int ms)
  * What was in flight unanswered is sent again by the next start, and
  * the duplicate window drops what of it landed (doc/shipping.md).
  */
-void
+static void
 ship_watch(struct shipper *sh)
 {
 	int64_t now = mono_ms(), closing, last;
@@ -172,6 +121,28 @@ ship_watch(struct shipper *sh)
 	ship_commit_all(sh);
 	_exit(closing != 0 ? __atomic_load_n(&exit_status, __ATOMIC_ACQUIRE) :
 	    fatal ? 1 : 0);
+}
+
+static bool committer_stop;	/* atomic: set once, by the main thread */
+
+/* The committer thread: ship_commit_all every COMMIT_MS, and ship_watch,
+ * until committer_stop. */
+static void *
+committer(void *arg)
+{
+	struct shipper *sh = arg;
+	int64_t next = mono_ms() + COMMIT_MS;
+
+	while (!__atomic_load_n(&committer_stop, __ATOMIC_ACQUIRE)) {
+		ship_watch(sh);
+		if (mono_ms() < next) {
+			usleep(20000);
+			continue;
+		}
+		ship_commit_all(sh);
+		next = mono_ms() + COMMIT_MS;
+	}
+	return NULL;
 }
 
 /* ---- the loop ---- */
@@ -552,14 +523,14 @@ cmd_ship(int argc, char *argv[])
 	 * one line). */
 	ship_say_made_ids();
 	ship_discover(sh);
-	if (pthread_create(&ct, NULL, ship_committer, sh) != 0)
+	if (pthread_create(&ct, NULL, committer, sh) != 0)
 		errx(1, "ship: cannot start a thread");
 	ret = run(sh);
 	/* Closing can block too (ship_watch): the committer runs on. */
 	__atomic_store_n(&exit_status, ret, __ATOMIC_RELEASE);
 	__atomic_store_n(&closing_at, mono_ms(), __ATOMIC_RELEASE);
 	nats_close(sh);
-	__atomic_store_n(&ship_committer_stop, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&committer_stop, true, __ATOMIC_RELEASE);
 	pthread_join(ct, NULL);
 	ship_commit_all(sh);
 	return ret;

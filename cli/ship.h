@@ -154,7 +154,7 @@ struct shipper {
 	int64_t last_answer;	/* mono ms */
 };
 
-/* ship.c */
+/* ship_state.c */
 void shiplog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Whether a flight failed: set by the acknowledgment thread, read by the
  * main thread without mu (an atomic flag; its reason, sh->why, under mu). */
@@ -166,11 +166,6 @@ ship_is_failing(struct shipper *sh)
 /* Sets sh->failing (mu held), keeping the first reason. */
 void ship_failing(struct shipper *sh, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-/* Called by the committer: once stopped, exits with the cursors
- * committed if the main thread is held up by a server that does not
- * answer. */
-void ship_watch(struct shipper *sh);
 
 /* Sets sh->fatal (mu held), keeping the first reason. */
 void ship_fatal(struct shipper *sh, const char *fmt, ...)
@@ -225,11 +220,7 @@ int ship_pump(struct shipper *sh, struct ship_part *p, size_t room);
 void flight_done(struct shipper *sh, struct flight *f, int state);
 /* Commits the cursor of each partition whose acknowledged prefix moved. */
 void ship_commit_all(struct shipper *sh);
-/* The committer thread: ship_commit_all every COMMIT_MS, and
- * ship_watch, until ship_committer_stop. */
-void *ship_committer(void *arg);
 /* Atomic: set once, by the main thread. */
-extern bool ship_committer_stop;
 
 /* ship_nats.c */
 /* Connects and makes sure of the stream; on failure one line and

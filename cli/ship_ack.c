@@ -19,7 +19,6 @@
 
 #include "ship.h"
 
-#define COMMIT_MS 500		/* cursors are committed */
 
 void
 flight_done(struct shipper *sh, struct flight *f, int state)
@@ -155,24 +154,4 @@ ship_commit_all(struct shipper *sh)
 	pthread_mutex_unlock(&sh->commit_mu);
 	free(ps);
 	free(offs);
-}
-
-bool ship_committer_stop;	/* atomic: set once, by the main thread */
-
-void *
-ship_committer(void *arg)
-{
-	struct shipper *sh = arg;
-	int64_t next = mono_ms() + COMMIT_MS;
-
-	while (!__atomic_load_n(&ship_committer_stop, __ATOMIC_ACQUIRE)) {
-		ship_watch(sh);
-		if (mono_ms() < next) {
-			usleep(20000);
-			continue;
-		}
-		ship_commit_all(sh);
-		next = mono_ms() + COMMIT_MS;
-	}
-	return NULL;
 }
