@@ -530,6 +530,15 @@ main(int argc, char *argv[])
 	}
 	if (opts.debug)
 		log_max = LOG_DEBUG;
+	if (!tlog_path_trusted(o.store, err, sizeof(err))) {
+		fprintf(stderr, "tlogfs: store %s: %s\n", o.store, err);
+		goto out_args;
+	}
+	if (!tlog_path_trusted(opts.mountpoint, err, sizeof(err))) {
+		fprintf(stderr, "tlogfs: mountpoint %s: %s\n",
+		    opts.mountpoint, err);
+		goto out_args;
+	}
 	if ((store = realpath(o.store, NULL)) == NULL) {
 		fprintf(stderr, "tlogfs: store %s: %s\n", o.store,
 		    strerror(errno));

@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,14 +32,21 @@ struct found {
 static void
 read_next_offset(struct tlog_partition *p, int dfd, const char *where)
 {
-	char buf[32];
+	char buf[32], *end;
 	uint64_t v;
 
 	if (tlog_ctx_read_file(p->ctx, dfd, where, ".next", buf,
 	    sizeof(buf)) <= 0)
 		return;
-	if (sscanf(buf, "%" SCNu64, &v) != 1)
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (!isdigit((unsigned char)buf[0]) || errno != 0 ||
+	    (*end != '\0' && strcmp(end, "\n") != 0) || v > TLOG_OFFSET_MAX) {
+		tlog_ctx_log(p->ctx, LOG_WARNING, "%s/.next: not an end "
+		    "offset (0..%" PRIu64 "); ignored", where,
+		    TLOG_OFFSET_MAX);
 		return;
+	}
 	p->saved_end = v;
 	if (v > p->next_offset)
 		p->next_offset = v;

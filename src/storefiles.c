@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -260,11 +261,44 @@ format_open(struct tlog_store *s)
 	    O_NONBLOCK | O_CLOEXEC);
 }
 
+/*
+ * A directory without .tlogfs becomes a store only if it is empty (but
+ * for lost+found, on a file system's own root): tlogfs never takes over
+ * a directory that holds something else, nor changes its mode. Returns
+ * the name of the first entry found, NULL if empty (or unreadable: the
+ * open fails further on).
+ */
+static const char *
+first_entry(struct tlog_store *s, char *buf, size_t len)
+{
+	struct dirent *de;
+	const char *r = NULL;
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(s->tree.dirfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return NULL;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0 &&
+		    strcmp(de->d_name, "lost+found") != 0) {
+			strlcpy(buf, de->d_name, len);
+			r = buf;
+			break;
+		}
+	closedir(d);
+	return r;
+}
+
 int
 tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 {
 	struct stat st;
-	char buf[64];
+	char buf[64], name[256];
 	ssize_t n;
 	int fd, v;
 
@@ -280,6 +314,13 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 			return -ENOENT;
 		}
 		goto check;
+	}
+	if (fstatat(s->tree.dirfd, ".tlogfs", &st, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    errno == ENOENT && first_entry(s, name, sizeof(name)) != NULL) {
+		snprintf(err, errlen, "%s is not a tlogfs store (no .tlogfs) "
+		    "and not empty (it holds %s): refused; give an empty "
+		    "directory for a new store", s->path, name);
+		return -ENOTEMPTY;
 	}
 	if (mkdirat(s->tree.dirfd, ".tlogfs", 0755) == 0)
 		tlog_fsync_dir(s->tree.dirfd, ".");

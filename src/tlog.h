@@ -538,8 +538,17 @@ int tlog_metrics_format(struct tlog_store *s, char **out, size_t *len);
 /* ---- small utilities shared by the engine and its users ---- */
 
 uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The largest offset a partition may reach (2^62): a segment's base or a
+ * saved end offset past it is not one (a planted value could otherwise
+ * make the offsets wrap). 146 years at 10^9 records a second. */
+#define TLOG_OFFSET_MAX ((uint64_t)1 << 62)
 /* Segment file names: "<base, 20 digits><ext>" (ext ".log" or ".idx")
- * -> base; false for any other name. */
+ * -> base, at most TLOG_OFFSET_MAX; false for any other name. */
 bool tlog_segname_parse(const char *name, const char *ext, uint64_t *base);
+/* Whether a path (the store's, the mountpoint's) may be trusted: false,
+ * with the reason in err, if one of its components is a symbolic link
+ * owned by neither root nor the daemon's user (whoever owns it could
+ * point it anywhere). */
+bool tlog_path_trusted(const char *path, char *err, size_t errlen);
 
 #endif /* TLOG_H */

@@ -402,7 +402,34 @@ tlog_segname_parse(const char *name, const char *ext, uint64_t *base)
 			return false;
 		v = v * 10 + (uint64_t)(name[i] - '0');
 	}
+	if (v > TLOG_OFFSET_MAX)
+		return false;
 	*base = v;
+	return true;
+}
+
+bool
+tlog_path_trusted(const char *path, char *err, size_t errlen)
+{
+	char prefix[PATH_MAX];
+	struct stat st;
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof(prefix))
+		return true;	/* open(2) says ENAMETOOLONG */
+	for (i = 1; i <= n; i++) {
+		if (i < n && path[i] != '/')
+			continue;
+		memcpy(prefix, path, i);
+		prefix[i] = '\0';
+		if (lstat(prefix, &st) == -1 || !S_ISLNK(st.st_mode) ||
+		    st.st_uid == 0 || st.st_uid == geteuid())
+			continue;
+		snprintf(err, errlen, "%s is a symbolic link owned by uid %u, "
+		    "who could point it anywhere; refused (give the real "
+		    "path)", prefix, (unsigned)st.st_uid);
+		return false;
+	}
 	return true;
 }
 

@@ -1225,6 +1225,103 @@ START_TEST(store_is_private)
 }
 END_TEST
 
+/*
+ * A directory that is not a store (no .tlogfs) becomes one only if it is
+ * empty, but for lost+found: one that holds anything else is refused and
+ * left as it was, its mode included. A path through a symbolic link that
+ * another user owns is refused (tlog_path_trusted): that user could
+ * point it at any directory.
+ */
+START_TEST(only_an_empty_directory_becomes_a_store)
+{
+	char err[256], *keep, *lf, *link, *via, *dot;
+	struct stat st;
+	FILE *f;
+
+	ck_assert_int_eq(chmod(th_dir, 0755), 0);
+	ck_assert_int_ge(asprintf(&keep, "%s/keep", th_dir), 0);
+	ck_assert_ptr_nonnull(f = fopen(keep, "w"));
+	fclose(f);
+	open_refused("not a tlogfs store (no .tlogfs) and not empty (it "
+	    "holds keep)");
+	ck_assert_int_eq(stat(th_dir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	ck_assert_int_ge(asprintf(&dot, "%s/.tlogfs", th_dir), 0);
+	ck_assert_int_eq(access(dot, F_OK), -1);
+	ck_assert_int_eq(unlink(keep), 0);
+	ck_assert_int_ge(asprintf(&lf, "%s/lost+found", th_dir), 0);
+	ck_assert_int_eq(mkdir(lf, 0700), 0);
+	th_open_tp(NULL);
+	th_close();
+	ck_assert_int_eq(access(dot, F_OK), 0);
+
+	ck_assert(tlog_path_trusted(th_dir, err, sizeof(err)));
+	ck_assert_int_ge(asprintf(&link, "%s.link", th_dir), 0);
+	ck_assert_int_ge(asprintf(&via, "%s/t", link), 0);
+	ck_assert_int_eq(symlink(th_dir, link), 0);
+	ck_assert(tlog_path_trusted(link, err, sizeof(err)));	/* ours */
+	if (geteuid() == 0) {
+		ck_assert_int_eq(lchown(link, 1234, (gid_t)-1), 0);
+		ck_assert(!tlog_path_trusted(link, err, sizeof(err)));
+		ck_assert_ptr_nonnull(strstr(err, "is a symbolic link owned "
+		    "by uid 1234"));
+		ck_assert(!tlog_path_trusted(via, err, sizeof(err)));
+	}
+	ck_assert_int_eq(unlink(link), 0);
+	free(keep);
+	free(lf);
+	free(link);
+	free(via);
+	free(dot);
+}
+END_TEST
+
+/*
+ * Offsets never wrap: a saved end offset (.next) or a segment's base past
+ * TLOG_OFFSET_MAX is not one. Planted, the first is logged and ignored,
+ * the second is no segment; appends go on from the records the
+ * partition holds.
+ */
+START_TEST(planted_offsets_never_wrap)
+{
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char *next, *big;
+	FILE *f;
+
+	th_open_tp(NULL);
+	p = th_part(th_S, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "a\nb\nc\n");
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	th_close();
+	ck_assert_int_ge(asprintf(&next, "%s/t/0/.next", th_dir), 0);
+	ck_assert_ptr_nonnull(f = fopen(next, "w"));
+	fputs("18446744073709551615\n", f);
+	fclose(f);
+	ck_assert_int_ge(asprintf(&big, "%s/t/0/18446744073709551614.log",
+	    th_dir), 0);
+	ck_assert_ptr_nonnull(f = fopen(big, "w"));
+	fputs("x\n", f);
+	fclose(f);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0/.next: not an end offset "
+	    "(0..4611686018427387904); ignored"));
+	p = th_part(th_S, "t", "0");
+	ck_assert_uint_eq(p->next_offset, 3);
+	w = tlog_writer_open(p);
+	th_put(w, "d\n");
+	tlog_writer_close(w);
+	ck_assert_uint_eq(p->next_offset, 4);
+	tlog_partition_put(p);
+	th_close();
+	free(next);
+	free(big);
+}
+END_TEST
+
 /* A device node planted at one of the store's own names is never opened
  * (its driver never reached): a device with no driver, whose open would
  * fail with ENXIO, shows it, as the messages name a stray, not ENXIO. */
@@ -1354,6 +1451,8 @@ main(void)
 	TH_CASE(s, own_dirs_as_links_refuse_the_open);
 	TH_CASE(s, read_open_out_of_descriptors);
 	TH_CASE(s, store_is_private);
+	TH_CASE(s, only_an_empty_directory_becomes_a_store);
+	TH_CASE(s, planted_offsets_never_wrap);
 	TH_CASE(s, devices_are_never_opened);
 	TH_CASE(s, readers_leave_descriptors_for_appends);
 	return th_run(s);
