@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,11 +487,14 @@ tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *dir,
 {
 	struct tlog_conf nc;
 	const char *l, *nl, *end;
-	char *buf = NULL;
+	char *buf = NULL, name[PATH_MAX];
 	size_t len = 0;
 	unsigned lineno = 0;
 	int fd, r;
 
+	/* Lines name the file in the store: t/0/.config, .tlogfs/config. */
+	snprintf(name, sizeof(name), "%s%s%s", dir, *dir != '\0' ? "/" : "",
+	    path);
 	tlog_conf_init(c);
 	if ((fd = tlog_ctx_open_file(ctx, dirfd, dir, path, O_RDONLY)) < 0)
 		return fd == -ENOENT ? 0 : fd;
@@ -505,7 +509,7 @@ tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *dir,
 		nl = memchr(l, '\n', (size_t)(end - l));
 		if (nl == NULL)
 			nl = end;
-		load_line(ctx, path, ++lineno, l, (size_t)(nl - l), &nc);
+		load_line(ctx, name, ++lineno, l, (size_t)(nl - l), &nc);
 	}
 	free(buf);
 	*c = nc;

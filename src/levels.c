@@ -135,7 +135,7 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
     char *err, size_t errlen)
 {
 	struct tlog_level *lv = level_of(s, t, p);
-	char msg[TLOG_CONF_MSG_MAX];
+	char msg[TLOG_CONF_MSG_MAX], where[2 * TLOG_NAME_MAX + 2];
 	struct statvfs sv;
 	int64_t v, lim;
 	int k, up, r;
@@ -155,7 +155,8 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		snprintf(msg, sizeof(msg), "%s: set on the mount root only",
 		    key);
 		set_err(err, errlen, msg);
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
+		tlog_level_where(lv, where, sizeof(where));
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
 		return -EINVAL;
 	}
 	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
@@ -172,7 +173,8 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	}
 	if (r != 0) {
 		set_err(err, errlen, msg);
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
+		tlog_level_where(lv, where, sizeof(where));
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
 		return r;
 	}
 
@@ -188,7 +190,9 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	    v > (lim = tlog_level_conf(lv, up))) {
 		tlog_key_bad_value(k, value, len, lim, msg, sizeof(msg));
 		set_err(err, errlen, msg);
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s", msg);
+		if (tlog_level_path(lv, where, sizeof(where)) != 0)
+			strlcpy(where, "?", sizeof(where));
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
 		r = -EINVAL;
 		goto out;
 	}

@@ -167,8 +167,9 @@ ID2=$(gx user.tlog.store_id "$MNT")
 tl_check "a store without .tlogfs/id gets a new identity" \
     test -n "$ID2" -a "$ID2" != "$ID" -a "$ID2" = "$(cat "$STORE/.tlogfs/id")"
 tl_check "unmount" tl_umount
-# The engine logs one line per bad value; nothing else may appear.
+# The engine logs one line per bad value, naming the level; nothing else
+# may appear.
 tl_stderr_clean "the daemon printed only the bad-value lines" \
-    '^tlogfs: (segment\.bytes|retention\.ms).*'
+    '^tlogfs: t/0: (segment\.bytes|retention\.ms): bad value '
 tl_is "three bad-value lines" 3 "$(grep -c . "$ERR")"
 tl_done

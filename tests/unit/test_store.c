@@ -1322,6 +1322,28 @@ START_TEST(planted_offsets_never_wrap)
 }
 END_TEST
 
+/* A bad line of a config file is logged with the file's place in the
+ * store, so the operator knows which of the levels' files it is. */
+START_TEST(config_lines_name_their_file)
+{
+	char *cfg;
+	FILE *f;
+
+	th_open_tp(NULL);
+	th_close();
+	ck_assert_int_ge(asprintf(&cfg, "%s/t/0/.config", th_dir), 0);
+	ck_assert_ptr_nonnull(f = fopen(cfg, "w"));
+	fputs("retention.ms=soon\n", f);
+	fclose(f);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0/.config: line 1: "
+	    "retention.ms: bad value"));
+	th_close();
+	free(cfg);
+}
+END_TEST
+
 /* A device node planted at one of the store's own names is never opened
  * (its driver never reached): a device with no driver, whose open would
  * fail with ENXIO, shows it, as the messages name a stray, not ENXIO. */
@@ -1453,6 +1475,7 @@ main(void)
 	TH_CASE(s, store_is_private);
 	TH_CASE(s, only_an_empty_directory_becomes_a_store);
 	TH_CASE(s, planted_offsets_never_wrap);
+	TH_CASE(s, config_lines_name_their_file);
 	TH_CASE(s, devices_are_never_opened);
 	TH_CASE(s, readers_leave_descriptors_for_appends);
 	return th_run(s);
