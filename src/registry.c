@@ -283,6 +283,7 @@ tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
 {
 	struct dirent *de;
 	uint64_t base;
+	bool plain;
 	DIR *d;
 	int fd, r = 0;
 
@@ -295,14 +296,17 @@ tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
 		return r;
 	}
 	while (r == 0 && (de = readdir(d)) != NULL) {
+		plain = de->d_type == DT_REG || de->d_type == DT_UNKNOWN;
 		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0 || is_bookkeeping(de->d_name))
+		    strcmp(de->d_name, "..") == 0 ||
+		    (plain && is_bookkeeping(de->d_name)))
 			continue;
 		/* A segment's file here is an append that won the race
-		 * (ENOTEMPTY is the answer); anything else is a stray the
-		 * operator must see (named as `shown`, if not NULL). */
-		if (!tlog_segname_parse(de->d_name, ".log", &base) &&
-		    !tlog_segname_parse(de->d_name, ".idx", &base) &&
+		 * (ENOTEMPTY is the answer); anything else, a non-file under
+		 * one of tlogfs's names included, is a stray the operator
+		 * must see (named as `shown`, if not NULL). */
+		if ((!plain || (!tlog_segname_parse(de->d_name, ".log", &base) &&
+		    !tlog_segname_parse(de->d_name, ".idx", &base))) &&
 		    shown != NULL)
 			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot remove "
 			    "%s: it holds %s, which is not tlogfs's", shown,

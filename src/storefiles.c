@@ -298,7 +298,7 @@ int
 tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 {
 	struct stat st;
-	char buf[64], name[256];
+	char buf[64], name[256], want[32];
 	ssize_t n;
 	int fd, v;
 
@@ -361,9 +361,14 @@ check:
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = '\0';
-	if (sscanf(buf, "tlogfs %d", &v) != 1 || v != TLOG_FORMAT_VERSION) {
-		snprintf(err, errlen, "%s: unsupported store format \"%.20s\"",
-		    s->path, buf);
+	/* Exactly "tlogfs 1" and a newline: anything more is not known. */
+	v = snprintf(want, sizeof(want), "tlogfs %d", TLOG_FORMAT_VERSION);
+	if (strncmp(buf, want, (size_t)v) != 0 || (buf[v] != '\0' &&
+	    strcmp(buf + v, "\n") != 0)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(err, errlen, "%s: unsupported store format \"%.20s\" "
+		    "(.tlogfs/format; this tlogfs reads \"%s\")", s->path,
+		    buf, want);
 		return -EPROTO;
 	}
 	return 0;

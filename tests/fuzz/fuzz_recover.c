@@ -63,13 +63,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tlog_seginfo *si;
 	char err[512], path[256];
 	size_t n, i, split;
+	int fd;
 
 	if (root[strlen(root) - 1] == 'X' && mkdtemp(root) == NULL)
 		abort();
 	snprintf(store, sizeof(store), "%s/s", root);
 	nftw(store, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-	snprintf(path, sizeof(path), "%s/t/0", store);
-	mkdir(store, 0755);
+	mkdir(store, 0700);
+	/* A store already (tlogfs makes a new one only in an empty
+	 * directory): its format file first. */
+	snprintf(path, sizeof(path), "%s/.tlogfs", store);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.tlogfs/format", store);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1 ||
+	    write(fd, "tlogfs 1\n", 9) != 9)
+		abort();
+	close(fd);
 	snprintf(path, sizeof(path), "%s/t", store);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/t/0", store);

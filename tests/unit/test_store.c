@@ -1344,6 +1344,69 @@ START_TEST(config_lines_name_their_file)
 }
 END_TEST
 
+/* .tlogfs/format must say exactly "tlogfs 1": anything more or else is
+ * a format this tlogfs does not know, and the store is refused. */
+START_TEST(format_must_be_exact)
+{
+	char *fmt;
+	FILE *f;
+
+	th_open_tp(NULL);
+	th_close();
+	ck_assert_int_ge(asprintf(&fmt, "%s/.tlogfs/format", th_dir), 0);
+	ck_assert_ptr_nonnull(f = fopen(fmt, "w"));
+	fputs("tlogfs 1 junk\n", f);
+	fclose(f);
+	open_refused("unsupported store format \"tlogfs 1 junk\"");
+	ck_assert_ptr_nonnull(f = fopen(fmt, "w"));
+	fputs("tlogfs 2\n", f);
+	fclose(f);
+	open_refused("unsupported store format \"tlogfs 2\"");
+	ck_assert_ptr_nonnull(f = fopen(fmt, "w"));
+	fputs("tlogfs 1\n", f);
+	fclose(f);
+	th_open_tp(NULL);
+	th_close();
+	free(fmt);
+}
+END_TEST
+
+/* rmdir of a partition that holds a non-file under one of tlogfs's own
+ * names (a FIFO named as a segment, a directory as .config) is refused
+ * (ENOTEMPTY) with a line naming it, and removes nothing. */
+START_TEST(rmdir_names_non_files)
+{
+	struct tlog_topic *t;
+	char *fifo, *dir, *cfg;
+
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "retention.ms", "1d");
+	t = tlog_partition_topic(th_P);
+	ck_assert_int_ge(asprintf(&fifo, "%s/t/0/00000000000000000005.log",
+	    th_dir), 0);
+	ck_assert_int_ge(asprintf(&dir, "%s/t/0/.cursors", th_dir), 0);
+	ck_assert_int_ge(asprintf(&cfg, "%s/t/0/.config", th_dir), 0);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	th_logbuf[0] = '\0';
+	ck_assert_int_eq(tlog_partition_remove(t, "0"), -ENOTEMPTY);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "it holds "
+	    "00000000000000000005.log, which is not tlogfs's"));
+	ck_assert_int_eq(unlink(fifo), 0);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	th_logbuf[0] = '\0';
+	ck_assert_int_eq(tlog_partition_remove(t, "0"), -ENOTEMPTY);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "it holds .cursors, which "
+	    "is not tlogfs's"));
+	ck_assert_int_eq(access(cfg, F_OK), 0);	/* nothing removed */
+	ck_assert_int_eq(rmdir(dir), 0);
+	ck_assert_int_eq(tlog_partition_remove(t, "0"), 0);
+	th_close();
+	free(fifo);
+	free(dir);
+	free(cfg);
+}
+END_TEST
+
 /* A device node planted at one of the store's own names is never opened
  * (its driver never reached): a device with no driver, whose open would
  * fail with ENXIO, shows it, as the messages name a stray, not ENXIO. */
@@ -1476,6 +1539,8 @@ main(void)
 	TH_CASE(s, only_an_empty_directory_becomes_a_store);
 	TH_CASE(s, planted_offsets_never_wrap);
 	TH_CASE(s, config_lines_name_their_file);
+	TH_CASE(s, format_must_be_exact);
+	TH_CASE(s, rmdir_names_non_files);
 	TH_CASE(s, devices_are_never_opened);
 	TH_CASE(s, readers_leave_descriptors_for_appends);
 	return th_run(s);
