@@ -1225,6 +1225,20 @@ START_TEST(store_is_private)
 }
 END_TEST
 
+/* Writes text as th_dir/rel (a file planted in the store). */
+static void
+plant(const char *rel, const char *text)
+{
+	char *path;
+	FILE *f;
+
+	ck_assert_int_ge(asprintf(&path, "%s/%s", th_dir, rel), 0);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+	free(path);
+}
+
 /*
  * A directory that is not a store (no .tlogfs) becomes one only if it is
  * empty, but for lost+found: one that holds anything else is refused and
@@ -1236,12 +1250,10 @@ START_TEST(only_an_empty_directory_becomes_a_store)
 {
 	char err[256], *keep, *lf, *link, *via, *dot;
 	struct stat st;
-	FILE *f;
 
 	ck_assert_int_eq(chmod(th_dir, 0755), 0);
 	ck_assert_int_ge(asprintf(&keep, "%s/keep", th_dir), 0);
-	ck_assert_ptr_nonnull(f = fopen(keep, "w"));
-	fclose(f);
+	plant("keep", "");
 	open_refused("not a tlogfs store (no .tlogfs) and not empty (it "
 	    "holds keep)");
 	ck_assert_int_eq(stat(th_dir, &st), 0);
@@ -1286,8 +1298,6 @@ START_TEST(planted_offsets_never_wrap)
 {
 	struct tlog_partition *p;
 	struct tlog_writer *w;
-	char *next, *big;
-	FILE *f;
 
 	th_open_tp(NULL);
 	p = th_part(th_S, "t", "0");
@@ -1296,15 +1306,8 @@ START_TEST(planted_offsets_never_wrap)
 	tlog_writer_close(w);
 	tlog_partition_put(p);
 	th_close();
-	ck_assert_int_ge(asprintf(&next, "%s/t/0/.next", th_dir), 0);
-	ck_assert_ptr_nonnull(f = fopen(next, "w"));
-	fputs("18446744073709551615\n", f);
-	fclose(f);
-	ck_assert_int_ge(asprintf(&big, "%s/t/0/18446744073709551614.log",
-	    th_dir), 0);
-	ck_assert_ptr_nonnull(f = fopen(big, "w"));
-	fputs("x\n", f);
-	fclose(f);
+	plant("t/0/.next", "18446744073709551615\n");
+	plant("t/0/18446744073709551614.log", "x\n");
 	th_logbuf[0] = '\0';
 	th_open_tp(NULL);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0/.next: not an end offset "
@@ -1317,8 +1320,6 @@ START_TEST(planted_offsets_never_wrap)
 	ck_assert_uint_eq(p->next_offset, 4);
 	tlog_partition_put(p);
 	th_close();
-	free(next);
-	free(big);
 }
 END_TEST
 
@@ -1326,21 +1327,14 @@ END_TEST
  * store, so the operator knows which of the levels' files it is. */
 START_TEST(config_lines_name_their_file)
 {
-	char *cfg;
-	FILE *f;
-
 	th_open_tp(NULL);
 	th_close();
-	ck_assert_int_ge(asprintf(&cfg, "%s/t/0/.config", th_dir), 0);
-	ck_assert_ptr_nonnull(f = fopen(cfg, "w"));
-	fputs("retention.ms=soon\n", f);
-	fclose(f);
+	plant("t/0/.config", "retention.ms=soon\n");
 	th_logbuf[0] = '\0';
 	th_open_tp(NULL);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0/.config: line 1: "
 	    "retention.ms: bad value"));
 	th_close();
-	free(cfg);
 }
 END_TEST
 
@@ -1348,26 +1342,15 @@ END_TEST
  * a format this tlogfs does not know, and the store is refused. */
 START_TEST(format_must_be_exact)
 {
-	char *fmt;
-	FILE *f;
-
 	th_open_tp(NULL);
 	th_close();
-	ck_assert_int_ge(asprintf(&fmt, "%s/.tlogfs/format", th_dir), 0);
-	ck_assert_ptr_nonnull(f = fopen(fmt, "w"));
-	fputs("tlogfs 1 junk\n", f);
-	fclose(f);
+	plant(".tlogfs/format", "tlogfs 1 junk\n");
 	open_refused("unsupported store format \"tlogfs 1 junk\"");
-	ck_assert_ptr_nonnull(f = fopen(fmt, "w"));
-	fputs("tlogfs 2\n", f);
-	fclose(f);
+	plant(".tlogfs/format", "tlogfs 2\n");
 	open_refused("unsupported store format \"tlogfs 2\"");
-	ck_assert_ptr_nonnull(f = fopen(fmt, "w"));
-	fputs("tlogfs 1\n", f);
-	fclose(f);
+	plant(".tlogfs/format", "tlogfs 1\n");
 	th_open_tp(NULL);
 	th_close();
-	free(fmt);
 }
 END_TEST
 
