@@ -46,29 +46,6 @@ tlog_cursor_name_ok(const char *name)
 	return i > 0;
 }
 
-/* Decimal digits, optionally followed by one newline (as echo sends):
- * false for anything else, or a number past UINT64_MAX. */
-static bool
-parse_offset(const char *s, size_t len, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (len > 0 && s[len - 1] == '\n')
-		len--;
-	if (len == 0 || len > 20)
-		return false;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return true;
-}
-
 /* A value as printable text for a log line (at most 32 bytes of it). */
 static void
 printable(const char *s, size_t len, char *buf, size_t cap)
@@ -230,7 +207,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		    shown, TLOG_CURSOR_NAME_MAX);
 		return -EINVAL;
 	}
-	ok = parse_offset(value, len, &off);
+	ok = tlog_parse_offset(value, len, &off);
 	pthread_mutex_lock(&p->sd.sync_lock);
 	if (tlog_level_dead(&p->lv)) {
 		r = -ENOENT;
@@ -399,7 +376,7 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 		}
 		*sp = '\0';
 		if (!tlog_cursor_name_ok(line) ||
-		    !parse_offset(sp + 1, strlen(sp + 1), &v[n].offset) ||
+		    !tlog_parse_offset(sp + 1, strlen(sp + 1), &v[n].offset) ||
 		    v[n].offset > TLOG_CURSOR_OFFSET_MAX) {
 			*why = "bad line";
 			free(v);

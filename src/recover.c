@@ -8,7 +8,6 @@
 
 #include <sys/stat.h>
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,16 +31,14 @@ struct found {
 static void
 read_next_offset(struct tlog_partition *p, int dfd, const char *where)
 {
-	char buf[32], *end;
+	char buf[32];
+	ssize_t n;
 	uint64_t v;
 
-	if (tlog_ctx_read_file(p->ctx, dfd, where, ".next", buf,
-	    sizeof(buf)) <= 0)
+	if ((n = tlog_ctx_read_file(p->ctx, dfd, where, ".next", buf,
+	    sizeof(buf))) <= 0)
 		return;
-	errno = 0;
-	v = strtoull(buf, &end, 10);
-	if (!isdigit((unsigned char)buf[0]) || errno != 0 ||
-	    (*end != '\0' && strcmp(end, "\n") != 0) || v > TLOG_OFFSET_MAX) {
+	if (!tlog_parse_offset(buf, (size_t)n, &v) || v > TLOG_OFFSET_MAX) {
 		tlog_ctx_log(p->ctx, LOG_WARNING, "%s/.next: not an end "
 		    "offset (0..%" PRIu64 "); ignored", where,
 		    TLOG_OFFSET_MAX);

@@ -409,6 +409,27 @@ tlog_segname_parse(const char *name, const char *ext, uint64_t *base)
 }
 
 bool
+tlog_parse_offset(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (len > 0 && s[len - 1] == '\n')
+		len--;
+	if (len == 0 || len > 20)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+bool
 tlog_path_trusted(const char *path, char *err, size_t errlen)
 {
 	char prefix[PATH_MAX];

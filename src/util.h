@@ -79,4 +79,8 @@ void tlog_sink_vlog(const struct tlog_sink *k, int prio, const char *fmt,
 void tlog_sink_log(const struct tlog_sink *k, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Decimal digits, optionally followed by one newline (as echo sends):
+ * false for anything else, or a number past UINT64_MAX. */
+bool tlog_parse_offset(const char *s, size_t len, uint64_t *out);
+
 #endif /* TLOG_UTIL_H */
