@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <syslog.h>
 #include <time.h>
@@ -57,8 +58,8 @@ struct piece {
 };
 
 /*
- * A read copies the piece without the lock, between two loads of seq
- * (odd while anchor_locked changes it): the copy is good if both loads
+ * A read copies the piece without a lock, between two loads of seq
+ * (odd while an anchor changes it): the copy is good if both loads
  * saw the same even value, as no anchor then started or ended while the
  * read ran (a seqlock). No fences (ThreadSanitizer does not know them):
  * the piece is stored with release and loaded with acquire, so a load
@@ -92,23 +93,36 @@ engine_at(const struct piece *pc, int64_t m)
 }
 
 /*
+ * Claims the right to anchor: moves seq from s (even, as a read saw it)
+ * to s + 1. Fails if another anchor ran or runs since, so at most one
+ * anchor writes the piece at a time; the count is the writers' only
+ * lock.
+ */
+static bool
+claim(struct tlog_clock *c, unsigned s)
+{
+	return (s & 1) == 0 && __atomic_compare_exchange_n(&c->seq, &s, s + 1,
+	    false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/*
  * A new piece of engine time from e (at wall w, boot m): full speed,
  * unless the wall clock is more than a step behind, then half speed
  * until it catches up (after 2 * (e - w) of real time). Returns that
- * slow stretch, 0 if none. c->lock held.
+ * slow stretch, 0 if none. The caller claimed seq (odd); the new piece
+ * is published by making it even again.
  */
 static int64_t
-anchor_locked(struct tlog_clock *c, int64_t e, int64_t w, int64_t m)
+anchor_claimed(struct tlog_clock *c, int64_t e, int64_t w, int64_t m)
 {
 	unsigned s = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
 	int64_t m1 = e - w > CLOCK_STEP_MS ? m + 2 * (e - w) : m;
 
-	__atomic_store_n(&c->seq, s + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->e0, e, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->m0, m, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->off, w - m, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->m1, m1, __ATOMIC_RELEASE);
-	__atomic_store_n(&c->seq, s + 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->seq, s + 1, __ATOMIC_RELEASE);
 	return m1 - m;
 }
 
@@ -123,14 +137,7 @@ tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
 	c->seq = 0;
 	c->steps = 0;
 	c->lag = 0;
-	pthread_mutex_init(&c->lock, NULL);
 	tlog_clock_anchor(c, -1);
-}
-
-void
-tlog_clock_destroy(struct tlog_clock *c)
-{
-	pthread_mutex_destroy(&c->lock);
 }
 
 void
@@ -138,13 +145,15 @@ tlog_clock_anchor(struct tlog_clock *c, int64_t newest)
 {
 	int64_t w, m, e, slow;
 
-	pthread_mutex_lock(&c->lock);
+	/* Only an open anchors so, before any read: the claim waits
+	 * for nobody but a read that saw a step, a few stores long. */
+	while (!claim(c, __atomic_load_n(&c->seq, __ATOMIC_RELAXED)))
+		sched_yield();
 	w = wall_ms(c);
 	m = boot_ms(c);
 	e = newest > w ? newest : w;
-	slow = anchor_locked(c, e, w, m);
 	__atomic_store_n(&c->lag, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&c->lock);
+	slow = anchor_claimed(c, e, w, m);
 	if (slow > 0)
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the newest stored timestamp "
 		    "is %" PRId64 " ms ahead of the wall clock: engine time "
@@ -180,15 +189,16 @@ is_step(int64_t step)
 }
 
 /*
- * c->lock held: reads again and, at a step of the wall clock, starts a
- * new piece from the current engine time, so engine time never jumps.
- * A forward step that takes the wall clock from behind engine time to
- * past it ends a catch-up: the wall clock was the one wrong (booted
- * behind and set right by NTP, or a backward glitch corrected), and
- * engine time follows it, or what is stamped until the next restart
- * would be stamped that much too old, and go that much early after it;
- * deletion time does not follow (c->lag). Returns what it did; *e and
- * *w are the read, *stepp the step, *slowp the slow stretch.
+ * With seq claimed (no anchor can run): reads again and, at a step of
+ * the wall clock, starts a new piece from the current engine time, so
+ * engine time never jumps; else gives the claim back. A forward step
+ * that takes the wall clock from behind engine time to past it ends a
+ * catch-up: the wall clock was the one wrong (booted behind and set
+ * right by NTP, or a backward glitch corrected), and engine time follows
+ * it, or what is stamped until the next restart would be stamped that
+ * much too old, and go that much early after it; deletion time does not
+ * follow (c->lag). Returns what it did; *e and *w are the read, *stepp
+ * the step, *slowp the slow stretch.
  */
 static enum step
 take_step(struct tlog_clock *c, int64_t *e, int64_t *w, int64_t *stepp,
@@ -198,22 +208,24 @@ take_step(struct tlog_clock *c, int64_t *e, int64_t *w, int64_t *stepp,
 	int64_t m, step;
 	bool follow;
 
-	(void)piece_begin(c, &pc);	/* no anchor can run: the lock */
+	(void)piece_begin(c, &pc);
 	step = read_piece(c, &pc, w, &m, e);
 	*stepp = step;
-	if (!is_step(step))
+	if (!is_step(step)) {
+		__atomic_add_fetch(&c->seq, 1, __ATOMIC_RELEASE);
 		return STEP_NONE;
+	}
 	follow = step > 0 && m + pc.off < *e && *w > *e;
 	if (follow) {
 		__atomic_add_fetch(&c->lag, *w - *e, __ATOMIC_RELEASE);
 		*e = *w;
 	}
-	*slowp = anchor_locked(c, *e, *w, m);
+	*slowp = anchor_claimed(c, *e, *w, m);
 	__atomic_add_fetch(&c->steps, 1, __ATOMIC_RELEASE);
 	return follow ? STEP_FOLLOW : *slowp > 0 ? STEP_SLOW : STEP_KEEP;
 }
 
-/* Tells a step, after the lock is dropped. */
+/* Tells a step, after the new piece is published. */
 static void
 say_step(struct tlog_clock *c, enum step k, int64_t step, int64_t e,
     int64_t w, int64_t slow)
@@ -247,8 +259,9 @@ say_step(struct tlog_clock *c, enum step k, int64_t step, int64_t e,
 
 /*
  * Engine time, and the wall clock read with it. Every append reads the
- * clock: without the lock, unless the wall clock stepped or an anchor
- * overlapped the read; then under it, where a step is taken.
+ * clock, without a lock. A read that sees a step claims seq and takes the
+ * step; one that overlapped an anchor, or lost the claim to another
+ * read's, reads again from the new piece.
  */
 static int64_t
 clock_read(struct tlog_clock *c, int64_t *wallp)
@@ -258,13 +271,20 @@ clock_read(struct tlog_clock *c, int64_t *wallp)
 	enum step k;
 	unsigned s;
 
-	s = piece_begin(c, &pc);
-	step = read_piece(c, &pc, &w, &m, &e);
-	if (!piece_unchanged(c, s) || is_step(step)) {
-		pthread_mutex_lock(&c->lock);
-		k = take_step(c, &e, &w, &step, &slow);
-		pthread_mutex_unlock(&c->lock);
-		say_step(c, k, step, e, w, slow);
+	for (;;) {
+		s = piece_begin(c, &pc);
+		step = read_piece(c, &pc, &w, &m, &e);
+		if (!piece_unchanged(c, s)) {
+			sched_yield();
+			continue;
+		}
+		if (!is_step(step))
+			break;
+		if (claim(c, s)) {
+			k = take_step(c, &e, &w, &step, &slow);
+			say_step(c, k, step, e, w, slow);
+			break;
+		}
 	}
 	if (wallp != NULL)
 		*wallp = w;

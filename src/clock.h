@@ -6,7 +6,6 @@
 #ifndef TLOG_CLOCK_H
 #define TLOG_CLOCK_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include "util.h"
@@ -17,9 +16,9 @@ struct tlog_clock {
 					   that one is injected */
 	void *arg;
 	const struct tlog_sink *log;	/* where a step is told */
-	pthread_mutex_t lock;		/* a leaf: anchors */
-	unsigned seq;			/* odd while an anchor writes e0..off;
-					   reads take no lock (clock.c) */
+	unsigned seq;			/* odd while an anchor writes e0..off,
+					   which it claims by making it odd;
+					   no lock (clock.c) */
 	int64_t e0;			/* engine time at boot time m0 */
 	int64_t m0;
 	int64_t m1;			/* half speed until this boot time */
@@ -33,7 +32,6 @@ struct tlog_clock {
 /* Takes the clocks (either may be NULL) and anchors at the wall clock. */
 void tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
     int64_t (*boot)(void *), void *arg, const struct tlog_sink *log);
-void tlog_clock_destroy(struct tlog_clock *c);
 /* Anchors engine time at max(wall clock, newest), newest being the
  * newest timestamp the store holds (-1: none). */
 void tlog_clock_anchor(struct tlog_clock *c, int64_t newest);

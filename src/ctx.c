@@ -34,7 +34,6 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 void
 tlog_ctx_destroy(struct tlog_ctx *ctx)
 {
-	tlog_clock_destroy(&ctx->clock);
 	pthread_mutex_destroy(&ctx->work_lock);
 }
 

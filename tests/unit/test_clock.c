@@ -688,7 +688,6 @@ START_TEST(reads_racing_steps_never_go_back)
 	}
 	/* 20 forward and 20 backward steps, each anchored once. */
 	ck_assert_uint_eq(__atomic_load_n(&race_steps, __ATOMIC_RELAXED), 40);
-	tlog_clock_destroy(&c);
 }
 END_TEST
 
