@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
 
 #include "tlogctl.h"
@@ -139,6 +140,15 @@ int64_t
 real_ms(void)
 {
 	return clock_ms(CLOCK_REALTIME);
+}
+
+void
+pause_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
 }
 
 int

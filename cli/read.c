@@ -11,7 +11,8 @@
  * next record is its base plus its records; the seek attribute finds it,
  * or, if it expired or was deleted meanwhile, the first live one after
  * it (one warning on stderr). The active segment is the end, unless
- * --follow: then it is polled every FOLLOW_MS. An open descriptor keeps
+ * --follow: then it waits in poll(2) on the segment until the mount says
+ * there is more (an append, a roll, a removal). An open descriptor keeps
  * reading its own segment after a roll and after its deletion, so
  * nothing is lost or repeated across either.
  *
@@ -44,7 +45,8 @@
 #include "tlogctl.h"
 
 #define READ_BUF (1 << 20)
-#define FOLLOW_MS 100		/* polling of an active segment at its end */
+#define FOLLOW_MS 100		/* a spinning wait's pause, see run() */
+#define WAIT_MS 60000		/* the longest wait in poll(2) */
 #define COUNT_TRIES 64		/* records without newline in one batch */
 
 struct reader {
@@ -64,32 +66,29 @@ struct reader {
  * partition's own directory answers ENOENT too means it was removed
  * (read by its descriptor, it never reads another of the same name).
  */
+static bool
+removed(struct reader *r)
+{
+	uint64_t v;
+
+	return fd_stat(r->sr.dfd, "end_offset", &v) == -1 && errno == ENOENT;
+}
+
 __attribute__((noreturn, format(printf, 2, 3)))
 static void
 fail(struct reader *r, const char *fmt, ...)
 {
 	char what[PATH_MAX + 64];
 	va_list ap;
-	uint64_t v;
 	int e = errno;
 
-	if (e == ENOENT && fd_stat(r->sr.dfd, "end_offset", &v) == -1 &&
-	    errno == ENOENT)
+	if (e == ENOENT && removed(r))
 		errx(1, "%s: the partition was removed", r->sr.part);
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	errno = e;
 	err(1, "%s", what);
-}
-
-static void
-pause_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
 }
 
 /*
@@ -106,6 +105,8 @@ seek_to(struct reader *r, uint64_t want, bool warn)
 		if (errno == ENODATA)
 			errx(1, "%s: offset %" PRIu64 " is beyond the "
 			    "end of the partition", r->sr.part, want);
+		if (errno == EAGAIN && removed(r))
+			errx(1, "%s: the partition was removed", r->sr.part);
 		if (errno == EAGAIN)
 			errx(1, "%s: cannot open the segment holding offset %"
 			    PRIu64 " (it keeps changing)", r->sr.part, want);
@@ -246,9 +247,12 @@ static void
 run(struct reader *r)
 {
 	uint64_t records;
+	unsigned spurious = 0;
+	bool got, woke = false;
+	int w;
 
 	for (;;) {
-		drain(r);
+		got = drain(r);
 		if (is_sealed(r)) {
 			/* What went in before the seal is readable now. */
 			drain(r);
@@ -268,7 +272,20 @@ run(struct reader *r)
 			seek_to(r, r->sr.base, true);
 			continue;
 		}
-		pause_ms(FOLLOW_MS);
+		/* At the end of the active segment: poll(2) says when an
+		 * append, a roll or a removal comes. A mount whose poll
+		 * says readable with nothing new, again and again (one
+		 * without poll support: the kernel's default answer), is
+		 * looked at every FOLLOW_MS instead of spinning. */
+		spurious = got ? 0 : woke ? spurious + 1 : spurious;
+		if (spurious > 2) {
+			pause_ms(FOLLOW_MS);
+			woke = false;
+			continue;
+		}
+		if ((w = sr_wait(&r->sr, WAIT_MS)) == -1)
+			fail(r, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
+		woke = w == 1;
 	}
 }
 

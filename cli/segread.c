@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -85,15 +86,6 @@ fail:
 	return -1;
 }
 
-static void
-pause_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 int
 sr_seek(struct segread *r, uint64_t want, uint64_t *got)
 {
@@ -148,4 +140,15 @@ sr_moved(struct segread *r, bool *moved)
 		return -1;
 	*moved = st.st_ino != r->ino;
 	return 0;
+}
+
+int
+sr_wait(struct segread *r, int ms)
+{
+	struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+	int n = poll(&pfd, 1, ms);
+
+	if (n == -1)
+		return errno == EINTR ? 0 : -1;
+	return n;
 }

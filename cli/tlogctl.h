@@ -39,6 +39,8 @@ void catch_stop(void (*fn)(int));
 /* Milliseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 int64_t mono_ms(void);
 int64_t real_ms(void);
+/* Sleeps ms milliseconds, through signals. */
+void pause_ms(int ms);
 
 /* part.c: a partition through the mount, by its directory open
  * (O_RDONLY): what a descriptor reads stays the same partition through a
@@ -97,6 +99,10 @@ ssize_t sr_pread(struct segread *r, void *buf, size_t len);
 int sr_sealed(struct segread *r, bool *sealed);
 /* Whether `current` names another file than the one open. */
 int sr_moved(struct segread *r, bool *moved);
+/* Waits, up to ms, until the open segment has data past r->pos or can
+ * have no more (poll(2): tlogfs(8), FOLLOWERS AND WRITERS): 1 if the
+ * mount said so, 0 at the timeout or a signal, -1 on an error. */
+int sr_wait(struct segread *r, int ms);
 
 /* when.c */
 /* TIME for --since as ms since the epoch; -1 if it is not one. */

@@ -27,6 +27,7 @@ handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
 		LIST_REMOVE(h, link);
 		pthread_mutex_unlock(&fs->hlock);
 	}
+	tl_poll_forget(fs, h);
 	/* A held record lost at close is logged by the engine. */
 	(void)tlog_writer_close(h->w);
 	if (h->fd >= 0)
@@ -148,6 +149,8 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		goto out_err;
 	}
 	h->fd = -1;
+	h->part = n->part;
+	h->part_ino = tlog_partition_ino(n->part);
 	/* Only a sealed name keeps its page cache (see mount.h). */
 	sealed = n->kind == TL_SEG && (n->ino & TL_SEALED_BIT) &&
 	    tl_seg_sealed(n->seg);
@@ -216,6 +219,9 @@ tl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		r = (int)n;
 		goto out_err;
 	}
+	/* Where a poll looks for data past the reader (poll.c). */
+	__atomic_store_n(&h->pos, (uint64_t)off + (uint64_t)n,
+	    __ATOMIC_RELAXED);
 	fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
 	return;
@@ -228,6 +234,9 @@ tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     off_t off, struct fuse_file_info *fi)
 {
 	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
+	/* Neither h nor req may be used after the reply. */
+	uint64_t part_ino = h->part_ino;
+	struct tl_fs *fs = tl_fs_of(req);
 	ssize_t n;
 
 	(void)ino; (void)off;	/* every write appends */
@@ -239,6 +248,9 @@ tl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_write(req, (size_t)n);
+	/* After the reply: the writer does not wait for its readers. */
+	if (n > 0)
+		tl_poll_wake(fs, part_ino);
 }
 
 /*

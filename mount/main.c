@@ -554,7 +554,7 @@ main(int argc, char *argv[])
 	pthread_mutex_init(&fs.hlock, NULL);
 	LIST_INIT(&fs.handles);
 	tl_notify_init(&fs);
-	if (tl_inodes_init(&fs) != 0) {
+	if (tl_poll_init(&fs) != 0 || tl_inodes_init(&fs) != 0) {
 		fprintf(stderr, "tlogfs: %s\n", strerror(ENOMEM));
 		goto out_args;
 	}
@@ -639,6 +639,7 @@ ready:
 	ret = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP ||
 	    r == -ECONNABORTED || r == ECONNABORTED) ? 0 : 1;
 	answer_until_quiet(se, &fs);
+	tl_poll_halt(&fs);
 	tl_notify_stop(&fs);
 
 out_unmount:
@@ -660,6 +661,7 @@ out_session:
 out_inodes:
 	tl_inodes_free(&fs);
 out_args:
+	tl_poll_free(&fs);
 	free(store);
 	free(o.store);
 	free(opts.mountpoint);

@@ -4,7 +4,7 @@
  * (inode.c), the operations table and the operations on names (ops.c),
  * attributes (attr.c), listings (dir.c), open files (file.c), extended
  * attributes (xattr.c), kernel notifications and the unlinker thread
- * (notify.c).
+ * (notify.c), poll waiters (poll.c).
  *
  * The kernel's node ids are the engine's inode numbers: the root is
  * TLOG_ROOT_INO, every topic, partition and segment has its own, never
@@ -79,6 +79,15 @@ struct tl_handle {
 	int fd;				/* seg's data file, -1 if none */
 	char *text;			/* metrics snapshot, if not NULL */
 	size_t textlen;
+	/* poll.c: the partition (borrowed from the node, which outlives
+	 * the handle; NULL for .tlogfs/metrics), the end of the last read
+	 * (atomic), and, while it waits, the kernel's poll handle and the
+	 * next waiter of its wait list (both fs->plock) */
+	struct tlog_partition *part;
+	uint64_t part_ino;
+	uint64_t pos;
+	struct fuse_pollhandle *ph;
+	struct tl_handle *wnext;
 };
 
 /* A kernel notification waiting for the unlinker thread: an entry gone. */
@@ -106,6 +115,11 @@ struct tl_fs {
 
 	pthread_mutex_t hlock;		/* open handles */
 	LIST_HEAD(, tl_handle) handles;
+
+	pthread_mutex_t plock;		/* poll wait lists (poll.c) */
+	struct tl_handle **waits;
+	uint64_t npolled;		/* handles waiting; atomic */
+	bool poll_halted;		/* the loop has ended: no new waiter */
 
 	pthread_mutex_t nlock;		/* notifications, stop flag */
 	STAILQ_HEAD(, tl_note) notes;
@@ -181,6 +195,19 @@ void tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void tl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Flushes and closes every open handle (at stop). */
 void tl_close_handles(struct tl_fs *fs);
+
+/* poll.c: poll(2) on open files; waiters woken by their partition */
+int tl_poll_init(struct tl_fs *fs);
+void tl_poll_free(struct tl_fs *fs);
+void tl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+    struct fuse_pollhandle *ph);
+/* Wakes every waiter on the partition: after an append, a seal or
+ * deletion of one of its segments, its removal. Any thread. */
+void tl_poll_wake(struct tl_fs *fs, uint64_t part_ino);
+/* Takes a closing handle off its wait list. */
+void tl_poll_forget(struct tl_fs *fs, struct tl_handle *h);
+/* The request loop has ended: drops every waiter, no notice after it. */
+void tl_poll_halt(struct tl_fs *fs);
 
 /* xattr.c: the extended-attribute protocol */
 void tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

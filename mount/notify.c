@@ -91,6 +91,11 @@ tl_event(void *arg, const struct tlog_event *ev)
 	struct tl_fs *fs = arg;
 	char name[32];
 
+	/* A seal, a deletion or a removal: its waiters look again, and
+	 * so do those of .tlogfs/events, which recorded it. */
+	tl_poll_wake(fs, ev->partition_ino);
+	if (fs->events != NULL)
+		tl_poll_wake(fs, tlog_partition_ino(fs->events));
 	/* A partition removed by partition.cleanup.ms leaves its topic's
 	 * entries too. */
 	if (ev->kind == TLOG_EV_PART_DELETE) {

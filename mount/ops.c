@@ -366,6 +366,38 @@ tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	fuse_reply_err(req, -r);
 }
 
+/* Removes a partition and wakes its poll waiters: they hang up. */
+static int
+remove_partition(struct tl_fs *fs, struct tlog_topic *t, const char *name)
+{
+	struct tlog_partition *p = tlog_partition_get(t, name);
+	int r = tlog_partition_remove(t, name);
+
+	if (p != NULL) {
+		if (r == 0)
+			tl_poll_wake(fs, tlog_partition_ino(p));
+		tlog_partition_put(p);
+	}
+	return r;
+}
+
+/* Renames a partition within its topic; the waiters of one it replaced
+ * hang up. */
+static int
+rename_partition(struct tl_fs *fs, struct tlog_topic *t, const char *from,
+    const char *to)
+{
+	struct tlog_partition *victim = tlog_partition_get(t, to);
+	int r = tlog_partition_rename(t, from, to);
+
+	if (victim != NULL) {
+		if (r == 0)
+			tl_poll_wake(fs, tlog_partition_ino(victim));
+		tlog_partition_put(victim);
+	}
+	return r;
+}
+
 static void
 tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -383,7 +415,7 @@ tl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else if (pn->kind == TL_ROOT)
 		r = tlog_topic_remove(fs->store, name);
 	else if (pn->kind == TL_TOPIC)
-		r = tlog_partition_remove(pn->topic, name);
+		r = remove_partition(fs, pn->topic, name);
 	else
 		r = -ENOTDIR;
 	fuse_reply_err(req, -r);
@@ -427,7 +459,7 @@ tl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			tlog_partition_put(p);
 			r = -EEXIST;
 		} else
-			r = tlog_partition_rename(pn->topic, name, newname);
+			r = rename_partition(fs, pn->topic, name, newname);
 	} else
 		r = -EPERM;
 out:
@@ -568,6 +600,7 @@ const struct fuse_lowlevel_ops tl_ops = {
 	.mkdir		= tl_mkdir,
 	.unlink		= tl_unlink,
 	.rmdir		= tl_rmdir,
+	.poll		= tl_poll,
 	.symlink	= tl_symlink,
 	.rename		= tl_rename,
 	.link		= tl_link,

@@ -87,6 +87,12 @@ tlog_partition_ino(const struct tlog_partition *p)
 	return p->lv.ino;
 }
 
+bool
+tlog_partition_removed(const struct tlog_partition *p)
+{
+	return __atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE);
+}
+
 const struct tlog_conf *
 tlog_partition_conf(struct tlog_partition *p)
 {

@@ -293,6 +293,9 @@ int tlog_partition_remove(struct tlog_topic *t, const char *name);
 int tlog_partition_rename(struct tlog_topic *t, const char *from,
     const char *to);
 uint64_t tlog_partition_ino(const struct tlog_partition *p);
+/* True once the partition is removed (rmdir, partition.cleanup.ms) or
+ * renamed over; a reference keeps it valid but dead. */
+bool tlog_partition_removed(const struct tlog_partition *p);
 const struct tlog_conf *tlog_partition_conf(struct tlog_partition *p);
 /* The partition's topic (borrowed; valid while p is referenced). */
 struct tlog_topic *tlog_partition_topic(struct tlog_partition *p);
