@@ -38,12 +38,13 @@ B=$TMP/build
 mkdir "$B"
 git clone -q "$SRC" "$B/tlogfs" 2>"$TMP/clone.err" ||
     { tl_not_ok "git clone" "$(cat "$TMP/clone.err")"; tl_done; }
-tl_diag "building commit $(git -C "$B/tlogfs" rev-parse --short HEAD)"
-(cd "$B/tlogfs" && dpkg-checkbuilddeps) >"$TMP/deps.err" 2>&1 ||
+C=$B/tlogfs	# what is packaged, to compare the package with
+tl_diag "building commit $(git -C "$C" rev-parse --short HEAD)"
+(cd "$C" && dpkg-checkbuilddeps) >"$TMP/deps.err" 2>&1 ||
     tl_skip "$(tail -n 1 "$TMP/deps.err")"
 
 st=0
-(cd "$B/tlogfs" && DEB_BUILD_OPTIONS="nocheck parallel=2" \
+(cd "$C" && DEB_BUILD_OPTIONS="nocheck parallel=2" \
     dpkg-buildpackage -us -uc -b) >"$TMP/build.log" 2>&1 || st=$?
 if [ "$st" -ne 0 ]; then
 	tl_not_ok "dpkg-buildpackage -us -uc -b (status $st)"
@@ -55,10 +56,10 @@ DEB=$(ls "$B"/tlogfs_*.deb)
 tl_check "one package" test "$(printf '%s\n' "$DEB" | wc -l)" -eq 1
 
 # The version: configure.ac's, debian/changelog's, the package's.
-V=$(sed -n 's/^AC_INIT(\[tlogfs\], \[\([^]]*\)\].*/\1/p' "$B/tlogfs/configure.ac")
+V=$(sed -n 's/^AC_INIT(\[tlogfs\], \[\([^]]*\)\].*/\1/p' "$C/configure.ac")
 tl_check "configure.ac names a version" test -n "$V"
 tl_is "debian/changelog names it" "$V" \
-    "$(cd "$B/tlogfs" && dpkg-parsechangelog -S Version)"
+    "$(cd "$C" && dpkg-parsechangelog -S Version)"
 tl_is "the package is of it" "$V" "$(dpkg-deb -f "$DEB" Version)"
 
 R=$TMP/root
@@ -80,7 +81,7 @@ present() {
 tl_is "manual pages" "" "$(present usr/share/man/man8/tlogfs.8 \
     usr/share/man/man1/tlogctl.1)"
 docs=
-for f in "$SRC"/doc/*.md README.md; do
+for f in "$C"/doc/*.md README.md; do
 	docs="$docs usr/share/doc/tlogfs/${f##*/}"
 done
 # shellcheck disable=SC2086
@@ -93,7 +94,7 @@ tl_is "its ExecStart is the packaged daemon" "/usr/bin/tlogfs" "$X"
 tl_check "which is there" test -x "$R$X"
 tl_is "and nothing else changed in it" "" \
     "$(sed 's|/usr/local/bin/tlogfs|/usr/bin/tlogfs|g' \
-    "$SRC/contrib/tlogfs@.service" | diff - "$U")"
+    "$C/contrib/tlogfs@.service" | diff - "$U")"
 tl_is "no unit is enabled by the package" "" \
     "$(find "$R" -path '*.wants*' -o -path '*.requires*')"
 dpkg-deb -e "$DEB" "$TMP/control"
@@ -101,11 +102,11 @@ tl_is "the maintainer scripts enable and start nothing" "" \
     "$(cat "$TMP"/control/postinst "$TMP"/control/preinst 2>/dev/null |
     grep -E 'deb-systemd-helper (enable|reenable)|deb-systemd-invoke (start|restart)|systemctl (enable|start)')"
 tl_check "tlogctl's bash completion" cmp \
-    "$SRC/contrib/bash-completion/tlogctl" \
+    "$C/contrib/bash-completion/tlogctl" \
     "$R/usr/share/bash-completion/completions/tlogctl"
 M=usr/share/tlogfs/monitoring
 for f in tlogfs.rules.yml tlogfs.dashboard.json tlogfs-textfile README.md; do
-	tl_check "monitoring: $f" cmp "$SRC/contrib/monitoring/$f" "$R/$M/$f"
+	tl_check "monitoring: $f" cmp "$C/contrib/monitoring/$f" "$R/$M/$f"
 done
 tl_check "tlogfs-textfile is executable" test -x "$R/$M/tlogfs-textfile"
 DEPS=$(dpkg-deb -f "$DEB" Depends)
@@ -115,7 +116,10 @@ done
 
 if command -v lintian >/dev/null; then
 	st=0
-	lintian --fail-on error "$DEB" >"$TMP/lintian.out" 2>&1 || st=$?
+	# lintian leaves files in TMPDIR (mldbm-elf-*): in $TMP, they go.
+	mkdir "$TMP/lintian"
+	TMPDIR=$TMP/lintian lintian --fail-on error "$DEB" \
+	    >"$TMP/lintian.out" 2>&1 || st=$?
 	tl_is "lintian: no error" 0 "$st"
 	sed 's/^/# lintian: /' "$TMP/lintian.out"
 else
