@@ -25,7 +25,7 @@ static const char usage_text[] =
     "       tlogctl lag MOUNT\n"
     "       tlogctl ship --nats URL[,URL...] [--stream NAME] [--replicas N]\n"
     "                    [--subject-prefix P] [--cursor NAME] [--once] PATH...\n"
-    "       tlogctl --help\n";
+    "       tlogctl --help | --version\n";
 
 /* Each command with its usage in one line, for a usage error. */
 static const struct {
@@ -162,6 +162,13 @@ main(int argc, char *argv[])
 		if (argc > 2)
 			usage(NULL, "%s takes no other argument", argv[1]);
 		help();
+	}
+	/* The same line as tlogfs --version, for the same package. */
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		if (argc > 2)
+			usage(NULL, "%s takes no other argument", argv[1]);
+		printf("tlogctl version %s\n", PACKAGE_VERSION);
+		return 0;
 	}
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)

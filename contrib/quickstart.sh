@@ -22,11 +22,15 @@ cd "$top"
 # runtime are for the fuzz targets; the runtime is only "recommended";
 # e2fsprogs and mount, for mkfs.ext4, e2fsck and losetup, are for the
 # power-cut test; nats-server and libnats-dev for tlogctl ship and its
-# tests, iproute2's ss for their free ports).
+# tests, iproute2's ss for their free ports; python3-yaml for the
+# monitoring test, which reads the alerting rules; git, dpkg-dev,
+# debhelper and lintian for the Debian package's test, which builds it
+# from a clone).
 PACKAGES=(build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps mandoc
 	clang libclang-rt-14-dev valgrind e2fsprogs mount util-linux
-	nats-server libnats-dev iproute2)
+	nats-server libnats-dev iproute2 python3-yaml git dpkg-dev
+	debhelper lintian)
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
