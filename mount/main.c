@@ -47,6 +47,7 @@
 
 struct tl_opts {
 	char *store;
+	char *mountpoint;	/* as given: libfuse resolves its copy */
 	bool have_mountpoint;
 	bool failed;		/* a runtime error, not a usage error */
 	bool ro;		/* -o ro (the last of ro, rw wins) */
@@ -245,6 +246,10 @@ tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 			return -1;
 		}
 		o->have_mountpoint = true;
+		if ((o->mountpoint = strdup(arg)) == NULL) {
+			o->failed = true;
+			return -1;
+		}
 		if (stat_mountpoint(arg, &st) == -1) {
 			fprintf(stderr, "tlogfs: mountpoint %s: %s\n", arg,
 			    strerror(errno));
@@ -492,7 +497,7 @@ main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts;
 	struct tlog_store_opts so;
-	struct tl_opts o = { NULL, false, false, false };
+	struct tl_opts o = { NULL, NULL, false, false, false };
 	struct fuse_session *se;
 	static struct tl_fs fs;
 	char err[512] = "", *store = NULL;
@@ -523,7 +528,7 @@ main(int argc, char *argv[])
 		ret = 0;
 		goto out_args;
 	}
-	if (o.store == NULL || opts.mountpoint == NULL) {
+	if (o.store == NULL || o.mountpoint == NULL || opts.mountpoint == NULL) {
 		fprintf(stderr, "tlogfs: usage: " USAGE " (see --help)\n");
 		ret = 2;
 		goto out_args;
@@ -534,9 +539,9 @@ main(int argc, char *argv[])
 		fprintf(stderr, "tlogfs: store %s: %s\n", o.store, err);
 		goto out_args;
 	}
-	if (!tlog_path_trusted(opts.mountpoint, err, sizeof(err))) {
+	if (!tlog_path_trusted(o.mountpoint, err, sizeof(err))) {
 		fprintf(stderr, "tlogfs: mountpoint %s: %s\n",
-		    opts.mountpoint, err);
+		    o.mountpoint, err);
 		goto out_args;
 	}
 	if ((store = realpath(o.store, NULL)) == NULL) {
@@ -664,6 +669,7 @@ out_args:
 	tl_poll_free(&fs);
 	free(store);
 	free(o.store);
+	free(o.mountpoint);
 	free(opts.mountpoint);
 	fuse_opt_free_args(&args);
 	if (use_syslog)

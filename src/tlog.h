@@ -548,10 +548,11 @@ uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
 /* Segment file names: "<base, 20 digits><ext>" (ext ".log" or ".idx")
  * -> base, at most TLOG_OFFSET_MAX; false for any other name. */
 bool tlog_segname_parse(const char *name, const char *ext, uint64_t *base);
-/* Whether a path (the store's, the mountpoint's) may be trusted: false,
- * with the reason in err, if one of its components is a symbolic link
- * owned by neither root nor the daemon's user (whoever owns it could
- * point it anywhere). */
+/* Whether a path (the store's, the mountpoint's, as given) may be
+ * trusted: false, with the reason in err, if a symbolic link met on the
+ * way, the links inside a link's target included, is owned by neither
+ * root nor the daemon's user (whoever owns it could point it
+ * anywhere). */
 bool tlog_path_trusted(const char *path, char *err, size_t errlen);
 
 #endif /* TLOG_H */

@@ -429,27 +429,74 @@ tlog_parse_offset(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
+/*
+ * Walks path as the kernel would, one component at a time, following
+ * every symbolic link itself (the links inside a link's target too), so
+ * that each link met is judged by its owner. `done` is the real path
+ * walked so far, `todo` what is left to walk.
+ */
 bool
 tlog_path_trusted(const char *path, char *err, size_t errlen)
 {
-	char prefix[PATH_MAX];
+	char done[PATH_MAX], todo[PATH_MAX], link[PATH_MAX], next[PATH_MAX];
+	char *comp, *rest;
 	struct stat st;
-	size_t i, n = strlen(path);
+	size_t dlen;
+	ssize_t n;
+	int links = 0;
 
-	if (n >= sizeof(prefix))
+	if (strlcpy(todo, path, sizeof(todo)) >= sizeof(todo))
 		return true;	/* open(2) says ENAMETOOLONG */
-	for (i = 1; i <= n; i++) {
-		if (i < n && path[i] != '/')
+	if (path[0] == '/')
+		strlcpy(done, "/", sizeof(done));
+	else if (getcwd(done, sizeof(done)) == NULL)
+		return true;	/* open(2) says why */
+	while (todo[0] != '\0') {
+		comp = todo;
+		while (*comp == '/')
+			comp++;
+		if ((rest = strchr(comp, '/')) != NULL)
+			*rest++ = '\0';
+		else
+			rest = comp + strlen(comp);
+		dlen = strlen(done);
+		if (*comp == '\0' || strcmp(comp, ".") == 0) {
+			memmove(todo, rest, strlen(rest) + 1);
 			continue;
-		memcpy(prefix, path, i);
-		prefix[i] = '\0';
-		if (lstat(prefix, &st) == -1 || !S_ISLNK(st.st_mode) ||
-		    st.st_uid == 0 || st.st_uid == geteuid())
+		}
+		if (strcmp(comp, "..") == 0) {
+			while (dlen > 1 && done[dlen - 1] != '/')
+				dlen--;
+			done[dlen > 1 ? dlen - 1 : 1] = '\0';
+			memmove(todo, rest, strlen(rest) + 1);
 			continue;
-		snprintf(err, errlen, "%s is a symbolic link owned by uid %u, "
-		    "who could point it anywhere; refused (give the real "
-		    "path)", prefix, (unsigned)st.st_uid);
-		return false;
+		}
+		if (snprintf(next, sizeof(next), "%s%s%s", done,
+		    dlen > 1 ? "/" : "", comp) >= (int)sizeof(next))
+			return true;
+		if (lstat(next, &st) == -1 || !S_ISLNK(st.st_mode)) {
+			/* Not a link (or missing: open(2) says so). */
+			strlcpy(done, next, sizeof(done));
+			memmove(todo, rest, strlen(rest) + 1);
+			continue;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			snprintf(err, errlen, "%s is a symbolic link owned by "
+			    "uid %u, who could point it anywhere; refused "
+			    "(give the real path)", next, (unsigned)st.st_uid);
+			return false;
+		}
+		if (++links > 40 ||
+		    (n = readlink(next, link, sizeof(link) - 1)) == -1)
+			return true;	/* open(2) says ELOOP, or why */
+		link[n] = '\0';
+		/* The link's target, then what followed it. */
+		if (snprintf(next, sizeof(next), "%s%s%s", link,
+		    *rest != '\0' ? "/" : "", rest) >= (int)sizeof(next))
+			return true;
+		strlcpy(todo, next, sizeof(todo));
+		if (link[0] == '/')
+			strlcpy(done, "/", sizeof(done));
 	}
 	return true;
 }

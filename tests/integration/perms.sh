@@ -15,7 +15,9 @@
 #     and group only: a user outside them gets EACCES, a chgrp of the
 #     root lets its group read (never write) at once;
 #   * chmod and chown on the root, a topic and a partition persist across
-#     a remount; current and the segments take the partition's owner.
+#     a remount; current and the segments take the partition's owner;
+#   * a mountpoint reached through a symbolic link the user owns is
+#     refused, also through a link of root's that leads to it.
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 tl_user tlt
@@ -139,4 +141,21 @@ tl_is "others still cannot" EACCES \
 ")"
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing"
+
+# A mountpoint reached through the user's symbolic link is refused, as
+# given (libfuse resolves its own copy) and through a link of ours that
+# leads to the user's: the user could re-point it at any directory.
+mkdir -p "$TMP/evil" "$TMP/real"
+chown "$UID_" "$TMP/evil"
+setpriv --reuid="$UID_" --regid="$GID_" --clear-groups \
+    ln -s "$TMP/real" "$TMP/evil/mnt"
+ln -s "$TMP/evil/mnt" "$TMP/ours"
+for m in "$TMP/evil/mnt" "$TMP/ours"; do
+	"$TLOGFS" "$STORE" "$m" -f 2>"$TMP/sym.err"
+	tl_is "a mountpoint through the user's link ($m): exit 1" 1 $?
+	tl_check "and one line naming the link" \
+	    grep -q "mountpoint $m: $TMP/evil/mnt is a symbolic link owned by uid $UID_" \
+	    "$TMP/sym.err"
+done
+tl_check "nothing was mounted" sh -c "! grep -q '$TMP/real' /proc/mounts"
 tl_done

@@ -1248,7 +1248,7 @@ plant(const char *rel, const char *text)
  */
 START_TEST(only_an_empty_directory_becomes_a_store)
 {
-	char err[256], *keep, *lf, *link, *via, *dot;
+	char err[256], *keep, *lf, *link, *via, *dot, *outer;
 	struct stat st;
 
 	ck_assert_int_eq(chmod(th_dir, 0755), 0);
@@ -1278,6 +1278,20 @@ START_TEST(only_an_empty_directory_becomes_a_store)
 		ck_assert_ptr_nonnull(strstr(err, "is a symbolic link owned "
 		    "by uid 1234"));
 		ck_assert(!tlog_path_trusted(via, err, sizeof(err)));
+		/* Ours, but leading through theirs: by its target, by a
+		 * relative target, and by a directory on the way. */
+		ck_assert_int_ge(asprintf(&outer, "%s.outer", th_dir), 0);
+		ck_assert_int_eq(symlink(link, outer), 0);
+		ck_assert(!tlog_path_trusted(outer, err, sizeof(err)));
+		ck_assert_ptr_nonnull(strstr(err, link));
+		ck_assert_int_eq(unlink(outer), 0);
+		ck_assert_int_eq(symlink(strrchr(link, '/') + 1, outer), 0);
+		ck_assert(!tlog_path_trusted(outer, err, sizeof(err)));
+		ck_assert_int_eq(unlink(outer), 0);
+		ck_assert_int_eq(symlink(via, outer), 0);
+		ck_assert(!tlog_path_trusted(outer, err, sizeof(err)));
+		ck_assert_int_eq(unlink(outer), 0);
+		free(outer);
 	}
 	ck_assert_int_eq(unlink(link), 0);
 	free(keep);
