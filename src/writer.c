@@ -3,13 +3,17 @@
  * buffer. Complete records go to the partition in one call per write, so
  * two writers never interleave inside a line; the bytes after the last
  * newline wait here until this writer completes them, flushes (close,
- * fsync) or they reach record.max.bytes. A held record that cannot be
- * stored is dropped, never retried: the error is reported once and the
- * writer goes on with the next record.
+ * fsync) or they reach record.max.bytes, or until all writers together
+ * hold more than the store's limit (tlog_store_opts.held_max): then the
+ * writer that went past it cuts its line there, so that writers with
+ * permission on one partition cannot fill the daemon's memory. A held
+ * record that cannot be stored is dropped, never retried: the error is
+ * reported once and the writer goes on with the next record.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -57,7 +61,34 @@ hold(struct tlog_writer *w, const char *buf, size_t len)
 	}
 	memcpy(w->held + w->nheld, buf, len);
 	w->nheld += len;
+	__atomic_add_fetch(&w->part->ctx->held, len, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* All writers hold more than the store's limit: this one's line is cut,
+ * said once a minute. */
+static bool
+over_limit(struct tlog_writer *w)
+{
+	struct tlog_ctx *ctx = w->part->ctx;
+	char where[2 * TLOG_NAME_MAX + 2];
+	int64_t now, said;
+
+	if (__atomic_load_n(&ctx->held, __ATOMIC_RELAXED) <= ctx->held_max)
+		return false;
+	now = tlog_ctx_now(ctx);
+	said = __atomic_load_n(&ctx->held_said, __ATOMIC_RELAXED);
+	if ((said == 0 || now - said >= 60000) &&
+	    __atomic_compare_exchange_n(&ctx->held_said, &said, now, false,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		tlog_level_where(&w->part->lv, where, sizeof(where));
+		tlog_ctx_log(ctx, LOG_WARNING, "%s: writers hold more than "
+		    "%" PRIu64 " bytes of unfinished lines in all: a held "
+		    "line of %zu bytes is cut here (a record without "
+		    "newline), and so is each line that goes past the limit "
+		    "(said once a minute)", where, ctx->held_max, w->nheld);
+	}
+	return true;
 }
 
 /*
@@ -74,6 +105,7 @@ flush_held(struct tlog_writer *w)
 	if (w->nheld == 0)
 		return 0;
 	(void)tlog_part_append(w->part, w->held, w->nheld, true, &err);
+	__atomic_sub_fetch(&w->part->ctx->held, w->nheld, __ATOMIC_RELAXED);
 	w->nheld = 0;
 	if (w->cap > 65536) {
 		free(w->held);
@@ -115,7 +147,7 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 			r = e;
 			goto out;
 		}
-		if (nl == NULL && w->nheld < (size_t)max) {
+		if (nl == NULL && w->nheld < (size_t)max && !over_limit(w)) {
 			r = (ssize_t)len;	/* all of it held */
 			goto out;
 		}
@@ -136,6 +168,9 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 		r = take + done > 0 ? (ssize_t)(take + done) : e;
 		goto out;
 	}
+	/* Cut at the limit: the write is taken all the same. */
+	if (w->nheld > 0 && over_limit(w))
+		(void)flush_held(w);
 	r = (ssize_t)len;
 out:
 	pthread_mutex_unlock(&w->lock);

@@ -100,6 +100,52 @@ START_TEST(record_max_bytes_cuts_records)
 }
 END_TEST
 
+/*
+ * Writers with permission on a partition cannot fill the daemon's memory
+ * with unfinished lines: past the store's limit on held bytes (here 10),
+ * the writer that goes over cuts its line, one line in the log says so,
+ * and writers under it keep holding.
+ */
+START_TEST(held_bytes_have_a_store_wide_limit)
+{
+	struct tlog_store_opts o = { .held_max = 10 };
+	struct tlog_writer *a, *b;
+	char *d;
+
+	th_close();
+	th_open_tp(&o);
+	a = tlog_writer_open(th_P);
+	b = tlog_writer_open(th_P);
+	th_put(a, "aaaaaa");		/* 6 held */
+	th_put(b, "bbbb");		/* 10: at the limit, held */
+	ck_assert_uint_eq(tlog_writer_held(a) + tlog_writer_held(b), 10);
+	d = contents();
+	ck_assert_str_eq(d, "");
+	free(d);
+	th_put(b, "b");			/* 11: b's line is cut */
+	ck_assert_uint_eq(tlog_writer_held(b), 0);
+	ck_assert_uint_eq(tlog_writer_held(a), 6);
+	d = contents();
+	ck_assert_str_eq(d, "bbbbb");
+	free(d);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0: writers hold more than "
+	    "10 bytes of unfinished lines in all: a held line of 5 bytes is "
+	    "cut here"));
+	th_put(a, "a\nxxxxxxxxxxxx");	/* a completes; its new tail is cut */
+	d = contents();
+	ck_assert_str_eq(d, "bbbbbaaaaaaa\nxxxxxxxxxxxx");
+	free(d);
+	ck_assert_uint_eq(tlog_writer_held(a), 0);
+	th_put(b, "tail");		/* under the limit again: held */
+	ck_assert_uint_eq(tlog_writer_held(b), 4);
+	/* Said once a minute, not for every cut. */
+	ck_assert_ptr_null(strstr(strstr(th_logbuf, "writers hold") + 1,
+	    "writers hold"));
+	tlog_writer_close(a);
+	tlog_writer_close(b);
+}
+END_TEST
+
 START_TEST(error_after_records_is_a_short_write)
 {
 	struct tlog_writer *w;
@@ -355,6 +401,7 @@ main(void)
 	th_hooks(suite_setup, NULL);
 	TH_CASE(s, partial_lines_are_held);
 	TH_CASE(s, record_max_bytes_cuts_records);
+	TH_CASE(s, held_bytes_have_a_store_wide_limit);
 	TH_CASE(s, error_after_records_is_a_short_write);
 	TH_CASE(s, refused_held_line_is_dropped);
 	TH_CASE(s, refused_at_fsync_or_close_is_dropped);
