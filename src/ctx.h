@@ -82,6 +82,12 @@ struct tlog_ctx {
 	uint64_t held;
 	uint64_t held_max;
 	int64_t held_said;
+	/* Topics' and partitions' modes and owners: set once at open if
+	 * the file system keeps no user xattrs (then they stay on their
+	 * directories), and the directories made private at this open
+	 * (level.h, tlog_level_load_attr). */
+	bool attr_on_dir;
+	unsigned attr_moved;
 };
 
 /* What a segment takes of the disk beyond its bytes, for the budget: its

@@ -5,14 +5,17 @@
 #include "config.h"
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
+#include "ctx.h"
 #include "level.h"
 
 int
@@ -28,6 +31,8 @@ tlog_level_init(struct tlog_level *lv, struct tlog_tree *tree,
 	lv->ino = ino;
 	lv->refs = 1;
 	lv->free = free_fn;
+	lv->mode = 0755;
+	lv->owner = tlog_owner(geteuid(), getegid());
 	if (parent != NULL)
 		tlog_level_ref(parent);
 	return 0;
@@ -166,6 +171,71 @@ tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx, int dirfd,
 	for (i = 0; i < TLOG_NKEYS; i++)
 		tlog_conf_assign(c, i, nc.v[i]);
 	return r;
+}
+
+int
+tlog_level_save_attr(int fd, unsigned mode, uint64_t owner)
+{
+	char buf[64];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "%04o %u %u", mode & 07777,
+	    (unsigned)tlog_owner_uid(owner), (unsigned)tlog_owner_gid(owner));
+	if (fsetxattr(fd, TLOG_ATTR_XATTR, buf, (size_t)n, 0) == -1)
+		return errno == EOPNOTSUPP ? -ENOTSUP : -errno;
+	return 0;
+}
+
+int
+tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
+    const char *where)
+{
+	unsigned mode, uid, gid;
+	struct stat st;
+	char buf[64], end;
+	ssize_t n;
+	int r;
+
+	n = fgetxattr(fd, TLOG_ATTR_XATTR, buf, sizeof(buf) - 1);
+	if (n >= 0) {
+		buf[n] = '\0';
+		/* (uid_t)-1 means "unchanged" to chown: never an owner. */
+		if (sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &end) == 3 &&
+		    mode <= 07777 && uid != (unsigned)-1 &&
+		    gid != (unsigned)-1) {
+			lv->mode = mode;
+			lv->owner = tlog_owner(uid, gid);
+			return 0;
+		}
+		tlog_ctx_log(ctx, LOG_WARNING, "%s: " TLOG_ATTR_XATTR " is "
+		    "not \"MODE UID GID\"; it takes its directory's", where);
+	}
+	if (fstat(fd, &st) == -1)
+		return -errno;
+	lv->mode = st.st_mode & 07777;
+	lv->owner = tlog_owner(st.st_uid, st.st_gid);
+	if (n == -1 && errno == EOPNOTSUPP)
+		return -ENOTSUP;
+	if (ctx->ro)
+		return 0;
+	if ((r = tlog_level_save_attr(fd, lv->mode, lv->owner)) != 0) {
+		if (r != -ENOTSUP)
+			tlog_ctx_log(ctx, LOG_ERR, "%s: cannot save its mode "
+			    "and owner: %s; its directory keeps them", where,
+			    strerror(-r));
+		return r;
+	}
+	if (st.st_uid == geteuid() && st.st_gid == getegid() &&
+	    (st.st_mode & 07777) == 0700)
+		return 0;
+	/* Owner first: a chown may clear the mode's set-id bits. */
+	if (fchown(fd, geteuid(), getegid()) == -1 ||
+	    fchmod(fd, 0700) == -1) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s: cannot make its directory "
+		    "the daemon's alone (0700): %s", where, strerror(errno));
+		return 0;
+	}
+	return 1;
 }
 
 void

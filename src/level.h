@@ -42,6 +42,13 @@ struct tlog_level {
 	uint64_t ino;
 	int refs;			/* atomic */
 	bool dead;			/* removed or replaced; atomic */
+	/* A topic's or partition's mode and owner as the mount shows
+	 * them (tlog_owner: uid and gid in one word), kept in the
+	 * directory's user.tlogfs.attr, never on the directory itself,
+	 * which stays 0700 and the daemon's (doc/format.md, "A private
+	 * store"); written under the store's admin_lock, read atomically. */
+	unsigned mode;
+	uint64_t owner;
 	bool has_id;			/* the directory's identity is known */
 	dev_t dev;
 	ino_t dino;
@@ -76,6 +83,22 @@ int tlog_level_reserve(struct tlog_level *lv);
  * is lv's name in the store, for log lines. */
 int tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx,
     int dirfd, const char *dir, const char *path);
+/* The extended attribute of a topic's or partition's directory that
+ * holds its mode and owner: "MODE UID GID", the mode in octal. */
+#define TLOG_ATTR_XATTR "user.tlogfs.attr"
+/* Writes lv's mode and owner to its open directory fd; 0 or -errno
+ * (-ENOTSUP: the file system keeps no user xattrs). */
+int tlog_level_save_attr(int fd, unsigned mode, uint64_t owner);
+/*
+ * Loads lv's mode and owner from its open directory fd (lv not yet
+ * shared), where is its name in the store. A directory without them (a
+ * store made before they were kept so) gives its own, which are saved,
+ * then it is made 0700 and the daemon's: returns 1 then, else 0. A
+ * read-only store changes nothing. -ENOTSUP: the file system keeps no
+ * user xattrs; lv has the directory's own.
+ */
+int tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx,
+    int fd, const char *where);
 /* Copies the current name (it may be renamed at any time). */
 void tlog_level_name(struct tlog_level *lv, char *buf, size_t len);
 /* Dead, or below a dead level (tree lock held, or a racy hint). */

@@ -251,21 +251,70 @@ int
 tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, struct stat *st)
 {
+	struct tlog_level *lv = level_of(s, t, p);
 	uint64_t owner;
+	unsigned mode;
 	int fd, r = 0;
 
-	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
+	if ((fd = tlog_level_dir(lv)) < 0)
 		return fd;
 	if (fstat(fd, st) == -1)
 		r = -errno;
 	close(fd);
-	if (r == 0 && t == NULL && p == NULL) {
-		st->st_mode = (st->st_mode & S_IFMT) |
-		    __atomic_load_n(&s->root_mode, __ATOMIC_RELAXED);
+	if (r != 0 || ((t != NULL || p != NULL) && s->ctx.attr_on_dir))
+		return r;
+	if (t == NULL && p == NULL) {
+		mode = __atomic_load_n(&s->root_mode, __ATOMIC_RELAXED);
 		owner = __atomic_load_n(&s->root_owner, __ATOMIC_RELAXED);
-		st->st_uid = tlog_owner_uid(owner);
-		st->st_gid = tlog_owner_gid(owner);
+	} else {
+		mode = __atomic_load_n(&lv->mode, __ATOMIC_RELAXED);
+		owner = __atomic_load_n(&lv->owner, __ATOMIC_RELAXED);
 	}
+	st->st_mode = (st->st_mode & S_IFMT) | mode;
+	st->st_uid = tlog_owner_uid(owner);
+	st->st_gid = tlog_owner_gid(owner);
+	return 0;
+}
+
+/*
+ * A topic's or partition's new mode and owner (mode, uid or gid -1:
+ * unchanged): saved in its directory's extended attribute and synced
+ * before they apply; the directory itself stays 0700 and the daemon's.
+ */
+static int
+level_attr(struct tlog_store *s, struct tlog_level *lv, mode_t mode,
+    uid_t uid, gid_t gid)
+{
+	uint64_t owner;
+	int fd, r = 0;
+
+	if ((fd = tlog_level_dir(lv)) < 0)
+		return fd;
+	if (s->ctx.attr_on_dir) {
+		/* The file system keeps no user xattrs (said at open). */
+		if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
+		    fchown(fd, uid, gid) == -1)
+			r = -errno;
+		else if (mode != (mode_t)-1 && fchmod(fd, mode & 07777) == -1)
+			r = -errno;
+		close(fd);
+		return r;
+	}
+	pthread_mutex_lock(&s->admin_lock);
+	owner = lv->owner;
+	owner = tlog_owner(uid != (uid_t)-1 ? uid : tlog_owner_uid(owner),
+	    gid != (gid_t)-1 ? gid : tlog_owner_gid(owner));
+	if (mode == (mode_t)-1)
+		mode = lv->mode;
+	if ((r = tlog_level_save_attr(fd, mode & 07777, owner)) == 0 &&
+	    fsync(fd) == -1)
+		r = -errno;
+	if (r == 0) {
+		__atomic_store_n(&lv->mode, mode & 07777, __ATOMIC_RELAXED);
+		__atomic_store_n(&lv->owner, owner, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&s->admin_lock);
+	close(fd);
 	return r;
 }
 
@@ -273,36 +322,22 @@ int
 tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, mode_t mode)
 {
-	int fd, r = 0;
-
 	if (s->ctx.ro)
 		return -EROFS;
 	if (t == NULL && p == NULL)
 		return tlog_store_root_attr(s, mode, (uid_t)-1, (gid_t)-1);
-	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
-		return fd;
-	if (fchmod(fd, mode & 07777) == -1)
-		r = -errno;
-	close(fd);
-	return r;
+	return level_attr(s, level_of(s, t, p), mode, (uid_t)-1, (gid_t)-1);
 }
 
 int
 tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, uid_t uid, gid_t gid)
 {
-	int fd, r = 0;
-
 	if (s->ctx.ro)
 		return -EROFS;
 	if (t == NULL && p == NULL)
 		return tlog_store_root_attr(s, (mode_t)-1, uid, gid);
-	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
-		return fd;
-	if (fchown(fd, uid, gid) == -1)
-		r = -errno;
-	close(fd);
-	return r;
+	return level_attr(s, level_of(s, t, p), (mode_t)-1, uid, gid);
 }
 
 int

@@ -198,21 +198,54 @@ tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 }
 
 /*
- * Makes directory name in dirfd, or adopts one that is already there as
- * a real directory (never a symlink or a file in the way): returns an
- * open descriptor of it, or -errno (-EEXIST for anything in the way).
+ * The mode and owner of lv, a level whose directory fd was just made
+ * (made) or adopted: a new one keeps lv's (0755, the daemon's) in its
+ * extended attribute, the directory itself 0700; an adopted one is
+ * loaded as at open. Without user xattrs, the directory has them.
+ */
+static void
+dir_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
+    bool made, const char *where)
+{
+	struct tlog_ctx *ctx = reg->penv->ctx;
+	int r;
+
+	if (!made)
+		r = tlog_level_load_attr(lv, ctx, fd, where);
+	else if (ctx->attr_on_dir)
+		r = -ENOTSUP;
+	else
+		r = tlog_level_save_attr(fd, lv->mode, lv->owner);
+	if (r == -ENOTSUP) {
+		ctx->attr_on_dir = true;
+		if (made)
+			(void)fchmod(fd, lv->mode);
+	}
+}
+
+/*
+ * Makes directory name in dirfd for lv, or adopts one that is already
+ * there as a real directory (never a symlink or a file in the way):
+ * returns an open descriptor of it, or -errno (-EEXIST for anything in
+ * the way).
  */
 static int
-make_dir(int dirfd, const char *name)
+make_dir(struct tlog_registry *reg, int dirfd, const char *name,
+    struct tlog_level *lv)
 {
+	bool made = true;
 	int fd;
 
-	if (mkdirat(dirfd, name, 0755) == -1 && errno != EEXIST)
-		return -errno;
+	if (mkdirat(dirfd, name, 0700) == -1) {
+		if (errno != EEXIST)
+			return -errno;
+		made = false;
+	}
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd == -1)
 		return errno == ELOOP || errno == ENOTDIR ? -EEXIST : -errno;
+	dir_attr(reg, lv, fd, made, name);
 	return fd;
 }
 
@@ -232,7 +265,8 @@ tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
 	pthread_rwlock_wrlock(&reg->root->tree->lock);
 	if (topic_find(reg, name) != NULL) {
 		r = -EEXIST;
-	} else if ((fd = make_dir(reg->root->tree->dirfd, name)) < 0) {
+	} else if ((fd = make_dir(reg, reg->root->tree->dirfd, name,
+	    &t->lv)) < 0) {
 		r = fd;
 	} else {
 		close(fd);
@@ -334,7 +368,7 @@ clear_dir(struct tlog_registry *reg, int dirfd, const char *name)
 {
 	int r = tlog_reg_remove_dir(reg, dirfd, name, name);
 
-	if (r == 0 && mkdirat(dirfd, name, 0755) == -1)
+	if (r == 0 && mkdirat(dirfd, name, 0700) == -1)
 		r = -errno;
 	return r;
 }
@@ -451,7 +485,7 @@ tlog_partition_create(struct tlog_topic *t, const char *name,
 		r = -EEXIST;
 	} else if ((tfd = tlog_level_dir_locked(&t->lv)) < 0) {
 		r = tfd;
-	} else if ((fd = make_dir(tfd, name)) < 0) {
+	} else if ((fd = make_dir(reg, tfd, name, &p->lv)) < 0) {
 		r = fd;
 	} else {
 		r = tlog_level_set_dir(&p->lv, fd);
@@ -724,6 +758,22 @@ open_level(struct tlog_registry *reg, int dirfd, const char *where,
 	return -1;
 }
 
+/* A loaded level's mode and owner; counts the directories made private. */
+static void
+load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
+    const char *where)
+{
+	struct tlog_ctx *ctx = reg->penv->ctx;
+	int r;
+
+	if (ctx->attr_on_dir)
+		return;
+	if ((r = tlog_level_load_attr(lv, ctx, fd, where)) == 1)
+		ctx->attr_moved++;
+	else if (r == -ENOTSUP)
+		ctx->attr_on_dir = true;
+}
+
 /* Loads one topic's partitions from its open directory tfd. */
 static int
 load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
@@ -754,6 +804,7 @@ load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 		snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
 		tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
 		    ".config");
+		load_attr(reg, &p->lv, fd, path);
 		close(fd);
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
@@ -787,6 +838,7 @@ tlog_reg_load(struct tlog_registry *reg)
 		}
 		tlog_level_load_conf(&t->lv, reg->penv->ctx, fd, de->d_name,
 		    ".config");
+		load_attr(reg, &t->lv, fd, de->d_name);
 		RB_INSERT(tlog_topic_tree, &reg->topics, t);
 		r = load_topic(reg, t, fd);
 		close(fd);

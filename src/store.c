@@ -295,6 +295,21 @@ store_load(struct tlog_store *s)
 	if ((r = tlog_reg_load(&s->reg)) != 0 ||
 	    (r = tlog_reg_partitions(&s->reg, &v, &n)) != 0)
 		return r;
+	if (s->ctx.attr_on_dir)
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: its file system "
+		    "keeps no user extended attributes: the modes and owners "
+		    "of topics and partitions stay on their own directories, "
+		    "which are then not private (doc/format.md)", s->path);
+	if (s->ctx.attr_moved > 0) {
+		/* Durable before anything relies on it. */
+		if (syncfs(s->tree.dirfd) == -1)
+			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s",
+			    s->path, strerror(errno));
+		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s: %u topic and "
+		    "partition directories are now 0700, the daemon's alone; "
+		    "the mount shows their modes and owners as before ("
+		    TLOG_ATTR_XATTR ")", s->path, s->ctx.attr_moved);
+	}
 	tlog_recover_all(v, n, &s->rc);
 	for (i = 0; i < n; i++)
 		tlog_partition_put(v[i]);

@@ -61,23 +61,6 @@ struct tlog_store {
 	bool created;			/* this open made the store */
 };
 
-/* An owner as one value: uid in the high half, gid in the low. */
-static inline uint64_t
-tlog_owner(uid_t uid, gid_t gid)
-{
-	return (uint64_t)uid << 32 | (uint32_t)gid;
-}
-static inline uid_t
-tlog_owner_uid(uint64_t o)
-{
-	return (uid_t)(o >> 32);
-}
-static inline gid_t
-tlog_owner_gid(uint64_t o)
-{
-	return (gid_t)(uint32_t)o;
-}
-
 /* The mount root's mode and owner (mode, uid or gid -1: unchanged), written to
  * .tlogfs/attr (atomically, durably) before they apply. */
 int tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,

@@ -83,4 +83,21 @@ void tlog_sink_log(const struct tlog_sink *k, int prio, const char *fmt, ...)
  * false for anything else, or a number past UINT64_MAX. */
 bool tlog_parse_offset(const char *s, size_t len, uint64_t *out);
 
+/* An owner as one value: uid in the high half, gid in the low. */
+static inline uint64_t
+tlog_owner(uid_t uid, gid_t gid)
+{
+	return (uint64_t)uid << 32 | (uint32_t)gid;
+}
+static inline uid_t
+tlog_owner_uid(uint64_t o)
+{
+	return (uid_t)(o >> 32);
+}
+static inline gid_t
+tlog_owner_gid(uint64_t o)
+{
+	return (gid_t)(uint32_t)o;
+}
+
 #endif /* TLOG_UTIL_H */

@@ -15,7 +15,8 @@
 #     and group only: a user outside them gets EACCES, a chgrp of the
 #     root lets its group read (never write) at once;
 #   * chmod and chown on the root, a topic and a partition persist across
-#     a remount; current and the segments take the partition's owner;
+#     a remount, and never reach the store's directories (0700, the
+#     daemon's); current and the segments take the partition's owner;
 #   * a mountpoint reached through a symbolic link the user owns is
 #     refused, also through a link of root's that leads to it.
 . "${srcdir:-.}/tests/integration/lib.sh"
@@ -126,6 +127,13 @@ chown "$UID_:0" "$MNT/u/0"
 chmod 775 "$MNT"
 want="$(stat -c '%n %a %u %g' "$MNT" "$MNT/u" "$MNT/u/0" "$MNT/t/mine" \
     "$MNT/t/open")"
+# None of it reaches the store: its directories stay the daemon's alone.
+chmod 1777 "$MNT/t/open"
+tl_is "the store's directories stay 0700 and the daemon's" \
+    "700 0 0
+700 0 0
+700 0 0" "$(stat -c '%a %u %g' "$STORE/u" "$STORE/u/0" "$STORE/t/open")"
+chmod 755 "$MNT/t/open"
 tl_check "unmount" tl_umount
 tl_mount -o allow_other
 tl_is "modes and owners persist across a remount" "$want" \

@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <sys/xattr.h>
+
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -1225,6 +1227,76 @@ START_TEST(store_is_private)
 }
 END_TEST
 
+/*
+ * Topics and partitions are private too: chmod and chown through the
+ * mount live in their directory's user.tlogfs.attr, and the directory
+ * stays 0700 and the daemon's, so no mode given through the mount lets
+ * another user write in the store (a world-writable topic directory let
+ * one plant a .config that deleted every record). A store from before,
+ * whose directories have the modes, keeps showing them, and its
+ * directories are made private at the first read-write open, said once.
+ */
+START_TEST(topics_and_partitions_are_private)
+{
+	struct tlog_topic *t;
+	struct stat st, view;
+	char *tdir, *pdir;
+
+	th_open_tp(NULL);
+	ck_assert_int_ge(asprintf(&tdir, "%s/t", th_dir), 0);
+	ck_assert_int_ge(asprintf(&pdir, "%s/t/0", th_dir), 0);
+	t = tlog_partition_topic(th_P);
+	ck_assert_int_eq(tlog_level_stat(th_S, t, NULL, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 0755);
+	ck_assert_uint_eq(view.st_uid, geteuid());
+	ck_assert_int_eq(stat(tdir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(tlog_level_chmod(th_S, t, NULL, 01777), 0);
+	ck_assert_int_eq(tlog_level_chmod(th_S, NULL, th_P, 0770), 0);
+	ck_assert_int_eq(tlog_level_chown(th_S, NULL, th_P, 33, 44), 0);
+	ck_assert_int_eq(stat(tdir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(stat(pdir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_uint_eq(st.st_uid, geteuid());
+	th_close();
+	th_open_tp(NULL);
+	t = tlog_partition_topic(th_P);
+	ck_assert_int_eq(tlog_level_stat(th_S, t, NULL, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 01777);
+	ck_assert_int_eq(tlog_level_stat(th_S, NULL, th_P, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 0770);
+	ck_assert_uint_eq(view.st_uid, 33);
+	ck_assert_uint_eq(view.st_gid, 44);
+	th_close();
+	/* From before: the modes on the directories, no attribute. */
+	ck_assert_int_eq(removexattr(tdir, TLOG_ATTR_XATTR), 0);
+	ck_assert_int_eq(removexattr(pdir, TLOG_ATTR_XATTR), 0);
+	ck_assert_int_eq(chmod(tdir, 01777), 0);
+	ck_assert_int_eq(chmod(pdir, 0750), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "2 topic and partition "
+	    "directories are now 0700, the daemon's alone"));
+	ck_assert_int_eq(stat(tdir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(stat(pdir, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	t = tlog_partition_topic(th_P);
+	ck_assert_int_eq(tlog_level_stat(th_S, t, NULL, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 01777);
+	ck_assert_int_eq(tlog_level_stat(th_S, NULL, th_P, &view), 0);
+	ck_assert_uint_eq(view.st_mode & 07777, 0750);
+	th_close();
+	/* Said once: the next open finds nothing to change. */
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_null(strstr(th_logbuf, "are now 0700"));
+	free(tdir);
+	free(pdir);
+}
+END_TEST
+
 /* Writes text as th_dir/rel (a file planted in the store). */
 static void
 plant(const char *rel, const char *text)
@@ -1533,6 +1605,7 @@ main(void)
 	TH_CASE(s, own_dirs_as_links_refuse_the_open);
 	TH_CASE(s, read_open_out_of_descriptors);
 	TH_CASE(s, store_is_private);
+	TH_CASE(s, topics_and_partitions_are_private);
 	TH_CASE(s, only_an_empty_directory_becomes_a_store);
 	TH_CASE(s, planted_offsets_never_wrap);
 	TH_CASE(s, config_lines_name_their_file);
