@@ -447,7 +447,7 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
  */
 static size_t
 append_once(struct tlog_partition *p, const char *buf, size_t len,
-    bool tail_is_record, int *errp)
+    bool tail_is_record, int *errp, bool *flushp)
 {
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
@@ -488,6 +488,14 @@ append_once(struct tlog_partition *p, const char *buf, size_t len,
 			if ((r = run_flush(p, &run, buf, ts)) != 0)
 				break;
 			tlog_part_seal_active(p, trig, &eb, ts);
+			/* Each sealed segment holds its descriptors until
+			 * it is synced: past MAX_UNSYNCED the caller syncs
+			 * them, without this lock, before the rest. */
+			if (pos > 0 && __atomic_load_n(&p->sd.nunsynced,
+			    __ATOMIC_RELAXED) > MAX_UNSYNCED) {
+				*flushp = true;
+				break;
+			}
 		}
 		if (l.ret_bytes >= 0 &&
 		    (r = make_room(p, &run, buf, rlen, &l, ts, &eb)) != 0)
@@ -532,6 +540,29 @@ out:
 }
 
 /*
+ * append_once until every record is in or one is refused: a write that
+ * seals more than MAX_UNSYNCED segments (a 1 MiB write of small lines
+ * into 4 KiB segments seals 256) goes in as several, each followed by
+ * the sync of what it sealed, so that one write never holds more than
+ * MAX_UNSYNCED sealed segments' descriptors. Another writer's records
+ * may come between two of them, never inside a record.
+ */
+static size_t
+append_all(struct tlog_partition *p, const char *buf, size_t len,
+    bool tail_is_record, int *errp)
+{
+	size_t pos = 0;
+	bool more;
+
+	do {
+		more = false;
+		pos += append_once(p, buf + pos, len - pos, tail_is_record,
+		    errp, &more);
+	} while (more && *errp == 0 && pos < len);
+	return pos;
+}
+
+/*
  * A full disk with retention.keep.free set: the scheduler frees space
  * (oldest data store-wide) with no lock held, and the records not
  * written are tried once more; the one in flight was cut whole. The
@@ -560,11 +591,11 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		if (tlog_ctx_free_short(p->ctx))
 			(void)p->env->sched->space(arg, p, TLOG_SPACE_WAIT);
 	}
-	pos = append_once(p, buf, len, tail_is_record, errp);
+	pos = append_all(p, buf, len, tail_is_record, errp);
 	if (*errp == -ENOSPC && !p->quiet &&
 	    (arg = tlog_part_sched_arg(p)) != NULL &&
 	    p->env->sched->space(arg, p, TLOG_SPACE_RECLAIM) > 0)
-		pos += append_once(p, buf + pos, len - pos, tail_is_record,
+		pos += append_all(p, buf + pos, len - pos, tail_is_record,
 		    errp);
 	if (*errp != 0) {
 		get_limits(p, &l);

@@ -756,6 +756,53 @@ START_TEST(open_files_stay_within_budget)
 END_TEST
 
 /*
+ * One write that seals many segments (1,000 lines into segments of two
+ * records: 500 seals) holds the descriptors of at most a few sealed
+ * segments at a time: it goes in as several appends, each followed by
+ * the sync of what it sealed. With 64 descriptors to spare the whole
+ * write lands; holding them all, it failed with EMFILE.
+ */
+START_TEST(a_write_sealing_many_segments_stays_within_descriptors)
+{
+	char *dir = th_tmpdir(), *buf, *d;
+	struct tlog_store_opts o;
+	struct tlog_part_stats st;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_store *s;
+	struct rlimit rl;
+	size_t len = 0, n;
+	int i;
+
+	memset(&o, 0, sizeof(o));
+	o.max_open_segments = 4;
+	o.cap_records = 2;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = (rlim_t)count_fds() + 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	s = th_open_opts(dir, &o);
+	p = th_part(s, "t", "p");
+	ck_assert_ptr_nonnull(buf = malloc(1000 * 6 + 1));
+	for (i = 0; i < 1000; i++)
+		len += (size_t)sprintf(buf + len, "l%04d\n", i);
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, buf, len), (ssize_t)len);
+	tlog_writer_close(w);
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_eq(st.end_offset, 1000);
+	d = th_partition_data(p, &n);
+	ck_assert_uint_eq(n, len);
+	ck_assert_int_eq(memcmp(d, buf, len), 0);
+	free(d);
+	free(buf);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/*
  * Memory (doc/performance.md, "Memory"): a sealed segment whose footer is
  * written and whose files are closed keeps no live part, whether it was
  * sealed here, loaded from the checkpoint of a clean close or from its
@@ -1596,6 +1643,7 @@ main(void)
 	TH_CASE(s, clean_mark_never_followed);
 	TH_CASE(s, rmdir_waits_for_unlinks_in_flight);
 	TH_CASE(s, open_files_stay_within_budget);
+	TH_CASE(s, a_write_sealing_many_segments_stays_within_descriptors);
 	TH_CASE(s, fsync_out_of_descriptors_evicts_idle_segments);
 	TH_CASE(s, sealed_idle_segment_keeps_no_live_part);
 	TH_CASE(s, repeated_errors_are_rate_limited);
