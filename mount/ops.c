@@ -366,13 +366,11 @@ tl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	fuse_reply_err(req, -r);
 }
 
-/* Removes a partition and wakes its poll waiters: they hang up. */
+/* After r, the result of an operation that removes or replaces p (a
+ * reference taken before it, or NULL): p's poll waiters hang up. */
 static int
-remove_partition(struct tl_fs *fs, struct tlog_topic *t, const char *name)
+hang_up(struct tl_fs *fs, struct tlog_partition *p, int r)
 {
-	struct tlog_partition *p = tlog_partition_get(t, name);
-	int r = tlog_partition_remove(t, name);
-
 	if (p != NULL) {
 		if (r == 0)
 			tl_poll_wake(fs, tlog_partition_ino(p));
@@ -381,21 +379,22 @@ remove_partition(struct tl_fs *fs, struct tlog_topic *t, const char *name)
 	return r;
 }
 
-/* Renames a partition within its topic; the waiters of one it replaced
- * hang up. */
+static int
+remove_partition(struct tl_fs *fs, struct tlog_topic *t, const char *name)
+{
+	struct tlog_partition *p = tlog_partition_get(t, name);
+
+	return hang_up(fs, p, tlog_partition_remove(t, name));
+}
+
+/* Within its topic; the waiters of the partition it replaced hang up. */
 static int
 rename_partition(struct tl_fs *fs, struct tlog_topic *t, const char *from,
     const char *to)
 {
 	struct tlog_partition *victim = tlog_partition_get(t, to);
-	int r = tlog_partition_rename(t, from, to);
 
-	if (victim != NULL) {
-		if (r == 0)
-			tl_poll_wake(fs, tlog_partition_ino(victim));
-		tlog_partition_put(victim);
-	}
-	return r;
+	return hang_up(fs, victim, tlog_partition_rename(t, from, to));
 }
 
 static void

@@ -1274,6 +1274,16 @@ START_TEST(store_is_private)
 }
 END_TEST
 
+/* The mode bits of path in the store's own file system. */
+static unsigned
+mode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
 /*
  * Topics and partitions are private too: chmod and chown through the
  * mount live in their directory's user.tlogfs.attr, and the directory
@@ -1296,13 +1306,11 @@ START_TEST(topics_and_partitions_are_private)
 	ck_assert_int_eq(tlog_level_stat(th_S, t, NULL, &view), 0);
 	ck_assert_uint_eq(view.st_mode & 07777, 0755);
 	ck_assert_uint_eq(view.st_uid, geteuid());
-	ck_assert_int_eq(stat(tdir, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_uint_eq(mode_of(tdir), 0700);
 	ck_assert_int_eq(tlog_level_chmod(th_S, t, NULL, 01777), 0);
 	ck_assert_int_eq(tlog_level_chmod(th_S, NULL, th_P, 0770), 0);
 	ck_assert_int_eq(tlog_level_chown(th_S, NULL, th_P, 33, 44), 0);
-	ck_assert_int_eq(stat(tdir, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_uint_eq(mode_of(tdir), 0700);
 	ck_assert_int_eq(stat(pdir, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0700);
 	ck_assert_uint_eq(st.st_uid, geteuid());
@@ -1325,10 +1333,8 @@ START_TEST(topics_and_partitions_are_private)
 	th_open_tp(NULL);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "2 topic and partition "
 	    "directories are now 0700, the daemon's alone"));
-	ck_assert_int_eq(stat(tdir, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 07777, 0700);
-	ck_assert_int_eq(stat(pdir, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_uint_eq(mode_of(tdir), 0700);
+	ck_assert_uint_eq(mode_of(pdir), 0700);
 	t = tlog_partition_topic(th_P);
 	ck_assert_int_eq(tlog_level_stat(th_S, t, NULL, &view), 0);
 	ck_assert_uint_eq(view.st_mode & 07777, 01777);
