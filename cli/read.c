@@ -204,21 +204,25 @@ drain(struct reader *r)
 	for (;;) {
 		if ((n = sr_pread(&r->sr, r->buf, READ_BUF)) == -1)
 			fail(r, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
-		if (n == 0) {
+		if (n > 0) {
+			put_out(r->buf, (size_t)n);
+			got = true;
+			if (r->ckey[0] != '\0') {
+				r->nl += count_nl(r->buf, (size_t)n);
+				if (n == READ_BUF && (last = memrchr(r->buf,
+				    '\n', (size_t)n)) != NULL)
+					commit(r, r->sr.pos +
+					    (uint64_t)(last - r->buf) + 1);
+			}
+			r->sr.pos += (uint64_t)n;
+		}
+		/* A short read got all there was: a file grows only by
+		 * whole records, and what comes later a poll reports. */
+		if (n < READ_BUF) {
 			if (got && r->ckey[0] != '\0')
 				commit(r, r->sr.pos);
 			return got;
 		}
-		put_out(r->buf, (size_t)n);
-		got = true;
-		if (r->ckey[0] != '\0') {
-			r->nl += count_nl(r->buf, (size_t)n);
-			if (n == READ_BUF && (last = memrchr(r->buf, '\n',
-			    (size_t)n)) != NULL)
-				commit(r, r->sr.pos + (uint64_t)(last - r->buf) +
-				    1);
-		}
-		r->sr.pos += (uint64_t)n;
 	}
 }
 
@@ -253,6 +257,11 @@ run(struct reader *r)
 
 	for (;;) {
 		got = drain(r);
+		/* Following, what came with data needs no look at the seal
+		 * or at `current`: a poll reports a seal as readable, and
+		 * the read that then gets nothing looks. */
+		if (r->follow && got && spurious == 0)
+			goto wait;
 		if (is_sealed(r)) {
 			/* What went in before the seal is readable now. */
 			drain(r);
@@ -277,6 +286,7 @@ run(struct reader *r)
 		 * says readable with nothing new, again and again (one
 		 * without poll support: the kernel's default answer), is
 		 * looked at every FOLLOW_MS instead of spinning. */
+wait:
 		spurious = got ? 0 : woke ? spurious + 1 : spurious;
 		if (spurious > 2) {
 			pause_ms(FOLLOW_MS);

@@ -102,9 +102,13 @@ D=$MNT/s/0
 mkdir -p "$D"
 setfattr -n user.segment.bytes -v 16K "$D"
 nums 0 19999 >>"$D/current"
+# t is a millisecond after the last of those records' stamps (the
+# last write may share the millisecond it ended in), and every later
+# record is stamped after t.
 t=$(now_ms)
-# Every later record is stamped after t.
 t_after() { [ "$(now_ms)" -gt "$t" ]; }
+tl_wait_for 5 t_after
+t=$(now_ms)
 tl_wait_for 5 t_after
 nums 20000 29999 >>"$D/current"
 "$TLOGCTL" read --since "$t" "$D" >"$TMP/got"
