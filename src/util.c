@@ -429,11 +429,22 @@ tlog_parse_offset(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
+/* Whoever owns a directory, or may write it (but for a sticky one's
+ * entries owned by root or us), can replace what a path names in it. */
+static bool
+owner_ok(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
 /*
  * Walks path as the kernel would, one component at a time, following
  * every symbolic link itself (the links inside a link's target too), so
- * that each link met is judged by its owner. `done` is the real path
- * walked so far, `todo` what is left to walk.
+ * that each link met is judged by its owner, and each directory the path
+ * passes through by who could rename what is in it (as sshd's
+ * StrictModes): the check then holds when the path is used, since
+ * nobody else can change what it names. `done` is the real path walked
+ * so far, `todo` what is left to walk.
  */
 bool
 tlog_path_trusted(const char *path, char *err, size_t errlen)
@@ -474,8 +485,27 @@ tlog_path_trusted(const char *path, char *err, size_t errlen)
 		if (snprintf(next, sizeof(next), "%s%s%s", done,
 		    dlen > 1 ? "/" : "", comp) >= (int)sizeof(next))
 			return true;
-		if (lstat(next, &st) == -1 || !S_ISLNK(st.st_mode)) {
-			/* Not a link (or missing: open(2) says so). */
+		if (lstat(done, &st) == 0 && (!owner_ok(st.st_uid) ||
+		    ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		    !(st.st_mode & S_ISVTX)))) {
+			snprintf(err, errlen, "%s belongs to uid %u or others "
+			    "may write it (mode %04o): they could put anything "
+			    "in place of %s; refused", done,
+			    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			    comp);
+			return false;
+		}
+		if (lstat(next, &st) == -1)
+			return true;	/* open(2) says why */
+		if (!S_ISLNK(st.st_mode)) {
+			if (!owner_ok(st.st_uid)) {
+				/* In a sticky directory, its owner could
+				 * rename it away. */
+				snprintf(err, errlen, "%s belongs to uid %u, "
+				    "who could put anything in its place; "
+				    "refused", next, (unsigned)st.st_uid);
+				return false;
+			}
 			strlcpy(done, next, sizeof(done));
 			memmove(todo, rest, strlen(rest) + 1);
 			continue;
