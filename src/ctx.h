@@ -77,9 +77,11 @@ struct tlog_ctx {
 	int64_t free_room;
 	uint64_t free_a0;
 	uint64_t free_u0;
-	/* Bytes all writers hold (writer.c), their limit, and the engine
-	 * time the last cut was said; held and said atomic. */
+	/* Bytes all writers hold (writer.c), how many writers hold any,
+	 * their limit, and the engine time the last cut was said; all but
+	 * the limit atomic. */
 	uint64_t held;
+	uint64_t holders;
 	uint64_t held_max;
 	int64_t held_said;
 	/* Topics' and partitions' modes and owners: set once at open if

@@ -103,8 +103,10 @@ END_TEST
 /*
  * Writers with permission on a partition cannot fill the daemon's memory
  * with unfinished lines: past the store's limit on held bytes (here 10),
- * the writer that goes over cuts its line, one line in the log says so,
- * and writers under it keep holding.
+ * a writer that holds more than its share (the limit over the writers
+ * holding any) has its line cut, one line in the log says so; a writer
+ * under its share keeps holding, so one writer's big holds never cut
+ * another's short line.
  */
 START_TEST(held_bytes_have_a_store_wide_limit)
 {
@@ -116,28 +118,29 @@ START_TEST(held_bytes_have_a_store_wide_limit)
 	th_open_tp(&o);
 	a = tlog_writer_open(th_P);
 	b = tlog_writer_open(th_P);
-	th_put(a, "aaaaaa");		/* 6 held */
-	th_put(b, "bbbb");		/* 10: at the limit, held */
-	ck_assert_uint_eq(tlog_writer_held(a) + tlog_writer_held(b), 10);
+	th_put(a, "aaaaaaa");		/* 7 held */
+	th_put(b, "bbb");		/* 10: at the limit, held */
+	th_put(b, "b");			/* 11: over, but b's 4 < its share 5 */
+	ck_assert_uint_eq(tlog_writer_held(b), 4);
 	d = contents();
 	ck_assert_str_eq(d, "");
 	free(d);
-	th_put(b, "b");			/* 11: b's line is cut */
-	ck_assert_uint_eq(tlog_writer_held(b), 0);
-	ck_assert_uint_eq(tlog_writer_held(a), 6);
+	th_put(a, "a");			/* a's 8 > 5: a's line is cut */
+	ck_assert_uint_eq(tlog_writer_held(a), 0);
+	ck_assert_uint_eq(tlog_writer_held(b), 4);
 	d = contents();
-	ck_assert_str_eq(d, "bbbbb");
+	ck_assert_str_eq(d, "aaaaaaaa");
 	free(d);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0: writers hold more than "
-	    "10 bytes of unfinished lines in all: a held line of 5 bytes is "
-	    "cut here"));
-	th_put(a, "a\nxxxxxxxxxxxx");	/* a completes; its new tail is cut */
+	    "10 bytes of unfinished lines in all: a held line of 8 bytes, "
+	    "more than its share (5), is cut here"));
+	th_put(b, "\nxxxxxxxxxxxx");	/* b completes; 12 alone: cut */
 	d = contents();
-	ck_assert_str_eq(d, "bbbbbaaaaaaa\nxxxxxxxxxxxx");
+	ck_assert_str_eq(d, "aaaaaaaabbbb\nxxxxxxxxxxxx");
 	free(d);
-	ck_assert_uint_eq(tlog_writer_held(a), 0);
-	th_put(b, "tail");		/* under the limit again: held */
-	ck_assert_uint_eq(tlog_writer_held(b), 4);
+	ck_assert_uint_eq(tlog_writer_held(b), 0);
+	th_put(a, "tail");		/* under the limit again: held */
+	ck_assert_uint_eq(tlog_writer_held(a), 4);
 	/* Said once a minute, not for every cut. */
 	ck_assert_ptr_null(strstr(strstr(th_logbuf, "writers hold") + 1,
 	    "writers hold"));
