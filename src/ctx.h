@@ -90,6 +90,7 @@ struct tlog_ctx {
 	 * (level.h, tlog_level_load_attr). */
 	bool attr_on_dir;
 	unsigned attr_moved;
+	bool attr_unsafe;		/* read-only: others may write one */
 };
 
 /* What a segment takes of the disk beyond its bytes, for the budget: its

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +188,71 @@ tlog_level_save_attr(int fd, unsigned mode, uint64_t owner)
 	return 0;
 }
 
+/* Others could write the directory st describes. */
+static bool
+unsafe_dir(const struct stat *st)
+{
+	return st->st_uid != geteuid() || (st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/*
+ * Moves out of lv's directory fd, which others could write until now,
+ * every file that is not the daemon's (the daemon makes none that are
+ * not), into the store's .tlogfs/foreign/, each said in one line: it is
+ * not the store's, and nothing of it is read. A topic's partitions stay
+ * (made private in turn).
+ */
+static void
+foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
+    const char *where)
+{
+	char to[2 * TLOG_NAME_MAX + 64];
+	struct dirent *de;
+	struct stat st;
+	int dfd, qfd;
+	size_t i;
+	DIR *d;
+
+	(void)mkdirat(lv->tree->dirfd, ".tlogfs/foreign", 0700);
+	if ((qfd = openat(lv->tree->dirfd, ".tlogfs/foreign", O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	/* Its own open: a dup would move the caller's directory offset. */
+	if ((dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1 || (d = fdopendir(dfd)) == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		close(qfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    st.st_uid == geteuid() ||
+		    (S_ISDIR(st.st_mode) && lv->parent->parent == NULL))
+			continue;
+		/* WHERE with '/' as '%' (no name holds a '/'), the name,
+		 * and its inode number: one name for each. */
+		snprintf(to, sizeof(to), "%s%%%s.%ju", where, de->d_name,
+		    (uintmax_t)st.st_ino);
+		for (i = 0; to[i] != '\0'; i++)
+			if (to[i] == '/')
+				to[i] = '%';
+		if (renameat(fd, de->d_name, qfd, to) == 0)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: owned by uid "
+			    "%u, not the daemon's, in a directory others could "
+			    "write: not the store's, moved to .tlogfs/foreign/"
+			    "%s", where, de->d_name, (unsigned)st.st_uid, to);
+		else
+			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: owned by uid %u, "
+			    "not the daemon's: cannot move it out: %s", where,
+			    de->d_name, (unsigned)st.st_uid, strerror(errno));
+	}
+	closedir(d);
+	close(qfd);
+}
+
 int
 tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
     const char *where)
@@ -193,32 +260,43 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 	unsigned mode, uid, gid;
 	struct stat st;
 	char buf[64], end;
+	bool have = false;
 	ssize_t n;
 	int r;
 
+	if (fstat(fd, &st) == -1)
+		return -errno;
 	n = fgetxattr(fd, TLOG_ATTR_XATTR, buf, sizeof(buf) - 1);
 	if (n >= 0) {
 		buf[n] = '\0';
 		/* (uid_t)-1 means "unchanged" to chown: never an owner. */
-		if (sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &end) == 3 &&
-		    mode <= 07777 && uid != (unsigned)-1 &&
-		    gid != (unsigned)-1) {
-			lv->mode = mode;
-			lv->owner = tlog_owner(uid, gid);
-			return 0;
-		}
-		tlog_ctx_log(ctx, LOG_WARNING, "%s: " TLOG_ATTR_XATTR " is "
-		    "not \"MODE UID GID\"; it takes its directory's", where);
-	}
-	if (fstat(fd, &st) == -1)
-		return -errno;
-	lv->mode = st.st_mode & 07777;
-	lv->owner = tlog_owner(st.st_uid, st.st_gid);
-	if (n == -1 && errno == EOPNOTSUPP)
+		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &end) ==
+		    3 && mode <= 07777 && uid != (unsigned)-1 &&
+		    gid != (unsigned)-1;
+		if (!have)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: " TLOG_ATTR_XATTR
+			    " is not \"MODE UID GID\"; it takes its "
+			    "directory's", where);
+	} else if (errno == EOPNOTSUPP) {
+		lv->mode = st.st_mode & 07777;
+		lv->owner = tlog_owner(st.st_uid, st.st_gid);
 		return -ENOTSUP;
-	if (ctx->ro)
-		return 0;
-	if ((r = tlog_level_save_attr(fd, lv->mode, lv->owner)) != 0) {
+	}
+	lv->mode = have ? mode : st.st_mode & 07777;
+	lv->owner = have ? tlog_owner(uid, gid) :
+	    tlog_owner(st.st_uid, st.st_gid);
+	if (ctx->ro) {
+		if (!unsafe_dir(&st))
+			return 0;
+		tlog_ctx_log(ctx, LOG_ERR, "%s: others may write its "
+		    "directory (uid %u, mode %04o): what they put there "
+		    "cannot be told from the store's; refused read-only "
+		    "(a read-write mount makes it private)", where,
+		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (!have && (r = tlog_level_save_attr(fd, lv->mode,
+	    lv->owner)) != 0) {
 		if (r != -ENOTSUP)
 			tlog_ctx_log(ctx, LOG_ERR, "%s: cannot save its mode "
 			    "and owner: %s; its directory keeps them", where,
@@ -235,6 +313,8 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		    "the daemon's alone (0700): %s", where, strerror(errno));
 		return 0;
 	}
+	if (unsafe_dir(&st))
+		foreign_out(lv, ctx, fd, where);
 	return 1;
 }
 

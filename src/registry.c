@@ -772,6 +772,8 @@ load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
 		ctx->attr_moved++;
 	else if (r == -ENOTSUP)
 		ctx->attr_on_dir = true;
+	else if (r == -EPERM)
+		ctx->attr_unsafe = true;
 }
 
 /* Loads one topic's partitions from its open directory tfd. */
@@ -802,9 +804,10 @@ load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 		}
 		tlog_level_set_dir(&p->lv, fd);
 		snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
+		/* First: what others put there goes before it is read. */
+		load_attr(reg, &p->lv, fd, path);
 		tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
 		    ".config");
-		load_attr(reg, &p->lv, fd, path);
 		close(fd);
 		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
@@ -836,9 +839,9 @@ tlog_reg_load(struct tlog_registry *reg)
 			closedir(d);
 			return -ENOMEM;
 		}
+		load_attr(reg, &t->lv, fd, de->d_name);
 		tlog_level_load_conf(&t->lv, reg->penv->ctx, fd, de->d_name,
 		    ".config");
-		load_attr(reg, &t->lv, fd, de->d_name);
 		RB_INSERT(tlog_topic_tree, &reg->topics, t);
 		r = load_topic(reg, t, fd);
 		close(fd);

@@ -292,8 +292,12 @@ store_load(struct tlog_store *s)
 	size_t n, i;
 	int r;
 
-	if ((r = tlog_reg_load(&s->reg)) != 0 ||
-	    (r = tlog_reg_partitions(&s->reg, &v, &n)) != 0)
+	if ((r = tlog_reg_load(&s->reg)) != 0)
+		return r;
+	/* Said for each: refused read-only (tlog_level_load_attr). */
+	if (s->ctx.attr_unsafe)
+		return -EPERM;
+	if ((r = tlog_reg_partitions(&s->reg, &v, &n)) != 0)
 		return r;
 	if (s->ctx.attr_on_dir)
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: its file system "

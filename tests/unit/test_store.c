@@ -1274,6 +1274,8 @@ START_TEST(store_is_private)
 }
 END_TEST
 
+static void plant(const char *rel, const char *text);
+
 /* The mode bits of path in the store's own file system. */
 static unsigned
 mode_of(const char *path)
@@ -1345,6 +1347,48 @@ START_TEST(topics_and_partitions_are_private)
 	th_logbuf[0] = '\0';
 	th_open_tp(NULL);
 	ck_assert_ptr_null(strstr(th_logbuf, "are now 0700"));
+	th_close();
+	if (geteuid() == 0) {
+		struct tlog_store_opts o = { .readonly = true,
+		    .log = th_log };
+		struct tlog_store *s;
+		char err[256] = "", *cfg, *seg;
+		int64_t v;
+		size_t len;
+
+		/* What another user put in a directory others could
+		 * write is not the store's: a read-only open refuses it,
+		 * a read-write one moves it out and reads none of it. */
+		ck_assert_int_eq(chmod(pdir, 01777), 0);
+		ck_assert_int_ge(asprintf(&cfg, "%s/.config", pdir), 0);
+		ck_assert_int_ge(asprintf(&seg, "%s/00000000000000000100.log",
+		    pdir), 0);
+		plant("t/0/.config", "retention.ms=1000\n");
+		plant("t/0/00000000000000000100.log", "forged\n");
+		ck_assert_int_eq(chown(cfg, 1234, 1234), 0);
+		ck_assert_int_eq(chown(seg, 1234, 1234), 0);
+		th_logbuf[0] = '\0';
+		ck_assert_int_lt(tlog_store_open(th_dir, &o, &s, err,
+		    sizeof(err)), 0);
+		ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0: others may write "
+		    "its directory (uid 0, mode 1777)"));
+		th_logbuf[0] = '\0';
+		th_open_tp(NULL);
+		ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0/.config: owned by "
+		    "uid 1234, not the daemon's, in a directory others could "
+		    "write: not the store's, moved to .tlogfs/foreign/t%0%"
+		    ".config."));
+		ck_assert_int_eq(access(cfg, F_OK), -1);
+		ck_assert_int_eq(access(seg, F_OK), -1);
+		ck_assert_int_eq(tlog_conf_get(th_S, NULL, th_P,
+		    "retention.ms", &v), 0);
+		ck_assert_int_ne(v, 1000);
+		ck_assert_uint_eq(th_nsegs(th_P), 0);
+		free(th_partition_data(th_P, &len));
+		ck_assert_uint_eq(len, 0);
+		free(cfg);
+		free(seg);
+	}
 	free(tdir);
 	free(pdir);
 }

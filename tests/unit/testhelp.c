@@ -41,7 +41,7 @@ th_boot_now(void *arg)
 /* The log buffer is written by any thread of the store (the reaper's). */
 static pthread_mutex_t th_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void
+void
 th_log(void *arg, int prio, const char *msg)
 {
 	size_t used, n = strlen(msg);

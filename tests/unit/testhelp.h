@@ -30,6 +30,8 @@ void th_rmrf(const char *dir);
 struct tlog_store *th_open(const char *dir);
 struct tlog_store *th_open_opts(const char *dir, struct tlog_store_opts *o);
 extern char th_logbuf[65536];
+/* The log sink that collects them, for a store opened by hand. */
+void th_log(void *arg, int prio, const char *msg);
 /* Creates topic/partition and returns a reference to the partition. */
 struct tlog_partition *th_part(struct tlog_store *s, const char *topic,
     const char *part);
