@@ -118,6 +118,7 @@ int parse_duration(const char *s, int64_t *out);
 int cmd_append(int argc, char *argv[]);
 int cmd_read(int argc, char *argv[]);
 int cmd_lag(int argc, char *argv[]);
+int cmd_status(int argc, char *argv[]);
 
 int cmd_ship(int argc, char *argv[]);
 
