@@ -23,6 +23,7 @@ static const char usage_text[] =
     " --cursor NAME [--commit]]\n"
     "                    [--follow] PART\n"
     "       tlogctl lag MOUNT\n"
+    "       tlogctl status [--topics] [--bytes] [--json] [PATH...]\n"
     "       tlogctl ship --nats URL[,URL...] [--stream NAME] [--replicas N]\n"
     "                    [--subject-prefix P] [--cursor NAME] [--once] PATH...\n"
     "       tlogctl --help | --version\n";
@@ -38,6 +39,8 @@ static const struct {
 	{ "read", cmd_read, "tlogctl read [--from OFFSET | --since TIME | "
 	    "--cursor NAME [--commit]] [--follow] PART" },
 	{ "lag", cmd_lag, "tlogctl lag MOUNT" },
+	{ "status", cmd_status, "tlogctl status [--topics] [--bytes] [--json] "
+	    "[PATH...]" },
 	{ "ship", cmd_ship, "tlogctl ship --nats URL[,URL...] [--stream NAME] "
 	    "[--replicas N] [--subject-prefix P] [--cursor NAME] [--once] "
 	    "PATH..." },

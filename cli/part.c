@@ -66,6 +66,29 @@ fd_stat(int fd, const char *name, uint64_t *v)
 }
 
 int
+fd_time(int fd, const char *name, int64_t *v)
+{
+	char key[64], val[VALMAX], *end;
+	ssize_t len;
+	long long t;
+
+	snprintf(key, sizeof(key), "user.tlog.%s", name);
+	if ((len = fgetxattr(fd, key, val, sizeof(val) - 1)) == -1)
+		return -1;
+	val[len] = '\0';
+	/* strtoll, not strtoull: "-1" is the mount's "none", which
+	 * strtoull would take as 2^64 - 1. */
+	errno = 0;
+	t = strtoll(val, &end, 10);
+	if (end == val || *end != '\0' || errno != 0 || t < -1) {
+		errno = EIO;
+		return -1;
+	}
+	*v = t;
+	return 0;
+}
+
+int
 part_at(int dfd, uint64_t offset, uint64_t *base, uint64_t *pos)
 {
 	char key[64], val[VALMAX];

@@ -54,6 +54,9 @@ int dir_open(const char *path);
 /* A partition's (dfd) or a segment's (fd) statistic, user.tlog.NAME,
  * as a number: 0, or -1 with errno. */
 int fd_stat(int fd, const char *name, uint64_t *v);
+/* The same for a time, user.tlog.NAME in ms since the epoch or -1 for
+ * none (oldest_ts, next_expiry, ...): 0, or -1 with errno. */
+int fd_time(int fd, const char *name, int64_t *v);
 /* user.tlog.at.OFFSET: base and position of the first live record >=
  * offset. -1 with errno (ENODATA: beyond the end). */
 int part_at(int dfd, uint64_t offset, uint64_t *base, uint64_t *pos);
@@ -115,6 +118,7 @@ int parse_duration(const char *s, int64_t *out);
 int cmd_append(int argc, char *argv[]);
 int cmd_read(int argc, char *argv[]);
 int cmd_lag(int argc, char *argv[]);
+int cmd_status(int argc, char *argv[]);
 
 int cmd_ship(int argc, char *argv[]);
 

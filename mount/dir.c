@@ -57,6 +57,9 @@ dir_push(struct tl_dir *d, size_t *cap, const char *name, uint64_t ino,
 	return 0;
 }
 
+/* A partition's listing: its sealed segments in offset order, then
+ * `current`, always last: tlogctl status reads a listing up to
+ * `current` and no further (cli/status.c, read_disk). */
 static int
 dir_parts(struct tl_dir *d, size_t *cap, struct tl_node *n)
 {

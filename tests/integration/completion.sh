@@ -3,7 +3,7 @@
 # called as readline would (COMP_WORDS, COMP_CWORD): commands, each
 # command's options as tlogctl --help lists them, nothing for an
 # option's value, directories (never files) for operands, and no operand
-# past the one append, read and lag take.
+# past the one append, read and lag take (status and ship take many).
 TL_NO_MOUNT=1
 . "${srcdir:-.}/tests/integration/lib.sh"
 
@@ -37,11 +37,12 @@ tl_is "bash registers it for tlogctl" "complete -F _tlogctl tlogctl" \
 tl_is "the commands" "append
 lag
 read
-ship" "$(comp tlogctl '')"
+ship
+status" "$(comp tlogctl '')"
 tl_is "the commands by prefix" "read" "$(comp tlogctl r)"
 tl_is "tlogctl's own options" "--help
 --version" "$(comp tlogctl -)"
-for c in append read lag ship; do
+for c in append read lag status ship; do
 	tl_is "$c: the options tlogctl --help shows, and no other" \
 	    "$(help_opts "$c")" \
 	    "$( (comp tlogctl "$c" --; comp tlogctl "$c" --cursor x --) |
@@ -69,6 +70,11 @@ tl_is "by prefix" "$D/b
 $D/b2" "$(comp tlogctl read --follow "$D/b")"
 tl_is "append takes one partition" "" "$(comp tlogctl append "$D/b" "$D/")"
 tl_is "lag takes one mount" "" "$(comp tlogctl lag "$D/b" "$D/")"
+tl_is "status: options not used yet" "--bytes
+--json" "$(comp tlogctl status --topics --)"
+tl_is "status takes many paths" "$D/a dir
+$D/b
+$D/b2" "$(comp tlogctl status --json "$D/b" "$D/")"
 tl_is "ship takes many paths" "$D/a dir
 $D/b
 $D/b2" "$(comp tlogctl ship --once "$D/b" "$D/")"
