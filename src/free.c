@@ -142,6 +142,21 @@ free_floor(struct tlog_reaper *r, uint64_t size)
 	return v < 0 ? -1 : v;
 }
 
+int
+tlog_free_gauges(struct tlog_store *s, uint64_t *avail, int64_t *floor)
+{
+	struct tlog_reaper *r = reaper_of(s);
+	uint64_t size;
+	int e;
+
+	if (r == NULL)
+		return -ENOENT;
+	if ((e = free_space(r, avail, &size)) != 0)
+		return e;
+	*floor = free_floor(r, size);
+	return 0;
+}
+
 /* Arms the append path's trigger: a check after an eighth of the floor
  * has been written, so no writer eats the floor between checks. Off, it
  * stays disarmed: setting the key arms it (levels.c). */

@@ -68,6 +68,9 @@ void tlog_free_wait(void *arg);
 /* Sets the appends' budget from free space (floor -1: no budget). */
 void tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
     uint64_t appended, uint64_t unlinked);
+/* For the metrics: free space on the store's file system and the floor
+ * retention.keep.free sets on it (-1: none); 0 or -errno. */
+int tlog_free_gauges(struct tlog_store *s, uint64_t *avail, int64_t *floor);
 /* Logs what a pass detached, if anything. */
 void tlog_free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
     const char *who, uint64_t t0);

@@ -16,6 +16,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "free.h"
 #include "reaper.h"
 #include "store.h"
 
@@ -124,6 +125,8 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 {
 	struct tlog_metrics *m = &s->ctx.metrics;
 	struct sbuf sb = { NULL, 0, 0, 0 };
+	uint64_t avail;
+	int64_t floor;
 	int i;
 
 	if ((sb.b = malloc(4096)) == NULL)
@@ -175,6 +178,14 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    "unlinked.", (double)tlog_store_unlink_queued(s));
 	gauge(&sb, "partitions", "Partitions in the store.",
 	    (double)tlog_reg_count(&s->reg));
+	if (tlog_free_gauges(s, &avail, &floor) == 0) {
+		gauge(&sb, "free_bytes", "Free space on the store's file "
+		    "system (what an unprivileged writer may use).",
+		    (double)avail);
+		gauge(&sb, "keep_free_bytes", "The free space "
+		    "retention.keep.free keeps (its floor, in bytes; 0: "
+		    "not set).", (double)(floor > 0 ? floor : 0));
+	}
 	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
 	    get(&m->errors));
 	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "

@@ -600,12 +600,33 @@ START_TEST(appends_wait_bounded)
 }
 END_TEST
 
+/* The metrics say how much is free and where the floor is, so that an
+ * alert can fire before the floor is reached (contrib/monitoring). */
+START_TEST(metrics_show_free_space_and_the_floor)
+{
+	char *m;
+	size_t len;
+
+	fake_avail = 123456789;
+	ck_assert_int_eq(tlog_metrics_format(th_S, &m, &len), 0);
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_free_bytes 123456789\n"));
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_keep_free_bytes 0\n"));
+	free(m);
+	keep_free("10%");
+	ck_assert_int_eq(tlog_metrics_format(th_S, &m, &len), 0);
+	ck_assert_ptr_nonnull(strstr(m, "tlogfs_keep_free_bytes 107374180\n"));
+	free(m);
+}
+END_TEST
+
 int
 main(void)
 {
 	Suite *su = suite_create("free");
 
 	th_hooks(setup, NULL);
+	th_case(su, "metrics_show_free_space_and_the_floor",
+	    metrics_show_free_space_and_the_floor);
 	th_case(su, "oldest_first_across_partitions",
 	    oldest_first_across_partitions);
 	th_case(su, "order_after_other_deletions", order_after_other_deletions);
