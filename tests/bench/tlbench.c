@@ -56,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "level.h"
 #include "reaper.h"
 #include "store.h"
 
@@ -136,6 +137,24 @@ mkdir_p(const char *path)
 		die(path);
 }
 
+/* A topic's or partition's directory as the daemon keeps it: 0700, its
+ * mode and owner as shown in user.tlogfs.attr (doc/format.md, "A private
+ * store"), so that an open finds nothing to make private. */
+static void
+mkdir_level(const char *path)
+{
+	char attr[64];
+	int n;
+
+	if (mkdir(path, 0700) == -1 && errno != EEXIST)
+		die(path);
+	n = snprintf(attr, sizeof(attr), "0755 %u %u", (unsigned)geteuid(),
+	    (unsigned)getegid());
+	if (setxattr(path, TLOG_ATTR_XATTR, attr, (size_t)n, 0) == -1 &&
+	    errno != ENOTSUP)
+		die(path);
+}
+
 static double
 gen(const char *store, const char *topic, long nparts, long segs,
     int64_t age_ms, int64_t retention_ms)
@@ -166,7 +185,7 @@ gen(const char *store, const char *topic, long nparts, long segs,
 		close(sfd);
 	}
 	snprintf(path, sizeof(path), "%s/%s", store, topic);
-	mkdir_p(path);
+	mkdir_level(path);
 	if (retention_ms != 0) {
 		int tfd = open(path, O_RDONLY | O_DIRECTORY);
 		int n;
@@ -180,7 +199,7 @@ gen(const char *store, const char *topic, long nparts, long segs,
 	}
 	for (i = 0; i < nparts; i++) {
 		snprintf(path, sizeof(path), "%s/%s/%ld", store, topic, i);
-		mkdir_p(path);
+		mkdir_level(path);
 		if ((pfd = open(path, O_RDONLY | O_DIRECTORY)) < 0)
 			die(path);
 		for (j = 0; j < segs; j++) {
