@@ -260,12 +260,10 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 	unsigned mode, uid, gid;
 	struct stat st;
 	char buf[64], end;
-	bool have = false;
+	bool have;
 	ssize_t n;
 	int r;
 
-	if (fstat(fd, &st) == -1)
-		return -errno;
 	n = fgetxattr(fd, TLOG_ATTR_XATTR, buf, sizeof(buf) - 1);
 	if (n >= 0) {
 		buf[n] = '\0';
@@ -273,18 +271,28 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &end) ==
 		    3 && mode <= 07777 && uid != (unsigned)-1 &&
 		    gid != (unsigned)-1;
-		if (!have)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s: " TLOG_ATTR_XATTR
-			    " is not \"MODE UID GID\"; it takes its "
-			    "directory's", where);
-	} else if (errno == EOPNOTSUPP) {
+		if (have) {
+			/* Made private when it got the attribute; behind
+			 * the store's 0700, nobody else has reached it
+			 * since. One syscall a level at every open. */
+			lv->mode = mode;
+			lv->owner = tlog_owner(uid, gid);
+			return 0;
+		}
+		tlog_ctx_log(ctx, LOG_WARNING, "%s: " TLOG_ATTR_XATTR " is "
+		    "not \"MODE UID GID\"; it takes its directory's", where);
+	}
+	if (n == -1 && errno == EOPNOTSUPP) {
+		if (fstat(fd, &st) == -1)
+			return -errno;
 		lv->mode = st.st_mode & 07777;
 		lv->owner = tlog_owner(st.st_uid, st.st_gid);
 		return -ENOTSUP;
 	}
-	lv->mode = have ? mode : st.st_mode & 07777;
-	lv->owner = have ? tlog_owner(uid, gid) :
-	    tlog_owner(st.st_uid, st.st_gid);
+	if (fstat(fd, &st) == -1)
+		return -errno;
+	lv->mode = st.st_mode & 07777;
+	lv->owner = tlog_owner(st.st_uid, st.st_gid);
 	if (ctx->ro) {
 		if (!unsafe_dir(&st))
 			return 0;
@@ -295,8 +303,7 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
-	if (!have && (r = tlog_level_save_attr(fd, lv->mode,
-	    lv->owner)) != 0) {
+	if ((r = tlog_level_save_attr(fd, lv->mode, lv->owner)) != 0) {
 		if (r != -ENOTSUP)
 			tlog_ctx_log(ctx, LOG_ERR, "%s: cannot save its mode "
 			    "and owner: %s; its directory keeps them", where,
