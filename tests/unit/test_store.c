@@ -1357,8 +1357,10 @@ START_TEST(topics_and_partitions_are_private)
 		size_t len;
 
 		/* What another user put in a directory others could
-		 * write is not the store's: a read-only open refuses it,
-		 * a read-write one moves it out and reads none of it. */
+		 * write (an old store's) is not the store's: a read-only
+		 * open refuses it, a read-write one moves it out and reads
+		 * none of it. */
+		ck_assert_int_eq(removexattr(pdir, TLOG_ATTR_XATTR), 0);
 		ck_assert_int_eq(chmod(pdir, 01777), 0);
 		ck_assert_int_ge(asprintf(&cfg, "%s/.config", pdir), 0);
 		ck_assert_int_ge(asprintf(&seg, "%s/00000000000000000100.log",
