@@ -91,12 +91,12 @@ int tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx,
 int tlog_level_save_attr(int fd, unsigned mode, uint64_t owner);
 /*
  * Loads lv's mode and owner from its open directory fd (lv not yet
- * shared), where is its name in the store. A directory without them (a
- * store made before they were kept so) gives its own, which are saved.
- * A directory that is not 0700 and the daemon's is made so, and, if
- * others could write it, what they own in it is moved to
+ * shared), where is its name in the store: one getxattr. A directory
+ * without them (a store made before they were kept so) gives its own,
+ * which are saved; then, if it is not 0700 and the daemon's, it is made
+ * so, and, if others could write it, what they own in it is moved to
  * .tlogfs/foreign/: returns 1 then, else 0. A read-only store changes
- * nothing, and one whose directory others may write is refused
+ * nothing, and one with such a directory others may write is refused
  * (-EPERM, said). -ENOTSUP: the file system keeps no user xattrs; lv
  * has the directory's own.
  */
