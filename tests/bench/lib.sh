@@ -86,6 +86,17 @@ tl_umount() {	# MNT
 	wait_gone "$TL_PID"
 }
 
+# rotate ROUND ITEM...: the items, rotated by ROUND - 1 places, so that
+# each comes first in turn, round after round.
+rotate() {
+	local r=$1 n i
+	shift
+	n=$#
+	for i in $(seq 0 $((n - 1))); do
+		eval "echo \${$(( (i + r - 1) % n + 1 ))}"
+	done
+}
+
 stats() {	# values on stdin -> "median min max"
 	sort -g | awk '{ v[NR] = $1 } END {
 		if (NR == 0) { print "- - -"; exit }

@@ -10,7 +10,7 @@
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
-#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9")
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9 10")
 #   BENCH_SCALE_PARTS  workload 5's partitions (default 100000, quick 10000;
 #                   10 segments each)
 #
@@ -31,11 +31,12 @@ QUICK=${BENCH_QUICK:-0}
 OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
 TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
 DISK_PARENT=${BENCH_DISK:-/var/tmp}
-ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9 10}
 TLOGFS=$BUILD/mount/tlogfs
 TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
 TLBENCH=$BUILD/tests/bench/tlbench
+FOLLOWLAT=$BUILD/tests/bench/followlat
 
 if [ "$QUICK" != 0 ]; then
 	REPS=3
@@ -71,7 +72,7 @@ JSPROBE=$BUILD/tests/integration/helpers/jsprobe
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (FUSE mounts, drop_caches)"
-for f in "$TLOGFS" "$APPENDER" "$TLBENCH" "$TLOGCTL"; do
+for f in "$TLOGFS" "$APPENDER" "$TLBENCH" "$TLOGCTL" "$FOLLOWLAT"; do
 	[ -x "$f" ] || die "$f not built (run make bench)"
 done
 
@@ -263,6 +264,47 @@ run_reaper() {	# NAME PARENT
 		record_from "$out" "4 keep.free segments reclaimed" $fs engine 's/^keepfree_reclaimed segments=\([0-9]*\).*/\1/p'
 		rm -rf "$d/free$r"
 	done
+	rm -rf --one-file-system "$d"
+}
+
+# ================= workload 10: followers (a real mount) =================
+# How soon a follower prints an append (1,000 at 100/s, one write each),
+# its wake-ups while nothing is written (10 s), and what 100 followers
+# cost the appends: tlogctl read --follow (poll(2) on the segment), GNU
+# tail -F on current (it polls FUSE files by time), and the floor,
+# tail -F on a native file (inotify). Targets rotated each round.
+run_followers() {	# NAME PARENT
+	local fs=$1 parent=$2 d mnt r t out w
+	mktempdir "$parent"; d=$TMPD
+	mnt=$MNTROOT/follow-$fs
+	mkdir -p "$d/native" "$d/store"
+	tl_mount "$d/store" "$mnt"
+	mkdir -p "$mnt/f/0"
+	: >"$d/native/f.log"
+	for r in $(seq 1 $REPS); do
+		for t in $(rotate "$r" native tlogctl tail tlogctl100); do
+			log "$fs: workload 10, round $r: $t"
+			case $t in
+			native) out=$("$FOLLOWLAT" -i 10 "$d/native/f.log" -- \
+			    tail -n 0 -F "$d/native/f.log") ;;
+			tlogctl) out=$("$FOLLOWLAT" -i 10 "$mnt/f/0/current" -- \
+			    "$TLOGCTL" read --follow "$mnt/f/0") ;;
+			tail) out=$("$FOLLOWLAT" -i 10 "$mnt/f/0/current" -- \
+			    tail -n 0 -F -s 0.2 --max-unchanged-stats=1 \
+			    "$mnt/f/0/current") ;;
+			tlogctl100) out=$("$FOLLOWLAT" -i 1 -q 100 \
+			    "$mnt/f/0/current" -- "$TLOGCTL" read --follow \
+			    "$mnt/f/0") ;;
+			esac
+			for w in p50 p99; do
+				record_from "$out" "10 follow latency $w (ms)" $fs "$t" "/^follow /s/.* ${w}_ms=\([0-9.]*\).*/\1/p"
+				record_from "$out" "10 append latency $w (us)" $fs "$t" "/^append /s/.* ${w}_us=\([0-9.]*\).*/\1/p"
+			done
+			record_from "$out" "10 follower wake-ups in 10 s idle" $fs "$t" 's/^idle seconds=10 switches=\([0-9]*\).*/\1/p'
+			grep -q 'missing=0' <<<"$out" || note "$fs: follower $t missed lines: $(head -1 <<<"$out")"
+		done
+	done
+	tl_umount "$mnt"
 	rm -rf --one-file-system "$d"
 }
 
@@ -595,6 +637,7 @@ for pair in "${FS_LIST[@]}"; do
 	if want 4; then run_reaper "$fs" "$parent"; fi
 	if want 6; then run_logrotate "$fs" "$parent"; fi
 	if want 8; then run_commits "$fs" "$parent"; fi
+	if want 10; then run_followers "$fs" "$parent"; fi
 done
 # Shipping from tmpfs: the network side is measured, not the disk.
 if want 9; then run_ship tmpfs "$TMPFS_PARENT"; fi
@@ -679,6 +722,22 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 				$2 == "tlogctl" { c[$1] = $3 } $2 == t { o[$1] = $3 }
 				END { for (r in c) if (r in o && c[r] > 0) print o[r] / c[r] }' "$PAIRS" | stats)"
 			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) | $(fmt $pm $pa $pb) | $(fmt $um $ua $ub) |"
+		done
+	fi
+	if grep -q '^10 ' "$RES"; then
+		echo
+		echo "| workload 10 | fs | tail -F, native (inotify) | tlogctl read --follow | tail -F on current | tlogctl, 100 more followers |"
+		echo "|---|---|---|---|---|---|"
+		cut -f1 "$RES" | grep '^10 ' | awk '!seen[$0]++' | while read -r w; do
+			for pair in "${FS_LIST[@]}"; do
+				fs=${pair%%:*}
+				line="| ${w#10 } | $fs"
+				for t in native tlogctl tail tlogctl100; do
+					read -r m a b <<<"$(cell "$w" $fs $t)"
+					line="$line | $(fmt $m $a $b)"
+				done
+				echo "$line |"
+			done
 		done
 	fi
 	if grep -q '^9 ' "$RES"; then
