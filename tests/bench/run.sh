@@ -115,7 +115,8 @@ mktempdir /tmp; RES=$TMPD/results.tsv
 : >"$RES"
 PAIRS=$TMPD/pairs.tsv	# workload 7: repetition, logger, seconds
 : >"$PAIRS"
-record() {	# workload fs target value
+record() {	# workload fs target value (none: nothing recorded)
+	[ -n "$4" ] || return 0
 	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RES"
 }
 # record_from OUT workload fs target SED: records what sed -n SED takes
