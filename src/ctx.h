@@ -77,11 +77,9 @@ struct tlog_ctx {
 	int64_t free_room;
 	uint64_t free_a0;
 	uint64_t free_u0;
-	/* Bytes all writers hold (writer.c), how many writers hold any,
-	 * their limit, and the engine time the last cut was said; all but
-	 * the limit atomic. */
+	/* Bytes all writers hold (writer.c), their limit, and the engine
+	 * time the last cut was said; held and said atomic. */
 	uint64_t held;
-	uint64_t holders;
 	uint64_t held_max;
 	int64_t held_said;
 	/* Topics' and partitions' modes and owners: set once at open if
@@ -90,7 +88,7 @@ struct tlog_ctx {
 	 * (level.h, tlog_level_load_attr). */
 	bool attr_on_dir;
 	unsigned attr_moved;
-	bool attr_unsafe;		/* read-only: others may write one */
+	bool attr_unsafe;		/* a directory must not be read (said) */
 };
 
 /* What a segment takes of the disk beyond its bytes, for the budget: its

@@ -198,32 +198,33 @@ unsafe_dir(const struct stat *st)
 /*
  * Moves out of lv's directory fd, which others could write until now,
  * every file that is not the daemon's (the daemon makes none that are
- * not), into the store's .tlogfs/foreign/, each said in one line: it is
- * not the store's, and nothing of it is read. A topic's partitions stay
+ * not), into the store's .tlogfs/foreign/ under its inode number, each
+ * said in one line with where it was: it is not the store's, and nothing
+ * of it is read. One that cannot be moved is removed; -1 if one can be
+ * neither (the store must not be opened). A topic's partitions stay
  * (made private in turn).
  */
-static void
+static int
 foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
     const char *where)
 {
-	char to[2 * TLOG_NAME_MAX + 64];
 	struct dirent *de;
 	struct stat st;
-	int dfd, qfd;
-	size_t i;
+	char to[32];
+	int dfd, qfd, r = 0;
 	DIR *d;
 
 	(void)mkdirat(lv->tree->dirfd, ".tlogfs/foreign", 0700);
-	if ((qfd = openat(lv->tree->dirfd, ".tlogfs/foreign", O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return;
+	qfd = openat(lv->tree->dirfd, ".tlogfs/foreign", O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	/* Its own open: a dup would move the caller's directory offset. */
 	if ((dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
 	    -1 || (d = fdopendir(dfd)) == NULL) {
 		if (dfd != -1)
 			close(dfd);
-		close(qfd);
-		return;
+		if (qfd != -1)
+			close(qfd);
+		return -1;
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 ||
@@ -232,25 +233,32 @@ foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		    st.st_uid == geteuid() ||
 		    (S_ISDIR(st.st_mode) && lv->parent->parent == NULL))
 			continue;
-		/* WHERE with '/' as '%' (no name holds a '/'), the name,
-		 * and its inode number: one name for each. */
-		snprintf(to, sizeof(to), "%s%%%s.%ju", where, de->d_name,
-		    (uintmax_t)st.st_ino);
-		for (i = 0; to[i] != '\0'; i++)
-			if (to[i] == '/')
-				to[i] = '%';
-		if (renameat(fd, de->d_name, qfd, to) == 0)
+		snprintf(to, sizeof(to), "%ju", (uintmax_t)st.st_ino);
+		if (qfd != -1 && renameat(fd, de->d_name, qfd, to) == 0)
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: owned by uid "
 			    "%u, not the daemon's, in a directory others could "
 			    "write: not the store's, moved to .tlogfs/foreign/"
 			    "%s", where, de->d_name, (unsigned)st.st_uid, to);
-		else
+		else if (unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ?
+		    AT_REMOVEDIR : 0) == 0)
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: owned by uid "
+			    "%u, not the daemon's, in a directory others could "
+			    "write: not the store's, and it could not be moved "
+			    "to .tlogfs/foreign/: removed", where, de->d_name,
+			    (unsigned)st.st_uid);
+		else {
 			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: owned by uid %u, "
-			    "not the daemon's: cannot move it out: %s", where,
+			    "not the daemon's, in a directory others could "
+			    "write: it can be neither moved nor removed (%s); "
+			    "the store is not opened until it is gone", where,
 			    de->d_name, (unsigned)st.st_uid, strerror(errno));
+			r = -1;
+		}
 	}
 	closedir(d);
-	close(qfd);
+	if (qfd != -1)
+		close(qfd);
+	return r;
 }
 
 int
@@ -320,9 +328,15 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		    "the daemon's alone (0700): %s", where, strerror(errno));
 		return 0;
 	}
-	if (unsafe_dir(&st))
-		foreign_out(lv, ctx, fd, where);
-	return 1;
+	if (!unsafe_dir(&st))
+		return 1;
+	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+		tlog_ctx_log(ctx, LOG_WARNING, "%s: others could write it "
+		    "(mode %04o, not sticky), so they could also have renamed "
+		    "or moved the store's own files in it, which tlogfs cannot "
+		    "tell: check what it holds", where,
+		    (unsigned)(st.st_mode & 07777));
+	return foreign_out(lv, ctx, fd, where) == 0 ? 1 : -EPERM;
 }
 
 void

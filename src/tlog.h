@@ -145,8 +145,9 @@ struct tlog_store_opts {
 	uint64_t cap_records;
 	uint64_t cap_bytes;
 	/* Bytes of unfinished lines all writers may hold at once; 0 for
-	 * TLOG_HELD_MAX. Past it a writer's held line is cut (appended as
-	 * a record without newline) as at record.max.bytes. */
+	 * TLOG_HELD_MAX. Past it a writer holding more than
+	 * TLOG_HELD_SMALL has its line cut (appended as a record without
+	 * newline) as at record.max.bytes. */
 	uint64_t held_max;
 	/* Segments that may keep their files open at once; 0 for a quarter
 	 * of RLIMIT_NOFILE. Past it the least recently opened idle ones are
@@ -549,8 +550,10 @@ uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
  * saved end offset past it is not one (a planted value could otherwise
  * make the offsets wrap). 146 years at 10^9 records a second. */
 #define TLOG_OFFSET_MAX ((uint64_t)1 << 62)
-/* The default of tlog_store_opts.held_max: 64 MiB. */
+/* The default of tlog_store_opts.held_max: 64 MiB; and the unfinished
+ * line an open file may hold whatever all hold (writer.c). */
 #define TLOG_HELD_MAX ((uint64_t)64 << 20)
+#define TLOG_HELD_SMALL 4096
 /* Segment file names: "<base, 20 digits><ext>" (ext ".log" or ".idx")
  * -> base, at most TLOG_OFFSET_MAX; false for any other name. */
 bool tlog_segname_parse(const char *name, const char *ext, uint64_t *base);

@@ -5,10 +5,11 @@
  * newline wait here until this writer completes them, flushes (close,
  * fsync) or they reach record.max.bytes, or, while all writers together
  * hold more than the store's limit (tlog_store_opts.held_max), until a
- * write leaves this writer holding more than its share of the limit
- * (the limit over the writers that hold any): then its line is cut
- * there. So whoever may write a partition cannot fill the daemon's
- * memory, and cannot make another writer's short line be cut either. A held
+ * write leaves this writer holding more than TLOG_HELD_SMALL: then its
+ * line is cut there. So whoever may write a partition cannot fill the
+ * daemon's memory (past the limit, each open file holds at most
+ * TLOG_HELD_SMALL more), and no line of up to TLOG_HELD_SMALL is ever
+ * cut for another writer's sake. A held
  * record that cannot be stored is dropped, never retried: the error is
  * reported once and the writer goes on with the next record.
  */
@@ -62,27 +63,22 @@ hold(struct tlog_writer *w, const char *buf, size_t len)
 		w->cap = cap;
 	}
 	memcpy(w->held + w->nheld, buf, len);
-	if (w->nheld == 0)
-		__atomic_add_fetch(&w->part->ctx->holders, 1, __ATOMIC_RELAXED);
 	w->nheld += len;
 	__atomic_add_fetch(&w->part->ctx->held, len, __ATOMIC_RELAXED);
 	return 0;
 }
 
 /* All writers hold more than the store's limit and this one more than
- * its share: its line is cut, said once a minute. */
+ * TLOG_HELD_SMALL: its line is cut, said once a minute. */
 static bool
 over_limit(struct tlog_writer *w)
 {
 	struct tlog_ctx *ctx = w->part->ctx;
 	char where[2 * TLOG_NAME_MAX + 2];
-	uint64_t n;
 	int64_t now, said;
 
-	if (__atomic_load_n(&ctx->held, __ATOMIC_RELAXED) <= ctx->held_max)
-		return false;
-	n = __atomic_load_n(&ctx->holders, __ATOMIC_RELAXED);
-	if (w->nheld <= ctx->held_max / (n > 0 ? n : 1))
+	if (w->nheld <= TLOG_HELD_SMALL ||
+	    __atomic_load_n(&ctx->held, __ATOMIC_RELAXED) <= ctx->held_max)
 		return false;
 	now = tlog_ctx_now(ctx);
 	said = __atomic_load_n(&ctx->held_said, __ATOMIC_RELAXED);
@@ -92,10 +88,10 @@ over_limit(struct tlog_writer *w)
 		tlog_level_where(&w->part->lv, where, sizeof(where));
 		tlog_ctx_log(ctx, LOG_WARNING, "%s: writers hold more than "
 		    "%" PRIu64 " bytes of unfinished lines in all: a held "
-		    "line of %zu bytes, more than its share (%" PRIu64 "), "
-		    "is cut here (a record without newline), and so is each "
-		    "such line (said once a minute)", where, ctx->held_max,
-		    w->nheld, ctx->held_max / (n > 0 ? n : 1));
+		    "line of %zu bytes is cut here (a record without "
+		    "newline), and so is each held line over %d bytes while "
+		    "it lasts (said once a minute)", where, ctx->held_max,
+		    w->nheld, TLOG_HELD_SMALL);
 	}
 	return true;
 }
@@ -115,7 +111,6 @@ flush_held(struct tlog_writer *w)
 		return 0;
 	(void)tlog_part_append(w->part, w->held, w->nheld, true, &err);
 	__atomic_sub_fetch(&w->part->ctx->held, w->nheld, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&w->part->ctx->holders, 1, __ATOMIC_RELAXED);
 	w->nheld = 0;
 	if (w->cap > 65536) {
 		free(w->held);

@@ -1378,8 +1378,12 @@ START_TEST(topics_and_partitions_are_private)
 		th_open_tp(NULL);
 		ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0/.config: owned by "
 		    "uid 1234, not the daemon's, in a directory others could "
-		    "write: not the store's, moved to .tlogfs/foreign/t%0%"
-		    ".config."));
+		    "write: not the store's, moved to .tlogfs/foreign/"));
+		/* A long name still fits: it goes under its inode number. */
+		ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0/000000000000000001"
+		    "00.log: owned by uid 1234"));
+		/* Sticky: nobody could rename the store's own files. */
+		ck_assert_ptr_null(strstr(th_logbuf, "not sticky"));
 		ck_assert_int_eq(access(cfg, F_OK), -1);
 		ck_assert_int_eq(access(seg, F_OK), -1);
 		ck_assert_int_eq(tlog_conf_get(th_S, NULL, th_P,

@@ -100,47 +100,57 @@ START_TEST(record_max_bytes_cuts_records)
 }
 END_TEST
 
+/* Puts n bytes of c through w, no newline. */
+static void
+put_n(struct tlog_writer *w, char c, size_t n)
+{
+	char *buf = malloc(n);
+
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, c, n);
+	ck_assert_int_eq(tlog_writer_write(w, buf, n), (ssize_t)n);
+	free(buf);
+}
+
 /*
  * Writers with permission on a partition cannot fill the daemon's memory
- * with unfinished lines: past the store's limit on held bytes (here 10),
- * a writer that holds more than its share (the limit over the writers
- * holding any) has its line cut, one line in the log says so; a writer
- * under its share keeps holding, so one writer's big holds never cut
- * another's short line.
+ * with unfinished lines: past the store's limit on held bytes (here
+ * 8192), a writer holding more than TLOG_HELD_SMALL (4096) has its line
+ * cut at its next write, one line in the log says so; a line of up to
+ * TLOG_HELD_SMALL is never cut for another writer's sake.
  */
 START_TEST(held_bytes_have_a_store_wide_limit)
 {
-	struct tlog_store_opts o = { .held_max = 10 };
+	struct tlog_store_opts o = { .held_max = 8192 };
+	struct tlog_part_stats st;
 	struct tlog_writer *a, *b;
-	char *d;
 
 	th_close();
 	th_open_tp(&o);
 	a = tlog_writer_open(th_P);
 	b = tlog_writer_open(th_P);
-	th_put(a, "aaaaaaa");		/* 7 held */
-	th_put(b, "bbb");		/* 10: at the limit, held */
-	th_put(b, "b");			/* 11: over, but b's 4 < its share 5 */
-	ck_assert_uint_eq(tlog_writer_held(b), 4);
-	d = contents();
-	ck_assert_str_eq(d, "");
-	free(d);
-	th_put(a, "a");			/* a's 8 > 5: a's line is cut */
+	put_n(a, 'a', 6000);		/* 6000: under the limit */
+	put_n(b, 'b', 3000);		/* 9000: over, but b's line is small */
+	ck_assert_uint_eq(tlog_writer_held(b), 3000);
+	tlog_partition_stats(th_P, &st);
+	ck_assert_uint_eq(st.end_offset, 0);
+	put_n(a, 'a', 1);		/* a's 6001 is cut */
 	ck_assert_uint_eq(tlog_writer_held(a), 0);
-	ck_assert_uint_eq(tlog_writer_held(b), 4);
-	d = contents();
-	ck_assert_str_eq(d, "aaaaaaaa");
-	free(d);
+	ck_assert_uint_eq(tlog_writer_held(b), 3000);
+	tlog_partition_stats(th_P, &st);
+	ck_assert_uint_eq(st.end_offset, 1);
+	ck_assert_uint_eq(st.bytes, 6001);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "t/0: writers hold more than "
-	    "10 bytes of unfinished lines in all: a held line of 8 bytes, "
-	    "more than its share (5), is cut here"));
-	th_put(b, "\nxxxxxxxxxxxx");	/* b completes; 12 alone: cut */
-	d = contents();
-	ck_assert_str_eq(d, "aaaaaaaabbbb\nxxxxxxxxxxxx");
-	free(d);
+	    "8192 bytes of unfinished lines in all: a held line of 6001 "
+	    "bytes is cut here"));
+	th_put(b, "\n");			/* b's line whole */
+	tlog_partition_stats(th_P, &st);
+	ck_assert_uint_eq(st.end_offset, 2);
+	ck_assert_uint_eq(st.bytes, 6001 + 3001);
+	put_n(a, 'a', 5000);		/* alone, under the limit: held */
+	ck_assert_uint_eq(tlog_writer_held(a), 5000);
+	put_n(b, 'b', 5000);		/* 10000: b's 5000 is cut */
 	ck_assert_uint_eq(tlog_writer_held(b), 0);
-	th_put(a, "tail");		/* under the limit again: held */
-	ck_assert_uint_eq(tlog_writer_held(a), 4);
 	/* Said once a minute, not for every cut. */
 	ck_assert_ptr_null(strstr(strstr(th_logbuf, "writers hold") + 1,
 	    "writers hold"));
