@@ -47,6 +47,7 @@
 #define READ_BUF (1 << 20)
 #define FOLLOW_MS 100		/* a spinning wait's pause, see run() */
 #define WAIT_MS 60000		/* the longest wait in poll(2) */
+#define SEEK_WAITS 50		/* FOLLOW_MS each: a partition in flux */
 #define COUNT_TRIES 64		/* records without newline in one batch */
 
 struct reader {
@@ -82,7 +83,9 @@ fail(struct reader *r, const char *fmt, ...)
 	va_list ap;
 	int e = errno;
 
-	if (e == ENOENT && removed(r))
+	/* A removed partition explains any failure (a read, a seek, a
+	 * segment that no longer opens): said so, whatever errno says. */
+	if (removed(r))
 		errx(1, "%s: the partition was removed", r->sr.part);
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
@@ -100,16 +103,26 @@ static void
 seek_to(struct reader *r, uint64_t want, bool warn)
 {
 	uint64_t got;
+	int e, tries = 0;
 
-	if (sr_seek(&r->sr, want, &got) == -1) {
-		if (errno == ENODATA)
+	while (sr_seek(&r->sr, want, &got) == -1) {
+		e = errno;
+		if (removed(r))
+			errx(1, "%s: the partition was removed", r->sr.part);
+		if (e == ENODATA)
 			errx(1, "%s: offset %" PRIu64 " is beyond the "
 			    "end of the partition", r->sr.part, want);
-		if (errno == EAGAIN && removed(r))
-			errx(1, "%s: the partition was removed", r->sr.part);
-		if (errno == EAGAIN)
+		/* A follower waits out a partition in flux (rm -r between
+		 * its segments and its directory, say): the next look
+		 * finds it settled, or removed. */
+		if (e == EAGAIN && r->follow && ++tries < SEEK_WAITS) {
+			pause_ms(FOLLOW_MS);
+			continue;
+		}
+		if (e == EAGAIN)
 			errx(1, "%s: cannot open the segment holding offset %"
 			    PRIu64 " (it keeps changing)", r->sr.part, want);
+		errno = e;
 		fail(r, "%s", r->sr.part);
 	}
 	r->off = got;
