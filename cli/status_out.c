@@ -276,7 +276,7 @@ row_line(const struct status *st, const struct row *r, bool mounts,
     struct line *l)
 {
 	const bool total = r->topic == NULL;
-	char buf[32];
+	char buf[64];	/* the longest cell: two int64s and their units */
 	char *p;
 	int i;
 
