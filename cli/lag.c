@@ -60,13 +60,6 @@ static const char *const heads[] = {
 	"TOPIC", "PARTITION", "CURSOR", "OFFSET", "START", "END", "LAG"
 };
 
-/* Whether an errno says the thing is gone, not that reading it failed. */
-static bool
-gone(int e)
-{
-	return e == ENOENT || e == ENODATA;
-}
-
 static int
 row_cmp(const void *a, const void *b)
 {
@@ -135,14 +128,14 @@ scan_part(struct table *t, const char *path, const char *topic,
 	int dfd;
 
 	if ((dfd = dir_open(path)) == -1) {
-		if (!gone(errno)) {
+		if (!part_gone(errno)) {
 			warn("%s", path);
 			t->failed = true;
 		}
 		return;
 	}
 	if ((names = list_names(dfd, &len)) == NULL) {
-		if (!gone(errno)) {
+		if (!part_gone(errno)) {
 			warn("%s: cannot list the cursors", path);
 			t->failed = true;
 		}
@@ -157,7 +150,7 @@ scan_part(struct table *t, const char *path, const char *topic,
 		if (part_cursor(dfd, cursor, &v[0]) == -1 ||
 		    fd_stat(dfd, "start_offset", &v[1]) == -1 ||
 		    fd_stat(dfd, "end_offset", &v[2]) == -1) {
-			if (gone(errno))
+			if (part_gone(errno))
 				continue;
 			warn("%s: cursor %s", path, cursor);
 			t->failed = true;
@@ -186,7 +179,7 @@ each_dir(const char *dir, void (*fn)(struct table *, const char *,
 	if ((d = opendir(dir)) == NULL) {
 		if (topic == NULL)
 			err(1, "%s", dir);
-		if (!gone(errno)) {	/* else a topic removed meanwhile */
+		if (!part_gone(errno)) {	/* else a topic removed meanwhile */
 			warn("%s", dir);
 			t->failed = true;
 		}
@@ -202,7 +195,7 @@ each_dir(const char *dir, void (*fn)(struct table *, const char *,
 			continue;
 		}
 		if (stat(path, &st) == -1) {
-			if (!gone(errno)) {
+			if (!part_gone(errno)) {
 				warn("%s", path);
 				t->failed = true;
 			}

@@ -49,6 +49,12 @@ parse_nums(char *val, ssize_t len, uint64_t *v, int n)
 	return 0;
 }
 
+bool
+part_gone(int e)
+{
+	return e == ENOENT || e == ENODATA;
+}
+
 int
 dir_open(const char *path)
 {

@@ -71,13 +71,6 @@ static const struct option status_opts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* Whether an errno says the thing is gone, not that reading it failed. */
-static bool
-gone(int e)
-{
-	return e == ENOENT || e == ENODATA;
-}
-
 void *
 xreallocarray(void *p, size_t n, size_t size)
 {
@@ -224,7 +217,7 @@ each_sub(struct status *st, const char *dir,
 	DIR *d;
 
 	if ((d = opendir(dir)) == NULL) {
-		if (!gone(errno)) {
+		if (!part_gone(errno)) {
 			warn("%s", dir);
 			st->failed = true;
 		}
@@ -236,7 +229,7 @@ each_sub(struct status *st, const char *dir,
 		if (de->d_type == DT_UNKNOWN) {
 			if (fstatat(dirfd(d), de->d_name, &sb,
 			    AT_SYMLINK_NOFOLLOW) == -1) {
-				if (!gone(errno)) {
+				if (!part_gone(errno)) {
 					warn("%s/%s", dir, de->d_name);
 					st->failed = true;
 				}
@@ -248,7 +241,7 @@ each_sub(struct status *st, const char *dir,
 			continue;
 		fn(st, arg, de->d_name);
 	}
-	if (errno != 0 && !gone(errno)) {
+	if (errno != 0 && !part_gone(errno)) {
 		warn("%s", dir);
 		st->failed = true;
 	}
@@ -535,7 +528,7 @@ read_part(struct status *st, struct row *r, char *names)
 out_close:
 	close(dfd);
 out:
-	if (!gone(errno)) {
+	if (!part_gone(errno)) {
 		warn("%s", path);
 		__atomic_store_n(&st->failed, true, __ATOMIC_RELAXED);
 	}

@@ -49,6 +49,9 @@ void pause_ms(int ms);
 /* Opens a partition's directory; exits 1 with one line unless path is
  * a partition. */
 int part_check(const char *part);
+/* Whether an errno says a partition or what it names is gone (removed
+ * meanwhile), not that reading it failed. */
+bool part_gone(int e);
 /* Opens a directory: the descriptor, or -1 with errno. */
 int dir_open(const char *path);
 /* A partition's (dfd) or a segment's (fd) statistic, user.tlog.NAME,
