@@ -85,7 +85,7 @@ struct tlog_ctx {
 	/* Topics' and partitions' modes and owners: set once at open if
 	 * the file system keeps no user xattrs (then they stay on their
 	 * directories), and the directories made private at this open
-	 * (level.h, tlog_level_load_attr). */
+	 * (level.h, tlog_level_load_attr); attr_on_dir atomic. */
 	bool attr_on_dir;
 	unsigned attr_moved;
 	bool attr_unsafe;		/* a directory must not be read (said) */

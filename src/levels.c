@@ -261,7 +261,8 @@ tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
 	if (fstat(fd, st) == -1)
 		r = -errno;
 	close(fd);
-	if (r != 0 || ((t != NULL || p != NULL) && s->ctx.attr_on_dir))
+	if (r != 0 || ((t != NULL || p != NULL) &&
+	    __atomic_load_n(&s->ctx.attr_on_dir, __ATOMIC_RELAXED)))
 		return r;
 	if (t == NULL && p == NULL) {
 		mode = __atomic_load_n(&s->root_mode, __ATOMIC_RELAXED);
@@ -290,7 +291,7 @@ level_attr(struct tlog_store *s, struct tlog_level *lv, mode_t mode,
 
 	if ((fd = tlog_level_dir(lv)) < 0)
 		return fd;
-	if (s->ctx.attr_on_dir) {
+	if (__atomic_load_n(&s->ctx.attr_on_dir, __ATOMIC_RELAXED)) {
 		/* The file system keeps no user xattrs (said at open). */
 		if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
 		    fchown(fd, uid, gid) == -1)

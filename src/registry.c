@@ -197,6 +197,24 @@ tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 	return t;
 }
 
+/* A loaded level's mode and owner; counts the directories made private. */
+static void
+load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
+    const char *where)
+{
+	struct tlog_ctx *ctx = reg->penv->ctx;
+	int r;
+
+	if (__atomic_load_n(&ctx->attr_on_dir, __ATOMIC_RELAXED))
+		return;
+	if ((r = tlog_level_load_attr(lv, ctx, fd, where)) == 1)
+		ctx->attr_moved++;
+	else if (r == -ENOTSUP)
+		__atomic_store_n(&ctx->attr_on_dir, true, __ATOMIC_RELAXED);
+	else if (r == -EPERM)
+		ctx->attr_unsafe = true;
+}
+
 /*
  * The mode and owner of lv, a level whose directory fd was just made
  * (made) or adopted: a new one keeps lv's (0755, the daemon's) in its
@@ -208,18 +226,13 @@ dir_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
     bool made, const char *where)
 {
 	struct tlog_ctx *ctx = reg->penv->ctx;
-	int r;
 
 	if (!made)
-		r = tlog_level_load_attr(lv, ctx, fd, where);
-	else if (ctx->attr_on_dir)
-		r = -ENOTSUP;
-	else
-		r = tlog_level_save_attr(fd, lv->mode, lv->owner);
-	if (r == -ENOTSUP) {
-		ctx->attr_on_dir = true;
-		if (made)
-			(void)fchmod(fd, lv->mode);
+		load_attr(reg, lv, fd, where);
+	else if (__atomic_load_n(&ctx->attr_on_dir, __ATOMIC_RELAXED) ||
+	    tlog_level_save_attr(fd, lv->mode, lv->owner) == -ENOTSUP) {
+		__atomic_store_n(&ctx->attr_on_dir, true, __ATOMIC_RELAXED);
+		(void)fchmod(fd, lv->mode);
 	}
 }
 
@@ -756,24 +769,6 @@ open_level(struct tlog_registry *reg, int dirfd, const char *where,
 		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring stray %s%s: not a "
 		    "directory", where, name);
 	return -1;
-}
-
-/* A loaded level's mode and owner; counts the directories made private. */
-static void
-load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
-    const char *where)
-{
-	struct tlog_ctx *ctx = reg->penv->ctx;
-	int r;
-
-	if (ctx->attr_on_dir)
-		return;
-	if ((r = tlog_level_load_attr(lv, ctx, fd, where)) == 1)
-		ctx->attr_moved++;
-	else if (r == -ENOTSUP)
-		ctx->attr_on_dir = true;
-	else if (r == -EPERM)
-		ctx->attr_unsafe = true;
 }
 
 /* Loads one topic's partitions from its open directory tfd. */

@@ -299,7 +299,7 @@ store_load(struct tlog_store *s)
 		return -EPERM;
 	if ((r = tlog_reg_partitions(&s->reg, &v, &n)) != 0)
 		return r;
-	if (s->ctx.attr_on_dir)
+	if (__atomic_load_n(&s->ctx.attr_on_dir, __ATOMIC_RELAXED))
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: its file system "
 		    "keeps no user extended attributes: the modes and owners "
 		    "of topics and partitions stay on their own directories, "
