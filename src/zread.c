@@ -1,0 +1,315 @@
+/*
+ * zread.c - reading a compressed segment (BASE.log.zst, zseek.h) as
+ * plain bytes: only the frames a read touches are decoded, through the
+ * store's bounded cache of decoded frames and seek tables (struct
+ * tlog_zcache, segment.h), kept under the store's work lock. Decoding
+ * runs with no lock held; an entry being copied from is referenced, so
+ * eviction never frees it under a reader. The cache's size bounds what
+ * the daemon keeps decoded, plus one frame per read in flight.
+ */
+#include "config.h"
+
+#include <sys/resource.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "segment.h"
+#include "zseek.h"
+
+#define TABLE_FRAME UINT32_MAX
+
+struct tlog_zent {
+	TAILQ_ENTRY(tlog_zent) lru;
+	struct tlog_zent *next;		/* the hash chain */
+	uint64_t ino;
+	uint32_t frame;
+	int refs;			/* the cache's, if cached, and readers' */
+	bool cached;
+	size_t cost;
+	struct tlog_zs *table;		/* frame TABLE_FRAME */
+	unsigned char *data;
+};
+
+int
+tlog_zcache_init(struct tlog_zcache *zc, uint64_t max)
+{
+	struct rlimit rl;
+
+	memset(zc, 0, sizeof(*zc));
+	TAILQ_INIT(&zc->lru);
+	zc->max = max ? max : TLOG_ZCACHE_DEFAULT;
+	zc->nhash = zc->max / (64 * 1024);
+	if (zc->nhash < 64)
+		zc->nhash = 64;
+	if (zc->nhash > 65536)
+		zc->nhash = 65536;
+	if ((zc->hash = calloc(zc->nhash, sizeof(*zc->hash))) == NULL)
+		return -ENOMEM;
+	zc->nzfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1U << 24) ?
+	    (size_t)rl.rlim_cur : 1U << 20;
+	zc->nzfd = (zc->nzfd + 63) & ~(size_t)63;
+	if ((zc->zfd = calloc(zc->nzfd / 64, sizeof(uint64_t))) == NULL) {
+		free(zc->hash);
+		zc->hash = NULL;
+		zc->nzfd = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void
+zent_free(struct tlog_zent *e)
+{
+	tlog_zs_free(e->table);
+	free(e->data);
+	free(e);
+}
+
+void
+tlog_zcache_destroy(struct tlog_zcache *zc)
+{
+	struct tlog_zent *e;
+
+	while ((e = TAILQ_FIRST(&zc->lru)) != NULL) {
+		TAILQ_REMOVE(&zc->lru, e, lru);
+		zent_free(e);
+	}
+	free(zc->hash);
+	free(zc->zfd);
+	zc->hash = NULL;
+	zc->zfd = NULL;
+}
+
+bool
+tlog_zfd_is(struct tlog_zcache *zc, int fd)
+{
+	if (fd < 0 || (size_t)fd >= zc->nzfd)
+		return false;
+	return (__atomic_load_n(&zc->zfd[fd / 64], __ATOMIC_ACQUIRE) >>
+	    (fd % 64)) & 1;
+}
+
+int
+tlog_zfd_mark(struct tlog_zcache *zc, int fd, bool on)
+{
+	uint64_t bit = 1ULL << (fd % 64);
+
+	if (fd < 0 || (size_t)fd >= zc->nzfd)
+		return -ENFILE;
+	if (on)
+		__atomic_or_fetch(&zc->zfd[fd / 64], bit, __ATOMIC_RELEASE);
+	else
+		__atomic_and_fetch(&zc->zfd[fd / 64], ~bit, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static size_t
+slot(const struct tlog_zcache *zc, uint64_t ino, uint32_t frame)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ULL + frame) % zc->nhash);
+}
+
+/* The entry and a reference to it, or NULL (work lock held). */
+static struct tlog_zent *
+find_locked(struct tlog_zcache *zc, uint64_t ino, uint32_t frame)
+{
+	struct tlog_zent *e;
+
+	if (zc->hash == NULL)
+		return NULL;
+	for (e = zc->hash[slot(zc, ino, frame)]; e != NULL; e = e->next)
+		if (e->ino == ino && e->frame == frame) {
+			e->refs++;
+			TAILQ_REMOVE(&zc->lru, e, lru);
+			TAILQ_INSERT_HEAD(&zc->lru, e, lru);
+			return e;
+		}
+	return NULL;
+}
+
+static void
+unhash(struct tlog_zcache *zc, struct tlog_zent *e)
+{
+	struct tlog_zent **pp = &zc->hash[slot(zc, e->ino, e->frame)];
+
+	while (*pp != e)
+		pp = &(*pp)->next;
+	*pp = e->next;
+	TAILQ_REMOVE(&zc->lru, e, lru);
+	zc->bytes -= e->cost;
+	e->cached = false;
+}
+
+static struct tlog_zent *
+get(struct tlog_fdbudget *b, uint64_t ino, uint32_t frame)
+{
+	struct tlog_zent *e;
+
+	pthread_mutex_lock(&b->ctx->work_lock);
+	e = find_locked(&b->zc, ino, frame);
+	pthread_mutex_unlock(&b->ctx->work_lock);
+	__atomic_add_fetch(e != NULL ? &b->zc.hits : &b->zc.misses, 1,
+	    __ATOMIC_RELAXED);
+	return e;
+}
+
+static void
+put(struct tlog_fdbudget *b, struct tlog_zent *e)
+{
+	bool last;
+
+	pthread_mutex_lock(&b->ctx->work_lock);
+	last = --e->refs == 0;
+	pthread_mutex_unlock(&b->ctx->work_lock);
+	if (last)
+		zent_free(e);
+}
+
+/*
+ * Caches a new entry (one reference, the caller's, plus the cache's) and
+ * evicts the least recently used past the cache's size; an entry another
+ * reader cached meanwhile wins and the new one is freed. Returns the
+ * entry to use.
+ */
+static struct tlog_zent *
+insert(struct tlog_fdbudget *b, struct tlog_zent *e)
+{
+	struct tlog_zcache *zc = &b->zc;
+	struct tlog_zent *old, *v, *gone = NULL;
+	size_t s;
+
+	if (zc->hash == NULL) {
+		e->refs = 1;	/* no cache: the caller's alone */
+		return e;
+	}
+	pthread_mutex_lock(&b->ctx->work_lock);
+	if ((old = find_locked(zc, e->ino, e->frame)) != NULL) {
+		pthread_mutex_unlock(&b->ctx->work_lock);
+		zent_free(e);
+		return old;
+	}
+	s = slot(zc, e->ino, e->frame);
+	e->next = zc->hash[s];
+	zc->hash[s] = e;
+	TAILQ_INSERT_HEAD(&zc->lru, e, lru);
+	e->cached = true;
+	e->refs = 2;
+	zc->bytes += e->cost;
+	while (zc->bytes > zc->max && (v = TAILQ_LAST(&zc->lru, tlog_zlru)) !=
+	    NULL && v != e) {
+		unhash(zc, v);
+		if (--v->refs == 0) {
+			v->next = gone;
+			gone = v;
+		}
+	}
+	pthread_mutex_unlock(&b->ctx->work_lock);
+	while ((v = gone) != NULL) {
+		gone = v->next;
+		zent_free(v);
+	}
+	return e;
+}
+
+/* The segment's seek table, referenced; NULL and *r on failure. */
+static struct tlog_zent *
+get_table(struct tlog_segment *seg, int fd, int *r)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_zent *e;
+
+	if ((e = get(b, seg->ino, TABLE_FRAME)) != NULL)
+		return e;
+	if ((e = calloc(1, sizeof(*e))) == NULL) {
+		*r = -ENOMEM;
+		return NULL;
+	}
+	if ((*r = tlog_zs_load(fd, &e->table)) != 0) {
+		free(e);
+		return NULL;
+	}
+	e->ino = seg->ino;
+	e->frame = TABLE_FRAME;
+	e->cost = sizeof(*e) + 2 * (e->table->n + 1) * sizeof(uint64_t);
+	return insert(b, e);
+}
+
+/* Frame i decoded, referenced; NULL and *r on failure (-EBADMSG: it
+ * fails its checksum). */
+static struct tlog_zent *
+get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
+    uint32_t i, int *r)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_zent *e;
+	size_t size = (size_t)(t->pos[i + 1] - t->pos[i]);
+
+	if ((e = get(b, seg->ino, i)) != NULL)
+		return e;
+	if ((e = calloc(1, sizeof(*e))) == NULL ||
+	    (e->data = malloc(size)) == NULL) {
+		free(e);
+		*r = -ENOMEM;
+		return NULL;
+	}
+	if ((*r = tlog_zs_read_frame(fd, t, i, e->data)) != 0) {
+		zent_free(e);
+		return NULL;
+	}
+	e->ino = seg->ino;
+	e->frame = i;
+	e->cost = sizeof(*e) + size;
+	return insert(b, e);
+}
+
+ssize_t
+tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
+    uint64_t pos, uint64_t end, uint64_t *bad, uint64_t *badlen)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_zent *te, *fe;
+	const struct tlog_zs *t;
+	size_t done = 0, n;
+	uint64_t at, off;
+	uint32_t i;
+	int r = 0;
+
+	*bad = UINT64_MAX;
+	*badlen = 0;
+	if ((te = get_table(seg, fd, &r)) == NULL)
+		return r == -EBADMSG ? -EIO : r;
+	t = te->table;
+	if (end > t->pos[t->n])
+		end = t->pos[t->n];
+	while (done < len && (at = pos + done) < end) {
+		i = tlog_zs_frame_at(t, at);
+		if ((fe = get_frame(seg, fd, t, i, &r)) == NULL) {
+			if (r == -EBADMSG) {
+				*bad = t->pos[i];
+				*badlen = t->pos[i + 1] - t->pos[i];
+				r = -EIO;
+			}
+			/* The whole read fails: a short one would look
+			 * like the end of the file (to the kernel too), and
+			 * the reader would never learn of the frames after
+			 * it. */
+			done = 0;
+			break;
+		}
+		off = at - t->pos[i];
+		n = (size_t)(t->pos[i + 1] - at);
+		if (n > len - done)
+			n = len - done;
+		if (n > end - at)
+			n = (size_t)(end - at);
+		memcpy((char *)buf + done, fe->data + off, n);
+		put(b, fe);
+		done += n;
+	}
+	put(b, te);
+	return r != 0 ? r : (ssize_t)done;
+}
