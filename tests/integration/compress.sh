@@ -99,7 +99,14 @@ tl_stderr_clean "no error before the flipped byte" \
 sz=$(stat -c %s "$SEG.log.zst")
 printf '\377' | dd of="$SEG.log.zst" bs=1 seek=$((sz / 3)) conv=notrunc \
     2>/dev/null
-tl_mount
+# A small frame cache: what the daemon keeps decoded stays within it.
+tl_mount -o frame_cache=1M
+cat "$P"/*.log "$MNT/web/cap"/*.log >/dev/null 2>&1
+fc=$(awk '$1 == "tlogfs_frame_cache_bytes" { print $2 }' \
+    "$MNT/.tlogfs/metrics")
+tl_diag "frame cache: $fc bytes"
+tl_check "-o frame_cache=1M bounds the decoded frames kept" \
+    test "$fc" -le $((1048576 + 262144 + 4096))
 cat "$P/00000000000000000000.log" >"$TMP/got" 2>/dev/null
 st=$?
 tl_check "cat stops with an error at the bad frame" test "$st" -ne 0
