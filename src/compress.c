@@ -33,7 +33,7 @@
 #include "zseek.h"
 
 /* Frames per slice: 4 MiB of input, some 10 ms of one core at level 3. */
-#define SLICE_FRAMES 16
+#define SLICE_FRAMES 32
 
 static uint64_t
 mono_ns(void)

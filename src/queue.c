@@ -116,11 +116,11 @@ tlog_queue_zpop(struct tlog_queue *q)
 {
 	struct tlog_zjob *j;
 
+	/* A job being worked on still counts (q->nz): the backlog, and
+	 * the unlinker's reason not to sleep, until it is freed. */
 	pthread_mutex_lock(&q->ctx->work_lock);
-	if ((j = TAILQ_FIRST(&q->zq)) != NULL) {
+	if ((j = TAILQ_FIRST(&q->zq)) != NULL)
 		TAILQ_REMOVE(&q->zq, j, link);
-		q->nz--;
-	}
 	pthread_mutex_unlock(&q->ctx->work_lock);
 	return j;
 }
@@ -130,13 +130,15 @@ tlog_queue_zpush(struct tlog_queue *q, struct tlog_zjob *j)
 {
 	pthread_mutex_lock(&q->ctx->work_lock);
 	TAILQ_INSERT_HEAD(&q->zq, j, link);
-	q->nz++;
 	pthread_mutex_unlock(&q->ctx->work_lock);
 }
 
 void
 tlog_zjob_free(struct tlog_queue *q, struct tlog_zjob *j)
 {
+	pthread_mutex_lock(&q->ctx->work_lock);
+	q->nz--;
+	pthread_mutex_unlock(&q->ctx->work_lock);
 	__atomic_sub_fetch(&q->zbacklog, j->seg->bytes, __ATOMIC_RELAXED);
 	if (j->in != -1)
 		close(j->in);

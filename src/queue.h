@@ -45,7 +45,7 @@ struct tlog_queue {
 	struct tlog_partq flushq;	/* each referenced */
 	size_t nflush;
 	struct tlog_zjobq zq;		/* segments to compress, oldest first */
-	size_t nz;
+	size_t nz;			/* their count, the job popped included */
 	uint64_t zbacklog;		/* atomic: their plain bytes */
 	bool wakeup;
 };

@@ -154,6 +154,7 @@ struct tlog_zcache {
 	size_t nhash;
 	uint64_t bytes;			/* of every entry */
 	uint64_t max;
+	pthread_cond_t cond;		/* a frame decoded (work lock) */
 	uint64_t *zfd;
 	size_t nzfd;			/* descriptors it has bits for */
 	uint64_t hits, misses;		/* atomic */

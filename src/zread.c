@@ -28,6 +28,11 @@ struct tlog_zent {
 	uint32_t frame;
 	int refs;			/* the cache's, if cached, and readers' */
 	bool cached;
+	/* Being decoded by the reader that missed it first; the others
+	 * wait on zc->cond rather than decode it again. err: what the
+	 * decoding found (a failed entry leaves the cache). */
+	bool loading;
+	int err;
 	size_t cost;
 	struct tlog_zs *table;		/* frame TABLE_FRAME */
 	unsigned char *data;
@@ -48,6 +53,7 @@ tlog_zcache_init(struct tlog_zcache *zc, uint64_t max)
 		zc->nhash = 65536;
 	if ((zc->hash = calloc(zc->nhash, sizeof(*zc->hash))) == NULL)
 		return -ENOMEM;
+	pthread_cond_init(&zc->cond, NULL);
 	zc->nzfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1U << 24) ?
 	    (size_t)rl.rlim_cur : 1U << 20;
@@ -78,6 +84,8 @@ tlog_zcache_destroy(struct tlog_zcache *zc)
 		TAILQ_REMOVE(&zc->lru, e, lru);
 		zent_free(e);
 	}
+	if (zc->hash != NULL)
+		pthread_cond_destroy(&zc->cond);
 	free(zc->hash);
 	free(zc->zfd);
 	zc->hash = NULL;
@@ -169,6 +177,51 @@ put(struct tlog_fdbudget *b, struct tlog_zent *e)
 		zent_free(e);
 }
 
+/* Puts e in the cache with its reference and the caller's (work lock
+ * held). */
+static void
+link_locked(struct tlog_zcache *zc, struct tlog_zent *e)
+{
+	size_t s = slot(zc, e->ino, e->frame);
+
+	e->next = zc->hash[s];
+	zc->hash[s] = e;
+	TAILQ_INSERT_HEAD(&zc->lru, e, lru);
+	e->cached = true;
+	e->refs = 2;
+	zc->bytes += e->cost;
+}
+
+/* Takes the least recently used entries but keep out while the cache
+ * holds more than its size; returns those to free, linked by next
+ * (work lock held). */
+static struct tlog_zent *
+evict_locked(struct tlog_zcache *zc, struct tlog_zent *keep)
+{
+	struct tlog_zent *v, *gone = NULL;
+
+	while (zc->bytes > zc->max && (v = TAILQ_LAST(&zc->lru, tlog_zlru)) !=
+	    NULL && v != keep) {
+		unhash(zc, v);
+		if (--v->refs == 0) {
+			v->next = gone;
+			gone = v;
+		}
+	}
+	return gone;
+}
+
+static void
+free_list(struct tlog_zent *v)
+{
+	struct tlog_zent *next;
+
+	for (; v != NULL; v = next) {
+		next = v->next;
+		zent_free(v);
+	}
+}
+
 /*
  * Caches a new entry (one reference, the caller's, plus the cache's) and
  * evicts the least recently used past the cache's size; an entry another
@@ -179,8 +232,7 @@ static struct tlog_zent *
 insert(struct tlog_fdbudget *b, struct tlog_zent *e)
 {
 	struct tlog_zcache *zc = &b->zc;
-	struct tlog_zent *old, *v, *gone = NULL;
-	size_t s;
+	struct tlog_zent *old, *gone;
 
 	if (zc->hash == NULL) {
 		e->refs = 1;	/* no cache: the caller's alone */
@@ -192,26 +244,10 @@ insert(struct tlog_fdbudget *b, struct tlog_zent *e)
 		zent_free(e);
 		return old;
 	}
-	s = slot(zc, e->ino, e->frame);
-	e->next = zc->hash[s];
-	zc->hash[s] = e;
-	TAILQ_INSERT_HEAD(&zc->lru, e, lru);
-	e->cached = true;
-	e->refs = 2;
-	zc->bytes += e->cost;
-	while (zc->bytes > zc->max && (v = TAILQ_LAST(&zc->lru, tlog_zlru)) !=
-	    NULL && v != e) {
-		unhash(zc, v);
-		if (--v->refs == 0) {
-			v->next = gone;
-			gone = v;
-		}
-	}
+	link_locked(zc, e);
+	gone = evict_locked(zc, e);
 	pthread_mutex_unlock(&b->ctx->work_lock);
-	while ((v = gone) != NULL) {
-		gone = v->next;
-		zent_free(v);
-	}
+	free_list(gone);
 	return e;
 }
 
@@ -238,32 +274,75 @@ get_table(struct tlog_segment *seg, int fd, int *r)
 	return insert(b, e);
 }
 
-/* Frame i decoded, referenced; NULL and *r on failure (-EBADMSG: it
- * fails its checksum). */
+/*
+ * Frame i decoded, referenced; NULL and *r on failure (-EBADMSG: it
+ * fails its checksum). The first reader to miss it decodes it, with no
+ * lock held, from an entry put in the cache at once; readers that find
+ * that entry wait for it, so no frame is decoded twice at a time (the
+ * kernel's readahead sends several reads of one file together).
+ */
 static struct tlog_zent *
 get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
     uint32_t i, int *r)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
-	struct tlog_zent *e;
+	struct tlog_zcache *zc = &b->zc;
+	struct tlog_zent *e, *n, *gone;
 	size_t size = (size_t)(t->pos[i + 1] - t->pos[i]);
+	int err;
 
-	if ((e = get(b, seg->ino, i)) != NULL)
-		return e;
-	if ((e = calloc(1, sizeof(*e))) == NULL ||
-	    (e->data = malloc(size)) == NULL) {
-		free(e);
+	if ((n = calloc(1, sizeof(*n))) == NULL) {
 		*r = -ENOMEM;
 		return NULL;
 	}
-	if ((*r = tlog_zs_read_frame(fd, t, i, e->data)) != 0) {
-		zent_free(e);
+	n->ino = seg->ino;
+	n->frame = i;
+	n->cost = sizeof(*n);
+	n->loading = true;
+	pthread_mutex_lock(&b->ctx->work_lock);
+	if ((e = find_locked(zc, seg->ino, i)) != NULL) {
+		while (e->loading)
+			pthread_cond_wait(&zc->cond, &b->ctx->work_lock);
+		err = e->err;
+		pthread_mutex_unlock(&b->ctx->work_lock);
+		free(n);
+		__atomic_add_fetch(&zc->hits, 1, __ATOMIC_RELAXED);
+		if (err == 0)
+			return e;
+		put(b, e);
+		*r = err;
 		return NULL;
 	}
-	e->ino = seg->ino;
-	e->frame = i;
-	e->cost = sizeof(*e) + size;
-	return insert(b, e);
+	if (zc->hash != NULL)
+		link_locked(zc, n);
+	else
+		n->refs = 1;	/* no cache: the caller's alone */
+	pthread_mutex_unlock(&b->ctx->work_lock);
+	__atomic_add_fetch(&zc->misses, 1, __ATOMIC_RELAXED);
+	if ((n->data = malloc(size)) == NULL)
+		err = -ENOMEM;
+	else
+		err = tlog_zs_read_frame(fd, t, i, n->data);
+	pthread_mutex_lock(&b->ctx->work_lock);
+	n->loading = false;
+	n->err = err;
+	gone = NULL;
+	if (n->cached && err != 0) {
+		unhash(zc, n);
+		n->refs--;	/* the cache's: never freed with ours */
+	} else if (n->cached) {
+		n->cost += size;
+		zc->bytes += size;
+		gone = evict_locked(zc, n);
+	}
+	pthread_cond_broadcast(&zc->cond);
+	pthread_mutex_unlock(&b->ctx->work_lock);
+	free_list(gone);
+	if (err == 0)
+		return n;
+	put(b, n);
+	*r = err;
+	return NULL;
 }
 
 ssize_t

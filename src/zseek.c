@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -250,7 +251,7 @@ tlog_zs_load(int fd, struct tlog_zs **out)
 
 		/* Every frame holds something and at most a frame's worth:
 		 * a table saying otherwise was not written here. */
-		if (zs == 0 || ps == 0 || ps > TLOG_ZS_FRAME)
+		if (zs == 0 || ps == 0 || ps > TLOG_ZS_FRAME_MAX)
 			goto out;
 		t->zpos[i + 1] = t->zpos[i] + zs;
 		t->pos[i + 1] = t->pos[i] + ps;
@@ -283,9 +284,45 @@ tlog_zs_frame_at(const struct tlog_zs *t, uint64_t pos)
 	return lo;
 }
 
+/* Each thread's decompression context, kept for its next frame (a new
+ * one costs more than decoding a small frame); freed when the thread
+ * ends. */
+static pthread_key_t dctx_key;
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+static bool dctx_keyed;
+
+static void
+dctx_free(void *d)
+{
+	ZSTD_freeDCtx(d);
+}
+
+static void
+dctx_init(void)
+{
+	dctx_keyed = pthread_key_create(&dctx_key, dctx_free) == 0;
+}
+
+static ZSTD_DCtx *
+dctx_get(bool *own)
+{
+	ZSTD_DCtx *d;
+
+	pthread_once(&dctx_once, dctx_init);
+	*own = !dctx_keyed;
+	if (dctx_keyed && (d = pthread_getspecific(dctx_key)) != NULL)
+		return d;
+	if ((d = ZSTD_createDCtx()) != NULL && dctx_keyed &&
+	    pthread_setspecific(dctx_key, d) != 0)
+		*own = true;
+	return d;
+}
+
 int
 tlog_zs_read_frame(int fd, const struct tlog_zs *t, uint32_t i, void *dst)
 {
+	ZSTD_DCtx *d;
+	bool own;
 	size_t zs, ps, got;
 	void *src;
 	int r;
@@ -309,7 +346,13 @@ tlog_zs_read_frame(int fd, const struct tlog_zs *t, uint32_t i, void *dst)
 		free(src);
 		return -EBADMSG;
 	}
-	got = ZSTD_decompress(dst, ps, src, zs);
+	if ((d = dctx_get(&own)) == NULL) {
+		free(src);
+		return -ENOMEM;
+	}
+	got = ZSTD_decompressDCtx(d, dst, ps, src, zs);
+	if (own)
+		ZSTD_freeDCtx(d);
 	free(src);
 	if (ZSTD_isError(got))
 		return ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ?

@@ -21,10 +21,14 @@
 #include <stdint.h>
 
 /* Most plain bytes one frame holds. Frames end at a record's end
- * (a newline) unless one record fills the whole frame. 256 KiB keeps
- * the size within 1.07x of one frame on log lines, and decoding one
- * frame well under a millisecond (doc/performance.md). */
-#define TLOG_ZS_FRAME (256 * 1024)
+ * (a newline) unless one record fills the whole frame. At 128 KiB zstd
+ * picks its parameters for small inputs, which on log lines makes the
+ * frames together as small as one frame of the whole (0.96-1.08x at
+ * level 3, doc/performance.md, workload 11), and one frame decodes in
+ * about 0.1 ms. A reader takes frames of up to TLOG_ZS_FRAME_MAX, so
+ * the writer's size may change without a new format. */
+#define TLOG_ZS_FRAME (128 * 1024)
+#define TLOG_ZS_FRAME_MAX (1024 * 1024)
 #define TLOG_ZS_SKIP_MAGIC 0x184D2A5EU
 #define TLOG_ZS_MAGIC 0x8F92EAB1U
 #define TLOG_ZS_FOOT 9
@@ -80,7 +84,8 @@ int tlog_zs_load(int fd, struct tlog_zs **out);
 void tlog_zs_free(struct tlog_zs *t);
 /* The frame holding plain position pos (< pos[n]). */
 uint32_t tlog_zs_frame_at(const struct tlog_zs *t, uint64_t pos);
-/* Decodes frame i into dst (pos[i+1] - pos[i] bytes): 0, -EBADMSG if
+/* Decodes frame i into dst (pos[i+1] - pos[i] bytes, at most
+ * TLOG_ZS_FRAME_MAX): 0, -EBADMSG if
  * it fails its checksum or does not decode to exactly its size,
  * -ENOMEM or -errno. */
 int tlog_zs_read_frame(int fd, const struct tlog_zs *t, uint32_t i,
