@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -240,6 +241,26 @@ START_TEST(a_corrupt_frame_loses_only_its_records)
 }
 END_TEST
 
+/* Files of t/0 whose names end in ext. */
+static size_t
+count_files(const char *ext)
+{
+	char path[4096];
+	struct dirent *de;
+	size_t n = 0, el = strlen(ext), l;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/t/0", th_dir);
+	ck_assert_ptr_nonnull(d = opendir(path));
+	while ((de = readdir(d)) != NULL) {
+		l = strlen(de->d_name);
+		if (l > el && strcmp(de->d_name + l - el, ext) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 START_TEST(retention_bytes_counts_the_disk)
 {
 	struct tlog_part_stats ps;
@@ -260,6 +281,11 @@ START_TEST(retention_bytes_counts_the_disk)
 	tlog_partition_stats(th_P, &ps);
 	ck_assert_uint_le(ps.disk_bytes, 1 << 20);
 	ck_assert_uint_gt(ps.bytes, 2 << 20);
+	/* The deleted ones left no file: one data file and one index per
+	 * live segment. */
+	ck_assert_uint_eq(count_files(".log") + count_files(".log.zst"),
+	    ps.segments);
+	ck_assert_uint_eq(count_files(".idx"), ps.segments);
 }
 END_TEST
 
