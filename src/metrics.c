@@ -202,7 +202,7 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    (double)__atomic_load_n(&s->q.zbacklog, __ATOMIC_RELAXED));
 	gauge(&sb, "frame_cache_bytes", "Decoded frames of compressed "
 	    "segments kept for readers.",
-	    (double)__atomic_load_n(&s->fdb.zc.bytes, __ATOMIC_RELAXED));
+	    (double)tlog_zcache_bytes(&s->fdb));
 	counter(&sb, "frame_cache_hits_total", "Reads of a compressed "
 	    "frame found decoded.", get(&s->fdb.zc.hits));
 	counter(&sb, "frame_cache_misses_total", "Reads of a compressed "

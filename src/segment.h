@@ -188,6 +188,8 @@ struct tlog_fdbudget {
 /* Sets up and frees the frame cache (zread.c); max 0: the default. */
 int tlog_zcache_init(struct tlog_zcache *zc, uint64_t max);
 void tlog_zcache_destroy(struct tlog_zcache *zc);
+/* The bytes the cache holds now. */
+uint64_t tlog_zcache_bytes(struct tlog_fdbudget *b);
 /* Whether fd came from tlog_segment_open for a compressed file; its
  * mark set or cleared. */
 bool tlog_zfd_is(struct tlog_zcache *zc, int fd);

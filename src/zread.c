@@ -67,6 +67,17 @@ tlog_zcache_init(struct tlog_zcache *zc, uint64_t max)
 	return 0;
 }
 
+uint64_t
+tlog_zcache_bytes(struct tlog_fdbudget *b)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&b->ctx->work_lock);
+	n = b->zc.bytes;
+	pthread_mutex_unlock(&b->ctx->work_lock);
+	return n;
+}
+
 static void
 zent_free(struct tlog_zent *e)
 {
