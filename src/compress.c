@@ -173,6 +173,9 @@ zjob_finish(struct tlog_zjob *j)
 		__atomic_store_n(&seg->zbytes, (uint32_t)j->w.zpos,
 		    __ATOMIC_RELEASE);
 		p->zsaved += (int64_t)seg->bytes - (int64_t)j->w.zpos;
+		/* A trim the seal could not make concerns the .log, which
+		 * goes. */
+		seg->trim_pending = 0;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
 	/* Deleted meanwhile: its unlink may have come before the rename. */
@@ -186,6 +189,16 @@ zjob_finish(struct tlog_zjob *j)
 	if (unlinkat(dfd, tmp, 0) == 0 || errno == ENOENT)
 		__atomic_add_fetch(&ctx->free_unlinked, seg->bytes,
 		    __ATOMIC_RELAXED);
+	else {
+		/* Served from the .log.zst all the same; the next open
+		 * removes the .log (doc/format.md, Recovery). */
+		char where[TLOG_SEG_WHERE_MAX];
+
+		r = -errno;
+		tlog_seg_where(seg, where, sizeof(where));
+		tlog_ctx_log_err(ctx, "%s: compressed, but its plain file "
+		    "cannot be removed: %s", where, strerror(-r));
+	}
 	close(dfd);
 	TLOG_METRIC_ADD(ctx, z_segments, 1);
 	TLOG_METRIC_ADD(ctx, z_in, seg->bytes);
