@@ -20,6 +20,7 @@
 #include "zseek.h"
 
 #define TABLE_FRAME UINT32_MAX
+#define ZBATCH 8	/* frames one read holds at a time */
 
 struct tlog_zent {
 	TAILQ_ENTRY(tlog_zent) lru;
@@ -289,12 +290,16 @@ get_table(struct tlog_segment *seg, int fd, int *r)
  * Frame i decoded, referenced; NULL and *r on failure (-EBADMSG: it
  * fails its checksum). The first reader to miss it decodes it, with no
  * lock held, from an entry put in the cache at once; readers that find
- * that entry wait for it, so no frame is decoded twice at a time (the
- * kernel's readahead sends several reads of one file together).
+ * that entry wait for it (wait_frame), so no frame is decoded twice at
+ * a time: the kernel's readahead sends several reads of one file
+ * together. An entry another reader is decoding is returned as it is,
+ * with *later set, for the caller to wait for once it has decoded the
+ * other frames it needs: so the readahead's reads decode their frames
+ * side by side rather than one after the other.
  */
 static struct tlog_zent *
 get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
-    uint32_t i, int *r)
+    uint32_t i, int *r, bool *later)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_zcache *zc = &b->zc;
@@ -310,10 +315,10 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 	n->frame = i;
 	n->cost = sizeof(*n);
 	n->loading = true;
+	*later = false;
 	pthread_mutex_lock(&b->ctx->work_lock);
 	if ((e = find_locked(zc, seg->ino, i)) != NULL) {
-		while (e->loading)
-			pthread_cond_wait(&zc->cond, &b->ctx->work_lock);
+		*later = e->loading;
 		err = e->err;
 		pthread_mutex_unlock(&b->ctx->work_lock);
 		free(n);
@@ -356,16 +361,36 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 	return NULL;
 }
 
+/* Waits for e, which another reader is decoding: e, or NULL and *r if
+ * that failed (the reference dropped). */
+static struct tlog_zent *
+wait_frame(struct tlog_fdbudget *b, struct tlog_zent *e, int *r)
+{
+	int err;
+
+	pthread_mutex_lock(&b->ctx->work_lock);
+	while (e->loading)
+		pthread_cond_wait(&b->zc.cond, &b->ctx->work_lock);
+	err = e->err;
+	pthread_mutex_unlock(&b->ctx->work_lock);
+	if (err == 0)
+		return e;
+	put(b, e);
+	*r = err;
+	return NULL;
+}
+
 ssize_t
 tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
     uint64_t pos, uint64_t end, uint64_t *bad, uint64_t *badlen)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
-	struct tlog_zent *te, *fe;
+	struct tlog_zent *te, *fe[ZBATCH];
 	const struct tlog_zs *t;
+	bool later[ZBATCH];
 	size_t done = 0, n;
-	uint64_t at, off;
-	uint32_t i;
+	uint64_t at, off, stop;
+	uint32_t first, j, k, nb, fail;
 	int r = 0;
 
 	*bad = UINT64_MAX;
@@ -375,14 +400,31 @@ tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
 	t = te->table;
 	if (end > t->pos[t->n])
 		end = t->pos[t->n];
-	while (done < len && (at = pos + done) < end) {
-		i = tlog_zs_frame_at(t, at);
-		if ((fe = get_frame(seg, fd, t, i, &r)) == NULL) {
+	stop = end < pos + len ? end : pos + len;
+	while (r == 0 && (at = pos + done) < stop) {
+		/* The frames the rest of the read needs, a batch at a time:
+		 * first those no other reader decodes, then the others. */
+		first = tlog_zs_frame_at(t, at);
+		for (nb = 0; nb < ZBATCH && first + nb < t->n &&
+		    t->pos[first + nb] < stop; nb++)
+			if ((fe[nb] = get_frame(seg, fd, t, first + nb, &r,
+			    &later[nb])) == NULL)
+				break;
+		fail = nb;	/* the one that failed, if any */
+		for (j = 0; r == 0 && j < nb; j++)
+			if (later[j] && (fe[j] = wait_frame(b, fe[j], &r)) ==
+			    NULL)
+				fail = j;
+		if (r != 0) {
+			k = first + fail;
 			if (r == -EBADMSG) {
-				*bad = t->pos[i];
-				*badlen = t->pos[i + 1] - t->pos[i];
+				*bad = t->pos[k];
+				*badlen = t->pos[k + 1] - t->pos[k];
 				r = -EIO;
 			}
+			for (j = 0; j < nb; j++)
+				if (j != fail && fe[j] != NULL)
+					put(b, fe[j]);
 			/* The whole read fails: a short one would look
 			 * like the end of the file (to the kernel too), and
 			 * the reader would never learn of the frames after
@@ -390,15 +432,17 @@ tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
 			done = 0;
 			break;
 		}
-		off = at - t->pos[i];
-		n = (size_t)(t->pos[i + 1] - at);
-		if (n > len - done)
-			n = len - done;
-		if (n > end - at)
-			n = (size_t)(end - at);
-		memcpy((char *)buf + done, fe->data + off, n);
-		put(b, fe);
-		done += n;
+		for (j = 0; j < nb; j++) {
+			k = first + j;
+			off = at - t->pos[k];
+			n = (size_t)(t->pos[k + 1] - at);
+			if (n > stop - at)
+				n = (size_t)(stop - at);
+			memcpy((char *)buf + done, fe[j]->data + off, n);
+			put(b, fe[j]);
+			done += n;
+			at += n;
+		}
 	}
 	put(b, te);
 	return r != 0 ? r : (ssize_t)done;
