@@ -92,6 +92,10 @@ struct tlog_segment {
 	uint32_t nidx;		/* index entries in the file */
 	int refs;
 	unsigned sealed : 1;
+	/* Sealed, and its footer written after its data and entries were
+	 * synced (or loaded so at open): its files never change again.
+	 * Only such segments go into a periodic checkpoint. */
+	unsigned flushed : 1;
 	unsigned dead : 1;	/* detached from its partition */
 	unsigned trim_pending : 1;
 	unsigned char sealed_by;

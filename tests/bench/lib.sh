@@ -67,6 +67,15 @@ wait_gone() {	# pid
 	die "daemon $1 did not exit"
 }
 
+wait_file() {	# PATH: until it exists (10 minutes at most)
+	local i
+	for i in $(seq 1 60000); do
+		[ -e "$1" ] && return 0
+		sleep 0.01
+	done
+	die "$1 did not appear"
+}
+
 TL_PID=
 TL_MOUNT_SECS=
 tl_mount() {	# STORE MNT [opts]
