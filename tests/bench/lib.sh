@@ -121,7 +121,9 @@ fmt() {	# median min max -> "m [min-max]"
 		return sprintf("%.3g", x) }
 		BEGIN { if (m == "-") print "-"; else printf "%s [%s-%s]\n", f(m), f(a), f(b) }'
 }
-fmtr() {	# median min max of ratios -> "m [min-max]", two decimals
-	awk -v m="$1" -v a="$2" -v b="$3" 'BEGIN { if (m == "-") print "-"
-		else printf "%.2f [%.2f-%.2f]\n", m, a, b }'
+fmtr() {	# median min max of ratios -> "m [min-max]": two decimals, or
+	# two significant digits below 0.1
+	awk -v m="$1" -v a="$2" -v b="$3" 'function f(x) {
+		return x + 0 < 0.095 ? sprintf("%.2g", x) : sprintf("%.2f", x) }
+		BEGIN { if (m == "-") print "-"; else printf "%s [%s-%s]\n", f(m), f(a), f(b) }'
 }
