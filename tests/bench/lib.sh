@@ -121,9 +121,10 @@ fmt() {	# median min max -> "m [min-max]"
 		return sprintf("%.3g", x) }
 		BEGIN { if (m == "-") print "-"; else printf "%s [%s-%s]\n", f(m), f(a), f(b) }'
 }
-fmtr() {	# median min max of ratios -> "m [min-max]": two decimals, or
-	# two significant digits below 0.1
+fmtr() {	# median min max of ratios -> "m [min-max]": two decimals, two
+	# significant digits below 0.1, none from 100
 	awk -v m="$1" -v a="$2" -v b="$3" 'function f(x) {
+		if (x + 0 >= 100) return sprintf("%.0f", x)
 		return x + 0 < 0.095 ? sprintf("%.2g", x) : sprintf("%.2f", x) }
 		BEGIN { if (m == "-") print "-"; else printf "%s [%s-%s]\n", f(m), f(a), f(b) }'
 }
