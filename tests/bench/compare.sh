@@ -52,8 +52,8 @@ record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RES"; }	# ROW WHO R
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" | head -1; }	# KEY < tlbench line
 
 # The builds of a round, in this round's order: BASE first in odd
-# rounds, NEW first in even ones.
-order() { if [ $(($1 % 2)) = 1 ]; then echo "base new"; else echo "new base"; fi; }
+# rounds, NEW first in even ones (rotate, lib.sh).
+order() { rotate "$1" base new | xargs; }
 dir_of() { if [ "$1" = base ]; then echo "$BASE"; else echo "$NEW"; fi; }
 
 # ---- a tlogfs mount per build, kept for the small appends ----
