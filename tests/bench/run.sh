@@ -10,7 +10,7 @@
 # what it compares and whether that is like for like.
 #
 # Environment:
-#   BENCH_QUICK=1   smaller sizes and 3 repetitions (about 15 minutes)
+#   BENCH_QUICK=1   smaller sizes and 3 repetitions (about 20 minutes)
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
