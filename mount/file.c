@@ -1,8 +1,7 @@
 /*
  * file.c - open files: segments, `current` and .tlogfs/metrics.
  *
- * Sealed segments are read-only and keep their page cache, or are read
- * by the kernel from their own files (FUSE passthrough, below); `current`
+ * Sealed segments are read-only and keep their page cache; `current`
  * and every write handle use direct I/O, so sizes are fresh and no page
  * is stale. Writes append to the partition through one engine writer
  * per open file, whatever the offset, and whichever segment the file
@@ -37,12 +36,8 @@ handle_free(struct tl_fs *fs, struct tl_handle *h, bool unlist)
 	free(h);
 }
 
-static void pass_release(struct tl_fs *fs, struct tl_handle *h,
-    fuse_req_t req);
-
 /* Lists a new handle, so that a stop flushes it even if no RELEASE
- * comes, and replies with it. A reply that fails frees the request:
- * its backing file, if any, stays with the kernel until the unmount. */
+ * comes, and replies with it. */
 static void
 reply_open(fuse_req_t req, struct fuse_file_info *fi, struct tl_handle *h)
 {
@@ -52,10 +47,8 @@ reply_open(fuse_req_t req, struct fuse_file_info *fi, struct tl_handle *h)
 	pthread_mutex_lock(&fs->hlock);
 	LIST_INSERT_HEAD(&fs->handles, h, link);
 	pthread_mutex_unlock(&fs->hlock);
-	if (fuse_reply_open(req, fi) != 0) {
-		pass_release(fs, h, NULL);
+	if (fuse_reply_open(req, fi) != 0)
 		handle_free(fs, h, true);
-	}
 }
 
 void
@@ -67,80 +60,10 @@ tl_close_handles(struct tl_fs *fs)
 	while ((h = LIST_FIRST(&fs->handles)) != NULL) {
 		LIST_REMOVE(h, link);
 		pthread_mutex_unlock(&fs->hlock);
-		pass_release(fs, h, NULL);
 		handle_free(fs, h, false);
 		pthread_mutex_lock(&fs->hlock);
 	}
 	pthread_mutex_unlock(&fs->hlock);
-}
-
-/*
- * FUSE passthrough (libfuse 3.17 and later, a kernel of 6.9 or later, a
- * daemon with CAP_SYS_ADMIN): a sealed segment opened read-only is read
- * by the kernel from its data file, through the store file system's own
- * page cache, whose large folios the FUSE page cache lacks (4 KiB pages
- * on 6.18: warm reads at 0.5-0.65 of native, about 1 this way;
- * doc/performance.md, hotspot 9). Only a sealed segment may be: its
- * data file is its view, byte for byte, and never changes.
- *
- * The kernel keeps an inode in one mode at a time, and one backing file
- * per inode: so a node's first read-only open decides for as long as it
- * is open, every open of it shares one backing id, and the last release
- * closes it. A refusal (libfuse logs it) leaves that node in the page
- * cache for good (backing_id -1) and turns passthrough off for the
- * mount's later opens, so that it is logged once; nodes passed through
- * already stay so until their last release. All under fs->hlock.
- */
-static bool
-pass_open(struct tl_fs *fs, struct tl_node *n, struct tl_handle *h,
-    struct fuse_file_info *fi, fuse_req_t req)
-{
-#if FUSE_USE_VERSION >= 317
-	bool on;
-
-	pthread_mutex_lock(&fs->hlock);
-	if (fs->passthrough && n->backing_id == 0) {
-		n->backing_id = fuse_passthrough_open(req, h->fd);
-		if (n->backing_id <= 0) {
-			n->backing_id = -1;
-			fs->passthrough = false;
-		}
-	}
-	if ((on = n->backing_id > 0)) {
-		n->npass++;
-		h->pass = n;
-		fi->backing_id = n->backing_id;
-	}
-	pthread_mutex_unlock(&fs->hlock);
-	return on;
-#else
-	(void)fs; (void)n; (void)h; (void)fi; (void)req;
-	return false;
-#endif
-}
-
-/* At a handle's release (req), or without a request (NULL): at the
- * stop, where the kernel drops every backing file with the connection,
- * or after a failed reply. */
-static void
-pass_release(struct tl_fs *fs, struct tl_handle *h, fuse_req_t req)
-{
-#if FUSE_USE_VERSION >= 317
-	struct tl_node *n = h->pass;
-
-	if (n == NULL)
-		return;
-	pthread_mutex_lock(&fs->hlock);
-	if (--n->npass == 0) {
-		if (req != NULL)
-			(void)fuse_passthrough_close(req, n->backing_id);
-		n->backing_id = 0;
-	}
-	pthread_mutex_unlock(&fs->hlock);
-	h->pass = NULL;
-#else
-	(void)fs; (void)h; (void)req;
-#endif
 }
 
 /*
@@ -244,10 +167,9 @@ tl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Sealed data never changes: keep its pages. Anything that can
 	 * grow, and every writer, goes straight to the daemon, one request
 	 * at a time per write(2) (no async direct I/O, see tl_init). */
-	if (acc == O_RDONLY && sealed) {
-		if (h->fd < 0 || !pass_open(fs, n, h, fi, req))
-			fi->keep_cache = 1;
-	} else
+	if (acc == O_RDONLY && sealed)
+		fi->keep_cache = 1;
+	else
 		fi->direct_io = 1;
 	reply_open(req, fi, h);
 	return;
@@ -366,10 +288,7 @@ tl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void
 tl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tl_handle *h = (struct tl_handle *)(uintptr_t)fi->fh;
-
 	(void)ino;
-	pass_release(tl_fs_of(req), h, req);
-	handle_free(tl_fs_of(req), h, true);
+	handle_free(tl_fs_of(req), (struct tl_handle *)(uintptr_t)fi->fh, true);
 	fuse_reply_err(req, 0);
 }

@@ -68,11 +68,6 @@ struct tl_node {
 	struct tlog_partition *part;	/* TL_PART; borrowed for the others */
 	struct tlog_segment *seg;	/* TL_SEG */
 	int64_t empty_ms;		/* TL_EMPTY: its mtime, set once */
-	/* A sealed name read through FUSE passthrough (file.c): the
-	 * kernel's backing id, > 0 while npass handles use it; 0 not
-	 * decided; -1 for good through the page cache (fs->hlock). */
-	int backing_id;
-	unsigned npass;
 };
 
 /* An open file. Every handle is on the daemon's list, so that a stop
@@ -93,7 +88,6 @@ struct tl_handle {
 	uint64_t pos;
 	struct fuse_pollhandle *ph;
 	struct tl_handle *wnext;
-	struct tl_node *pass;		/* its node, if read by passthrough */
 };
 
 /* A kernel notification waiting for the unlinker thread: an entry gone. */
@@ -119,9 +113,8 @@ struct tl_fs {
 	size_t nnodes;
 	struct tl_node root;
 
-	pthread_mutex_t hlock;		/* open handles, nodes' backing ids */
+	pthread_mutex_t hlock;		/* open handles */
 	LIST_HEAD(, tl_handle) handles;
-	bool passthrough;		/* the kernel took FUSE_PASSTHROUGH */
 
 	pthread_mutex_t plock;		/* poll wait lists (poll.c) */
 	struct tl_handle **waits;

@@ -32,10 +32,6 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
-#if FUSE_USE_VERSION >= 317
-#include <linux/capability.h>
-#include <sys/syscall.h>
-#endif
 
 #include "mount.h"
 
@@ -573,30 +569,10 @@ tl_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- session ---- */
 
-#if FUSE_USE_VERSION >= 317
-/* The kernel lends a backing file only to a daemon with CAP_SYS_ADMIN:
- * without it, passthrough is not asked for (libfuse would log each
- * refusal). */
-static bool
-may_pass_through(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data) != 0)
-		return false;
-	return (data[CAP_SYS_ADMIN / 32].effective &
-	    (1U << (CAP_SYS_ADMIN % 32))) != 0;
-}
-#endif
-
 static void
 tl_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct tl_fs *fs = userdata;
-
+	(void)userdata;
 	/*
 	 * Writes of one handle must reach the engine in order: no async
 	 * direct I/O (the parts of one large write could run at once), no
@@ -610,18 +586,6 @@ tl_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->max_write = 1U << 20;
-	/* Sealed segments are read by the kernel from their own files
-	 * where it can (file.c). The store is on a file system of stack
-	 * depth 0: one level is enough. */
-#if FUSE_USE_VERSION >= 317
-	if (may_pass_through()) {
-		conn->max_backing_stack_depth = 1;
-		fs->passthrough = fuse_set_feature_flag(conn,
-		    FUSE_CAP_PASSTHROUGH);
-	}
-#else
-	(void)fs;
-#endif
 }
 
 const struct fuse_lowlevel_ops tl_ops = {
