@@ -12,7 +12,8 @@
  * The same thread unlinks the files of detached segments, writes the
  * footers of sealed ones and compresses them (compression.type), so
  * that no request waits for that I/O
- * (doc/architecture.md, "The data's path").
+ * (doc/architecture.md, "The data's path"), and writes the periodic
+ * checkpoint (tlog_store_checkpoint_tick).
  */
 #include "config.h"
 
@@ -173,7 +174,8 @@ tl_unlinker(void *arg)
 		pthread_mutex_unlock(&fs->nlock);
 		if (stop)
 			break;
-		queued = tlog_store_unlink_wait(fs->store, -1);
+		queued = tlog_store_unlink_wait(fs->store,
+		    tlog_store_checkpoint_tick(fs->store));
 		if (delay > 0 && delay < 10000)
 			usleep((useconds_t)delay * 1000);
 		done = tlog_store_unlink_pending(fs->store, 64);

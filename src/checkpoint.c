@@ -43,6 +43,7 @@
 #define CKPT_ACT 80
 #define CKPT_F_ACTIVE 1u
 #define CKPT_S_ZST 1u		/* a sealed entry's byte 61: compressed */
+#define CKPT_H_PERIODIC 1u	/* header flag: written while the store ran */
 #define CKPT_TRAILER 12
 #define CKPT_MAX ((size_t)1 << 32)	/* larger is not ours */
 
@@ -166,7 +167,8 @@ parse(struct tlog_ckpt *c, size_t size)
 }
 
 struct tlog_ckpt *
-tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, const uint64_t *nonce)
+tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
+    const uint64_t *nonce)
 {
 	struct tlog_ckpt *c = NULL;
 	struct stat st;
@@ -223,10 +225,21 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, const uint64_t *nonce)
 		why = "damaged";
 		goto bad;
 	}
-	/* Written by another close than the one whose mark is there (a
-	 * version of tlogfs that knows no checkpoint closed the store
-	 * since): not this close's record. */
-	if (nonce == NULL || tlog_get64(c->buf + 16) != *nonce) {
+	/* A clean close's, written by another close than the one whose
+	 * mark is there (a version of tlogfs that knows no checkpoint
+	 * closed the store since): not this close's record. A periodic
+	 * one needs no mark: it names only segments whose files never
+	 * change again, each checked against its file (recover.c). */
+	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) && nonce == NULL &&
+	    !was_clean) {
+		/* A clean close's, after a crash: what that close left
+		 * behind, not news (every index is read, as ever). */
+		close(fd);
+		tlog_ckpt_free(c);
+		return NULL;
+	}
+	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) &&
+	    (nonce == NULL || tlog_get64(c->buf + 16) != *nonce)) {
 		why = "not written by the last clean close";
 		goto bad;
 	}
@@ -340,6 +353,7 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	seg->nidx = tlog_get32(e + 56);
 	seg->sealed_by = e[60];
 	seg->sealed = 1;
+	seg->flushed = 1;
 	file->z = (e[61] & CKPT_S_ZST) != 0;
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
@@ -424,16 +438,39 @@ put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
 	return true;
 }
 
+/* Sealed entry b for seg, whose data file dfd holds; false if that file
+ * cannot be looked at. */
+static bool
+put_sealed(unsigned char *b, const struct tlog_segment *seg, int dfd)
+{
+	struct stat st;
+	char name[40];
+
+	tlog_segname_format(seg->base, seg->zbytes != 0 ? ".log.zst" : ".log",
+	    name, sizeof(name));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return false;
+	entry_put(b, seg, &st);
+	tlog_put32(b + 56, (uint32_t)seg->nidx);
+	memset(b + 60, 0, 4);
+	b[60] = seg->sealed_by;
+	if (seg->zbytes != 0)
+		b[61] = CKPT_S_ZST;
+	return true;
+}
+
 /* p's path, directory, sealed segments and active segment; false if it
  * has none, or if a sealed segment's file cannot be looked at (then
  * nothing is added: recovery reads such a partition as it would
  * without). An active segment whose data does not end at its last index
  * entry (only a close that could not write that entry leaves one) is
- * left out, and read at the next open. */
+ * left out, and read at the next open. A periodic checkpoint names only
+ * the flushed sealed segments up to the first one that is not, and no
+ * active segment: what it names never changes on disk again. */
 static bool
-add_part(struct out *o, struct tlog_partition *p)
+add_part(struct out *o, struct tlog_partition *p, bool periodic)
 {
-	char where[2 * TLOG_NAME_MAX + 2], name[32];
+	char where[2 * TLOG_NAME_MAX + 2];
 	struct tlog_segment *seg;
 	struct stat st;
 	unsigned char *b;
@@ -458,24 +495,17 @@ add_part(struct out *o, struct tlog_partition *p)
 	tlog_put64(b + 2 + len + 8, tlog_ckpt_ctime(&st));
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (!seg->sealed || n == UINT32_MAX)
+		if (!seg->sealed || n == UINT32_MAX || (periodic &&
+		    (!seg->flushed || seg->trim_pending)))
 			break;
-		tlog_segname_format(seg->base, seg->zbytes != 0 ? ".log.zst" :
-		    ".log", name, sizeof(name));
-		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    (b = out_take(o, CKPT_ENT)) == NULL) {
+		if ((b = out_take(o, CKPT_ENT)) == NULL ||
+		    !put_sealed(b, seg, dfd)) {
 			ok = false;
 			break;
 		}
-		entry_put(b, seg, &st);
-		tlog_put32(b + 56, (uint32_t)seg->nidx);
-		memset(b + 60, 0, 4);
-		b[60] = seg->sealed_by;
-		if (seg->zbytes != 0)
-			b[61] = CKPT_S_ZST;
 		n++;
 	}
-	if (ok && seg != NULL && !seg->sealed &&
+	if (ok && !periodic && seg != NULL && !seg->sealed &&
 	    seg == TAILQ_LAST(&p->segs, tlog_seglist) &&
 	    tlog_seg_ends_indexed(seg) &&
 	    (b = out_take(o, CKPT_ACT)) != NULL) {
@@ -497,8 +527,8 @@ add_part(struct out *o, struct tlog_partition *p)
 }
 
 int
-tlog_ckpt_write(int storefd, uint64_t nonce, struct tlog_partition **v,
-    size_t n, struct tlog_partition *ev)
+tlog_ckpt_write(int storefd, uint64_t nonce, bool periodic,
+    struct tlog_partition **v, size_t n, struct tlog_partition *ev)
 {
 	struct out o = { 0 };
 	unsigned char *b;
@@ -509,19 +539,26 @@ tlog_ckpt_write(int storefd, uint64_t nonce, struct tlog_partition **v,
 	if ((b = out_take(&o, CKPT_HDR)) != NULL) {
 		memcpy(b, CKPT_MAGIC, 8);
 		tlog_put32(b + 8, CKPT_VERSION);
-		tlog_put32(b + 12, 0);
+		tlog_put32(b + 12, periodic ? CKPT_H_PERIODIC : 0);
 		tlog_put64(b + 16, nonce);
 	}
 	for (i = 0; i < n; i++)
-		nparts += add_part(&o, v[i]);
+		nparts += add_part(&o, v[i], periodic);
 	if (ev != NULL)
-		nparts += add_part(&o, ev);
+		nparts += add_part(&o, ev, periodic);
 	if ((b = out_take(&o, CKPT_TRAILER)) != NULL) {
 		tlog_put64(b, nparts);
 		tlog_put32(b + 8, tlog_crc32c(0, o.b, o.len - 4));
 	}
-	r = o.failed ? -ENOMEM : tlog_write_atomic(storefd, TLOG_CKPT_PATH,
-	    o.b, o.len);
+	/* The footers of the segments it names were written before it was
+	 * built; the syncfs puts them on disk before the file that vouches
+	 * for them (a clean close has synced everything already). */
+	if (o.failed)
+		r = -ENOMEM;
+	else if (periodic && syncfs(storefd) == -1)
+		r = -errno;
+	else
+		r = tlog_write_atomic(storefd, TLOG_CKPT_PATH, o.b, o.len);
 	free(o.b);
 	return r;
 }

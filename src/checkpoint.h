@@ -4,10 +4,13 @@
  *
  * The store writes .tlogfs/checkpoint at a clean close, after every
  * partition is on disk and before the clean mark, both carrying the same
- * random nonce; a read-write open removes it with the mark. A checkpoint
- * is thus trusted only as the record of the close that wrote the mark.
- * Recovery trusts a partition's part of it only when the last close was
- * clean and the directory listing agrees (recover.c).
+ * random nonce; a read-write open removes it with the mark. Such a
+ * checkpoint is trusted only as the record of the close that wrote the
+ * mark. While the store runs, it also writes periodic ones (flagged so,
+ * with no mark), which name only segments whose files never change
+ * again, so that an open after a crash reads only what changed since.
+ * Recovery trusts a partition's part of either only when its directory
+ * and listing agree (recover.c).
  */
 #ifndef TLOG_CHECKPOINT_H
 #define TLOG_CHECKPOINT_H
@@ -52,13 +55,14 @@ struct tlog_ckpt_part {
 uint64_t tlog_ckpt_ctime(const struct stat *st);
 bool tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st);
 
-/* Reads the checkpoint in the store directory storefd, which the clean
- * close that wrote *nonce in the clean mark must have written (NULL:
- * the mark holds none, so no checkpoint is that close's): NULL if
- * there is none, or if it is damaged or another close's (logged once:
+/* Reads the checkpoint in the store directory storefd: a periodic one,
+ * or after a clean close (was_clean) the one that close wrote with
+ * *nonce in the clean mark (NULL: the mark holds none, so no checkpoint
+ * is that close's). NULL if there is none, or if it is damaged or
+ * another close's (logged once, but for a clean close's after a crash:
  * recovery then reads every footer, as without one). */
 struct tlog_ckpt *tlog_ckpt_load(struct tlog_ctx *ctx, int storefd,
-    const uint64_t *nonce);
+    bool was_clean, const uint64_t *nonce);
 void tlog_ckpt_free(struct tlog_ckpt *c);
 /* The part for the partition at path where (topic/partition); false if
  * the checkpoint has none. */
@@ -83,11 +87,13 @@ struct tlog_segment *tlog_ckpt_active(struct tlog_partition *p,
 uint64_t tlog_ckpt_active_base(const struct tlog_ckpt_part *cp);
 
 /* Writes the checkpoint of v[0..n) (and the events partition ev, if not
- * NULL): their sealed segments, and each active segment whose data ends
- * at its last index entry (as a clean close leaves it), to storefd
- * atomically and durably; 0 or -errno. Each partition's lock is taken
- * in turn. */
-int tlog_ckpt_write(int storefd, uint64_t nonce, struct tlog_partition **v,
-    size_t n, struct tlog_partition *ev);
+ * NULL) to storefd atomically and durably; 0 or -errno. Each
+ * partition's lock is taken in turn. A clean close's (periodic false,
+ * after every partition and a syncfs): their sealed segments, and each
+ * active segment whose data ends at its last index entry (as a clean
+ * close leaves it). A periodic one, while the store runs: only the
+ * flushed sealed segments, then a syncfs before the file is written. */
+int tlog_ckpt_write(int storefd, uint64_t nonce, bool periodic,
+    struct tlog_partition **v, size_t n, struct tlog_partition *ev);
 
 #endif /* TLOG_CHECKPOINT_H */

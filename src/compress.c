@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "compress.h"
@@ -34,15 +33,6 @@
 
 /* Frames per slice: 4 MiB of input, some 10 ms of one core at level 3. */
 #define SLICE_FRAMES 32
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 void
 tlog_part_zqueue(struct tlog_partition *p, struct tlog_segment *seg)
@@ -200,6 +190,9 @@ zjob_finish(struct tlog_zjob *j)
 		    "cannot be removed: %s", where, strerror(-r));
 	}
 	close(dfd);
+	/* Its directory changed: the next periodic checkpoint records
+	 * it compressed. */
+	__atomic_add_fetch(&ctx->ckpt_changes, 1, __ATOMIC_RELAXED);
 	TLOG_METRIC_ADD(ctx, z_segments, 1);
 	TLOG_METRIC_ADD(ctx, z_in, seg->bytes);
 	TLOG_METRIC_ADD(ctx, z_out, j->w.zpos);
@@ -210,7 +203,7 @@ zjob_finish(struct tlog_zjob *j)
 static enum step
 zjob_step(struct tlog_zjob *j)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = tlog_mono_ns();
 	enum step st = STEP_MORE;
 	int i, r;
 
@@ -224,8 +217,8 @@ zjob_step(struct tlog_zjob *j)
 			return zjob_drop(j, r, "compressing");
 	if (j->pos >= j->end)
 		st = zjob_finish(j);
-	j->ns += mono_ns() - t0;
-	TLOG_METRIC_ADD(j->seg->sd->ctx, z_ns, mono_ns() - t0);
+	j->ns += tlog_mono_ns() - t0;
+	TLOG_METRIC_ADD(j->seg->sd->ctx, z_ns, tlog_mono_ns() - t0);
 	return st;
 }
 

@@ -61,6 +61,9 @@ struct tlog_ctx {
 	unsigned suppressed;
 	struct tlog_metrics metrics;
 	uint64_t next_ino;		/* atomic */
+	/* Segments flushed or unlinked so far (atomic): a periodic
+	 * checkpoint is due only once this moved (store.c). */
+	uint64_t ckpt_changes;
 	/* retention.keep.free: bytes appended (users' and events'), and
 	 * the count at which the reaper wants to check free space (0:
 	 * not armed); both atomic. */

@@ -174,7 +174,8 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
  */
 static bool
 ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    const struct found *f, size_t n, const char *where, int dfd)
+    const struct found *f, size_t n, const char *where, int dfd,
+    bool was_clean)
 {
 	uint64_t last = cp->n > 0 ? tlog_ckpt_base(cp, cp->n - 1) : 0;
 	struct stat st;
@@ -197,8 +198,12 @@ ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	if (i == n && j == cp->n)
 		return true;
 disagree:
-	tlog_ctx_log(p->ctx, LOG_NOTICE, "%s: the checkpoint does not match "
-	    "the directory; reading every segment's index", where);
+	/* After a crash, a partition changed since the last periodic
+	 * checkpoint is the common case, not news. */
+	if (was_clean)
+		tlog_ctx_log(p->ctx, LOG_NOTICE, "%s: the checkpoint does not "
+		    "match the directory; reading every segment's index",
+		    where);
 	return false;
 }
 
@@ -431,8 +436,8 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log &&
 	    !f[lastlog - 1].zst; lastlog--)
 		;
-	trusted = rc->was_clean && tlog_ckpt_find(rc->ckpt, where, &cp) &&
-	    ckpt_agrees(p, &cp, f, n, where, dfd);
+	trusted = tlog_ckpt_find(rc->ckpt, where, &cp) &&
+	    ckpt_agrees(p, &cp, f, n, where, dfd, rc->was_clean);
 	for (i = 0, j = 0; i < n; i++) {
 		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j) &&
 		    (seg = ckpt_segment(p, &cp, j++, dfd)) != NULL)

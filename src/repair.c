@@ -484,6 +484,7 @@ load_clean(struct load *l)
 	seg->first_ts = l->foot.first_ts;
 	seg->max_ts = l->foot.max_ts;
 	seg->sealed = 1;
+	seg->flushed = 1;
 	seg->sealed_by = (unsigned char)l->foot.sealed_by;
 	seg->nidx = (uint32_t)l->v.n;
 	if (!l->ctx->ro && (uint64_t)l->st.st_blocks * 512 >
@@ -678,6 +679,7 @@ load_fix_index(struct load *l)
 
 	if (!l->rebuild && !l->torn && v->n == l->n0 &&
 	    l->footer == (bool)seg->sealed) {
+		seg->flushed = seg->sealed;
 		seg->nidx = (uint32_t)v->n;
 		if (v->n) {
 			seg->live->last_idx_rel = v->e[v->n - 1].rel;
@@ -706,8 +708,10 @@ load_fix_index(struct load *l)
 	} else if ((r = write_index(l->dfd, seg, v, seg->sealed)) != 0) {
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%020" PRIu64 ".idx: cannot "
 		    "write: %s", l->where, l->base, strerror(-r));
-	} else
+	} else {
+		seg->flushed = seg->sealed;
 		*l->dirty = true;
+	}
 }
 
 /*

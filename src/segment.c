@@ -405,6 +405,11 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 	x = seg->live;
 	if (x != NULL && r == 0 && io->sync && x->sgen < io->gen)
 		x->sgen = io->gen;
+	if (io->footer && r == 0) {
+		seg->flushed = 1;
+		__atomic_add_fetch(&sd->ctx->ckpt_changes, 1,
+		    __ATOMIC_RELAXED);
+	}
 	if (x != NULL && io->footer && r == 0 && io->bound) {
 		seg->nidx = (uint32_t)io->nidx;
 		x->last_idx_rel = io->be.rel;

@@ -99,6 +99,10 @@ struct tlog_segment {
 	int refs;
 	unsigned zbad_said : 1;	/* a corrupt frame was said (sd->lock) */
 	unsigned sealed : 1;
+	/* Sealed, and its footer written after its data and entries were
+	 * synced (or loaded so at open): its files never change again.
+	 * Only such segments go into a periodic checkpoint. */
+	unsigned flushed : 1;
 	unsigned dead : 1;	/* detached from its partition */
 	unsigned trim_pending : 1;
 	unsigned char sealed_by;

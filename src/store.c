@@ -517,7 +517,7 @@ tlog_store_close(struct tlog_store *s)
 	 * no index (checkpoint.h); without it, the next open reads them
 	 * all, and no older checkpoint may stay to be trusted. */
 	nonce = ((uint64_t)arc4random() << 32) | arc4random();
-	if (!bad && (r = tlog_ckpt_write(s->tree.dirfd, nonce, v, n,
+	if (!bad && (r = tlog_ckpt_write(s->tree.dirfd, nonce, false, v, n,
 	    s->ev.p)) != 0) {
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot write %s: "
 		    "%s; the next open reads every segment's index", s->path,
@@ -596,6 +596,53 @@ int
 tlog_topic_list(struct tlog_store *s, struct tlog_dirent **out, size_t *n)
 {
 	return tlog_reg_topic_list(&s->reg, out, n);
+}
+
+int
+tlog_store_checkpoint(struct tlog_store *s)
+{
+	struct tlog_partition **v;
+	size_t n, i;
+	int r;
+
+	if (s->ctx.ro)
+		return 0;
+	if ((r = tlog_store_partitions(s, &v, &n)) != 0)
+		return r;
+	r = tlog_ckpt_write(s->tree.dirfd, 0, true, v, n, s->ev.p);
+	for (i = 0; i < n; i++)
+		tlog_partition_put(v[i]);
+	free(v);
+	return r;
+}
+
+int
+tlog_store_checkpoint_tick(struct tlog_store *s)
+{
+	uint64_t changes = __atomic_load_n(&s->ctx.ckpt_changes,
+	    __ATOMIC_RELAXED);
+	int64_t now = (int64_t)(tlog_mono_ns() / 1000000);
+	int64_t since = now - s->ckpt_ms;
+	int r;
+
+	if (s->ctx.ro)
+		return -1;
+	if (s->ckpt_ms == 0 || (changes != s->ckpt_seen &&
+	    (since >= TLOG_CKPT_EVERY_MS || (since >= TLOG_CKPT_MIN_MS &&
+	    changes - s->ckpt_seen >= TLOG_CKPT_EVERY_CHANGES)))) {
+		/* A failure is retried no sooner than a success would be. */
+		if ((r = tlog_store_checkpoint(s)) != 0)
+			tlog_ctx_log_err(&s->ctx, "store %s: cannot write %s: "
+			    "%s; an open after a crash reads every segment's "
+			    "index", s->path, TLOG_CKPT_PATH, strerror(-r));
+		s->ckpt_ms = now > 0 ? now : 1;
+		s->ckpt_seen = changes;
+		since = 0;
+	}
+	/* Changes made on other threads (an fsync's flush, the size
+	 * ceiling's unlink) wake nobody: looked at once a period. */
+	return (int)(since < TLOG_CKPT_EVERY_MS ? TLOG_CKPT_EVERY_MS - since :
+	    TLOG_CKPT_EVERY_MS);
 }
 
 int

@@ -59,6 +59,12 @@ struct tlog_store {
 	mode_t root_mode;
 	uint64_t root_owner;
 	bool created;			/* this open made the store */
+	/* The periodic checkpoint, the background thread's alone
+	 * (tlog_store_checkpoint_tick): when the last was written
+	 * (monotonic ms; 0: none since the open) and ctx.ckpt_changes
+	 * then. */
+	int64_t ckpt_ms;
+	uint64_t ckpt_seen;
 };
 
 /* The mount root's mode and owner (mode, uid or gid -1: unchanged), written to

@@ -473,12 +473,12 @@ tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 			(void)unlinkat(s->tree.dirfd, ".tlogfs/clean", 0);
 	} else
 		s->rc.was_clean = false;
-	/* The checkpoint is the last clean close's: read now, and gone
-	 * with the mark, so that no later open can take an older one for
-	 * the last close's (checkpoint.h). */
-	if (s->rc.was_clean)
-		s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd,
-		    read_mark_nonce(s, &nonce) ? &nonce : NULL);
+	/* The checkpoint is the last clean close's, or after a crash the
+	 * last periodic one: read now, and gone with the mark, so that no
+	 * later open can take an older one for the last close's
+	 * (checkpoint.h); the store writes a new one once open. */
+	s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd, s->rc.was_clean,
+	    s->rc.was_clean && read_mark_nonce(s, &nonce) ? &nonce : NULL);
 	/* A directory at the name was never a checkpoint (nor trusted as
 	 * one: tlog_ckpt_load said so); it stays, the open goes on. */
 	if (!s->ctx.ro && unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&

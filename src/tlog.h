@@ -553,6 +553,22 @@ size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
  * many were done. */
 int tlog_store_compress_pending(struct tlog_store *s, int max);
 void tlog_store_wakeup(struct tlog_store *s);
+/*
+ * The periodic checkpoint (doc/format.md, "The checkpoint"), so that an
+ * open after a crash reads only the partitions changed since.
+ * tlog_store_checkpoint writes one now: 0 or -errno. The store's
+ * background thread calls tlog_store_checkpoint_tick, which writes one
+ * when due (at once after the open, then TLOG_CKPT_EVERY_MS after the
+ * last once a segment was flushed or deleted since, or sooner after
+ * TLOG_CKPT_EVERY_CHANGES of them, but never within TLOG_CKPT_MIN_MS of
+ * the last), and returns the ms until it should be called again at the
+ * latest (-1: never; a read-only store writes none).
+ */
+#define TLOG_CKPT_EVERY_MS 60000
+#define TLOG_CKPT_EVERY_CHANGES 10000
+#define TLOG_CKPT_MIN_MS 5000
+int tlog_store_checkpoint(struct tlog_store *s);
+int tlog_store_checkpoint_tick(struct tlog_store *s);
 
 /* ---- the reaper (reaper.c) ---- */
 

@@ -112,6 +112,7 @@ emit_deleted(struct tlog_partition *p, struct tlog_segment *seg)
 	ev.trigger = seg->sealed_by;
 	ev.rule = seg->rule;
 	TLOG_METRIC_ADD(p->ctx, deletions[seg->rule], 1);
+	__atomic_add_fetch(&p->ctx->ckpt_changes, 1, __ATOMIC_RELAXED);
 	TLOG_METRIC_ADD(p->ctx, deleted_bytes, seg->bytes);
 	p->env->emit(p->env->arg, p, &ev);
 }

@@ -52,8 +52,8 @@ record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RES"; }	# ROW WHO R
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" | head -1; }	# KEY < tlbench line
 
 # The builds of a round, in this round's order: BASE first in odd
-# rounds, NEW first in even ones.
-order() { if [ $(($1 % 2)) = 1 ]; then echo "base new"; else echo "new base"; fi; }
+# rounds, NEW first in even ones (rotate, lib.sh).
+order() { rotate "$1" base new | xargs; }
 dir_of() { if [ "$1" = base ]; then echo "$BASE"; else echo "$NEW"; fi; }
 
 # ---- a tlogfs mount per build, kept for the small appends ----
@@ -122,8 +122,8 @@ done
 # ---- the report ----
 cell() { awk -F'\t' -v w="$1" -v t="$2" '$1 == w && $2 == t { print $4 }' "$RES" | stats; }
 ratios() {	# ROW: NEW/BASE of each round
-	awk -F'\t' -v w="$1" '$1 == w && $2 != "native" { v[$2, $3] = $4; n[$3] = 1 }
-		END { for (r in n) if (v["base", r] > 0) print v["new", r] / v["base", r] }' "$RES" | stats
+	awk -F'\t' -v w="$1" -v OFS='\t' '$1 == w { print $3, $2, $4 }' "$RES" |
+		per_round new base | stats
 }
 {
 	echo "# tlogfs: $(git -C "$NEW" log -1 --format=%h 2>/dev/null || echo NEW) against $(git -C "$BASE" log -1 --format=%h 2>/dev/null || echo BASE)"
@@ -138,7 +138,7 @@ ratios() {	# ROW: NEW/BASE of each round
 		# shellcheck disable=SC2046
 		printf '| %s | %s | %s | %s | %s |\n' "$w" \
 			"$(fmt $(cell "$w" base))" "$(fmt $(cell "$w" new))" \
-			"$(fmt $(ratios "$w"))" "$(fmt $(cell "$w" native))"
+			"$(fmtr $(ratios "$w"))" "$(fmt $(cell "$w" native))"
 	done
 } >"$OUT"
 cat "$OUT"

@@ -67,6 +67,15 @@ wait_gone() {	# pid
 	die "daemon $1 did not exit"
 }
 
+wait_file() {	# PATH: until it exists (10 minutes at most)
+	local i
+	for i in $(seq 1 60000); do
+		[ -e "$1" ] && return 0
+		sleep 0.01
+	done
+	die "$1 did not appear"
+}
+
 TL_PID=
 TL_MOUNT_SECS=
 tl_mount() {	# STORE MNT [opts]
@@ -103,11 +112,28 @@ stats() {	# values on stdin -> "median min max"
 		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 		print m, v[1], v[NR] }'
 }
+# per_round A B: on stdin lines "ROUND<TAB>TARGET<TAB>VALUE"; prints A's
+# value over B's for every round that measured both, one a line (for
+# stats). Targets run side by side in each round, so a round's ratio is
+# taken under the same load: the median of these, with their min-max, is
+# what the reports compare, never a ratio of medians from different
+# rounds.
+per_round() {
+	awk -F'\t' -v a="$1" -v b="$2" '$2 == a { x[$1] = $3 } $2 == b { y[$1] = $3 }
+		END { for (r in x) if ((r in y) && y[r] > 0) print x[r] / y[r] }'
+}
 fmt() {	# median min max -> "m [min-max]"
 	awk -v m="$1" -v a="$2" -v b="$3" 'function f(x) {
 		if (x == "-") return x
 		if (x + 0 >= 1000) return sprintf("%.0f", x)
 		if (x + 0 >= 10) return sprintf("%.1f", x)
 		return sprintf("%.3g", x) }
+		BEGIN { if (m == "-") print "-"; else printf "%s [%s-%s]\n", f(m), f(a), f(b) }'
+}
+fmtr() {	# median min max of ratios -> "m [min-max]": two decimals, two
+	# significant digits below 0.1, none from 100
+	awk -v m="$1" -v a="$2" -v b="$3" 'function f(x) {
+		if (x + 0 >= 100) return sprintf("%.0f", x)
+		return x + 0 < 0.095 ? sprintf("%.2g", x) : sprintf("%.2f", x) }
 		BEGIN { if (m == "-") print "-"; else printf "%s [%s-%s]\n", f(m), f(a), f(b) }'
 }

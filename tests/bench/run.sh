@@ -2,11 +2,15 @@
 # run.sh BUILDDIR - the tlogfs benchmarks (doc/performance.md).
 #
 # Compares the native file system, libfuse's passthrough_ll and tlogfs on
-# the same backing directory, on tmpfs and on disk, runs alternating
-# between targets, and writes a Markdown report (median [min-max]).
+# the same backing directory, on tmpfs and on disk, with floorfs (an empty
+# FUSE server whose write only replies) beside the appends. In every round
+# each target runs once, the order rotated round after round; the report
+# (Markdown) gives each target's median [min-max] and, for each pair it
+# compares, the median [min-max] of the per-round ratios, each line saying
+# what it compares and whether that is like for like.
 #
 # Environment:
-#   BENCH_QUICK=1   smaller sizes and 3 repetitions (a few minutes)
+#   BENCH_QUICK=1   smaller sizes and 3 repetitions (about 20 minutes)
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
@@ -39,6 +43,7 @@ TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
 TLBENCH=$BUILD/tests/bench/tlbench
 FOLLOWLAT=$BUILD/tests/bench/followlat
+FLOORFS=$BUILD/tests/bench/floorfs
 
 if [ "$QUICK" != 0 ]; then
 	REPS=3
@@ -50,7 +55,7 @@ if [ "$QUICK" != 0 ]; then
 	KEEPFREE_SECS=2
 	SCALE_PARTS=10000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=100000
-	PIPE_LINES=2000000 PIPE_REPS=5
+	PIPE_LINES=2000000 PIPE_WLINES=400000 PIPE_REPS=3
 	COMMITS=2000
 	SHIP_LINES=200000
 	Z_MIB=32 Z_READS=200 Z_APPENDS=10000
@@ -64,7 +69,7 @@ else
 	KEEPFREE_SECS=5
 	SCALE_PARTS=100000 SCALE_SEGS=10
 	LR_LINES=400000 LR_RATE=40000
-	PIPE_LINES=5000000 PIPE_REPS=7
+	PIPE_LINES=5000000 PIPE_WLINES=1000000 PIPE_REPS=5
 	COMMITS=10000
 	SHIP_LINES=1000000
 	Z_MIB=256 Z_READS=1000 Z_APPENDS=40000
@@ -77,7 +82,7 @@ JSPROBE=$BUILD/tests/integration/helpers/jsprobe
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (FUSE mounts, drop_caches)"
-for f in "$TLOGFS" "$APPENDER" "$TLBENCH" "$TLOGCTL" "$FOLLOWLAT"; do
+for f in "$TLOGFS" "$APPENDER" "$TLBENCH" "$TLOGCTL" "$FOLLOWLAT" "$FLOORFS"; do
 	[ -x "$f" ] || die "$f not built (run make bench)"
 done
 
@@ -92,37 +97,48 @@ cp $EX/passthrough_ll.c $PTDIR/
 PT=$PTDIR/passthrough_ll
 mktempdir /tmp; MNTROOT=$TMPD
 
-# passthrough_ll gets a session of its own, as tlogfs has once it
-# daemonizes: with sched_autogroup (Debian's default) a session is a
-# scheduling group, and a daemon in the load's own group is woken next to
-# it far more often; in the group of this script passthrough_ll ran
-# workload 1 at about twice its speed as a daemon (doc/performance.md,
-# hotspot 5). setsid -w: if it must fork, $! still lives as long as
-# passthrough_ll.
-PT_PID=
-pt_mount() {	# SOURCE MNT
-	mkdir -p "$2"
-	MOUNTS+=("$2")
-	setsid -w "$PT" -f -o source="$1" "$2" >/dev/null 2>&1 &
-	PT_PID=$!
-	PIDS+=("$PT_PID")
-	wait_mounted "$2"
+# passthrough_ll and floorfs get a session of their own, as tlogfs has
+# once it daemonizes: with sched_autogroup (Debian's default) a session
+# is a scheduling group, and a daemon in the load's own group is woken
+# next to it far more often; in the group of this script passthrough_ll
+# ran workload 1 at about twice its speed as a daemon
+# (doc/performance.md, hotspot 5). setsid -w: if it must fork, $! still
+# lives as long as the server.
+declare -A FG_PID	# mountpoint -> its server's pid
+fg_mount() {	# MNT PROGRAM [ARGS...]: runs PROGRAM ARGS -f MNT
+	local mnt=$1
+	shift
+	mkdir -p "$mnt"
+	MOUNTS+=("$mnt")
+	setsid -w "$@" -f "$mnt" >/dev/null 2>&1 &
+	FG_PID[$mnt]=$!
+	PIDS+=("$!")
+	wait_mounted "$mnt"
 }
-pt_umount() {	# MNT
+fg_umount() {	# MNT
 	fusermount3 -u "$1"
-	wait_gone "$PT_PID"
+	wait_gone "${FG_PID[$1]}"
+}
+# passthrough_ll's caching, as its -o cache= says: auto (its default:
+# page-cache reads and writes, the page cache dropped at each open),
+# never (direct_io, as tlogfs's `current`), always (the page cache kept
+# across opens, as tlogfs's sealed segments).
+pt_mount() {	# SOURCE MNT CACHE
+	fg_mount "$2" "$PT" -o source="$1",cache="$3"
 }
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 
 # ---- results: one TSV line per measurement, aggregated at the end ----
+# workload, fs, target, value, round: ROUND is the round (repetition) the
+# loop running the measurement is in, so that targets measured in the
+# same round can be compared round by round (per_round, lib.sh).
 mktempdir /tmp; RES=$TMPD/results.tsv
 : >"$RES"
-PAIRS=$TMPD/pairs.tsv	# workload 7: repetition, logger, seconds
-: >"$PAIRS"
+ROUND=0
 record() {	# workload fs target value (none: nothing recorded)
 	[ -n "$4" ] || return 0
-	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RES"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$ROUND" >>"$RES"
 }
 # record_from OUT workload fs target SED: records what sed -n SED takes
 # out of OUT, a benchmark's output.
@@ -130,7 +146,7 @@ record_from() { record "$2" "$3" "$4" "$(echo "$1" | sed -n "$5")"; }
 NOTES=()
 note() { NOTES+=("$*"); log "$*"; }
 
-mib_per_s() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", b / 1048576 / s }'; }
+mib_per_s() { awk -v b="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.1f", b / 1048576 / s }'; }	# none for no time
 
 # ---- the backing file systems ----
 FS_LIST=()
@@ -146,30 +162,57 @@ src_lines() {	# FILE MIB: 100-byte lines
 want() { case " $ONLY " in *" $1 "*) return 0;; esac; return 1; }
 
 # ================= workloads 1-3, per file system =================
+# The targets, all on one backing directory BACK:
+#   native   BACK/native, the file system itself
+#   pt       passthrough_ll of BACK, -o cache=auto (its default)
+#   ptn      passthrough_ll of BACK, -o cache=never (direct_io)
+#   pta      passthrough_ll of BACK, -o cache=always
+#   floor    floorfs (its `sink` takes every write, keeps nothing)
+#   tlogfs   tlogfs of BACK/store
+# The appends (1, 2) go to native, pt, ptn, floor and tlogfs; the read
+# (3) goes through native, pt, pta and tlogfs. What each comparison is
+# worth is said with it in the report (COMPARE).
+declare -A PT_CACHE=([pt]=auto [ptn]=never [pta]=always)
+lines_per_s() { sed -n 's/.*lines_per_s=\([0-9]*\).*/\1/p'; }
+
 run_fs_workloads() {	# NAME PARENT
-	local fs=$1 parent=$2 back pmnt tmnt store r w out t0 t1 i
+	local fs=$1 parent=$2 back tmnt store r w t f n out t0 t1 k dir
+	local -A mnt
 	mktempdir "$parent"; back=$TMPD
-	pmnt=$MNTROOT/pt-$fs tmnt=$MNTROOT/tl-$fs
+	tmnt=$MNTROOT/tl-$fs
 	store=$back/store
 	mkdir -p "$back/native" "$back/pt" "$store"
-	pt_mount "$back" "$pmnt"
+	for t in pt ptn pta; do
+		mnt[$t]=$MNTROOT/$t-$fs
+		pt_mount "$back" "${mnt[$t]}" "${PT_CACHE[$t]}"
+	done
+	mnt[floor]=$MNTROOT/floor-$fs
+	fg_mount "${mnt[floor]}" "$FLOORFS"
 	tl_mount "$store" "$tmnt"
 
 	if want 1; then
 		log "$fs: workload 1, small appends ($SMALL_LINES lines of 100 bytes)"
 		mkdir -p "$tmnt/small"
 		for r in $(seq 1 $REPS); do
+			ROUND=$r
 			for w in 1 2; do
-				out=$("$APPENDER" -n $SMALL_LINES -w $w "$back/native/small.log")
-				record "1 small appends, $w writer(s) (lines/s)" $fs native "$(echo "$out" | sed 's/.*lines_per_s=\([0-9]*\).*/\1/')"
-				out=$("$APPENDER" -n $SMALL_LINES -w $w "$pmnt/pt/small.log")
-				record "1 small appends, $w writer(s) (lines/s)" $fs passthrough_ll "$(echo "$out" | sed 's/.*lines_per_s=\([0-9]*\).*/\1/')"
-				mkdir "$tmnt/small/w$w-r$r"
-				out=$("$APPENDER" -n $SMALL_LINES -w $w "$tmnt/small/w$w-r$r/current")
-				record "1 small appends, $w writer(s) (lines/s)" $fs tlogfs "$(echo "$out" | sed 's/.*lines_per_s=\([0-9]*\).*/\1/')"
-				n=$(cat "$tmnt/small/w$w-r$r/"* | wc -l)
-				[ "$n" = $SMALL_LINES ] || note "$fs: tlogfs small/w$w-r$r holds $n lines, expected $SMALL_LINES"
-				rm -f "$back/native/small.log" "$pmnt/pt/small.log"
+				for t in $(rotate $r native pt ptn floor tlogfs); do
+					case $t in
+					native) f=$back/native/small.log ;;
+					floor) f=${mnt[floor]}/sink ;;
+					tlogfs) mkdir "$tmnt/small/w$w-r$r"
+						f=$tmnt/small/w$w-r$r/current ;;
+					*) f=${mnt[$t]}/pt/small.log ;;
+					esac
+					out=$("$APPENDER" -n $SMALL_LINES -w $w "$f")
+					record "1 small appends, $w writer(s) (lines/s)" $fs $t "$(echo "$out" | lines_per_s)"
+					case $t in
+					tlogfs) n=$(cat "$tmnt/small/w$w-r$r/"* | wc -l)
+						[ "$n" = $SMALL_LINES ] || note "$fs: tlogfs small/w$w-r$r holds $n lines, expected $SMALL_LINES" ;;
+					floor) ;;
+					*) rm -f "$f" ;;
+					esac
+				done
 			done
 		done
 	fi
@@ -179,18 +222,25 @@ run_fs_workloads() {	# NAME PARENT
 		local src=$TMPFS_SRC/bulk.src bytes=$((BULK_MIB * 1048576))
 		mkdir -p "$tmnt/bulk"
 		for r in $(seq 1 $REPS); do
-			t0=$(now); cat "$src" >>"$back/native/bulk.log"; t1=$(now)
-			record "2 bulk append (MiB/s)" $fs native "$(mib_per_s $bytes "$(elapsed $t0 $t1)")"
-			rm -f "$back/native/bulk.log"
-			t0=$(now); cat "$src" >>"$pmnt/pt/bulk.log"; t1=$(now)
-			record "2 bulk append (MiB/s)" $fs passthrough_ll "$(mib_per_s $bytes "$(elapsed $t0 $t1)")"
-			rm -f "$pmnt/pt/bulk.log"
-			mkdir "$tmnt/bulk/r$r"
-			t0=$(now); cat "$src" >>"$tmnt/bulk/r$r/current"; t1=$(now)
-			record "2 bulk append (MiB/s)" $fs tlogfs "$(mib_per_s $bytes "$(elapsed $t0 $t1)")"
-			n=$(cat "$tmnt/bulk/r$r/"* | wc -c)
-			[ "$n" = $bytes ] || note "$fs: tlogfs bulk/r$r holds $n bytes, expected $bytes"
-			rm -f "$tmnt/bulk/r$r/"*
+			ROUND=$r
+			for t in $(rotate $r native pt ptn floor tlogfs); do
+				case $t in
+				native) f=$back/native/bulk.log ;;
+				floor) f=${mnt[floor]}/sink ;;
+				tlogfs) mkdir "$tmnt/bulk/r$r"
+					f=$tmnt/bulk/r$r/current ;;
+				*) f=${mnt[$t]}/pt/bulk.log ;;
+				esac
+				t0=$(now); cat "$src" >>"$f"; t1=$(now)
+				record "2 bulk append (MiB/s)" $fs $t "$(mib_per_s $bytes "$(elapsed $t0 $t1)")"
+				case $t in
+				tlogfs) n=$(cat "$tmnt/bulk/r$r/"* | wc -c)
+					[ "$n" = $bytes ] || note "$fs: tlogfs bulk/r$r holds $n bytes, expected $bytes"
+					rm -f "$tmnt/bulk/r$r/"* ;;
+				floor) ;;
+				*) rm -f "$f" ;;
+				esac
+			done
 		done
 	fi
 
@@ -205,30 +255,47 @@ run_fs_workloads() {	# NAME PARENT
 		[ "$rbytes" = $((READ_MIB * 1048576)) ] || note "$fs: read/0 holds $rbytes bytes"
 		files=$(cd "$store/read/0" && ls *.log | wc -l)
 		log "$fs: $files sealed segments"
+		# The same segment files: natively (the store's own), through
+		# passthrough_ll, through tlogfs. Cold: caches dropped, a FUSE
+		# target freshly mounted; then two warm reads: the first moves
+		# every page the cold read brought in to the active LRU list
+		# (a cost per page, so per 4 KiB on FUSE), the second finds
+		# them there (doc/performance.md, hotspot 9). A warm read that
+		# keeps its page cache asks no daemon anything: the reader's
+		# CPU time (user + system) is all it costs, a measure the
+		# machine's other load moves less than the clock. Not so for
+		# passthrough_ll's default (pt), whose daemon serves its warm
+		# reads: its reader's CPU is not recorded.
+		local TIMEFORMAT='%U %S' tf=$MNTROOT/time-$fs
 		for r in $(seq 1 $REPS); do
-			# native: the store's own segment files
-			drop_caches
-			t0=$(now); cat "$store"/read/0/*.log >/dev/null; t1=$(now)
-			record "3 read, cold (MiB/s)" $fs native "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
-			t0=$(now); cat "$store"/read/0/*.log >/dev/null; t1=$(now)
-			record "3 read, warm (MiB/s)" $fs native "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
-			# passthrough_ll: the same files through a fresh mount
-			pt_umount "$pmnt"; drop_caches; pt_mount "$back" "$pmnt"
-			t0=$(now); cat "$pmnt"/store/read/0/*.log >/dev/null; t1=$(now)
-			record "3 read, cold (MiB/s)" $fs passthrough_ll "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
-			t0=$(now); cat "$pmnt"/store/read/0/*.log >/dev/null; t1=$(now)
-			record "3 read, warm (MiB/s)" $fs passthrough_ll "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
-			# tlogfs
-			tl_umount "$tmnt"; drop_caches; tl_mount "$store" "$tmnt"
-			t0=$(now); cat "$tmnt"/read/0/*.log >/dev/null; t1=$(now)
-			record "3 read, cold (MiB/s)" $fs tlogfs "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
-			t0=$(now); cat "$tmnt"/read/0/*.log >/dev/null; t1=$(now)
-			record "3 read, warm (MiB/s)" $fs tlogfs "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+			ROUND=$r
+			for t in $(rotate $r native pt pta tlogfs); do
+				case $t in
+				native) drop_caches
+					dir=$store/read/0 ;;
+				tlogfs) tl_umount "$tmnt"; drop_caches
+					tl_mount "$store" "$tmnt"
+					dir=$tmnt/read/0 ;;
+				*) fg_umount "${mnt[$t]}"; drop_caches
+					pt_mount "$back" "${mnt[$t]}" "${PT_CACHE[$t]}"
+					dir=${mnt[$t]}/store/read/0 ;;
+				esac
+				for k in "cold" "warm, 1st re-read" "warm, 2nd re-read"; do
+					t0=$(now)
+					{ time cat "$dir"/*.log >/dev/null; } 2>"$tf"
+					t1=$(now)
+					record "3 read, $k (MiB/s)" $fs $t "$(mib_per_s $rbytes "$(elapsed $t0 $t1)")"
+					[ "$k" = cold ] || [ $t = pt ] ||
+					record "3 read, $k (MiB per CPU second of the reader)" $fs $t "$(mib_per_s $rbytes "$(awk '{ print $1 + $2 }' "$tf")")"
+				done
+			done
 		done
 	fi
 
 	tl_umount "$tmnt"
-	pt_umount "$pmnt"
+	for t in pt ptn pta floor; do
+		fg_umount "${mnt[$t]}"
+	done
 	rm -rf --one-file-system "$back"
 }
 
@@ -247,6 +314,7 @@ run_reaper() {	# NAME PARENT
 	# A backlog on disk takes ~30 s to write: three repetitions there.
 	[ $fs = tmpfs ] || [ $dreps -le 3 ] || dreps=3
 	for r in $(seq 1 $dreps); do
+		ROUND=$r
 		out=$("$TLBENCH" drain "$d/drain$r" $DRAIN_SEGS 100000)
 		echo "$out" >&2
 		record_from "$out" "4 backlog generation (s)" $fs engine 's/^drain_gen.*secs=\([0-9.]*\).*/\1/p'
@@ -260,6 +328,7 @@ run_reaper() {	# NAME PARENT
 	done
 	log "$fs: workload 4, retention.keep.free: a $DRAIN_SEGS-segment backlog on a full (fake) disk, then appends with and without pressure"
 	for r in $(seq 1 $dreps); do
+		ROUND=$r
 		out=$("$TLBENCH" keepfree "$d/free$r" $DRAIN_SEGS $KEEPFREE_SECS)
 		echo "$out" >&2
 		record_from "$out" "4 keep.free deletion rate (segments/s)" $fs engine 's/^keepfree_backlog.*segments_per_s=\([0-9]*\).*/\1/p'
@@ -288,6 +357,7 @@ run_followers() {	# NAME PARENT
 	mkdir -p "$mnt/f/0"
 	: >"$d/native/f.log"
 	for r in $(seq 1 $REPS); do
+		ROUND=$r
 		for t in $(rotate "$r" native tlogctl tail tlogctl100); do
 			log "$fs: workload 10, round $r: $t"
 			case $t in
@@ -324,6 +394,7 @@ run_commits() {	# NAME PARENT
 	mkdir -p "$d/mnt/t/0"
 	seq 1 1000 >>"$d/mnt/t/0/current"
 	for r in $(seq 1 $REPS); do
+		ROUND=$r
 		out=$("$TLBENCH" commit "$d/mnt/t/0" $COMMITS)
 		echo "$out" >&2
 		record_from "$out" "8 cursor commits (commits/s)" $fs tlogfs 's/.*commits_per_s=\([0-9]*\).*/\1/p'
@@ -361,7 +432,10 @@ run_ship() {	# NAME PARENT
 		log "$fs: workload 9, ship $SHIP_LINES records to a $n-node cluster"
 		nats_cluster $n || die "workload 9: nats-server did not start"
 		for r in $(seq 1 $REPS); do
-			rep=$n$r
+			ROUND=$n$r rep=$n$r
+			for t in $(rotate $r ship plain headers); do
+			case $t in
+			ship)
 			"$JSPROBE" stream "$NATS_URLS" S$rep "s$rep.>" $n ||
 			    die "workload 9: stream"
 			t0=$(now)
@@ -373,17 +447,21 @@ run_ship() {	# NAME PARENT
 			[ "$st" = $SHIP_LINES ] ||
 			    note "$n nodes: the stream holds $st records, expected $SHIP_LINES"
 			record "9 ship, $n node(s) (records/s)" $fs "tlogctl ship" \
-			    "$(awk -v n=$SHIP_LINES -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')"
+			    "$(awk -v n=$SHIP_LINES -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')" ;;
+			plain)
 			"$JSPROBE" stream "$NATS_URLS" P$rep "p$rep.>" $n ||
 			    die "workload 9: stream"
 			out=$("$JSPROBE" pub "$NATS_URLS" P$rep p$rep.t.0 "$d/lines") ||
 			    die "workload 9: jsprobe pub"
-			record "9 ship, $n node(s) (records/s)" $fs "plain" "${out%% *}"
+			record "9 ship, $n node(s) (records/s)" $fs "plain" "${out%% *}" ;;
+			headers)
 			"$JSPROBE" stream "$NATS_URLS" H$rep "h$rep.>" $n ||
 			    die "workload 9: stream"
 			out=$("$JSPROBE" pub "$NATS_URLS" H$rep h$rep.t.0 "$d/lines" all) ||
 			    die "workload 9: jsprobe pub"
-			record "9 ship, $n node(s) (records/s)" $fs "same headers" "${out%% *}"
+			record "9 ship, $n node(s) (records/s)" $fs "same headers" "${out%% *}" ;;
+			esac
+			done
 		done
 		nats_stop_all
 		rm -rf "$NATS_DIR"
@@ -425,6 +503,7 @@ run_scale() {	# NAME PARENT
 	ls "$mnt/scale/0" >/dev/null
 	tl_umount "$mnt"
 	for r in $(seq 1 $REPS); do
+		ROUND=$r
 		tl_mount "$store" "$mnt"
 		record "5 mount after clean unmount, warm cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
 		rss=$(rss_kib $TL_PID)
@@ -432,28 +511,42 @@ run_scale() {	# NAME PARENT
 		record "5 RSS per segment, above empty-store baseline (bytes)" $fs tlogfs "$(awk -v k=$rss -v b=$base -v n=$nseg 'BEGIN { printf "%.0f", (k - b) * 1024 / n }')"
 		record "5 RSS per sealed segment, above the partitions' own (bytes)" $fs tlogfs "$(awk -v k=$rss -v b=$SCALE_PART_KIB -v n=$((nseg - SCALE_PARTS)) 'BEGIN { printf "%.0f", (k - b) * 1024 / n }')"
 		tl_umount "$mnt"
-		if [ $r -le 2 ]; then	# cold mounts are slow: two of them
+		if [ $r -le 3 ]; then	# cold mounts are slow: three of them
 			# Side by side: what listing the store costs cold,
 			# the floor a clean mount (with its checkpoint,
-			# doc/format.md) is measured against.
+			# doc/format.md) is measured against; which goes
+			# first alternates round by round.
+			if [ $((r % 2)) = 0 ]; then
+				drop_caches
+				tl_mount "$store" "$mnt"
+				record "5 mount after clean unmount, cold cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
+				tl_umount "$mnt"
+			fi
 			drop_caches
 			t0=$(now); ls -R "$store" >/dev/null; t1=$(now)
 			record "5 ls -R of the store, cold cache (s)" $fs "ls -R" "$(elapsed $t0 $t1)"
 			drop_caches
 			tl_mount "$store" "$mnt"
-			record "5 mount after clean unmount, cold cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
+			[ $((r % 2)) = 0 ] ||
+				record "5 mount after clean unmount, cold cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
 		else
 			tl_mount "$store" "$mnt"
 		fi
-		# crash: kill -9, clear the dead mount, mount again
+		# crash: kill -9 once the daemon wrote its first periodic
+		# checkpoint (at once after the mount; doc/format.md), as a
+		# daemon that ran a while has; clear the dead mount, mount
+		# again
+		t0=$(now); wait_file "$store/.tlogfs/checkpoint"; t1=$(now)
+		record "5 first periodic checkpoint on disk, after the mount returned (s)" $fs tlogfs "$(elapsed $t0 $t1)"
 		kill -9 $TL_PID
 		wait_gone $TL_PID
 		fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
 		tl_mount "$store" "$mnt"
 		# After a cold clean mount the page cache holds no index
 		# (the checkpoint spared them), so the crash's mount, which
-		# reads every index, reads them from the disk: apart.
-		if [ $r -le 2 ]; then
+		# reads every active segment's index, reads them from the
+		# disk: apart.
+		if [ $r -le 3 ]; then
 			record "5 mount after kill -9, following a cold-cache mount (s)" $fs tlogfs "$TL_MOUNT_SECS"
 		else
 			record "5 mount after kill -9, warm cache (s)" $fs tlogfs "$TL_MOUNT_SECS"
@@ -475,8 +568,41 @@ count_lines() {	# files...: prints "unique total"
 		awk '{ u++; t += $1 } END { printf "%d %d\n", u, t }'
 }
 
+# One repetition of each side, in the order of the round: the same writer
+# appending to a plain file that logrotate -f copytruncates three times
+# (native), and to a tlogfs partition that seals on size (tlogfs).
+lr_native() {	# FS DIR PERIOD
+	local fs=$1 d=$2 period=$3 conf wpid ut i
+	mkdir -p "$d"
+	conf=$d/logrotate.conf
+	printf '%s {\n\tcopytruncate\n\trotate 10\n\tmissingok\n\tnocompress\n}\n' \
+	    "$d/app.log" >"$conf"
+	"$APPENDER" -n $LR_LINES -r $LR_RATE "$d/app.log" >/dev/null &
+	wpid=$!
+	for i in 1 2 3; do
+		sleep $period
+		logrotate -f -s "$d/state" "$conf" || die "logrotate"
+	done
+	wait $wpid || die "appender (native, logrotate)"
+	ut=$(count_lines "$d"/app.log*)
+	record "6 lines lost, logrotate copytruncate" $fs native "$((LR_LINES - ${ut% *}))"
+	record "6 lines duplicated, logrotate copytruncate" $fs native "$((${ut#* } - ${ut% *}))"
+	rm -rf "$d"
+}
+lr_tlogfs() {	# FS PART
+	local fs=$1 p=$2 ut
+	mkdir "$p"
+	"$APPENDER" -n $LR_LINES -r $LR_RATE "$p/current" >/dev/null ||
+		die "appender (tlogfs)"
+	ut=$(count_lines "$p"/*)
+	record "6 lines lost, tlogfs sealing on size" $fs tlogfs "$((LR_LINES - ${ut% *}))"
+	record "6 lines duplicated, tlogfs sealing on size" $fs tlogfs "$((${ut#* } - ${ut% *}))"
+	record "6 tlogfs segments sealed" $fs tlogfs "$(($(ls "$p" | wc -l) - 1))"
+	rm -f "$p"/*
+}
+
 run_logrotate() {	# NAME PARENT
-	local fs=$1 parent=$2 d r conf wpid ut tmnt seg=$(( LR_LINES * 100 / 4 + 4096 ))
+	local fs=$1 parent=$2 d r t tmnt seg=$(( LR_LINES * 100 / 4 + 4096 ))
 	if ! command -v logrotate >/dev/null; then
 		note "workload 6 skipped: logrotate is not installed"
 		return 0
@@ -492,35 +618,13 @@ run_logrotate() {	# NAME PARENT
 	mkdir -p "$tmnt/lr"
 	setfattr -n user.segment.bytes -v $seg "$tmnt/lr"
 	for r in $(seq 1 $REPS); do
-		mkdir -p "$d/lr$r"
-		conf=$d/lr$r/logrotate.conf
-		cat >"$conf" <<EOF
-$d/lr$r/app.log {
-	copytruncate
-	rotate 10
-	missingok
-	nocompress
-}
-EOF
-		"$APPENDER" -n $LR_LINES -r $LR_RATE "$d/lr$r/app.log" >/dev/null &
-		wpid=$!
-		for i in 1 2 3; do
-			sleep $period
-			logrotate -f -s "$d/lr$r/state" "$conf" || die "logrotate"
+		ROUND=$r
+		for t in $(rotate $r native tlogfs); do
+			case $t in
+			native) lr_native $fs "$d/lr$r" $period ;;
+			tlogfs) lr_tlogfs $fs "$tmnt/lr/$r" ;;
+			esac
 		done
-		wait $wpid || die "appender (native, logrotate)"
-		ut=$(count_lines "$d/lr$r"/app.log*)
-		record "6 lines lost, logrotate copytruncate" $fs native "$((LR_LINES - ${ut% *}))"
-		record "6 lines duplicated, logrotate copytruncate" $fs native "$((${ut#* } - ${ut% *}))"
-		rm -rf "$d/lr$r"
-		mkdir "$tmnt/lr/$r"
-		"$APPENDER" -n $LR_LINES -r $LR_RATE "$tmnt/lr/$r/current" >/dev/null ||
-			die "appender (tlogfs)"
-		ut=$(count_lines "$tmnt/lr/$r"/*)
-		record "6 lines lost, tlogfs sealing on size" $fs tlogfs "$((LR_LINES - ${ut% *}))"
-		record "6 lines duplicated, tlogfs sealing on size" $fs tlogfs "$((${ut#* } - ${ut% *}))"
-		record "6 tlogfs segments sealed" $fs tlogfs "$(($(ls "$tmnt/lr/$r" | wc -l) - 1))"
-		rm -f "$tmnt/lr/$r"/*
 	done
 	tl_umount "$tmnt"
 	rm -rf --one-file-system "$d"
@@ -531,22 +635,32 @@ EOF
 # same backing directory, each rotating at 16 MiB and keeping every file:
 # rotatelogs (apache2-utils), multilog (daemontools), svlogd (runit),
 # against tlogctl append and a plain cat >> current on a tlogfs partition
-# with segment.bytes=16M. The producer is the same for all: cat of
-# PIPE_LINES numbered 100-byte lines kept on tmpfs, as fast as the pipe
-# takes them. Time: from the start of the pipeline to the logger's exit
-# (everything written). A sync before each run (not timed) keeps one
-# run's writeback out of the next. The machine's load moves single runs
-# by a factor of 2 or more (other work on the cores, the host's disk), so
-# besides the ratio of medians the report gives the median of the
-# ratios within each repetition, runs seconds apart (PIPE_REPS of them).
-pipe_logger() {	# NAME SRC OUT: runs one pipeline
+# with segment.bytes=16M. Two producers, the same for all loggers:
+#   cat     cat of PIPE_LINES numbered 100-byte lines kept on tmpfs, as
+#           fast as the pipe takes them: 128 KiB writes, the loggers'
+#           best case;
+#   write   appender writing PIPE_WLINES numbered 100-byte lines one
+#           write(2) each, as an application logging line by line does.
+# On disk and on tmpfs. Time: from the start of the pipeline to the
+# logger's exit (everything written). A sync before each run (not timed)
+# keeps one run's writeback out of the next. The machine's load moves
+# single runs by a factor of 2 or more, so the report compares loggers
+# round by round (per_round), each round starting with the next logger.
+declare -A PRODUCER=([cat]="fed by cat (128 KiB writes)" [write]="fed one write(2) per line")
+produce() {	# PRODUCER LINES SRC: the producer's lines on stdout
 	case $1 in
-	rotatelogs) cat "$2" | rotatelogs "$3/app.log" 16M ;;
-	multilog) cat "$2" | multilog s16777215 n1000 "$3" ;;
-	svlogd) printf 's16777215\nn1000\n' >"$3/config"
-		cat "$2" | svlogd "$3" ;;
-	tlogctl) cat "$2" | "$TLOGCTL" append "$3" ;;
-	cat) cat "$2" | cat >>"$3/current" ;;
+	cat) cat "$3" ;;
+	write) "$APPENDER" -n "$2" /dev/fd/3 3>&1 >/dev/null ;;
+	esac
+}
+pipe_logger() {	# NAME PRODUCER LINES SRC OUT: runs one pipeline
+	case $1 in
+	rotatelogs) produce "$2" "$3" "$4" | rotatelogs "$5/app.log" 16M ;;
+	multilog) produce "$2" "$3" "$4" | multilog s16777215 n1000 "$5" ;;
+	svlogd) printf 's16777215\nn1000\n' >"$5/config"
+		produce "$2" "$3" "$4" | svlogd "$5" ;;
+	tlogctl) produce "$2" "$3" "$4" | "$TLOGCTL" append "$5" ;;
+	cat) produce "$2" "$3" "$4" | cat >>"$5/current" ;;
 	esac
 }
 pipe_lines() {	# NAME OUT: lines the logger stored
@@ -562,7 +676,7 @@ ticks() {	# PID: its user + system clock ticks so far
 }
 
 run_pipe_loggers() {	# NAME PARENT
-	local fs=$1 parent=$2 d tmnt src r i l out t0 t1 c0 c1 n k
+	local fs=$1 parent=$2 d tmnt src r l out t0 t1 c0 c1 n k p lines w
 	local TIMEFORMAT='%R %U %S'
 	local all=(rotatelogs multilog svlogd tlogctl cat) have=()
 	declare -A pkg=([rotatelogs]=apache2-utils [multilog]=daemontools [svlogd]=runit)
@@ -581,37 +695,41 @@ run_pipe_loggers() {	# NAME PARENT
 	tl_mount "$d/store" "$tmnt"
 	mkdir -p "$tmnt/pipe"
 	setfattr -n user.segment.bytes -v 16M "$tmnt/pipe"
-	log "$fs: workload 7, $PIPE_LINES lines of 100 bytes through ${have[*]}"
-	for r in $(seq 1 $PIPE_REPS); do
-		# Each repetition starts with another logger.
-		for i in $(seq 0 $((${#have[@]} - 1))); do
-			l=${have[$(( (i + r - 1) % ${#have[@]} ))]}
-			case $l in
-			tlogctl|cat) out=$tmnt/pipe/$l-$r ;;
-			*) out=$d/$l-$r ;;
-			esac
-			mkdir -p "$out"
-			sync
-			c0=$(ticks $TL_PID)
-			t0=$(now)
-			{ time pipe_logger $l "$src" "$out" 2>&3; } 3>&2 2>"$d/time" ||
-			    die "workload 7: $l failed"
-			t1=$(now)
-			c1=$(ticks $TL_PID)
-			record "7 pipe loggers, $PIPE_LINES lines (lines/s)" $fs $l \
-			    "$(awk -v n=$PIPE_LINES -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')"
-			printf '%s\t%s\t%s\n' $r $l "$(elapsed $t0 $t1)" >>"$PAIRS"
-			# CPU of the pipeline, and of the daemon for the tlogfs
-			# ones (its clock ticks; it serves nothing else here).
-			case $l in tlogctl|cat) k=$((c1 - c0)) ;; *) k=0 ;; esac
-			record "7 pipe loggers, CPU seconds per million lines" $fs $l \
-			    "$(awk -v k=$k -v hz=$(getconf CLK_TCK) -v n=$PIPE_LINES '{ printf "%.3f", ($2 + $3 + k / hz) / (n / 1e6) }' "$d/time")"
-			n=$(pipe_lines $l "$out")
-			[ "$n" = $PIPE_LINES ] || note "$fs: $l stored $n lines, expected $PIPE_LINES"
-			case $l in
-			tlogctl|cat) rm -f "$out"/* ;;
-			*) rm -rf "$out" ;;
-			esac
+	for p in cat write; do
+		lines=$PIPE_LINES
+		[ $p = cat ] || lines=$PIPE_WLINES
+		w="7 pipe loggers, $lines lines ${PRODUCER[$p]}"
+		log "$fs: workload 7, $lines lines of 100 bytes ${PRODUCER[$p]} through ${have[*]}"
+		for r in $(seq 1 $PIPE_REPS); do
+			ROUND=$r
+			for l in $(rotate $r "${have[@]}"); do
+				case $l in
+				tlogctl|cat) out=$tmnt/pipe/$l-$p-$r ;;
+				*) out=$d/$l-$p-$r ;;
+				esac
+				mkdir -p "$out"
+				sync
+				c0=$(ticks $TL_PID)
+				t0=$(now)
+				{ time pipe_logger $l $p $lines "$src" "$out" 2>&3; } 3>&2 2>"$d/time" ||
+				    die "workload 7: $l failed"
+				t1=$(now)
+				c1=$(ticks $TL_PID)
+				record "$w (lines/s)" $fs $l \
+				    "$(awk -v n=$lines -v s="$(elapsed $t0 $t1)" 'BEGIN { printf "%.0f", n / s }')"
+				# CPU of the pipeline (producer included), and of
+				# the daemon for the tlogfs ones (its clock ticks;
+				# it serves nothing else here).
+				case $l in tlogctl|cat) k=$((c1 - c0)) ;; *) k=0 ;; esac
+				record "$w (CPU s per million lines)" $fs $l \
+				    "$(awk -v k=$k -v hz=$(getconf CLK_TCK) -v n=$lines '{ printf "%.3f", ($2 + $3 + k / hz) / (n / 1e6) }' "$d/time")"
+				n=$(pipe_lines $l "$out")
+				[ "$n" = $lines ] || note "$fs: $l ${PRODUCER[$p]} stored $n lines, expected $lines"
+				case $l in
+				tlogctl|cat) rm -f "$out"/* ;;
+				*) rm -rf "$out" ;;
+				esac
+			done
 		done
 	done
 	tl_umount "$tmnt"
@@ -710,13 +828,16 @@ run_compress() {	# NAME PARENT
 		record "11 $c ($sz bytes): ratio plain / disk" $fs "zstd -3" "$(awk -v a=$sz -v b=$one 'BEGIN { printf "%.2f", a / b }')"
 		record "11 $c ($sz bytes): ratio plain / disk" $fs "gzip -6" "$(awk -v a=$sz -v b=$gz 'BEGIN { printf "%.2f", a / b }')"
 		for r in $(seq 1 $REPS); do
+			ROUND=$r
 			t0=$(now); zstd -3 -T1 -q -c "$src" >/dev/null; t1=$(now)
 			record "11 $c: compression MB/s (one core)" $fs "zstd -3" "$(awk -v b=$sz -v s=$(elapsed $t0 $t1) 'BEGIN { printf "%.1f", b / 1e6 / s }')"
 		done
+		ROUND=0
 		record "11 $c: compression MB/s (one core)" $fs tlogfs "$(awk -v b=$((i1 - i0)) -v s0=$s0 -v s1=$s1 'BEGIN { printf "%.1f", b / 1e6 / (s1 - s0) }')"
 	done
 	# Sequential cat, warm and cold, compressed against plain.
 	for r in $(seq 1 $REPS); do
+		ROUND=$r
 		for t in $(rotate "$r" z p); do
 			cat "$mnt/$t/nginx/"*.log >/dev/null
 			t0=$(now); cat "$mnt/$t/nginx/"*.log >/dev/null; t1=$(now)
@@ -753,6 +874,7 @@ run_compress() {	# NAME PARENT
 	mkdir -p "$mnt/a/0" "$mnt/z/backlog"
 	setfattr -n user.segment.bytes -v 16M "$mnt/z/backlog"
 	for r in $(seq 1 $REPS); do
+		ROUND=$r
 		out=$("$APPENDER" -L -n $Z_APPENDS -r 20000 "$mnt/a/0/current")
 		record_from "$out" "11 append p99 (us)" $fs idle 's/.*p99_us=\([0-9.]*\).*/\1/p'
 		for k in 1 2 3 4; do
@@ -764,6 +886,7 @@ run_compress() {	# NAME PARENT
 		record_from "$out" "11 append p99 (us)" $fs "backlog" 's/.*p99_us=\([0-9.]*\).*/\1/p'
 		z_idle "$mnt"
 	done
+	ROUND=0
 	tl_umount "$mnt"
 	rm -rf --one-file-system "$d"
 }
@@ -798,132 +921,20 @@ done
 if want 9; then run_ship tmpfs "$TMPFS_PARENT"; fi
 # Scale on disk only: 2M small files would take ~10 GiB of tmpfs.
 if want 5; then run_scale disk "$DISK_PARENT"; fi
-# The pipe loggers write to the disk, as they would.
-if want 7; then run_pipe_loggers disk "$DISK_PARENT"; fi
+# The pipe loggers, on both file systems.
+if want 7; then
+	for pair in "${FS_LIST[@]}"; do
+		run_pipe_loggers "${pair%%:*}" "${pair#*:}"
+	done
+fi
 # Compressed history on disk, where its saving matters.
 if want 11; then run_compress disk "$DISK_PARENT"; fi
 END=$(now)
 
 # ================= report =================
-cell() {	# workload fs target -> median min max
-	awk -F'\t' -v w="$1" -v f="$2" -v t="$3" '$1 == w && $2 == f && $3 == t { print $4 }' "$RES" | stats
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
-
-{
-	echo "# tlogfs benchmark results"
-	echo
-	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) cores," \
-		"$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM," \
-		"libfuse $(pkg-config --modversion fuse3), commit $COMMIT at the start," \
-		"BENCH_QUICK=$QUICK, $REPS repetitions, total $(awk -v a=$START -v b=$END 'BEGIN { printf "%.0f", b - a }') s."
-	echo
-	echo "Cells: median [min-max]. Ratios are of medians."
-	echo
-	echo "| workload | fs | native | passthrough_ll | tlogfs | tlogfs/passthrough_ll | tlogfs/native |"
-	echo "|---|---|---|---|---|---|---|"
-	cut -f1 "$RES" | { grep '^[123] ' || true; } | awk '!seen[$0]++' | while read -r w; do
-		for pair in "${FS_LIST[@]}"; do
-			fs=${pair%%:*}
-			read -r nm na nb <<<"$(cell "$w" $fs native)"
-			read -r pm pa pb <<<"$(cell "$w" $fs passthrough_ll)"
-			read -r tm ta tb <<<"$(cell "$w" $fs tlogfs)"
-			[ "$tm" = - ] && continue
-			echo "| $w | $fs | $(fmt $nm $na $nb) | $(fmt $pm $pa $pb) | $(fmt $tm $ta $tb) | $(ratio $tm $pm) | $(ratio $tm $nm) |"
-		done
-	done
-	echo
-	echo "| measurement | fs | value |"
-	echo "|---|---|---|"
-	for fs in tmpfs disk; do
-		[ -n "${REAPER_WAKE[$fs]:-}" ] || continue
-		echo "| 4 reaper wake-up, $WAKE_PARTS partitions, 10 due (ms) | $fs | $(echo "${REAPER_WAKE[$fs]}" | awk '{ split($2, a, "="); split($3, b, "="); split($4, c, "="); printf "%s [%s-%s]", a[2], b[2], c[2] }') |"
-		echo "| 4 reaper wake-up, $WAKE_PARTS partitions, 0 due (ms) | $fs | $(echo "${REAPER_IDLE[$fs]}" | awk '{ split($2, a, "="); split($3, b, "="); split($4, c, "="); printf "%s [%s-%s]", a[2], b[2], c[2] }') |"
-	done
-	cut -f1 "$RES" | { grep '^[4568] ' || true; } | awk '!seen[$0]++' | while read -r w; do
-		for fs in tmpfs disk; do
-			for t in engine native tlogfs "ls -R"; do
-				read -r m a b <<<"$(cell "$w" $fs "$t")"
-				[ "$m" = - ] && continue
-				label=$w
-				[ "$t" = engine ] || case $w in 6*) label="$w ($t)";; esac
-				echo "| $label | $fs | $(fmt $m $a $b) |"
-			done
-		done
-	done
-	for fs in tmpfs disk; do
-		read -r m a b <<<"$(cell "5 mount after clean unmount, cold cache (s)" $fs tlogfs)"
-		read -r lm la lb <<<"$(cell "5 ls -R of the store, cold cache (s)" $fs "ls -R")"
-		[ "$m" = - ] || [ "$lm" = - ] ||
-			echo "| 5 cold mount / cold ls -R (ratio of medians) | $fs | $(ratio $m $lm) |"
-	done
-	if grep -q '^7 ' "$RES"; then
-		w=$(grep -m1 '^7 .*lines/s' "$RES" | cut -f1)
-		wc=$(grep -m1 '^7 .*CPU' "$RES" | cut -f1)
-		read -r cm ca cb <<<"$(cell "$w" disk tlogctl)"
-		echo
-		echo "| $w, disk | lines/s | tlogctl append / this | same, median of per-repetition ratios [min-max] | CPU s per million lines (pipeline + daemon) |"
-		echo "|---|---|---|---|---|"
-		for t in rotatelogs multilog svlogd tlogctl cat; do
-			read -r m a b <<<"$(cell "$w" disk $t)"
-			[ "$m" = - ] && continue
-			read -r um ua ub <<<"$(cell "$wc" disk $t)"
-			case $t in
-			tlogctl) label="tlogctl append PART" ;;
-			cat) label="cat >> PART/current" ;;
-			*) label=$t ;;
-			esac
-			# tlogctl's speed over this one's, repetition by
-			# repetition: their times' inverse ratio.
-			read -r pm pa pb <<<"$(awk -F'\t' -v t=$t '
-				$2 == "tlogctl" { c[$1] = $3 } $2 == t { o[$1] = $3 }
-				END { for (r in c) if (r in o && c[r] > 0) print o[r] / c[r] }' "$PAIRS" | stats)"
-			echo "| $label | $(fmt $m $a $b) | $(ratio $cm $m) | $(fmt $pm $pa $pb) | $(fmt $um $ua $ub) |"
-		done
-	fi
-	if grep -q '^10 ' "$RES"; then
-		echo
-		echo "| workload 10 | fs | tail -F, native (inotify) | tlogctl read --follow | tail -F on current | tlogctl, 100 more followers |"
-		echo "|---|---|---|---|---|---|"
-		cut -f1 "$RES" | grep '^10 ' | awk '!seen[$0]++' | while read -r w; do
-			for pair in "${FS_LIST[@]}"; do
-				fs=${pair%%:*}
-				line="| ${w#10 } | $fs"
-				for t in native tlogctl tail tlogctl100; do
-					read -r m a b <<<"$(cell "$w" $fs $t)"
-					line="$line | $(fmt $m $a $b)"
-				done
-				echo "$line |"
-			done
-		done
-	fi
-	if grep -q '^9 ' "$RES"; then
-		echo
-		echo "| workload 9, tmpfs | tlogctl ship | plain libnats | ship / plain | same headers | ship / same headers |"
-		echo "|---|---|---|---|---|---|"
-		cut -f1 "$RES" | grep '^9 ' | awk '!seen[$0]++' | while read -r w; do
-			read -r sm sa sb <<<"$(cell "$w" tmpfs "tlogctl ship")"
-			read -r pm pa pb <<<"$(cell "$w" tmpfs plain)"
-			read -r hm ha hb <<<"$(cell "$w" tmpfs "same headers")"
-			echo "| ${w#9 } | $(fmt $sm $sa $sb) | $(fmt $pm $pa $pb) | $(ratio $sm $pm) | $(fmt $hm $ha $hb) | $(ratio $sm $hm) |"
-		done
-	fi
-	if grep -q '^11 ' "$RES"; then
-		echo
-		echo "| workload 11, disk | target | value |"
-		echo "|---|---|---|"
-		cut -f1,3 "$RES" | grep '^11 ' | awk '!seen[$0]++' | while IFS=$'\t' read -r w t; do
-			read -r m a b <<<"$(cell "$w" disk "$t")"
-			echo "| ${w#11 } | $t | $(fmt $m $a $b) |"
-		done
-	fi
-	echo
-	[ -z "$SCALE_GEN" ] || echo "Workload 5 store: $SCALE_GEN (written directly in the on-disk format by tlbench gen); empty-store daemon RSS ${RSS_BASE_KIB} KiB."
-	for n in "${NOTES[@]}"; do
-		echo
-		echo "Note: $n"
-	done
-} >"$OUT.tmp"
+# shellcheck source=tests/bench/report.sh
+. "$(dirname "$0")/report.sh"
+report >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 cp "$RES" "${OUT%.md}.tsv"
 cat "$OUT"

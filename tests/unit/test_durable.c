@@ -25,57 +25,6 @@
 
 #define LINE 100		/* bytes per test line, newline included */
 
-static unsigned boot_seq;
-
-/* The machine restarts: the kernel has a new boot id. */
-static void
-new_boot(void)
-{
-	char id[64];
-
-	snprintf(id, sizeof(id), "test-boot-%u-%d", ++boot_seq, (int)getpid());
-	strlcpy(th_boot_id, id, sizeof(th_boot_id));
-}
-
-/* What a child abandons (a store it never closes, its writers) stays
- * reachable, so valgrind sees a crash, not a leak. */
-static void *volatile kept[16];
-
-static void *
-keep(void *obj)
-{
-	static int n;
-
-	if (n < (int)(sizeof(kept) / sizeof(kept[0])))
-		kept[n++] = obj;
-	return obj;
-}
-
-/* Runs fn in a child that dies without closing anything; fn writes what
- * it wants the parent to know into *res. */
-static void
-in_child(void (*fn)(void *), void *res, size_t len)
-{
-	int fds[2], st;
-	pid_t pid;
-
-	ck_assert_int_eq(pipe(fds), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		close(fds[0]);
-		fn(res);
-		if (write(fds[1], res, len) != (ssize_t)len)
-			_exit(1);
-		_exit(0);
-	}
-	close(fds[1]);
-	ck_assert_int_eq(read(fds[0], res, len), (ssize_t)len);
-	close(fds[0]);
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
 /* ---- the store's own writes ---- */
 
 struct layout_res {
@@ -92,7 +41,7 @@ layout_load(void *arg)
 
 	(void)arg;
 	th_dur_start(th_dir);
-	s = keep(th_open(th_dir));
+	s = th_keep(th_open(th_dir));
 	ck_assert_int_eq(tlog_topic_create(s, "a", &t), 0);
 	ck_assert_int_eq(tlog_topic_create(s, "b", NULL), 0);
 	ck_assert_int_eq(tlog_topic_create(s, "gone", NULL), 0);
@@ -138,8 +87,8 @@ START_TEST(layout_survives_power_loss)
 	struct tlog_dirent *de;
 	size_t n;
 
-	in_child(layout_load, &r, sizeof(r));
-	new_boot();
+	th_in_child(layout_load, &r, sizeof(r));
+	th_new_boot();
 	s = th_open(th_dir);
 	ck_assert_int_eq(tlog_topic_list(s, &de, &n), 0);
 	ck_assert_uint_eq(n, 2);
@@ -285,7 +234,7 @@ delete_load(void *arg)
 
 	(void)arg;
 	th_dur_start(th_dir);
-	s = keep(two_segments(&p));
+	s = th_keep(two_segments(&p));
 	w = tlog_writer_open(p);
 	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
 	tlog_writer_close(w);
@@ -300,8 +249,8 @@ START_TEST(deletion_end_offset_is_durable)
 {
 	int r = 0;
 
-	in_child(delete_load, &r, sizeof(r));
-	new_boot();
+	th_in_child(delete_load, &r, sizeof(r));
+	th_new_boot();
 	ck_assert_uint_eq(end_after_reopen(), 4);
 }
 END_TEST
@@ -506,10 +455,10 @@ partition_fsync_load(void *arg)
 	unsigned i;
 
 	th_dur_start(th_dir);
-	s = keep(th_open(th_dir));
+	s = th_keep(th_open(th_dir));
 	p = th_part(s, "t", "0");
 	th_set(s, p, "segment.bytes", "1K");
-	w = keep(tlog_writer_open(p));
+	w = th_keep(tlog_writer_open(p));
 	for (i = 0; i < 95; i++) {
 		make_line(line, 0, i);
 		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
@@ -527,8 +476,8 @@ START_TEST(partition_fsync_covers_everything)
 	struct tlog_store *s;
 	struct tlog_partition *p;
 
-	in_child(partition_fsync_load, &l, sizeof(l));
-	new_boot();
+	th_in_child(partition_fsync_load, &l, sizeof(l));
+	th_new_boot();
 	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	ck_assert_uint_eq(check_lines(p, 0, l.acked), l.acked);
@@ -561,7 +510,7 @@ reopen_load(void *arg)
 {
 	(void)arg;
 	th_dur_start(th_dir);
-	keep(th_open(th_dir));	/* and the power goes while it runs */
+	th_keep(th_open(th_dir));	/* and the power goes while it runs */
 	th_powercut(th_dir, 1, TH_CUT_ZERO);
 }
 
@@ -574,8 +523,8 @@ START_TEST(clean_mark_is_durable)
 	int r = 0;
 	char *d;
 
-	in_child(clean_close_load, &r, sizeof(r));
-	new_boot();
+	th_in_child(clean_close_load, &r, sizeof(r));
+	th_new_boot();
 	s = th_open(th_dir);
 	ck_assert(tlog_store_was_clean(s));
 	p = th_part(s, "t", "0");
@@ -584,7 +533,7 @@ START_TEST(clean_mark_is_durable)
 	free(d);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	in_child(reopen_load, &r, sizeof(r));
+	th_in_child(reopen_load, &r, sizeof(r));
 	ck_assert(!exists(".tlogfs/clean"));
 }
 END_TEST
@@ -621,19 +570,19 @@ crash_restart_fsync(void *arg)
 	unsigned i;
 
 	th_dur_start(th_dir);
-	s = keep(th_open(th_dir));
+	s = th_keep(th_open(th_dir));
 	p = th_part(s, "t", "0");
 	th_set(s, p, "segment.bytes", "16K");
-	w = keep(tlog_writer_open(p));
+	w = th_keep(tlog_writer_open(p));
 	for (i = 0; i < *lines; i++) {
 		make_line(line, 0, i);
 		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
 	}
 	close(s->lockfd);	/* killed: nothing else happens */
 	s->lockfd = -1;
-	s = keep(th_open(th_dir));
+	s = th_keep(th_open(th_dir));
 	p = th_part(s, "t", "0");
-	w = keep(tlog_writer_open(p));
+	w = th_keep(tlog_writer_open(p));
 	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
 	th_powercut(th_dir, 3, TH_CUT_ZERO);
 }
@@ -642,8 +591,8 @@ START_TEST(fsync_after_crash_covers_earlier_records)
 {
 	unsigned lines = 300;
 
-	in_child(crash_restart_fsync, &lines, sizeof(lines));
-	new_boot();
+	th_in_child(crash_restart_fsync, &lines, sizeof(lines));
+	th_new_boot();
 	check_reopened(lines, NULL);
 }
 END_TEST
@@ -662,14 +611,14 @@ static void
 write_and_die(void *arg)
 {
 	struct crash *c = arg;
-	struct tlog_store *s = keep(th_open(th_dir));
+	struct tlog_store *s = th_keep(th_open(th_dir));
 	struct tlog_partition *p = th_part(s, "t", "0");
 	struct tlog_writer *w;
 	char line[LINE];
 	unsigned i;
 
 	th_set(s, p, "segment.bytes", c->segbytes);
-	w = keep(tlog_writer_open(p));
+	w = th_keep(tlog_writer_open(p));
 	for (i = 0; i < c->lines; i++) {
 		make_line(line, 0, i);
 		ck_assert_int_eq(tlog_writer_write(w, line, LINE), LINE);
@@ -702,12 +651,12 @@ load_and_cut(void *arg)
 	int k;
 
 	th_dur_start(th_dir);
-	s = keep(th_open(th_dir));
+	s = th_keep(th_open(th_dir));
 	for (k = 0; k < 2; k++) {
 		p[k] = th_part(s, "t", k ? "1" : "0");
 		/* Partition 1 keeps pages of unsynced lines per segment. */
 		th_set(s, p[k], "segment.bytes", k ? "16K" : "1K");
-		w[k] = keep(tlog_writer_open(p[k]));
+		w[k] = th_keep(tlog_writer_open(p[k]));
 	}
 	for (i = 0; i < 600; i++) {
 		k = rand_r(&seed) % 2;
@@ -748,8 +697,8 @@ powercut_round(unsigned seed, enum th_cut mode)
 	l.mode = mode;
 	th_rmrf(th_dir);
 	ck_assert_int_eq(mkdir(th_dir, 0700), 0);
-	in_child(load_and_cut, &l, sizeof(l));
-	new_boot();
+	th_in_child(load_and_cut, &l, sizeof(l));
+	th_new_boot();
 	s = th_open(th_dir);
 	for (k = 0; k < 2; k++) {
 		p = th_part(s, "t", k ? "1" : "0");
@@ -815,10 +764,10 @@ START_TEST(lost_page_is_cut_after_reboot)
 	char zero[4096];
 	unsigned left;
 
-	in_child(write_and_die, &c, sizeof(c));
+	th_in_child(write_and_die, &c, sizeof(c));
 	memset(zero, 0, sizeof(zero));
 	overwrite("t/0/00000000000000000000.log", 12288, zero, sizeof(zero));
-	new_boot();
+	th_new_boot();
 	check_reopened(c.acked, &left);
 	ck_assert_uint_ge(left, c.acked);
 	ck_assert_uint_le(left, 12288 / LINE);
@@ -849,10 +798,10 @@ START_TEST(zero_runs_past_the_last_entry_are_cut)
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
 		th_rmrf(th_dir);
 		ck_assert_int_eq(mkdir(th_dir, 0700), 0);
-		in_child(write_and_die, &c, sizeof(c));
+		th_in_child(write_and_die, &c, sizeof(c));
 		overwrite("t/0/00000000000000000000.log", runs[i].at, zero,
 		    runs[i].len);
-		new_boot();
+		th_new_boot();
 		th_logbuf[0] = '\0';
 		check_reopened(c.acked, &left);
 		ck_assert_uint_ge(left, c.acked);
@@ -870,9 +819,9 @@ START_TEST(data_crc_mismatch_is_cut_after_reboot)
 	struct crash c = { 200, 30, "1M" };
 	unsigned left;
 
-	in_child(write_and_die, &c, sizeof(c));
+	th_in_child(write_and_die, &c, sizeof(c));
 	overwrite("t/0/00000000000000000000.log", 100 * LINE + 50, "y", 1);
-	new_boot();
+	th_new_boot();
 	check_reopened(c.acked, &left);
 	ck_assert_uint_ge(left, c.acked);
 	ck_assert_uint_le(left, 100);
@@ -888,7 +837,7 @@ START_TEST(same_boot_recovery_reads_no_data)
 	char line[LINE];
 	unsigned left;
 
-	in_child(write_and_die, &c, sizeof(c));
+	th_in_child(write_and_die, &c, sizeof(c));
 	overwrite("t/0/00000000000000000000.log", 20 * LINE + 50, "y", 1);
 	th_logbuf[0] = '\0';
 	{
@@ -920,14 +869,14 @@ START_TEST(torn_line_behind_newer_segment_is_cut)
 	char *path;
 	struct stat st;
 
-	in_child(write_and_die, &c, sizeof(c));
+	th_in_child(write_and_die, &c, sizeof(c));
 	path = path_in("t/0/00000000000000000000.log");
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_eq(st.st_size, 10 * LINE);
 	ck_assert_int_eq(truncate(path, 7 * LINE + 30), 0);
 	free(path);
 	drop_footer("t/0/00000000000000000000.idx");
-	new_boot();
+	th_new_boot();
 	check_reopened(0, NULL);
 }
 END_TEST
@@ -959,7 +908,7 @@ START_TEST(synced_zero_pages_are_kept)
 	clean = path_in(".tlogfs/clean");
 	ck_assert_int_eq(unlink(clean), 0);
 	free(clean);
-	new_boot();
+	th_new_boot();
 	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	d = th_partition_data(p, &len);
@@ -991,7 +940,7 @@ gone_load(void *arg)
 	char big[1500];
 
 	th_dur_start(th_dir);
-	s = keep(th_open(th_dir));
+	s = th_keep(th_open(th_dir));
 	p = th_part(s, "t", "0");
 	w = tlog_writer_open(p);
 	th_put(w, "r0\n");
@@ -1024,8 +973,8 @@ append_after_gone(enum gone_how how)
 	struct tlog_seginfo *v;
 	size_t n;
 
-	in_child(gone_load, &how, sizeof(how));
-	new_boot();
+	th_in_child(gone_load, &how, sizeof(how));
+	th_new_boot();
 	ck_assert(exists("t/0/00000000000000000000.log"));
 	/* Read-only: the same end, and nothing on disk changes. */
 	memset(&o, 0, sizeof(o));

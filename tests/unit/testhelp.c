@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -339,4 +340,51 @@ th_run(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static unsigned boot_seq;
+
+void
+th_new_boot(void)
+{
+	char id[64];
+
+	snprintf(id, sizeof(id), "test-boot-%u-%d", ++boot_seq, (int)getpid());
+	strlcpy(th_boot_id, id, sizeof(th_boot_id));
+}
+
+/* Kept reachable, so valgrind sees a crash, not a leak. */
+static void *volatile kept[16];
+
+void *
+th_keep(void *obj)
+{
+	static int n;
+
+	if (n < (int)(sizeof(kept) / sizeof(kept[0])))
+		kept[n++] = obj;
+	return obj;
+}
+
+void
+th_in_child(void (*fn)(void *), void *res, size_t len)
+{
+	int fds[2], st;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(fds[0]);
+		fn(res);
+		if (write(fds[1], res, len) != (ssize_t)len)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], res, len), (ssize_t)len);
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }

@@ -95,4 +95,14 @@ extern unsigned th_sync_failed;
 /* Runs before every unlinkat(2), with the name being unlinked. */
 extern void (*volatile th_unlink_hook)(const char *name);
 
+/* Crashes in a child process. The machine
+ * restarts: the kernel has a new boot id. */
+void th_new_boot(void);
+/* What a crashing child abandons (a store it never closes, its
+ * writers) stays reachable: returns obj. */
+void *th_keep(void *obj);
+/* Runs fn in a child that dies without closing anything; fn writes what
+ * it wants the parent to know into *res (len bytes). */
+void th_in_child(void (*fn)(void *), void *res, size_t len);
+
 #endif
