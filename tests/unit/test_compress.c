@@ -412,6 +412,74 @@ START_TEST(recovery_log_only_is_queued_again)
 }
 END_TEST
 
+/* ---- the periodic checkpoint ---- */
+
+struct ckres {
+	unsigned n;
+	uint64_t bases[64];
+};
+
+/* A partition of 16 KiB segments, all sealed ones compressed, then a
+ * periodic checkpoint, then a crash. */
+static void
+ckpt_child(void *arg)
+{
+	struct ckres *r = arg;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si;
+	size_t n, i;
+
+	s = th_keep(th_open(th_dir));
+	p = th_part(s, "t", "0");
+	th_set(s, p, "compression.type", "zstd");
+	th_set(s, p, "segment.bytes", "16K");
+	put_lines(p, 0, 3000);
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(s, 0);
+	while (tlog_store_compress_pending(s, 0) > 0)
+		;
+	ck_assert_int_eq(tlog_store_checkpoint(s), 0);
+	si = th_segs(p, &n);
+	ck_assert_uint_le(n, 64);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_gt(si[i].zbytes, 0);
+		r->bases[i] = si[i].base;
+	}
+	r->n = (unsigned)n;
+	free(si);
+}
+
+/* After the crash the compressed segments come from the checkpoint: their
+ * indexes, emptied here, are never read, and every record reads back. */
+START_TEST(a_periodic_checkpoint_takes_compressed_segments)
+{
+	struct tlog_seginfo *si;
+	struct ckres r;
+	char path[4096];
+	size_t n;
+	unsigned i;
+
+	memset(&r, 0, sizeof(r));
+	th_in_child(ckpt_child, &r, sizeof(r));
+	ck_assert_uint_ge(r.n, 4);
+	for (i = 0; i < r.n; i++) {
+		snprintf(path, sizeof(path), "%s/t/0/%020llu.idx", th_dir,
+		    (unsigned long long)r.bases[i]);
+		ck_assert_int_eq(truncate(path, 0), 0);
+	}
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_msg(strstr(th_logbuf, "t/0/") == NULL, "log: %s", th_logbuf);
+	si = th_segs(th_P, &n);
+	ck_assert_uint_eq(n, r.n);
+	for (i = 0; i < r.n; i++)
+		ck_assert_uint_gt(si[i].zbytes, 0);
+	free(si);
+	check_data(th_P, 0, 3000);
+}
+END_TEST
+
 /* ---- power cuts during compression ---- */
 
 static int cut_at;
@@ -510,6 +578,7 @@ main(void)
 	TH_CASE(s, recovery_garbage_seek_table_keeps_the_plain_file);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_log_only_is_queued_again);
+	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
 	TH_CASE(s, powercut_mid_frames);
 	TH_CASE(s, powercut_before_rename);
 	TH_CASE(s, powercut_before_the_plain_unlink);
