@@ -130,7 +130,7 @@ int
 main(int argc, char *argv[])
 {
 	long lines = 1000, rate = 100, idle = 10, quiet = 0, i, s0, s1;
-	int64_t *lat, *app, next, t0;
+	int64_t *lat, *app, next, t0, left;
 	pid_t fpid, qpid[MAX_QUIET];
 	int c, fd, pfd[2], devnull;
 	size_t nlat = 0, have = 0;
@@ -183,9 +183,9 @@ main(int argc, char *argv[])
 	t0 = now_ns();
 	for (i = 0; i < lines; i++) {
 		next = t0 + i * (1000000000 / rate);
-		while (now_ns() < next) {
-			if (poll(&pf, 1, (int)((next - now_ns()) / 1000000)) ==
-			    1)
+		while ((left = next - now_ns()) > 0) {
+			/* Never negative: poll(2) would wait for ever. */
+			if (poll(&pf, 1, (int)(left / 1000000)) == 1)
 				(void)take(pfd[0], buf, &have, sizeof(buf), lat,
 				    &nlat, (size_t)lines);
 		}
