@@ -569,5 +569,15 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 			return -1;
 		p->sr.pos += len + 1;
 	}
+	/* A short read of whole records, all published: the end for now
+	 * (a file grows by whole records). Following, p waits for the
+	 * mount's wake-up, which a seal brings too, without a look at the
+	 * seal or at `current`: at_end looks when a wake-up finds nothing
+	 * to read. */
+	if (!sh->once && n < READ_CHUNK && k == nl && last == buf + n - 1) {
+		p->got = true;
+		p->caught_up = true;
+		ship_arm(sh, p);
+	}
 	return (int)k;
 }
