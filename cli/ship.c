@@ -461,9 +461,10 @@ run(struct shipper *sh)
 		acks = (sh->once && done) || full;
 		sh->waiting = acks;
 		pthread_mutex_unlock(&sh->mu);
-		if (connected && !acks && !TAILQ_EMPTY(&sh->todo))
-			continue;
-		ship_wait(sh, wait_ms(sh, connected));
+		/* More to read now: the other partitions' wake-ups are
+		 * taken in passing, so that they have their turn too. */
+		ship_wait(sh, connected && !acks && !TAILQ_EMPTY(&sh->todo) ?
+		    0 : wait_ms(sh, connected));
 	}
 	/* Stopped: what is in flight gets its answers, then the cursors
 	 * are committed for what was acknowledged. */
