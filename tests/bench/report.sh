@@ -179,6 +179,7 @@ report() {
 	report_pipe_loggers
 	report_followers
 	report_ship
+	report_ship_follow
 	echo
 	[ -z "$SCALE_GEN" ] || echo "Workload 5 store: $SCALE_GEN (written directly in the on-disk format by tlbench gen); empty-store daemon RSS ${RSS_BASE_KIB} KiB."
 	for n in "${NOTES[@]}"; do

@@ -14,7 +14,7 @@
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
-#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9 10")
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9 10 11")
 #   BENCH_SCALE_PARTS  workload 5's partitions (default 100000, quick 10000;
 #                   10 segments each)
 #
@@ -35,7 +35,7 @@ QUICK=${BENCH_QUICK:-0}
 OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
 TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
 DISK_PARENT=${BENCH_DISK:-/var/tmp}
-ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9 10}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9 10 11}
 TLOGFS=$BUILD/mount/tlogfs
 TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
@@ -75,6 +75,8 @@ JSPROBE=$BUILD/tests/integration/helpers/jsprobe
 
 # shellcheck source=tests/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+# workload 11: tlogctl ship following
+. "$(dirname "$0")/shipfollow.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (FUSE mounts, drop_caches)"
 for f in "$TLOGFS" "$APPENDER" "$TLBENCH" "$TLOGCTL" "$FOLLOWLAT" "$FLOORFS"; do
@@ -760,6 +762,7 @@ for pair in "${FS_LIST[@]}"; do
 done
 # Shipping from tmpfs: the network side is measured, not the disk.
 if want 9; then run_ship tmpfs "$TMPFS_PARENT"; fi
+if want 11; then run_ship_follow tmpfs "$TMPFS_PARENT"; fi
 # Scale on disk only: 2M small files would take ~10 GiB of tmpfs.
 if want 5; then run_scale disk "$DISK_PARENT"; fi
 # The pipe loggers, on both file systems.
