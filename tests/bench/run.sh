@@ -346,28 +346,31 @@ run_reaper() {	# NAME PARENT
 # tail -F on current (it polls FUSE files by time), and the floor,
 # tail -F on a native file (inotify). Targets rotated each round.
 run_followers() {	# NAME PARENT
-	local fs=$1 parent=$2 d mnt r t out w
+	local fs=$1 parent=$2 d mnt r t out w p
 	mktempdir "$parent"; d=$TMPD
 	mnt=$MNTROOT/follow-$fs
 	mkdir -p "$d/native" "$d/store"
 	tl_mount "$d/store" "$mnt"
-	mkdir -p "$mnt/f/0"
 	: >"$d/native/f.log"
 	for r in $(seq 1 $REPS); do
 		ROUND=$r
 		for t in $(rotate "$r" native tlogctl tail tlogctl100); do
 			log "$fs: workload 10, round $r: $t"
+			# A partition of its own: read --follow starts at
+			# offset 0, and an earlier round's lines are no
+			# latency.
+			p=$mnt/f/r$r-$t
+			mkdir -p "$p"
 			case $t in
 			native) out=$("$FOLLOWLAT" -i 10 "$d/native/f.log" -- \
 			    tail -n 0 -F "$d/native/f.log") ;;
-			tlogctl) out=$("$FOLLOWLAT" -i 10 "$mnt/f/0/current" -- \
-			    "$TLOGCTL" read --follow "$mnt/f/0") ;;
-			tail) out=$("$FOLLOWLAT" -i 10 "$mnt/f/0/current" -- \
+			tlogctl) out=$("$FOLLOWLAT" -i 10 "$p/current" -- \
+			    "$TLOGCTL" read --follow "$p") ;;
+			tail) out=$("$FOLLOWLAT" -i 10 "$p/current" -- \
 			    tail -n 0 -F -s 0.2 --max-unchanged-stats=1 \
-			    "$mnt/f/0/current") ;;
+			    "$p/current") ;;
 			tlogctl100) out=$("$FOLLOWLAT" -i 1 -q 100 \
-			    "$mnt/f/0/current" -- "$TLOGCTL" read --follow \
-			    "$mnt/f/0") ;;
+			    "$p/current" -- "$TLOGCTL" read --follow "$p") ;;
 			esac
 			for w in p50 p99; do
 				record_from "$out" "10 follow latency $w (ms)" $fs "$t" "/^follow /s/.* ${w}_ms=\([0-9.]*\).*/\1/p"
