@@ -81,10 +81,15 @@ fail(struct reader *r, const char *fmt, ...)
 {
 	char what[PATH_MAX + 64];
 	va_list ap;
-	int e = errno;
+	int e = errno, i;
 
 	/* A removed partition explains any failure (a read, a seek, a
-	 * segment that no longer opens): said so, whatever errno says. */
+	 * segment that no longer opens): said so, whatever errno says.
+	 * One being removed (rm -r: its segments, then its directory)
+	 * fails with ENOENT first: a follower gives it a while. */
+	for (i = 0; e == ENOENT && r->follow && i < SEEK_WAITS &&
+	    !removed(r); i++)
+		pause_ms(FOLLOW_MS);
 	if (removed(r))
 		errx(1, "%s: the partition was removed", r->sr.part);
 	va_start(ap, fmt);

@@ -22,8 +22,12 @@
  */
 #include "config.h"
 
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+
 #include <err.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,51 +38,43 @@
 #include "ship.h"
 
 #define PUMP_MAX (SHIP_WINDOW / 4) /* records of one partition per turn */
-#define DISCOVER_MS 1000	/* new partitions are looked for */
+#define DISCOVER_MS 1000	/* partitions looked for while some wait */
+#define DISCOVER_MIN_MS 100	/* ...and at most this often on inotify */
+#define RESCAN_MS 60000		/* ...and otherwise */
 #define STOP_SLACK_MS 1000	/* stopped: the main thread's leeway... */
 #define CLOSE_MS 2000		/* ...and its time to close (ship_watch) */
 #define COMMIT_MS 500		/* cursors are committed */
+#define WATCH_MS 20		/* stopping: how often ship_watch looks */
 
+/* The shipper: file-wide, for the signal handler. */
+static struct shipper shipper;
 static volatile sig_atomic_t stop;
 static int64_t stop_at;		/* committer thread only */
 static int64_t closing_at;	/* atomic: when cmd_ship began to close */
 static int exit_status;		/* atomic: what it exits with */
+static int commitfd = -1;	/* an eventfd: wakes the committer */
 
 static void
 on_signal(int sig)
 {
+	uint64_t one = 1;
+
 	(void)sig;
 	/* Atomic: the committer thread reads it too (ship_watch); a
-	 * lock-free store is safe in a handler. */
+	 * lock-free store is safe in a handler, and so is write(2). */
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	ship_wake(&shipper);
+	(void)!write(commitfd, &one, sizeof(one));
 }
 
-/* Waits on sh->cv (mu held) for ms at most. */
-static void
-wait_ms(struct shipper *sh, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&sh->cv, &sh->mu, &ts);
-}
-
-/* Sleeps ms at most, less if stopped. */
+/* Waits up to ms, less if stopped. */
 static void
 nap(struct shipper *sh, int ms)
 {
-	int64_t end = mono_ms() + ms;
+	int64_t end = mono_ms() + ms, now;
 
-	pthread_mutex_lock(&sh->mu);
-	while (!stop && mono_ms() < end)
-		wait_ms(sh, 100);
-	pthread_mutex_unlock(&sh->mu);
+	while (!stop && (now = mono_ms()) < end)
+		ship_wait(sh, (int)(end - now));
 }
 
 /*
@@ -126,36 +122,64 @@ ship_watch(struct shipper *sh)
 static bool committer_stop;	/* atomic: set once, by the main thread */
 
 /* The committer thread: ship_commit_all every COMMIT_MS, and ship_watch,
- * until committer_stop. */
+ * until committer_stop; it sleeps in poll(2) on commitfd in between. */
 static void *
 committer(void *arg)
 {
 	struct shipper *sh = arg;
-	int64_t next = mono_ms() + COMMIT_MS;
+	struct pollfd pfd = { .fd = commitfd, .events = POLLIN };
+	int64_t next = mono_ms() + COMMIT_MS, ms;
+	uint64_t v;
 
 	while (!__atomic_load_n(&committer_stop, __ATOMIC_ACQUIRE)) {
 		ship_watch(sh);
-		if (mono_ms() < next) {
-			usleep(20000);
-			continue;
+		if ((ms = next - mono_ms()) <= 0) {
+			ship_commit_all(sh);
+			next = mono_ms() + COMMIT_MS;
+			ms = COMMIT_MS;
 		}
-		ship_commit_all(sh);
-		next = mono_ms() + COMMIT_MS;
+		if (__atomic_load_n(&stop, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&closing_at, __ATOMIC_ACQUIRE) != 0)
+			ms = ms < WATCH_MS ? ms : WATCH_MS;
+		if (poll(&pfd, 1, (int)ms) == 1)
+			(void)!read(commitfd, &v, sizeof(v));
 	}
 	return NULL;
 }
 
+/* Has the committer look at once (stop, closing). */
+static void
+committer_wake(void)
+{
+	uint64_t one = 1;
+
+	(void)!write(commitfd, &one, sizeof(one));
+}
+
 /* ---- the loop ---- */
 
-/* Waits until what is in flight is answered, or nothing has been for
- * quiet ms. */
+/* Waits until what is in flight is answered, or nothing has been
+ * answered nor sent for quiet ms. */
 static void
 settle(struct shipper *sh, int quiet)
 {
-	pthread_mutex_lock(&sh->mu);
-	while (sh->inflight > 0 && mono_ms() - sh->last_answer < quiet)
-		wait_ms(sh, 100);
-	pthread_mutex_unlock(&sh->mu);
+	int64_t left, last;
+	bool wait;
+
+	for (;;) {
+		pthread_mutex_lock(&sh->mu);
+		/* The last answer, or the last publish if later. */
+		last = sh->last_answer;
+		if (sh->tail > sh->head &&
+		    sh->ring[(sh->tail - 1) % SHIP_WINDOW].sent > last)
+			last = sh->ring[(sh->tail - 1) % SHIP_WINDOW].sent;
+		left = quiet - (mono_ms() - last);
+		wait = sh->waiting = sh->inflight > 0 && left > 0;
+		pthread_mutex_unlock(&sh->mu);
+		if (!wait)
+			return;
+		ship_wait(sh, (int)left);
+	}
 }
 
 /*
@@ -252,6 +276,7 @@ recover(struct shipper *sh)
 			    last + 1 <= p->next && !late)
 				p->acked = last + 1;
 			p->next = p->acked;
+			sh->changes++;
 			p->first_seq = p->last_seq = 0;
 			p->failed = false;
 			p->refused = 0;
@@ -324,95 +349,122 @@ room(struct shipper *sh)
 	return r < PUMP_MAX ? r : PUMP_MAX;
 }
 
-/* One turn over the partitions, from where the last one stopped: true
- * if every partition is caught up. */
+/* One turn over the partitions to look at (sh->todo), each once, as
+ * long as the window has room: true if every partition is caught up
+ * (or waits for its start: false). */
 static bool
-turn(struct shipper *sh, bool *progress)
+turn(struct shipper *sh)
 {
-	struct ship_part *p;
-	size_t i, r;
-	int64_t now = mono_ms();
-	bool done = true;
+	struct ship_part *p, *last = TAILQ_LAST(&sh->todo, part_list);
+	size_t r;
 	int k;
 
-	p = sh->rr != NULL ? sh->rr : RB_MIN(part_tree, &sh->parts);
-	for (i = 0; i < sh->nparts && p != NULL && !ship_is_failing(sh) && !stop; i++,
-	    p = (p = RB_NEXT(part_tree, &sh->parts, p)) != NULL ? p :
-	    RB_MIN(part_tree, &sh->parts)) {
+	while ((p = TAILQ_FIRST(&sh->todo)) != NULL && !ship_is_failing(sh) &&
+	    !stop) {
+		if ((r = room(sh)) == 0)
+			return false;
+		TAILQ_REMOVE(&sh->todo, p, q);
+		p->queued = Q_NONE;
 		if (p->dead)
-			continue;
+			goto next;
 		if (!p->ready) {
-			if (now >= p->look_at)
-				ship_part_start(sh, p);
-			if (!p->ready) {
-				done = false;
-				continue;
-			}
+			/* Opened where it starts (on todo), or later. */
+			ship_part_start(sh, p);
+			goto next;
 		}
 		if (!p->open) {
-			if (p->caught_up && now < p->look_at)
-				continue;
 			ship_part_seek(sh, p, p->next, true);
-			if (!p->open) {
-				continue;
-			}
-		}
-		if (p->caught_up && now < p->look_at)
-			continue;
-		if ((r = room(sh)) == 0) {
-			sh->rr = p;
-			return false;
+			goto next;
 		}
 		p->caught_up = false;
-		k = ship_pump(sh, p, r);
-		if (k > 0) {
-			*progress = true;
-			p->idle_ms = FOLLOW_MS;
-		}
-		if (!p->caught_up)
-			done = false;
+		if ((k = ship_pump(sh, p, r)) > 0)
+			p->got = true;
+		/* More to read: after the others. */
+		if (!p->caught_up && !p->dead && p->queued == Q_NONE)
+			ship_todo(sh, p);
+next:
+		if (p == last)
+			break;
 	}
-	sh->rr = p;
-	/* Every partition visited, and each caught up. */
-	if (done && i == sh->nparts)
-		__atomic_store_n(&sh->caught_up, true, __ATOMIC_RELEASE);
-	return done;
+	if (!TAILQ_EMPTY(&sh->todo))
+		return false;
+	TAILQ_FOREACH(p, &sh->later, q)
+		if (!p->caught_up && !p->dead)
+			return false;
+	__atomic_store_n(&sh->caught_up, true, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* When the partitions are looked for next: at the rescan's time, or
+ * soon (at most every DISCOVER_MIN_MS) once sh->rescan asks. */
+static int64_t
+discover_at(struct shipper *sh)
+{
+	if (sh->rescan && sh->discover_at > sh->discovered + DISCOVER_MIN_MS)
+		sh->discover_at = sh->discovered + DISCOVER_MIN_MS;
+	sh->rescan = false;
+	return sh->discover_at;
+}
+
+/* How long the main thread may wait (-1: until woken): until the
+ * partitions are to be looked for, the oldest flight is overdue
+ * (check_stall), or a second while the connection is down. */
+static int
+wait_ms(struct shipper *sh, bool connected)
+{
+	int64_t ms = -1, now = mono_ms(), d;
+
+	if (!sh->once)
+		ms = discover_at(sh) > now ? sh->discover_at - now : 0;
+	if (!connected && (ms < 0 || ms > 1000))
+		ms = 1000;
+	pthread_mutex_lock(&sh->mu);
+	if (sh->head < sh->tail) {
+		d = sh->ring[sh->head % SHIP_WINDOW].sent + SHIP_ACK_WAIT_MS +
+		    1 - now;
+		if (ms < 0 || d < ms)
+			ms = d > 0 ? d : 0;
+	}
+	pthread_mutex_unlock(&sh->mu);
+	return (int)ms;
 }
 
 static int
 run(struct shipper *sh)
 {
-	int64_t next_discover = 0;
-	bool progress, done;
+	bool connected, done, full, acks;
 
 	for (;;) {
 		if (stop || sh->fatal)
 			break;
-		if (!sh->once && mono_ms() >= next_discover) {
-			ship_discover(sh);
-			next_discover = mono_ms() + DISCOVER_MS;
+		if (!sh->once && mono_ms() >= discover_at(sh)) {
+			sh->discovered = mono_ms();
+			sh->discover_at = sh->discovered + (ship_discover(sh) ?
+			    DISCOVER_MS : RESCAN_MS);
 		}
 		check_stall(sh);
 		if (ship_is_failing(sh)) {
 			recover(sh);
 			continue;
 		}
-		progress = false;
-		done = nats_connected(sh) ? turn(sh, &progress) : false;
-		if (sh->once && done) {
-			pthread_mutex_lock(&sh->mu);
-			while (sh->inflight > 0 && !ship_is_failing(sh) && !stop)
-				wait_ms(sh, 100);
+		connected = nats_connected(sh);
+		done = connected && turn(sh);
+		full = connected && !TAILQ_EMPTY(&sh->todo) && room(sh) == 0;
+		pthread_mutex_lock(&sh->mu);
+		if (sh->once && done && sh->inflight == 0 &&
+		    !ship_is_failing(sh)) {
 			pthread_mutex_unlock(&sh->mu);
-			if (!ship_is_failing(sh) && !stop)
-				break;
-			continue;
+			break;
 		}
-		if (!progress) {
-			pthread_mutex_lock(&sh->mu);
-			wait_ms(sh, FOLLOW_MS);
-			pthread_mutex_unlock(&sh->mu);
-		}
+		/* Answers wake it only when it waits for them: the
+		 * window is full, or --once waits for the last ones. */
+		acks = (sh->once && done) || full;
+		sh->waiting = acks;
+		pthread_mutex_unlock(&sh->mu);
+		/* More to read now: the other partitions' wake-ups are
+		 * taken in passing, so that they have their turn too. */
+		ship_wait(sh, connected && !acks && !TAILQ_EMPTY(&sh->todo) ?
+		    0 : wait_ms(sh, connected));
 	}
 	/* Stopped: what is in flight gets its answers, then the cursors
 	 * are committed for what was acknowledged. */
@@ -437,9 +489,8 @@ cmd_ship(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	static struct shipper shipper;
 	struct shipper *sh = &shipper;
-	pthread_condattr_t ca;
+	struct rlimit rl;
 	pthread_t ct;
 	const char *errstr;
 	int c, ret;
@@ -502,13 +553,19 @@ cmd_ship(int argc, char *argv[])
 	    sh->cursor);
 
 	ship_paths(argc - optind, argv + optind);
+	/* Each partition followed holds two descriptors (its directory
+	 * and its open segment): take all the system allows. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 
 	RB_INIT(&sh->parts);
 	pthread_mutex_init(&sh->mu, NULL);
 	pthread_mutex_init(&sh->commit_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&sh->cv, &ca);
+	ship_wait_init(sh);
+	if ((commitfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1)
+		err(1, "ship");
 	if ((sh->ring = calloc(SHIP_WINDOW, sizeof(*sh->ring))) == NULL)
 		err(1, NULL);
 	sh->head = sh->tail = sh->hint = 1;	/* flight 0 means none */
@@ -529,8 +586,10 @@ cmd_ship(int argc, char *argv[])
 	/* Closing can block too (ship_watch): the committer runs on. */
 	__atomic_store_n(&exit_status, ret, __ATOMIC_RELEASE);
 	__atomic_store_n(&closing_at, mono_ms(), __ATOMIC_RELEASE);
+	committer_wake();
 	nats_close(sh);
 	__atomic_store_n(&committer_stop, true, __ATOMIC_RELEASE);
+	committer_wake();
 	pthread_join(ct, NULL);
 	ship_commit_all(sh);
 	return ret;

@@ -13,6 +13,7 @@
 #ifndef SHIP_H
 #define SHIP_H
 
+#include <sys/queue.h>
 #include <sys/tree.h>
 
 #include <errno.h>
@@ -31,8 +32,7 @@
 #define SHIP_SETTLE_MAX_MS 10000
 #define SHIP_IDLEN 640		/* a Nats-Msg-Id, with room to spare */
 #define READ_CHUNK (1 << 20)	/* bytes read from a segment at a time */
-#define FOLLOW_MS 100		/* an idle partition is looked at again... */
-#define IDLE_MAX_MS 1000	/* ...less often the longer it stays idle */
+#define RETRY_MS 100		/* a partition that cannot be waited on */
 
 struct ship_part {
 	RB_ENTRY(ship_part) link;	/* by path */
@@ -61,10 +61,16 @@ struct ship_part {
 				   names is shipped anew once this one's
 				   cursor is committed */
 	int64_t dead_at;	/* mono ms */
-	bool caught_up;		/* the last look found nothing new */
+	/* Main thread: where it waits (ship_state.c). */
+	TAILQ_ENTRY(ship_part) q;	/* on sh->todo or sh->later */
+	int queued;		/* Q_NONE, Q_TODO, Q_LATER */
+	int64_t due;		/* on sh->later: when it is looked at */
+	bool caught_up;		/* at the end of what it holds: it waits
+				   for the mount's wake-up (or on later) */
+	bool woken;		/* looked at for a wake-up... */
+	bool got;		/* ...and got records since it waited */
+	int spurious;		/* wake-ups in a row that brought nothing */
 	int64_t ts;		/* Tlog-Timestamp of what the last read got */
-	int64_t look_at;	/* when to look again at an idle partition */
-	int idle_ms;
 	uint64_t committed;	/* cursor on the mount; UINT64_MAX: none */
 	bool commit_warned;
 	/* mu */
@@ -80,6 +86,8 @@ struct ship_part {
 	bool commit_gone;	/* its cursor can be committed no more */
 };
 RB_HEAD(part_tree, ship_part);
+TAILQ_HEAD(part_list, ship_part);
+enum { Q_NONE, Q_TODO, Q_LATER };
 int part_cmp(struct ship_part *a, struct ship_part *b);
 RB_PROTOTYPE(part_tree, ship_part, link, part_cmp)
 
@@ -112,13 +120,26 @@ struct shipper {
 	size_t nparts;
 	bool no_cursors;	/* the mount has none: nothing committed */
 
-	/* The main thread's: where the next turn starts (ship.c), and
-	 * what its rate-limited lines last said: a resync's (its time,
-	 * the resyncs since with no acknowledgment, the lines kept back),
-	 * a stream that cannot say where a partition stands
+	/* The main thread's waiting (ship_state.c, doc/shipping.md,
+	 * Following): one epoll set holding the eventfd, the inotify
+	 * descriptor (-1 if none) and the open segment of each caught-up
+	 * partition (EPOLLONESHOT, armed again each time it catches up);
+	 * the partitions to look at now, in turn, and those to look at
+	 * again at their `due` (a start the stream could not answer, a
+	 * seek that must be tried again, a mount whose wake-ups bring
+	 * nothing); when the partitions are looked for next (ship.c). */
+	int ep, wakefd, inofd;
+	struct part_list todo, later;
+	int64_t later_at;	/* the earliest `due` on later */
+	bool rescan;		/* look for partitions soon: a directory
+				   was made or moved in (inotify), or a
+				   partition was dropped */
+	int64_t discover_at, discovered;
+	/* ... and what its rate-limited lines last said: a resync's (its
+	 * time, the resyncs since with no acknowledgment, the lines kept
+	 * back), a stream that cannot say where a partition stands
 	 * (ship_pump.c), partitions without identity (ship_find.c) and
 	 * subjects outside the stream's filters (ship_nats.c). */
-	struct ship_part *rr;
 	int64_t resync_said;
 	int resync_streak, resync_quiet;
 	int64_t unsure_said;
@@ -141,7 +162,11 @@ struct shipper {
 
 	/* mu */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	bool waiting;		/* the main thread waits for answers: the
+				   window's room, or all of them */
+	uint64_t changes;	/* bumped when a partition's acked moves */
+	uint64_t committed_changes; /* ...as it was when every cursor was
+				   committed (ship_commit_all) */
 	struct flight *ring;
 	uint64_t head, tail;	/* unresolved flights are [head, tail) */
 	uint64_t hint;		/* where the next answer is looked for */
@@ -163,13 +188,30 @@ ship_is_failing(struct shipper *sh)
 {
 	return __atomic_load_n(&sh->failing, __ATOMIC_ACQUIRE);
 }
-/* Sets sh->failing (mu held), keeping the first reason. */
+/* Sets sh->failing (mu held), keeping the first reason, and wakes the
+ * main thread. */
 void ship_failing(struct shipper *sh, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Sets sh->fatal (mu held), keeping the first reason. */
 void ship_fatal(struct shipper *sh, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Makes the epoll set, the eventfd and the inotify descriptor. */
+void ship_wait_init(struct shipper *sh);
+/* Wakes the main thread from ship_wait (any thread, or a signal
+ * handler). */
+void ship_wake(struct shipper *sh);
+/* Waits up to ms (-1: no limit) for a wake-up: partitions woken or due
+ * go on sh->todo, an inotify event sets sh->rescan. */
+void ship_wait(struct shipper *sh, int ms);
+/* p is to be looked at now (after those already waiting). */
+void ship_todo(struct shipper *sh, struct ship_part *p);
+/* p is to be looked at again in ms. */
+void ship_later(struct shipper *sh, struct ship_part *p, int ms);
+/* p is at the end of what its open segment holds: it waits for the
+ * mount's wake-up (poll), or on later if its wake-ups bring nothing. */
+void ship_arm(struct shipper *sh, struct ship_part *p);
 
 /* ship_find.c */
 /* NATS subject tokens: non-empty, of [A-Za-z0-9_-]. */
@@ -185,8 +227,10 @@ void ship_paths(int n, char *paths[]);
 /* Says which stores are named after this machine (doc/shipping.md). */
 void ship_say_made_ids(void);
 /* Adds the partitions under the PATHs not known yet, and takes back
- * those dropped on an error a while ago. */
-void ship_discover(struct shipper *sh);
+ * those dropped on an error a while ago; watches their directories.
+ * true if it must look again soon: a partition waits to be taken up
+ * again, a mount is gone, or a directory could not be watched. */
+bool ship_discover(struct shipper *sh);
 
 /* ship_pump.c */
 /* The read buffer holds n bytes at least. */
@@ -203,6 +247,8 @@ void ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 bool ship_part_here(struct shipper *sh, struct ship_part *p);
 /* p's mount answers, on device dev: says once if it was mounted again. */
 void ship_mount_seen(struct ship_part *p, dev_t dev);
+/* Whether a mount was found gone and not seen again since. */
+bool ship_mounts_gone(void);
 /* Whether error e of a call on a mount says its daemon is gone: ENOTCONN,
  * or ECONNABORTED for a request in flight when the daemon died. */
 static inline bool

@@ -47,6 +47,7 @@ flight_done(struct shipper *sh, struct flight *f, int state)
 		p->acked = p->next;
 	} else
 		p->acked = sh->ring[p->first_seq % SHIP_WINDOW].off;
+	sh->changes++;
 	/* Answered flights at the head leave the ring; a failed one
 	 * stays until the resync, which clears them all. */
 	while (sh->head < sh->tail &&
@@ -89,13 +90,20 @@ ship_commit_all(struct shipper *sh)
 	struct ship_part *p, **ps = NULL;
 	uint64_t *offs = NULL;
 	size_t i, n = 0;
+	uint64_t changes;
 	char val[24];
-	bool gone;
+	bool gone, all = true;
 	int e;
 
 	if (__atomic_load_n(&sh->no_cursors, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&sh->mu);
+	/* Nothing acknowledged or moved since every cursor was
+	 * committed: nothing to look at. */
+	if ((changes = sh->changes) == sh->committed_changes) {
+		pthread_mutex_unlock(&sh->mu);
+		return;
+	}
 	if (sh->nparts > 0) {
 		ps = calloc(sh->nparts, sizeof(*ps));
 		offs = calloc(sh->nparts, sizeof(*offs));
@@ -136,6 +144,7 @@ ship_commit_all(struct shipper *sh)
 		pthread_mutex_unlock(&sh->mu);
 		if (gone)
 			continue;	/* removed: its cursor went with it */
+		all = false;	/* tried again next time */
 		errno = e;
 		if (errno == ENOTSUP) {
 			if (!__atomic_exchange_n(&sh->no_cursors, true,
@@ -152,6 +161,11 @@ ship_commit_all(struct shipper *sh)
 		}
 	}
 	pthread_mutex_unlock(&sh->commit_mu);
+	if (all) {
+		pthread_mutex_lock(&sh->mu);
+		sh->committed_changes = changes;
+		pthread_mutex_unlock(&sh->mu);
+	}
 	free(ps);
 	free(offs);
 }

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -301,6 +302,12 @@ part_bind(struct shipper *sh, struct ship_part *p)
 		if (errno != ENOENT)
 			shiplog("%s: %s; not shipped for now", p->path,
 			    strerror(errno));
+		else {
+			/* Gone already: inotify tells if it comes back. */
+			pthread_mutex_lock(&sh->mu);
+			p->moved = true;
+			pthread_mutex_unlock(&sh->mu);
+		}
 		if (fd != -1)
 			close(fd);
 		p->dead = true;
@@ -397,8 +404,9 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 			p->moved = false;
 			pthread_mutex_unlock(&sh->mu);
 			p->failed = false;
-			p->look_at = 0;
 			p->dead = !part_bind(sh, p);
+			if (!p->dead)
+				ship_todo(sh, p);
 		}
 		return;
 	}
@@ -415,7 +423,6 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 	p->dfd = -1;
 	sr_init(&p->sr, p->path, -1);
 	p->committed = UINT64_MAX;
-	p->idle_ms = FOLLOW_MS;
 	if (!ship_tokens_ok(p->subject)) {
 		shiplog("%s: the names make no NATS subject (%s: a name ends "
 		    "in a dot or holds two in a row); not shipped", path,
@@ -425,12 +432,26 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 		shiplog("%s: stream %s does not take subject %s; not "
 		    "shipped", path, sh->stream, p->subject);
 		p->dead = p->unshippable = true;
-	} else
-		part_bind(sh, p);
+	} else if (part_bind(sh, p))
+		ship_todo(sh, p);
 	pthread_mutex_lock(&sh->mu);
 	RB_INSERT(part_tree, &sh->parts, p);
 	sh->nparts++;
 	pthread_mutex_unlock(&sh->mu);
+}
+
+/* Has inotify say when a directory is made or moved into dir: true,
+ * or false if it cannot (no inotify, no watch left, a mount gone):
+ * then the PATHs are looked at again by time. A watch is the
+ * directory's, not the name's, so one moved away is no longer
+ * watched under this name: looked at when the next event comes, or
+ * at the next rescan (doc/shipping.md). */
+static bool
+watch(struct shipper *sh, const char *dir)
+{
+	return sh->inofd != -1 && (inotify_add_watch(sh->inofd, dir,
+	    IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) != -1 || errno == ENOENT ||
+	    errno == ENOTDIR);
 }
 
 /* The partitions of a topic directory. */
@@ -460,29 +481,38 @@ scan_topic(struct shipper *sh, struct spec *sp, const char *dir,
  * Closes the directories of partitions dropped as moved once settled:
  * one renamed away or removed for good is never found under its path
  * again, and its descriptor would keep it, and a descriptor, held.
+ * true if a partition is still to be taken up again (dropped on an
+ * error, or moved and not settled yet) or was just settled (what its
+ * path names now is looked at once more).
  */
-static void
+static bool
 sweep(struct shipper *sh)
 {
 	struct ship_part *p;
+	bool again = false;
 
 	RB_FOREACH(p, part_tree, &sh->parts) {
-		if (!p->dead || p->dfd == -1 || !moved(sh, p) ||
-		    !settled(sh, p))
+		if (!p->dead || p->unshippable || (moved(sh, p) &&
+		    p->dfd == -1))
+			continue;
+		again = true;
+		if (!moved(sh, p) || !settled(sh, p))
 			continue;
 		pthread_mutex_lock(&sh->commit_mu);
 		close(p->dfd);
 		p->dfd = -1;
 		pthread_mutex_unlock(&sh->commit_mu);
 	}
+	return again;
 }
 
-void
+bool
 ship_discover(struct shipper *sh)
 {
 	struct dirent *de;
 	struct spec *sp;
 	char *path;
+	bool again = false;
 	DIR *d;
 	int i;
 
@@ -494,23 +524,28 @@ ship_discover(struct shipper *sh)
 			if ((path = strdup(sp->path)) == NULL)
 				err(1, NULL);
 			*strrchr(path, '/') = '\0';
+			again |= !watch(sh, path);
 			part_add(sh, sp, sp->path, strrchr(path, '/') + 1,
 			    strrchr(sp->path, '/') + 1);
 			free(path);
 			break;
 		case K_TOPIC:
+			again |= !watch(sh, sp->path);
 			scan_topic(sh, sp, sp->path,
 			    strrchr(sp->path, '/') + 1);
 			break;
 		case K_ROOT:
+			again |= !watch(sh, sp->path);
 			if ((d = opendir(sp->path)) == NULL) {
 				shiplog("%s: %s", sp->path, strerror(errno));
+				again = true;
 				break;
 			}
 			while ((de = readdir(d)) != NULL) {
 				if (de->d_name[0] == '.')
 					continue;
 				path = join(sp->path, de->d_name);
+				again |= !watch(sh, path);
 				scan_topic(sh, sp, path, de->d_name);
 				free(path);
 			}
@@ -518,5 +553,5 @@ ship_discover(struct shipper *sh)
 			break;
 		}
 	}
-	sweep(sh);
+	return sweep(sh) | again | ship_mounts_gone();
 }

@@ -54,11 +54,11 @@ on_reconnected(natsConnection *nc, void *arg)
 {
 	char url[256];
 
-	(void)arg;
 	if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK)
 		strlcpy(url, "?", sizeof(url));
 	shiplog("nats: connected to %s", url);
 	__atomic_store_n(&conn_state, 0, __ATOMIC_RELEASE);
+	ship_wake(arg);
 }
 
 /* libnats asks this after each pass through every server it knows:
@@ -169,7 +169,13 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 			ship_failing(sh, "%s", pae->ErrText);
 		}
 	}
-	pthread_cond_broadcast(&sh->cv);
+	/* The main thread, if it waits for answers, once the window is
+	 * half empty (a failure wakes it in ship_failing). */
+	if (sh->waiting && sh->inflight <= SHIP_WINDOW / 2 &&
+	    sh->inflight_bytes <= SHIP_WINDOW_BYTES / 2) {
+		sh->waiting = false;
+		ship_wake(sh);
+	}
 	pthread_mutex_unlock(&sh->mu);
 	natsMsg_Destroy(msg);
 }

@@ -86,6 +86,17 @@ mount_lost(struct ship_part *p)
 	m->gone = true;
 }
 
+bool
+ship_mounts_gone(void)
+{
+	size_t i;
+
+	for (i = 0; i < nmounts; i++)
+		if (mounts[i].gone)
+			return true;
+	return false;
+}
+
 /* p is no longer what its path names (or its mount is gone). */
 static void
 part_moved(struct shipper *sh, struct ship_part *p)
@@ -97,6 +108,9 @@ part_moved(struct shipper *sh, struct ship_part *p)
 	p->dead_at = mono_ms();
 	p->open = false;
 	sr_close(&p->sr);
+	/* Its directory is closed, and its path looked at again, by
+	 * discovery (ship_find.c). */
+	sh->rescan = true;
 }
 
 /*
@@ -147,12 +161,23 @@ part_drop(struct shipper *sh, struct ship_part *p, int e)
 	}
 	if (!ship_part_here(sh, p))
 		return;
+	if (e == ENOENT) {
+		/* Its segment deleted under the read (an rm of it, or an
+		 * rm -r under way): sought again in a while, from the
+		 * record it was at; a partition removed by then is found
+		 * so. */
+		p->open = false;
+		sr_close(&p->sr);
+		ship_later(sh, p, RETRY_MS);
+		return;
+	}
 	if (!p->dead)
 		shiplog("%s: %s; no longer shipped", p->path, strerror(e));
 	p->dead = true;
 	p->dead_at = mono_ms();
 	p->open = false;
 	sr_close(&p->sr);
+	sh->rescan = true;	/* taken back after REVIVE_MS */
 }
 
 /* Record `off` of the partition, without its newline, read from the
@@ -210,9 +235,9 @@ ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 		if ((errno == ENODATA || errno == EAGAIN) &&
 		    ship_part_here(sh, p)) {
 			/* Beyond the end (it was emptied), or changing
-			 * under the seek: later. */
-			p->look_at = mono_ms() + FOLLOW_MS;
+			 * under the seek: no segment to wait on, later. */
 			p->caught_up = true;
+			ship_later(sh, p, RETRY_MS);
 			return;
 		}
 		part_drop(sh, p, errno);
@@ -226,12 +251,13 @@ ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 	p->next = got;
 	if (p->first_seq == 0)
 		p->acked = got;
+	sh->changes++;
 	pthread_mutex_unlock(&sh->mu);
 	p->open = true;
 	/* A new position: what was caught up is not any more (after a
 	 * resync, `--once` would end with the records behind it). */
 	p->caught_up = false;
-	p->look_at = 0;
+	ship_todo(sh, p);
 }
 
 /*
@@ -282,7 +308,7 @@ ship_part_start(struct shipper *sh, struct ship_part *p)
 			    SHIP_BACKOFF_MAX_MS / 1000);
 			sh->unsure_said = mono_ms();
 		}
-		p->look_at = mono_ms() + SHIP_BACKOFF_MAX_MS;
+		ship_later(sh, p, SHIP_BACKOFF_MAX_MS);
 		return;
 	}
 	if (r == 1) {
@@ -435,8 +461,13 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 			part_drop(sh, p, errno);
 			return -1;
 		}
-		if (r == 0)
+		if (r == 0) {
+			/* Its end is not known yet: it shows with the
+			 * next record or the seal. */
+			if (k == 0)
+				ship_later(sh, p, RETRY_MS);
 			break;
+		}
 		len = (size_t)(end - p->sr.pos);
 		ship_buf_need(len);
 		if ((n = sr_pread(&p->sr, buf, len)) == -1) {
@@ -490,9 +521,8 @@ at_end(struct shipper *sh, struct ship_part *p)
 	if (!ship_part_here(sh, p))
 		return;
 	p->caught_up = true;
-	p->look_at = mono_ms() + p->idle_ms;
-	if (p->idle_ms < IDLE_MAX_MS)
-		p->idle_ms *= 2;
+	if (!sh->once)
+		ship_arm(sh, p);
 }
 
 /*
@@ -538,6 +568,16 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 		if (nats_publish(sh, p, p->next, s, len) == -1)
 			return -1;
 		p->sr.pos += len + 1;
+	}
+	/* A short read of whole records, all published: the end for now
+	 * (a file grows by whole records). Following, p waits for the
+	 * mount's wake-up, which a seal brings too, without a look at the
+	 * seal or at `current`: at_end looks when a wake-up finds nothing
+	 * to read. */
+	if (!sh->once && n < READ_CHUNK && k == nl && last == buf + n - 1) {
+		p->got = true;
+		p->caught_up = true;
+		ship_arm(sh, p);
 	}
 	return (int)k;
 }

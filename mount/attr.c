@@ -134,7 +134,7 @@ meta_attr(struct tl_fs *fs, enum tl_kind kind, struct stat *st)
 		st->st_nlink = 3;
 		return 0;
 	}
-	if ((r = tlog_metrics_format(fs->store, &text, &len)) != 0)
+	if ((r = tl_metrics_format(fs, &text, &len)) != 0)
 		return r;
 	free(text);
 	st->st_ino = TL_METRICS_INO;

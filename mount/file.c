@@ -100,7 +100,7 @@ open_metrics(fuse_req_t req, struct fuse_file_info *fi)
 		goto out_err;
 	}
 	h->fd = -1;
-	if ((r = tlog_metrics_format(fs->store, &h->text, &h->textlen)) != 0) {
+	if ((r = tl_metrics_format(fs, &h->text, &h->textlen)) != 0) {
 		free(h);
 		goto out_err;
 	}

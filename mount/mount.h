@@ -120,6 +120,9 @@ struct tl_fs {
 	struct tl_handle **waits;
 	uint64_t npolled;		/* handles waiting; atomic */
 	bool poll_halted;		/* the loop has ended: no new waiter */
+	pthread_rwlock_t nlive;		/* notices under way (read), halt */
+	uint64_t poll_waits;		/* polls that owe a wake-up; atomic */
+	uint64_t poll_wakeups;		/* wake-ups sent; atomic */
 
 	pthread_mutex_t nlock;		/* notifications, stop flag */
 	STAILQ_HEAD(, tl_note) notes;
@@ -208,6 +211,8 @@ void tl_poll_wake(struct tl_fs *fs, uint64_t part_ino);
 void tl_poll_forget(struct tl_fs *fs, struct tl_handle *h);
 /* The request loop has ended: drops every waiter, no notice after it. */
 void tl_poll_halt(struct tl_fs *fs);
+/* .tlogfs/metrics: the store's counters and the wake-ups' (malloc'd). */
+int tl_metrics_format(struct tl_fs *fs, char **text, size_t *len);
 
 /* xattr.c: the extended-attribute protocol */
 void tl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

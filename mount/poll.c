@@ -8,21 +8,34 @@
  * one), its segment deleted, its partition removed or renamed over
  * (readable and hung up: a read then says what is left), or, for the
  * empty `current` of a partition without records, a first segment
- * started (the reader opens `current` again). A handle that is not
- * ready keeps the kernel's poll handle on its partition's wait list;
- * an append through any handle of the partition, a seal or deletion
- * of one of its segments, and its removal wake every waiter of the
- * partition, each once.
+ * started (the reader opens `current` again). A poll answered ready
+ * owes no wake-up and touches no wait list; one answered not ready
+ * (armed) keeps the kernel's poll handle on its partition's wait list,
+ * and an append through any handle of the partition, a seal or
+ * deletion of one of its segments, and its removal wake every armed
+ * waiter of the partition once, and disarm it. So an append costs one
+ * notice per follower waiting, whatever the followers' polls in
+ * between (each wake-up makes the kernel poll again, answered ready).
  *
- * No lost wake-up: a poll puts the handle on the list (and counts it in
- * fs->npolled) before it reads the segment's state under the partition
- * lock, and an append looks at npolled only after that lock is dropped,
- * so either the poll sees the append or the append sees the waiter.
+ * No lost wake-up: an armed poll puts the handle on the list (and
+ * counts it in fs->npolled) before it reads the segment's state again
+ * under the partition lock, and an append looks at npolled only after
+ * that lock is dropped, so either the poll sees the append or the
+ * append sees the waiter.
+ *
+ * The notices are sent after the writer's reply (file.c) and outside
+ * fs->plock: a follower woken by the first of them, polling again while
+ * the rest are sent, never waits for the list. fs->nlive, held for
+ * reading while notices are under way, lets tl_poll_halt wait for them.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mount.h"
 
@@ -32,6 +45,7 @@ int
 tl_poll_init(struct tl_fs *fs)
 {
 	pthread_mutex_init(&fs->plock, NULL);
+	pthread_rwlock_init(&fs->nlive, NULL);
 	fs->waits = calloc(TL_WAIT_BUCKETS, sizeof(*fs->waits));
 	return fs->waits == NULL ? -1 : 0;
 }
@@ -44,6 +58,7 @@ tl_poll_free(struct tl_fs *fs)
 	free(fs->waits);
 	fs->waits = NULL;
 	pthread_mutex_destroy(&fs->plock);
+	pthread_rwlock_destroy(&fs->nlive);
 }
 
 static struct tl_handle **
@@ -86,16 +101,16 @@ tl_poll_forget(struct tl_fs *fs, struct tl_handle *h)
 void
 tl_poll_wake(struct tl_fs *fs, uint64_t part_ino)
 {
-	struct fuse_pollhandle *ph;
+	struct fuse_pollhandle *some[64], **phs = some, **more;
 	struct tl_handle **pp, *h;
+	size_t i, n = 0, cap = 64;
 
 	/* After the append dropped the partition lock (see the top). */
 	if (__atomic_load_n(&fs->npolled, __ATOMIC_SEQ_CST) == 0)
 		return;
-	/* Notified under the lock, so that tl_poll_halt knows no notice
-	 * is under way once it has the lock. A notice is one write to
-	 * the device; one for a file closed since, or whose poller left,
-	 * is harmless to the kernel. */
+	pthread_rwlock_rdlock(&fs->nlive);
+	/* The armed waiters of the partition, disarmed: a poll arming
+	 * one of them again meanwhile is owed the next append's. */
 	pthread_mutex_lock(&fs->plock);
 	pp = bucket(fs, part_ino);
 	while ((h = *pp) != NULL) {
@@ -103,11 +118,29 @@ tl_poll_wake(struct tl_fs *fs, uint64_t part_ino)
 			pp = &h->wnext;
 			continue;
 		}
-		ph = unwait_locked(fs, h);
-		(void)fuse_lowlevel_notify_poll(ph);
-		fuse_pollhandle_destroy(ph);
+		if (n == cap) {
+			more = reallocarray(phs == some ? NULL : phs, cap * 2,
+			    sizeof(*phs));
+			if (more == NULL)
+				break;	/* the rest wake at the next one */
+			if (phs == some)
+				memcpy(more, some, sizeof(some));
+			phs = more;
+			cap *= 2;
+		}
+		phs[n++] = unwait_locked(fs, h);
 	}
 	pthread_mutex_unlock(&fs->plock);
+	/* A notice is one write to the device; one for a file closed
+	 * since, or whose poller left, is harmless to the kernel. */
+	for (i = 0; i < n; i++) {
+		(void)fuse_lowlevel_notify_poll(phs[i]);
+		fuse_pollhandle_destroy(phs[i]);
+	}
+	pthread_rwlock_unlock(&fs->nlive);
+	__atomic_add_fetch(&fs->poll_wakeups, n, __ATOMIC_RELAXED);
+	if (phs != some)
+		free(phs);
 }
 
 void
@@ -116,12 +149,16 @@ tl_poll_halt(struct tl_fs *fs)
 	struct tl_handle *h;
 	size_t i;
 
+	/* Once no notice is under way, none comes: the lists are empty
+	 * and stay so. */
+	pthread_rwlock_wrlock(&fs->nlive);
 	pthread_mutex_lock(&fs->plock);
 	fs->poll_halted = true;
 	for (i = 0; i < TL_WAIT_BUCKETS; i++)
 		while ((h = fs->waits[i]) != NULL)
 			fuse_pollhandle_destroy(unwait_locked(fs, h));
 	pthread_mutex_unlock(&fs->plock);
+	pthread_rwlock_unlock(&fs->nlive);
 }
 
 /* What h could do now, of POLLIN and POLLOUT (see the top). */
@@ -159,33 +196,40 @@ tl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct tl_fs *fs = tl_fs_of(req);
 	struct fuse_pollhandle *old = NULL;
 	struct tl_handle **pp;
-	unsigned want = fi->poll_events, ev;
+	unsigned want = fi->poll_events | POLLHUP, ev;
 
 	(void)ino;
-	if (ph != NULL) {
-		pthread_mutex_lock(&fs->plock);
-		if (h->part == NULL || fs->poll_halted) {
-			/* .tlogfs/metrics is always readable; a stopping
-			 * daemon wakes nobody. */
-			pthread_mutex_unlock(&fs->plock);
-			fuse_pollhandle_destroy(ph);
-			ph = NULL;
-		} else {
-			old = unwait_locked(fs, h);
-			pp = bucket(fs, h->part_ino);
-			h->wnext = *pp;
-			*pp = h;
-			h->ph = ph;
-			__atomic_add_fetch(&fs->npolled, 1, __ATOMIC_SEQ_CST);
-			pthread_mutex_unlock(&fs->plock);
-			if (old != NULL)
-				fuse_pollhandle_destroy(old);
-		}
-	}
 	ev = ready(h);
-	/* Ready now: no wake-up is needed for this poll (unless a later
-	 * poll of the same handle put its own in place since). */
-	if (ph != NULL && (ev & (want | POLLHUP)) != 0) {
+	/* Ready, or no wake-up asked for: nothing is owed. */
+	if (ph == NULL || (ev & want) != 0) {
+		if (ph != NULL)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, ev);
+		return;
+	}
+	pthread_mutex_lock(&fs->plock);
+	if (h->part == NULL || fs->poll_halted) {
+		/* .tlogfs/metrics is always readable; a stopping daemon
+		 * wakes nobody. */
+		pthread_mutex_unlock(&fs->plock);
+		fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, ev);
+		return;
+	}
+	old = unwait_locked(fs, h);
+	pp = bucket(fs, h->part_ino);
+	h->wnext = *pp;
+	*pp = h;
+	h->ph = ph;
+	__atomic_add_fetch(&fs->npolled, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&fs->plock);
+	__atomic_add_fetch(&fs->poll_waits, 1, __ATOMIC_RELAXED);
+	if (old != NULL)
+		fuse_pollhandle_destroy(old);
+	/* Armed: look again, so that what came between the two looks
+	 * is not missed (see the top). */
+	ev = ready(h);
+	if ((ev & want) != 0) {
 		pthread_mutex_lock(&fs->plock);
 		old = h->ph == ph ? unwait_locked(fs, h) : NULL;
 		pthread_mutex_unlock(&fs->plock);
@@ -193,4 +237,35 @@ tl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 			fuse_pollhandle_destroy(old);
 	}
 	fuse_reply_poll(req, ev);
+}
+
+/* .tlogfs/metrics: the store's counters, then the wake-ups'. */
+int
+tl_metrics_format(struct tl_fs *fs, char **text, size_t *len)
+{
+	uint64_t waits = __atomic_load_n(&fs->poll_waits, __ATOMIC_RELAXED);
+	uint64_t wakeups = __atomic_load_n(&fs->poll_wakeups,
+	    __ATOMIC_RELAXED);
+	char *t;
+	int r, n;
+
+	if ((r = tlog_metrics_format(fs->store, text, len)) != 0)
+		return r;
+	n = asprintf(&t, "%.*s"
+	    "# HELP tlogfs_poll_waits_total Polls of partition files "
+	    "found not ready and put on a wait list (armed).\n"
+	    "# TYPE tlogfs_poll_waits_total counter\n"
+	    "tlogfs_poll_waits_total %" PRIu64 "\n"
+	    "# HELP tlogfs_poll_wakeups_total Wake-ups sent to polls of "
+	    "partition files.\n"
+	    "# TYPE tlogfs_poll_wakeups_total counter\n"
+	    "tlogfs_poll_wakeups_total %" PRIu64 "\n",
+	    (int)*len, *text, waits, wakeups);
+	free(*text);
+	*text = NULL;
+	if (n == -1)
+		return -ENOMEM;
+	*text = t;
+	*len = (size_t)n;
+	return 0;
 }

@@ -24,7 +24,7 @@
  * (a newline) unless one record fills the whole frame. At 128 KiB zstd
  * picks its parameters for small inputs, which on log lines makes the
  * frames together as small as one frame of the whole (0.96-1.08x at
- * level 3, doc/performance.md, workload 11), and one frame decodes in
+ * level 3, doc/performance.md, workload 12), and one frame decodes in
  * about 0.1 ms. A reader takes frames of up to TLOG_ZS_FRAME_MAX, so
  * the writer's size may change without a new format. */
 #define TLOG_ZS_FRAME (128 * 1024)

@@ -163,21 +163,21 @@ report_ship() {	# workload 9
 	done
 }
 
-report_compress() {	# workload 11
+report_compress() {	# workload 12
 	local w t
-	[ -n "$(rows '^11 ')" ] || return 0
+	[ -n "$(rows '^12 ')" ] || return 0
 	echo
-	echo "| workload 11, disk | target | value |"
+	echo "| workload 12, disk | target | value |"
 	echo "|---|---|---|"
-	cut -f1,3 "$RES" | grep '^11 ' | awk '!seen[$0]++' | while IFS=$'\t' read -r w t; do
-		echo "| ${w#11 } | $t | $(fmt $(cell "$w" disk "$t")) |"
+	cut -f1,3 "$RES" | grep '^12 ' | awk '!seen[$0]++' | while IFS=$'\t' read -r w t; do
+		echo "| ${w#12 } | $t | $(fmt $(cell "$w" disk "$t")) |"
 	done
-	for w in "11 cat of the nginx partition, warm (MiB/s)" \
-	    "11 cat of the nginx partition, cold (MiB/s)"; do
+	for w in "12 cat of the nginx partition, warm (MiB/s)" \
+	    "12 cat of the nginx partition, cold (MiB/s)"; do
 		cut -f1 "$RES" | grep -qxF "$w" &&
-		    echo "| ${w#11 }: compressed / plain, per round | | $(fmtr $(rounds "$w" disk z p)) |"
+		    echo "| ${w#12 }: compressed / plain, per round | | $(fmtr $(rounds "$w" disk z p)) |"
 	done
-	w="11 append p99 (us)"
+	w="12 append p99 (us)"
 	cut -f1 "$RES" | grep -qxF "$w" &&
 	    echo "| append p99: with a backlog / idle, per round | | $(fmtr $(rounds "$w" disk backlog idle)) |"
 	return 0
@@ -199,6 +199,7 @@ report() {
 	report_pipe_loggers
 	report_followers
 	report_ship
+	report_ship_follow
 	report_compress
 	echo
 	[ -z "$SCALE_GEN" ] || echo "Workload 5 store: $SCALE_GEN (written directly in the on-disk format by tlbench gen); empty-store daemon RSS ${RSS_BASE_KIB} KiB."

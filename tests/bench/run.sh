@@ -14,8 +14,8 @@
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
-#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9 10 11")
-#   BENCH_Z_MIB     workload 11's generated corpora, MiB each (default 256,
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9 10 11 12")
+#   BENCH_Z_MIB     workload 12's generated corpora, MiB each (default 256,
 #                   quick 32)
 #   BENCH_SCALE_PARTS  workload 5's partitions (default 100000, quick 10000;
 #                   10 segments each)
@@ -37,7 +37,7 @@ QUICK=${BENCH_QUICK:-0}
 OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
 TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
 DISK_PARENT=${BENCH_DISK:-/var/tmp}
-ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9 10 11}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12}
 TLOGFS=$BUILD/mount/tlogfs
 TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
@@ -80,6 +80,8 @@ JSPROBE=$BUILD/tests/integration/helpers/jsprobe
 
 # shellcheck source=tests/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+# workload 11: tlogctl ship following
+. "$(dirname "$0")/shipfollow.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (FUSE mounts, drop_caches)"
 for f in "$TLOGFS" "$APPENDER" "$TLBENCH" "$TLOGCTL" "$FOLLOWLAT" "$FLOORFS"; do
@@ -349,28 +351,31 @@ run_reaper() {	# NAME PARENT
 # tail -F on current (it polls FUSE files by time), and the floor,
 # tail -F on a native file (inotify). Targets rotated each round.
 run_followers() {	# NAME PARENT
-	local fs=$1 parent=$2 d mnt r t out w
+	local fs=$1 parent=$2 d mnt r t out w p
 	mktempdir "$parent"; d=$TMPD
 	mnt=$MNTROOT/follow-$fs
 	mkdir -p "$d/native" "$d/store"
 	tl_mount "$d/store" "$mnt"
-	mkdir -p "$mnt/f/0"
 	: >"$d/native/f.log"
 	for r in $(seq 1 $REPS); do
 		ROUND=$r
 		for t in $(rotate "$r" native tlogctl tail tlogctl100); do
 			log "$fs: workload 10, round $r: $t"
+			# A partition of its own: read --follow starts at
+			# offset 0, and an earlier round's lines are no
+			# latency.
+			p=$mnt/f/r$r-$t
+			mkdir -p "$p"
 			case $t in
 			native) out=$("$FOLLOWLAT" -i 10 "$d/native/f.log" -- \
 			    tail -n 0 -F "$d/native/f.log") ;;
-			tlogctl) out=$("$FOLLOWLAT" -i 10 "$mnt/f/0/current" -- \
-			    "$TLOGCTL" read --follow "$mnt/f/0") ;;
-			tail) out=$("$FOLLOWLAT" -i 10 "$mnt/f/0/current" -- \
+			tlogctl) out=$("$FOLLOWLAT" -i 10 "$p/current" -- \
+			    "$TLOGCTL" read --follow "$p") ;;
+			tail) out=$("$FOLLOWLAT" -i 10 "$p/current" -- \
 			    tail -n 0 -F -s 0.2 --max-unchanged-stats=1 \
-			    "$mnt/f/0/current") ;;
+			    "$p/current") ;;
 			tlogctl100) out=$("$FOLLOWLAT" -i 1 -q 100 \
-			    "$mnt/f/0/current" -- "$TLOGCTL" read --follow \
-			    "$mnt/f/0") ;;
+			    "$p/current" -- "$TLOGCTL" read --follow "$p") ;;
 			esac
 			for w in p50 p99; do
 				record_from "$out" "10 follow latency $w (ms)" $fs "$t" "/^follow /s/.* ${w}_ms=\([0-9.]*\).*/\1/p"
@@ -737,7 +742,7 @@ run_pipe_loggers() {	# NAME PARENT
 	rm -rf --one-file-system "$d"
 }
 
-# ================= workload 11: compressed history =================
+# ================= workload 12: compressed history =================
 # Corpora: /var/log/dpkg.log and /var/log/apt/history.log concatenated as
 # they are ("system", never repeated), and Z_MIB MiB each of generated
 # nginx combined access lines and JSON application lines. For each: the
@@ -798,7 +803,7 @@ run_compress() {	# NAME PARENT
 	cat /var/log/dpkg.log /var/log/apt/history.log >"$d/src/system" \
 	    2>/dev/null || true
 	[ -s "$d/src/system" ] || note "$fs: no /var/log/dpkg.log or apt/history.log: corpus system skipped"
-	log "$fs: workload 11: generating $Z_MIB MiB of nginx and JSON lines"
+	log "$fs: workload 12: generating $Z_MIB MiB of nginx and JSON lines"
 	gen_nginx "$d/src/nginx" "$Z_MIB"
 	gen_json "$d/src/json" "$Z_MIB"
 	tl_mount "$d/store" "$mnt"
@@ -816,24 +821,24 @@ run_compress() {	# NAME PARENT
 		"$TLOGCTL" append "$mnt/p/$c" <"$src"
 		setfattr -n user.seal -v 1 "$mnt/p/$c"
 		z_idle "$mnt"
-		log "$fs: workload 11: $c compressed"
+		log "$fs: workload 12: $c compressed"
 		s1=$(metric "$mnt" tlogfs_compress_seconds_total)
 		i1=$(metric "$mnt" tlogfs_compressed_in_bytes_total)
 		disk=$(getfattr --absolute-names --only-values -n user.tlog.disk_bytes "$mnt/z/$c")
 		one=$(zstd -3 -T1 -q -c "$src" | wc -c)
 		gz=$(gzip -6 -c "$src" | wc -c)
 		cmp -s "$src" <(cat "$mnt/z/$c"/*.log) || note "$fs: $c: cat of the compressed partition differs from what was written"
-		record "11 $c ($sz bytes): disk / zstd -3 one frame" $fs tlogfs "$(awk -v a=$disk -v b=$one 'BEGIN { printf "%.3f", a / b }')"
-		record "11 $c ($sz bytes): ratio plain / disk" $fs tlogfs "$(awk -v a=$sz -v b=$disk 'BEGIN { printf "%.2f", a / b }')"
-		record "11 $c ($sz bytes): ratio plain / disk" $fs "zstd -3" "$(awk -v a=$sz -v b=$one 'BEGIN { printf "%.2f", a / b }')"
-		record "11 $c ($sz bytes): ratio plain / disk" $fs "gzip -6" "$(awk -v a=$sz -v b=$gz 'BEGIN { printf "%.2f", a / b }')"
+		record "12 $c ($sz bytes): disk / zstd -3 one frame" $fs tlogfs "$(awk -v a=$disk -v b=$one 'BEGIN { printf "%.3f", a / b }')"
+		record "12 $c ($sz bytes): ratio plain / disk" $fs tlogfs "$(awk -v a=$sz -v b=$disk 'BEGIN { printf "%.2f", a / b }')"
+		record "12 $c ($sz bytes): ratio plain / disk" $fs "zstd -3" "$(awk -v a=$sz -v b=$one 'BEGIN { printf "%.2f", a / b }')"
+		record "12 $c ($sz bytes): ratio plain / disk" $fs "gzip -6" "$(awk -v a=$sz -v b=$gz 'BEGIN { printf "%.2f", a / b }')"
 		for r in $(seq 1 $REPS); do
 			ROUND=$r
 			t0=$(now); zstd -3 -T1 -q -c "$src" >/dev/null; t1=$(now)
-			record "11 $c: compression MB/s (one core)" $fs "zstd -3" "$(awk -v b=$sz -v s=$(elapsed $t0 $t1) 'BEGIN { printf "%.1f", b / 1e6 / s }')"
+			record "12 $c: compression MB/s (one core)" $fs "zstd -3" "$(awk -v b=$sz -v s=$(elapsed $t0 $t1) 'BEGIN { printf "%.1f", b / 1e6 / s }')"
 		done
 		ROUND=0
-		record "11 $c: compression MB/s (one core)" $fs tlogfs "$(awk -v b=$((i1 - i0)) -v s0=$s0 -v s1=$s1 'BEGIN { printf "%.1f", b / 1e6 / (s1 - s0) }')"
+		record "12 $c: compression MB/s (one core)" $fs tlogfs "$(awk -v b=$((i1 - i0)) -v s0=$s0 -v s1=$s1 'BEGIN { printf "%.1f", b / 1e6 / (s1 - s0) }')"
 	done
 	# Sequential cat, warm and cold, compressed against plain.
 	for r in $(seq 1 $REPS); do
@@ -841,13 +846,13 @@ run_compress() {	# NAME PARENT
 		for t in $(rotate "$r" z p); do
 			cat "$mnt/$t/nginx/"*.log >/dev/null
 			t0=$(now); cat "$mnt/$t/nginx/"*.log >/dev/null; t1=$(now)
-			record "11 cat of the nginx partition, warm (MiB/s)" $fs "$t" "$(mib_per_s $(stat -c %s "$d/src/nginx") $(elapsed $t0 $t1))"
+			record "12 cat of the nginx partition, warm (MiB/s)" $fs "$t" "$(mib_per_s $(stat -c %s "$d/src/nginx") $(elapsed $t0 $t1))"
 			tl_umount "$mnt"; drop_caches; tl_mount "$d/store" "$mnt"
 			t0=$(now); cat "$mnt/$t/nginx/"*.log >/dev/null; t1=$(now)
-			record "11 cat of the nginx partition, cold (MiB/s)" $fs "$t" "$(mib_per_s $(stat -c %s "$d/src/nginx") $(elapsed $t0 $t1))"
+			record "12 cat of the nginx partition, cold (MiB/s)" $fs "$t" "$(mib_per_s $(stat -c %s "$d/src/nginx") $(elapsed $t0 $t1))"
 		done
 	done
-	record "11 daemon RSS after the cats (KiB)" $fs z "$(rss_kib "$TL_PID")"
+	record "12 daemon RSS after the cats (KiB)" $fs z "$(rss_kib "$TL_PID")"
 	# Random reads of one record by offset.
 	recs=$(getfattr --absolute-names --only-values -n user.tlog.end_offset "$mnt/z/nginx")
 	for t in z p; do
@@ -861,14 +866,14 @@ run_compress() {	# NAME PARENT
 			t1=$(now)
 			awk -v a=$t0 -v b=$t1 'BEGIN { printf "%.3f\n", (b - a) * 1000 }' >>"$lat"
 		done
-		record "11 tlogctl read --from N | head -1, p50 (ms)" $fs "$t" "$(pctl 50 <"$lat")"
-		record "11 tlogctl read --from N | head -1, p99 (ms)" $fs "$t" "$(pctl 99 <"$lat")"
+		record "12 tlogctl read --from N | head -1, p50 (ms)" $fs "$t" "$(pctl 50 <"$lat")"
+		record "12 tlogctl read --from N | head -1, p99 (ms)" $fs "$t" "$(pctl 99 <"$lat")"
 		# The same reads without a process each (tlbench seekread),
 		# cold: a fresh daemon after drop_caches.
 		tl_umount "$mnt"; drop_caches; tl_mount "$d/store" "$mnt"
 		out=$("$TLBENCH" seekread "$mnt/$t/nginx" $Z_READS)
-		record_from "$out" "11 read of one record by offset, in-process, cold, p50 (ms)" $fs "$t" 's/.* p50_ms=\([0-9.]*\).*/\1/p'
-		record_from "$out" "11 read of one record by offset, in-process, cold, p99 (ms)" $fs "$t" 's/.* p99_ms=\([0-9.]*\).*/\1/p'
+		record_from "$out" "12 read of one record by offset, in-process, cold, p50 (ms)" $fs "$t" 's/.* p50_ms=\([0-9.]*\).*/\1/p'
+		record_from "$out" "12 read of one record by offset, in-process, cold, p99 (ms)" $fs "$t" 's/.* p99_ms=\([0-9.]*\).*/\1/p'
 	done
 	# Appends, idle and while a backlog compresses.
 	mkdir -p "$mnt/a/0" "$mnt/z/backlog"
@@ -876,14 +881,14 @@ run_compress() {	# NAME PARENT
 	for r in $(seq 1 $REPS); do
 		ROUND=$r
 		out=$("$APPENDER" -L -n $Z_APPENDS -r 20000 "$mnt/a/0/current")
-		record_from "$out" "11 append p99 (us)" $fs idle 's/.*p99_us=\([0-9.]*\).*/\1/p'
+		record_from "$out" "12 append p99 (us)" $fs idle 's/.*p99_us=\([0-9.]*\).*/\1/p'
 		for k in 1 2 3 4; do
 			"$TLOGCTL" append "$mnt/z/backlog" <"$d/src/nginx"
 		done
 		out=$("$APPENDER" -L -n $Z_APPENDS -r 20000 "$mnt/a/0/current")
 		[ "$(metric "$mnt" tlogfs_compress_backlog_segments)" != 0 ] ||
 		    note "$fs: round $r: the backlog was gone before the appends ended"
-		record_from "$out" "11 append p99 (us)" $fs "backlog" 's/.*p99_us=\([0-9.]*\).*/\1/p'
+		record_from "$out" "12 append p99 (us)" $fs "backlog" 's/.*p99_us=\([0-9.]*\).*/\1/p'
 		z_idle "$mnt"
 	done
 	ROUND=0
@@ -919,6 +924,7 @@ for pair in "${FS_LIST[@]}"; do
 done
 # Shipping from tmpfs: the network side is measured, not the disk.
 if want 9; then run_ship tmpfs "$TMPFS_PARENT"; fi
+if want 11; then run_ship_follow tmpfs "$TMPFS_PARENT"; fi
 # Scale on disk only: 2M small files would take ~10 GiB of tmpfs.
 if want 5; then run_scale disk "$DISK_PARENT"; fi
 # The pipe loggers, on both file systems.
@@ -928,7 +934,7 @@ if want 7; then
 	done
 fi
 # Compressed history on disk, where its saving matters.
-if want 11; then run_compress disk "$DISK_PARENT"; fi
+if want 12; then run_compress disk "$DISK_PARENT"; fi
 END=$(now)
 
 # ================= report =================

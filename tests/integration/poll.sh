@@ -8,7 +8,9 @@
 # is woken and hung up; one whose partition
 # is renamed waits on, and the next append under the new name wakes it;
 # `tlogctl read --follow` waits in poll(2), gets a line appended at once,
-# and makes no request while the partition is idle.
+# and makes no request while the partition is idle; a poll found ready
+# arms no wake-up, and each armed one is woken once
+# (tlogfs_poll_waits_total, tlogfs_poll_wakeups_total).
 . "${srcdir:-.}/tests/integration/lib.sh"
 
 POLLWAIT=$TL_BUILD/tests/integration/helpers/pollwait
@@ -18,6 +20,10 @@ tl_mount
 mkdir -p "$MNT/p/0" "$MNT/p/empty" "$MNT/p/gone" "$MNT/p/gone2" \
     "$MNT/p/old" "$MNT/p/victim"
 for d in 0 gone2 old; do echo first >>"$MNT/p/$d/current"; done
+
+# metric waits|wakeups: tlogfs_poll_waits_total (polls armed: found
+# not ready and put on a wait list) or tlogfs_poll_wakeups_total.
+metric() { awk -v m="tlogfs_poll_$1_total" '$1 == m { print $2 }' "$MNT/.tlogfs/metrics"; }
 
 # in_poll PID: PID sleeps in poll(2) (its kernel wait channel), having
 # asked the daemon and been told to wait.
@@ -58,10 +64,12 @@ for i in $(seq 1 20); do
 	waiter "many$i" "$MNT/p/0/current"
 	pids="$pids $W"
 done
+w0=$(metric wakeups)
 echo third >>"$MNT/p/0/current"
 wait $pids
 tl_is "one append wakes all 20 waiters on the partition" 20 \
     "$(cat "$TMP"/many*.out | grep -c '^in ')"
+tl_is "with one wake-up each" 20 $(($(metric wakeups) - w0))
 
 waiter empty "$MNT/p/empty/current"
 echo one >>"$MNT/p/empty/current"
@@ -103,6 +111,19 @@ c1=$(awk '/^voluntary/ { print $2 }' "/proc/$F/status")
 c2=$(awk '/^voluntary/ { print $2 }' "/proc/$F/status")
 tl_is "an idle follower makes no request" 0 $((c2 - c1))
 tl_diag "the follower's switches for one append: $((c1 - c0))"
+# Each wake-up makes the kernel poll again before poll(2) returns, and
+# the follower polls once more after reading: only the latter, found
+# not ready, is armed, and each append wakes it once.
+a0=$(metric waits) w0=$(metric wakeups)
+for i in $(seq 1 20); do
+	echo "line$i" >>"$MNT/p/0/current"
+	tl_wait_for 10 got_line "line$i"
+	tl_wait_for 10 in_poll $F
+done
+tl_check "20 appends, each awaited, arm the follower about once each ($(($(metric waits) - a0)) polls armed)" \
+    test $(($(metric waits) - a0)) -le 22
+tl_check "and wake it once each ($(($(metric wakeups) - w0)) wake-ups)" \
+    test $(($(metric wakeups) - w0)) -le 20
 kill $F
 wait $F 2>/dev/null
 

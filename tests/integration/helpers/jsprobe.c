@@ -34,6 +34,11 @@
  *	on SUBJECT, asynchronous with the same window as tlogctl ship;
  *	"ids" adds a Nats-Msg-Id, "all" every header tlogctl ship sets
  *	(and the chain of expected ids). Prints "N records/s".
+ *   jsprobe follow URLS STREAM SUBJECT
+ *	prints each message of SUBJECT stored in the stream from now on,
+ *	its payload and a newline, as it is delivered to an ordered push
+ *	consumer (JetStream delivers a message once stored: the bench's
+ *	follower of tlogctl ship, tests/bench/shipfollow.sh); until killed
  *
  * URLS is a comma-separated list, as for tlogctl ship --nats.
  */
@@ -687,6 +692,43 @@ cmd_seqs(const char *urls, const char *stream)
 	return 0;
 }
 
+static int
+cmd_follow(const char *urls, const char *stream, const char *subj)
+{
+	jsSubOptions so;
+	natsSubscription *sub;
+	jsErrCode ec = 0;
+	natsMsg *m;
+	natsStatus s;
+	char *line;
+	int len;
+
+	if (connect_to(urls, false) != NATS_OK)
+		return 1;
+	jsSubOptions_Init(&so);
+	so.Stream = stream;
+	so.Ordered = true;
+	so.Config.DeliverPolicy = js_DeliverNew;
+	if (js_SubscribeSync(&sub, js, subj, NULL, &so, &ec) != NATS_OK)
+		errx(1, "subscribe %s: %s", subj, nats_GetLastError(NULL));
+	for (;;) {
+		if ((s = natsSubscription_NextMsg(&m, sub, 60000)) == NATS_TIMEOUT)
+			continue;
+		if (s != NATS_OK)
+			errx(1, "%s: %s", subj, nats_GetLastError(NULL));
+		len = natsMsg_GetDataLength(m);
+		if ((line = malloc((size_t)len + 1)) == NULL)
+			err(1, NULL);
+		memcpy(line, natsMsg_GetData(m), (size_t)len);
+		line[len] = '\n';
+		/* One write a message: its reader times each line. */
+		if (write(STDOUT_FILENO, line, (size_t)len + 1) == -1)
+			return 0;
+		free(line);
+		natsMsg_Destroy(m);
+	}
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -716,8 +758,10 @@ main(int argc, char *argv[])
 		r = cmd_pub(argv[2], argv[3], argv[4], argv[5],
 		    argc == 6 ? 0 : strcmp(argv[6], "ids") == 0 ? 1 :
 		    strcmp(argv[6], "all") == 0 ? 2 : 0);
+	else if (strcmp(argv[1], "follow") == 0 && argc == 5)
+		r = cmd_follow(argv[2], argv[3], argv[4]);
 	else
-		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|seqs|put|pub "
+		errx(2, "usage: jsprobe ready|stream|msgs|leader|purge|check|seqs|put|pub|follow "
 		    "URLS ...");
 	nats_Close();
 	return r;
