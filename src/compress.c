@@ -16,11 +16,14 @@
  */
 #include "config.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,13 +225,42 @@ zjob_step(struct tlog_zjob *j)
 	return st;
 }
 
+/*
+ * The thread compresses at a lower priority (nice + ZNICE) than it
+ * unlinks and syncs, so that appends sharing its cores come first; it
+ * goes back after, or, if it may not (no CAP_SYS_NICE), it never lowers
+ * it again.
+ */
+#define ZNICE 10
+static bool znice_off;
+
+static int
+znice(int to)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	int was;
+
+	errno = 0;
+	was = getpriority(PRIO_PROCESS, (id_t)tid);
+	if (errno != 0 || setpriority(PRIO_PROCESS, (id_t)tid, to) != 0)
+		return INT_MIN;
+	return was;
+}
+
 int
 tlog_compress_pending(struct tlog_queue *q, int max)
 {
 	struct tlog_zjob *j;
 	enum step st;
-	int done = 0;
+	int done = 0, was = INT_MIN;
 
+	if (!__atomic_load_n(&znice_off, __ATOMIC_RELAXED)) {
+		errno = 0;
+		was = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+		if (errno != 0 || was + ZNICE > 19 ||
+		    znice(was + ZNICE) == INT_MIN)
+			was = INT_MIN;
+	}
 	while (max <= 0 || done < max) {
 		if ((j = tlog_queue_zpop(q)) == NULL)
 			break;
@@ -245,6 +277,10 @@ tlog_compress_pending(struct tlog_queue *q, int max)
 		}
 		tlog_zjob_free(q, j);
 		done++;
+	}
+	if (was != INT_MIN && znice(was) == INT_MIN) {
+		/* Not allowed back up: stay where it was from now on. */
+		__atomic_store_n(&znice_off, true, __ATOMIC_RELAXED);
 	}
 	return done;
 }
