@@ -74,8 +74,11 @@ file_attr(struct tl_fs *fs, uint64_t ino, struct tlog_partition *p,
 	st->st_gid = dst.st_gid;
 	st->st_size = (off_t)info.bytes;
 	st->st_blksize = 4096;
-	/* Preallocated space shows, so du sees what the segment takes. */
-	st->st_blocks = (blkcnt_t)((info.alloc + 511) / 512);
+	/* Preallocated space shows, so du sees what the segment takes;
+	 * a compressed segment takes its .log.zst, while st_size stays the
+	 * plain bytes a read returns. */
+	st->st_blocks = (blkcnt_t)(((info.zbytes != 0 ? info.zbytes :
+	    info.alloc) + 511) / 512);
 	if (seg == NULL)
 		info.max_ts = empty_ms;
 	if (info.max_ts >= 0)

@@ -51,9 +51,38 @@ struct tl_opts {
 	bool have_mountpoint;
 	bool failed;		/* a runtime error, not a usage error */
 	bool ro;		/* -o ro (the last of ro, rw wins) */
+	uint64_t frame_cache;	/* -o frame_cache=BYTES; 0: the engine's */
 };
 
-enum { KEY_RO, KEY_RW };
+enum { KEY_RO, KEY_RW, KEY_FRAME_CACHE };
+
+/* -o frame_cache=N[K|M|G]: bytes, at least 1, at most 1 TiB. */
+static bool
+parse_frame_cache(const char *v, uint64_t *out)
+{
+	unsigned long long n;
+	char *end;
+	int shift = 0;
+
+	if (*v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno != 0)
+		return false;
+	if (strcmp(end, "K") == 0)
+		shift = 10;
+	else if (strcmp(end, "M") == 0)
+		shift = 20;
+	else if (strcmp(end, "G") == 0)
+		shift = 30;
+	else if (*end != '\0')
+		return false;
+	if (n == 0 || n > (1ULL << 40) >> shift)
+		return false;
+	*out = (uint64_t)n << shift;
+	return true;
+}
 
 static bool use_syslog;
 static int log_max = LOG_INFO;
@@ -108,6 +137,9 @@ usage(FILE *f)
 	    "    -f                     foreground operation\n"
 	    "    -o ro                  read-only: nothing in the store "
 	    "changes\n"
+	    "    -o frame_cache=BYTES   decoded frames of compressed segments "
+	    "kept\n"
+	    "                           (K, M, G; default: 16M)\n"
 	    "    -s                     disable multi-threaded operation\n"
 	    "    -o clone_fd            use separate fuse device fd for each "
 	    "thread\n"
@@ -269,6 +301,14 @@ tl_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 	case KEY_RW:
 		o->ro = key == KEY_RO;
 		return 1;	/* the kernel's flag too */
+	case KEY_FRAME_CACHE:
+		if (!parse_frame_cache(arg + strlen("frame_cache="),
+		    &o->frame_cache)) {
+			fprintf(stderr, "tlogfs: -o %s: not a size (bytes, "
+			    "or with K, M or G; 1 .. 1T)\n", arg);
+			return -1;
+		}
+		return 0;	/* the daemon's alone */
 	default:
 		return 1;
 	}
@@ -278,6 +318,7 @@ static const struct fuse_opt tl_opt_spec[] = {
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-r", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_RW),
+	FUSE_OPT_KEY("frame_cache=", KEY_FRAME_CACHE),
 	FUSE_OPT_END
 };
 
@@ -497,7 +538,7 @@ main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts;
 	struct tlog_store_opts so;
-	struct tl_opts o = { NULL, NULL, false, false, false };
+	struct tl_opts o = { NULL, NULL, false, false, false, 0 };
 	struct fuse_session *se;
 	static struct tl_fs fs;
 	char err[512] = "", *store = NULL;
@@ -579,6 +620,7 @@ main(int argc, char *argv[])
 	so.event = tl_event;
 	so.event_arg = &fs;
 	so.readonly = o.ro;
+	so.frame_cache = o.frame_cache;
 	/* With clone_fd every worker thread opens /dev/fuse again. */
 	so.fd_reserve = opts.clone_fd ? opts.max_threads + 1 : 1;
 #ifdef TLOG_TEST_HOOKS

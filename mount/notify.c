@@ -9,8 +9,9 @@
  * libfuse forbids entry notifications in the path of a related
  * request, which could deadlock on the kernel's inode locks.
  * Attribute-only invalidations take no such lock and are sent at once.
- * The same thread unlinks the files of detached segments and writes the
- * footers of sealed ones, so that no request waits for that I/O
+ * The same thread unlinks the files of detached segments, writes the
+ * footers of sealed ones and compresses them (compression.type), so
+ * that no request waits for that I/O
  * (doc/architecture.md, "The data's path"), and writes the periodic
  * checkpoint (tlog_store_checkpoint_tick).
  */
@@ -180,6 +181,9 @@ tl_unlinker(void *arg)
 		done = tlog_store_unlink_pending(fs->store, 64);
 		/* Footers of sealed segments, after their data is synced. */
 		done += tlog_store_flush_pending(fs->store, 64);
+		/* Then one slice of compression (a few frames), so unlinks
+		 * and footers never wait for a whole segment's. */
+		done += tlog_store_compress_pending(fs->store, 1);
 		send_notes(fs);
 		/* Work that cannot be done now (an unlink waits until the end
 		 * offset can be saved; the engine logs why, once) is tried

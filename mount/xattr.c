@@ -36,11 +36,11 @@
 
 static const char *const part_stats[] = {
 	"start_offset", "end_offset", "bytes", "segments", "oldest_ts",
-	"newest_ts", "next_expiry", NULL
+	"newest_ts", "next_expiry", "disk_bytes", NULL
 };
 static const char *const seg_stats[] = {
 	"base_offset", "records", "first_ts", "max_ts", "sealed",
-	"sealed_by", "expires_at", NULL
+	"sealed_by", "expires_at", "compression", "disk_bytes", NULL
 };
 
 static int
@@ -139,14 +139,16 @@ stat_value(struct tl_node *n, const char *stat, char *buf, size_t len)
 	struct tlog_seginfo si;
 	int i;
 
-	if ((i = name_index(part_stats, stat)) >= 0) {
+	/* disk_bytes is both a partition's and a segment's. */
+	if ((i = name_index(part_stats, stat)) >= 0 &&
+	    (n->kind == TL_PART || name_index(seg_stats, stat) < 0)) {
 		if (n->kind != TL_PART)
 			return -ENODATA;
 		tlog_partition_stats(n->part, &ps);
 		int64_t v[] = { (int64_t)ps.start_offset,
 		    (int64_t)ps.end_offset, (int64_t)ps.bytes,
 		    (int64_t)ps.segments, ps.oldest_ts, ps.newest_ts,
-		    ps.next_expiry };
+		    ps.next_expiry, (int64_t)ps.disk_bytes };
 		snprintf(buf, len, "%" PRId64, v[i]);
 		return 0;
 	}
@@ -166,8 +168,13 @@ stat_value(struct tl_node *n, const char *stat, char *buf, size_t len)
 		snprintf(buf, len, "%s", tlog_trigger_name(si.sealed_by));
 		return 0;
 	}
+	if (i == 7) {
+		snprintf(buf, len, "%s", si.zbytes != 0 ? "zstd" : "none");
+		return 0;
+	}
 	int64_t v[] = { (int64_t)si.base, (int64_t)si.records, si.first_ts,
-	    si.max_ts, si.sealed ? 1 : 0, 0, si.expires_at };
+	    si.max_ts, si.sealed ? 1 : 0, 0, si.expires_at, 0,
+	    (int64_t)(si.zbytes != 0 ? si.zbytes : si.alloc) };
 	snprintf(buf, len, "%" PRId64, v[i]);
 	return 0;
 }

@@ -320,7 +320,8 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 	struct tlog_segment *old;
 	int r;
 
-	while (p->bytes + run->len + rlen + reserve_after(p, run, rlen, l) >
+	while (tlog_part_disk(p) + run->len + rlen +
+	    reserve_after(p, run, rlen, l) >
 	    (uint64_t)l->ret_bytes) {
 		if ((r = run_flush(p, run, buf, ts)) != 0)
 			return r;

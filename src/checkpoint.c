@@ -42,6 +42,7 @@
 #define CKPT_ENT 64
 #define CKPT_ACT 80
 #define CKPT_F_ACTIVE 1u
+#define CKPT_S_ZST 1u		/* a sealed entry's byte 61: compressed */
 #define CKPT_H_PERIODIC 1u	/* header flag: written while the store ran */
 #define CKPT_TRAILER 12
 #define CKPT_MAX ((size_t)1 << 32)	/* larger is not ours */
@@ -353,6 +354,7 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	seg->sealed_by = e[60];
 	seg->sealed = 1;
 	seg->flushed = 1;
+	file->z = (e[61] & CKPT_S_ZST) != 0;
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
 }
@@ -442,15 +444,18 @@ static bool
 put_sealed(unsigned char *b, const struct tlog_segment *seg, int dfd)
 {
 	struct stat st;
-	char name[32];
+	char name[40];
 
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
+	tlog_segname_format(seg->base, seg->zbytes != 0 ? ".log.zst" : ".log",
+	    name, sizeof(name));
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return false;
 	entry_put(b, seg, &st);
 	tlog_put32(b + 56, (uint32_t)seg->nidx);
 	memset(b + 60, 0, 4);
 	b[60] = seg->sealed_by;
+	if (seg->zbytes != 0)
+		b[61] = CKPT_S_ZST;
 	return true;
 }
 

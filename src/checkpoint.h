@@ -38,6 +38,7 @@ struct tlog_ckpt;
 struct tlog_ckpt_file {
 	uint64_t ino;
 	uint64_t ctime;		/* ns */
+	bool z;			/* a sealed segment's .log.zst, not .log */
 };
 
 /* One partition's sealed segments, oldest first, as the file holds them

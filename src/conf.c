@@ -16,7 +16,9 @@
  *    in between, by an optional unit:
  *      time keys (*.ms):          ms s m h d w
  *      byte keys (*.bytes):       K M G KiB MiB GiB (all powers of 1024)
- *      segment.preallocate:       none
+ *      segment.preallocate, compression.zstd.level: none
+ *  - compression.type takes a name instead: none or zstd (kept as
+ *    TLOG_COMP_NONE, TLOG_COMP_ZSTD; shown by name).
  *    Units are case-sensitive: "1k", "30S", "1KB", "1B", "1Ki" and units
  *    on the wrong kind of key are refused.
  *  - The product must fit in an int64_t (every multiplication is
@@ -52,7 +54,10 @@
 #define QUOTED_MAX	(VALUE_SHOW * 4 + 4)	/* its quoted form */
 #define MSG_MAX		TLOG_CONF_MSG_MAX
 
-enum unit_kind { UNIT_TIME, UNIT_SIZE, UNIT_NONE };
+enum unit_kind { UNIT_TIME, UNIT_SIZE, UNIT_NONE, UNIT_NAME };
+
+/* compression.type's names, by value (TLOG_COMP_*). */
+static const char *const comp_names[] = { "none", "zstd", NULL };
 
 struct unit {
 	const char *name;
@@ -88,6 +93,7 @@ struct keyinfo {
 	const char *minus_one;	/* meaning of -1, NULL if refused */
 	int upper_key;		/* key bounding it from above, -1 if none */
 	bool pct;		/* also N% of the file system (1..99) */
+	const char *const *names;	/* UNIT_NAME: value i's name */
 };
 
 static const struct keyinfo keys[TLOG_NKEYS] = {
@@ -111,6 +117,11 @@ static const struct keyinfo keys[TLOG_NKEYS] = {
 	    -1, 1000, TLOG_TIME_MAX, "off", -1 },
 	[TLOG_RETENTION_KEEP_FREE] = { "retention.keep.free", UNIT_SIZE,
 	    -1, 1, INT64_MAX, "off", -1, true },
+	[TLOG_COMPRESSION_TYPE] = { "compression.type", UNIT_NAME,
+	    TLOG_COMP_NONE, TLOG_COMP_NONE, TLOG_COMP_ZSTD, NULL, -1, false,
+	    comp_names },
+	[TLOG_COMPRESSION_ZSTD_LEVEL] = { "compression.zstd.level", UNIT_NONE,
+	    3, 1, 19, NULL, -1 },
 };
 
 static bool
@@ -151,7 +162,10 @@ tlog_key_default(enum tlog_key k)
 void
 tlog_key_format(enum tlog_key k, int64_t v, char *buf, size_t len)
 {
-	if (valid_key((int)k) && keys[k].pct && TLOG_PCT_IS(v))
+	if (valid_key((int)k) && keys[k].names != NULL && v >= keys[k].min &&
+	    v <= keys[k].max)
+		snprintf(buf, len, "%s", keys[k].names[v]);
+	else if (valid_key((int)k) && keys[k].pct && TLOG_PCT_IS(v))
 		snprintf(buf, len, "%" PRId64 "%%", TLOG_PCT_DECODE(v));
 	else
 		snprintf(buf, len, "%" PRId64, v);
@@ -225,8 +239,17 @@ range_text(enum tlog_key k, int64_t lim, char *buf, size_t blen)
 	const char *word, *units;
 	char m1[32] = "", hi[96];
 
-	if (ki->unit == UNIT_NONE) {
+	if (ki->unit == UNIT_NAME) {
+		snprintf(buf, blen, "%s or %s", ki->names[0], ki->names[1]);
+		return;
+	}
+	if (ki->unit == UNIT_NONE && ki->max == ki->min + 1) {
 		snprintf(buf, blen, "%" PRId64 " or %" PRId64, ki->min,
+		    ki->max);
+		return;
+	}
+	if (ki->unit == UNIT_NONE) {
+		snprintf(buf, blen, "%" PRId64 " .. %" PRId64, ki->min,
 		    ki->max);
 		return;
 	}
@@ -293,6 +316,15 @@ parse_syntax(enum tlog_key k, const char *s, size_t len, int64_t *out)
 	if (i == end)
 		return false;
 
+	if (keys[k].unit == UNIT_NAME) {
+		for (v = 0; keys[k].names[v] != NULL; v++)
+			if (strlen(keys[k].names[v]) == end - i &&
+			    memcmp(keys[k].names[v], s + i, end - i) == 0) {
+				*out = v;
+				return true;
+			}
+		return false;
+	}
 	if (end - i == 2 && s[i] == '-' && s[i + 1] == '1') {
 		if (keys[k].minus_one == NULL)
 			return false;

@@ -36,6 +36,11 @@ struct tlog_metrics {
 	uint64_t free_sync;		/* ENOSPC appends that reclaimed */
 	uint64_t free_waits;		/* appends that waited for space */
 	uint64_t errors;
+	/* Compressed history (compress.c). */
+	uint64_t z_segments;		/* segments compressed */
+	uint64_t z_in;			/* their plain bytes */
+	uint64_t z_out;			/* their compressed bytes */
+	uint64_t z_ns;			/* time spent compressing */
 };
 
 struct tlog_ctx {

@@ -99,7 +99,8 @@ tlog_events_record(struct tlog_events *e, struct tlog_partition *p,
 	    "\"partition\":\"%s\",\"segment\":\"%020" PRIu64 "\","
 	    "\"base\":%" PRIu64 ",\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
 	    ",\"first_ts\":%" PRId64 ",\"max_ts\":%" PRId64 ",\"%s\":\"%s\"}\n",
-	    ev->ts, ev->kind == TLOG_EV_SEAL ? "seal" : "delete", ev->topic,
+	    ev->ts, ev->kind == TLOG_EV_SEAL ? "seal" :
+	    ev->kind == TLOG_EV_CORRUPT ? "corrupt" : "delete", ev->topic,
 	    ev->partition, ev->base, ev->base, ev->records, ev->bytes,
 	    ev->first_ts, ev->max_ts,
 	    ev->kind == TLOG_EV_SEAL ? "trigger" : "rule",

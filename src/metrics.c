@@ -186,6 +186,27 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 		    "retention.keep.free keeps (its floor, in bytes; 0: "
 		    "not set).", (double)(floor > 0 ? floor : 0));
 	}
+	counter(&sb, "compressed_segments_total", "Sealed segments "
+	    "compressed (compression.type).", get(&m->z_segments));
+	counter(&sb, "compressed_in_bytes_total", "Plain bytes of the "
+	    "segments compressed.", get(&m->z_in));
+	counter(&sb, "compressed_out_bytes_total", "Their compressed size.",
+	    get(&m->z_out));
+	sb_printf(&sb, "# HELP tlogfs_compress_seconds_total Time spent "
+	    "compressing.\n# TYPE tlogfs_compress_seconds_total counter\n"
+	    "tlogfs_compress_seconds_total %.9f\n",
+	    (double)get(&m->z_ns) / 1e9);
+	gauge(&sb, "compress_backlog_segments", "Sealed segments waiting "
+	    "to be compressed.", (double)tlog_queue_zqueued(&s->q));
+	gauge(&sb, "compress_backlog_bytes", "Their plain bytes.",
+	    (double)__atomic_load_n(&s->q.zbacklog, __ATOMIC_RELAXED));
+	gauge(&sb, "frame_cache_bytes", "Decoded frames of compressed "
+	    "segments kept for readers.",
+	    (double)tlog_zcache_bytes(&s->fdb));
+	counter(&sb, "frame_cache_hits_total", "Reads of a compressed "
+	    "frame found decoded.", get(&s->fdb.zc.hits));
+	counter(&sb, "frame_cache_misses_total", "Reads of a compressed "
+	    "frame that decoded it.", get(&s->fdb.zc.misses));
 	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
 	    get(&m->errors));
 	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "partition.h"
+#include "compress.h"
 #include "queue.h"
 
 static void part_free(struct tlog_level *lv);
@@ -220,6 +221,7 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
 		return 0;
 	r = tlog_seg_seal(seg, why);
 	tlog_queue_flush(p->env->q, p);
+	tlog_part_zqueue(p, seg);
 	sched(p, TLOG_SCHED_SEALED, -1);
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
@@ -240,6 +242,8 @@ tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 	TAILQ_REMOVE(&p->segs, seg, link);
 	__atomic_sub_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
 	p->bytes -= seg->bytes;
+	if (seg->zbytes != 0)
+		p->zsaved -= (int64_t)seg->bytes - (int64_t)seg->zbytes;
 	seg->dead = 1;
 	seg->rule = rule;
 	tlog_seg_close_files(seg);
@@ -261,6 +265,7 @@ tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 	st->end_offset = p->next_offset;
 	st->start_offset = first ? first->base : p->next_offset;
 	st->bytes = p->bytes;
+	st->disk_bytes = tlog_part_disk(p);
 	st->segments = p->nsegs;
 	st->oldest_ts = first && first->records ? first->first_ts : -1;
 	/* An empty active segment (after a seal) holds no record: the
@@ -295,6 +300,7 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 		a[i].bytes = seg->bytes;
 		a[i].alloc = tlog_seg_prealloc(seg) > seg->bytes ?
 		    tlog_seg_prealloc(seg) : seg->bytes;
+		a[i].zbytes = seg->zbytes;
 		a[i].first_ts = seg->records ? seg->first_ts : -1;
 		a[i].max_ts = seg->records ? seg->max_ts : -1;
 		a[i].sealed = seg->sealed;
@@ -322,6 +328,7 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	info->bytes = seg->bytes;
 	info->alloc = tlog_seg_prealloc(seg) > seg->bytes ?
 	    tlog_seg_prealloc(seg) : seg->bytes;
+	info->zbytes = seg->zbytes;
 	info->first_ts = seg->first_ts;
 	info->max_ts = seg->max_ts;
 	info->sealed = seg->sealed;

@@ -98,6 +98,11 @@ struct tlog_partition {
 	struct tlog_seglist segs;	/* oldest first */
 	uint64_t nsegs;			/* also read atomically */
 	uint64_t bytes;
+	/* What compression saved: its compressed segments' bytes less
+	 * their .log.zst's sizes (negative if they grew). bytes - zsaved
+	 * is what the partition holds on disk, which retention.bytes
+	 * counts (tlog_part_disk). */
+	int64_t zsaved;
 	uint64_t next_offset;
 	int64_t last_ts;		/* newest timestamp handed out */
 	int64_t born;			/* engine time made or loaded */
@@ -150,6 +155,13 @@ void tlog_part_ref(struct tlog_partition *p);
 int64_t tlog_part_conf(struct tlog_partition *p, enum tlog_key k);
 /* Copies the current name. */
 void tlog_part_name(struct tlog_partition *p, char *buf, size_t len);
+
+/* p's bytes on disk (p->sd.lock held). */
+static inline uint64_t
+tlog_part_disk(const struct tlog_partition *p)
+{
+	return (uint64_t)((int64_t)p->bytes - p->zsaved);
+}
 
 /* The partition a segment belongs to. */
 static inline struct tlog_partition *

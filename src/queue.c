@@ -3,7 +3,9 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "queue.h"
 
@@ -16,6 +18,9 @@ tlog_queue_init(struct tlog_queue *q, struct tlog_ctx *ctx)
 	q->nunlink = 0;
 	TAILQ_INIT(&q->flushq);
 	q->nflush = 0;
+	TAILQ_INIT(&q->zq);
+	q->nz = 0;
+	q->zbacklog = 0;
 	q->wakeup = false;
 }
 
@@ -24,7 +29,12 @@ tlog_queue_destroy(struct tlog_queue *q)
 {
 	struct tlog_segment *seg;
 	struct tlog_partition *p;
+	struct tlog_zjob *j;
 
+	while ((j = TAILQ_FIRST(&q->zq)) != NULL) {
+		TAILQ_REMOVE(&q->zq, j, link);
+		tlog_zjob_free(q, j);
+	}
 	while ((seg = TAILQ_FIRST(&q->unlinkq)) != NULL) {
 		TAILQ_REMOVE(&q->unlinkq, seg, link);
 		tlog_segment_put(seg);
@@ -44,8 +54,10 @@ tlog_queue_unlink(struct tlog_queue *q, struct tlog_segment *seg)
 
 	pthread_mutex_lock(&q->ctx->work_lock);
 	__atomic_add_fetch(&p->pending_unlinks, 1, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&q->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->pending_bytes, tlog_seg_disk(seg),
+	    __ATOMIC_RELAXED);
+	__atomic_add_fetch(&q->pending_bytes, tlog_seg_disk(seg),
+	    __ATOMIC_RELAXED);
 	TAILQ_INSERT_TAIL(&q->unlinkq, seg, link);
 	q->nunlink++;
 	pthread_cond_broadcast(&q->cond);
@@ -81,6 +93,64 @@ tlog_queue_flush_pop(struct tlog_queue *q)
 	return p;
 }
 
+void
+tlog_queue_compress(struct tlog_queue *q, struct tlog_segment *seg)
+{
+	struct tlog_zjob *j;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		return;		/* it stays plain */
+	j->seg = seg;
+	j->in = j->out = -1;
+	tlog_seg_ref(seg);
+	pthread_mutex_lock(&q->ctx->work_lock);
+	TAILQ_INSERT_TAIL(&q->zq, j, link);
+	q->nz++;
+	__atomic_add_fetch(&q->zbacklog, seg->bytes, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->ctx->work_lock);
+}
+
+struct tlog_zjob *
+tlog_queue_zpop(struct tlog_queue *q)
+{
+	struct tlog_zjob *j;
+
+	/* A job being worked on still counts (q->nz): the backlog, and
+	 * the unlinker's reason not to sleep, until it is freed. */
+	pthread_mutex_lock(&q->ctx->work_lock);
+	if ((j = TAILQ_FIRST(&q->zq)) != NULL)
+		TAILQ_REMOVE(&q->zq, j, link);
+	pthread_mutex_unlock(&q->ctx->work_lock);
+	return j;
+}
+
+void
+tlog_queue_zpush(struct tlog_queue *q, struct tlog_zjob *j)
+{
+	pthread_mutex_lock(&q->ctx->work_lock);
+	TAILQ_INSERT_HEAD(&q->zq, j, link);
+	pthread_mutex_unlock(&q->ctx->work_lock);
+}
+
+void
+tlog_zjob_free(struct tlog_queue *q, struct tlog_zjob *j)
+{
+	pthread_mutex_lock(&q->ctx->work_lock);
+	q->nz--;
+	pthread_mutex_unlock(&q->ctx->work_lock);
+	__atomic_sub_fetch(&q->zbacklog, j->seg->bytes, __ATOMIC_RELAXED);
+	if (j->in != -1)
+		close(j->in);
+	if (j->out != -1)
+		close(j->out);
+	if (j->started)
+		tlog_zw_free(&j->w);
+	free(j->buf);
+	tlog_segment_put(j->seg);
+	free(j);
+}
+
 size_t
 tlog_queue_wait(struct tlog_queue *q, int timeout_ms)
 {
@@ -88,7 +158,7 @@ tlog_queue_wait(struct tlog_queue *q, int timeout_ms)
 	size_t n;
 
 	pthread_mutex_lock(&q->ctx->work_lock);
-	if (q->nunlink == 0 && q->nflush == 0 && !q->wakeup) {
+	if (q->nunlink == 0 && q->nflush == 0 && q->nz == 0 && !q->wakeup) {
 		if (timeout_ms < 0) {
 			pthread_cond_wait(&q->cond, &q->ctx->work_lock);
 		} else {
@@ -97,7 +167,7 @@ tlog_queue_wait(struct tlog_queue *q, int timeout_ms)
 		}
 	}
 	q->wakeup = false;
-	n = q->nunlink + q->nflush;
+	n = q->nunlink + q->nflush + q->nz;
 	pthread_mutex_unlock(&q->ctx->work_lock);
 	return n;
 }
@@ -118,6 +188,17 @@ tlog_queue_unlinks(struct tlog_queue *q)
 
 	pthread_mutex_lock(&q->ctx->work_lock);
 	n = q->nunlink;
+	pthread_mutex_unlock(&q->ctx->work_lock);
+	return n;
+}
+
+size_t
+tlog_queue_zqueued(struct tlog_queue *q)
+{
+	size_t n;
+
+	pthread_mutex_lock(&q->ctx->work_lock);
+	n = q->nz;
 	pthread_mutex_unlock(&q->ctx->work_lock);
 	return n;
 }

@@ -19,13 +19,14 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "compress.h"
 #include "cursor.h"
 #include "index.h"
 #include "recover.h"
 
 struct found {
 	uint64_t base;
-	bool log, idx;
+	bool log, idx, zst;
 };
 
 static void
@@ -49,10 +50,11 @@ read_next_offset(struct tlog_partition *p, int dfd, const char *where)
 		p->next_offset = v;
 }
 
-/* One directory entry that names a segment file. */
+/* One directory entry that names a segment file: its index (0), data
+ * (1) or compressed data (2). */
 struct segfile {
 	uint64_t base;
-	bool log;
+	int kind;
 };
 
 static int
@@ -62,7 +64,7 @@ segfile_cmp(const void *a, const void *b)
 
 	if (x->base != y->base)
 		return x->base < y->base ? -1 : 1;
-	return (int)x->log - (int)y->log;
+	return x->kind - y->kind;
 }
 
 /* A regular file (never through a symlink); d_type when it is known. */
@@ -92,7 +94,7 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 	struct dirent *de;
 	size_t n = 0, cap = 0, i, k = 0;
 	uint64_t base;
-	bool islog;
+	int kind;
 
 	while ((de = readdir(d)) != NULL) {
 		const char *nm = de->d_name;
@@ -118,9 +120,11 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			continue;
 		}
 		if (tlog_segname_parse(nm, ".log", &base))
-			islog = true;
+			kind = 1;
 		else if (tlog_segname_parse(nm, ".idx", &base))
-			islog = false;
+			kind = 0;
+		else if (tlog_segname_parse(nm, ".log.zst", &base))
+			kind = 2;
 		else {
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: stray file ignored",
 			    where, nm);
@@ -136,7 +140,7 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			v = nv;
 			cap = nc;
 		}
-		v[n++] = (struct segfile){ base, islog };
+		v[n++] = (struct segfile){ base, kind };
 	}
 	if (n > 1)
 		qsort(v, n, sizeof(*v), segfile_cmp);
@@ -146,9 +150,12 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 	}
 	for (i = 0; i < n; i++) {
 		if (k == 0 || f[k - 1].base != v[i].base)
-			f[k++] = (struct found){ v[i].base, false, false };
-		if (v[i].log)
+			f[k++] = (struct found){ v[i].base, false, false,
+			    false };
+		if (v[i].kind == 1)
 			f[k - 1].log = true;
+		else if (v[i].kind == 2)
+			f[k - 1].zst = true;
 		else
 			f[k - 1].idx = true;
 	}
@@ -181,7 +188,8 @@ ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 		goto disagree;
 	for (i = 0; i < n; i++) {
 		if (j < cp->n && f[i].base == tlog_ckpt_base(cp, j)) {
-			if (!f[i].log || !f[i].idx)
+			/* One data file, plain or compressed, and its index. */
+			if (f[i].log == f[i].zst || !f[i].idx)
 				break;
 			j++;
 		} else if (f[i].base < last)
@@ -229,11 +237,22 @@ ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	struct tlog_segment *seg;
 	struct tlog_ckpt_file file;
 	struct stat st;
+	char name[40];
 
 	if ((seg = tlog_ckpt_segment(p, cp, i, &file)) == NULL)
 		return NULL;
-	if (ckpt_file_is(dfd, seg->base, ".log", seg->bytes, &file, &st))
+	if (!file.z && ckpt_file_is(dfd, seg->base, ".log", seg->bytes, &file,
+	    &st))
 		return seg;
+	/* Compressed: the file checkpointed (its size is its own). */
+	tlog_segname_format(seg->base, ".log.zst", name, sizeof(name));
+	if (file.z && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= TLOG_CAP_BYTES &&
+	    tlog_ckpt_same(&file, &st)) {
+		seg->zbytes = (uint32_t)st.st_size;
+		return seg;
+	}
 	tlog_segment_put(seg);
 	return NULL;
 }
@@ -272,6 +291,105 @@ ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 no:
 	tlog_segment_put(seg);
 	return NULL;
+}
+
+/*
+ * A segment with a .log.zst (doc/format.md, "Compressed segments"): a
+ * compression that got as far as its rename. With its .log too (a crash
+ * before the .log's unlink), the .log.zst is kept if it is whole and
+ * holds what the .log holds, else it goes; either way exactly one copy
+ * stays. Alone, it is loaded from its index's footer, which compression
+ * synced before it began. Without an index (an unlink cut short) it goes,
+ * as an index without data does.
+ */
+static struct tlog_segment *
+zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
+    const struct found *f, bool last, const char *where, bool *dirty)
+{
+	struct tlog_ctx *ctx = p->ctx;
+	struct tlog_segment *seg;
+	uint64_t plain = 0, zsize = 0;
+	char name[40];
+	int r;
+
+	tlog_segname_format(f->base, ".log.zst", name, sizeof(name));
+	r = tlog_seg_zcheck(dfd, f->base, &plain, &zsize);
+	if (!f->idx) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: compressed data without "
+		    "its index %s", where, name, tlog_repair_fix(ctx,
+		    "removed"));
+		if (!ctx->ro)
+			unlinkat(dfd, name, 0);
+		*dirty = true;
+		return f->log ? tlog_seg_recover(p, rc, dfd, f->base, false,
+		    last, where, dirty) : NULL;
+	}
+	if (f->log) {
+		seg = tlog_seg_recover(p, rc, dfd, f->base, true, last, where,
+		    dirty);
+		if (seg != NULL && seg->sealed && r == 0 &&
+		    plain == seg->bytes) {
+			tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: a compression was "
+			    "cut short after its rename; the plain copy %s",
+			    where, name, tlog_repair_fix(ctx, "removed"));
+			tlog_segname_format(f->base, ".log", name, sizeof(name));
+			if (!ctx->ro)
+				unlinkat(dfd, name, 0);
+			seg->zbytes = zsize;
+		} else {
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the plain copy "
+			    "is kept and it %s", where, name, r != 0 ?
+			    "torn or its seek table unreadable" :
+			    "does not hold what the plain copy holds",
+			    tlog_repair_fix(ctx, "removed"));
+			if (!ctx->ro)
+				unlinkat(dfd, name, 0);
+		}
+		*dirty = true;
+		return seg;
+	}
+	if (r != 0) {
+		/* The only copy: never removed. */
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its seek table cannot be "
+		    "read (%s); segment skipped, its files left as they are",
+		    where, name, strerror(-r));
+		return NULL;
+	}
+	if ((seg = tlog_seg_recover_sealed(p, dfd, f->base, plain)) == NULL) {
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its index has no seal "
+		    "footer for %" PRIu64 " bytes; segment skipped, its files "
+		    "left as they are", where, name, plain);
+		return NULL;
+	}
+	seg->zbytes = zsize;
+	return seg;
+}
+
+/*
+ * Compression goes in seal order: sealed plain segments newer than the
+ * partition's newest compressed one were waiting for it when the daemon
+ * stopped, and are queued again if the partition still compresses.
+ */
+static void
+zrequeue(struct tlog_partition *p)
+{
+	struct tlog_segment *seg, *z = NULL;
+
+	if (p->ctx->ro || p->quiet ||
+	    tlog_part_conf(p, TLOG_COMPRESSION_TYPE) != TLOG_COMP_ZSTD)
+		return;
+	TAILQ_FOREACH(seg, &p->segs, link)
+		if (seg->zbytes != 0)
+			z = seg;
+	if (z == NULL)
+		return;
+	for (seg = TAILQ_NEXT(z, link); seg != NULL;
+	    seg = TAILQ_NEXT(seg, link))
+		if (seg->sealed && seg->zbytes == 0 && seg->records > 0) {
+			seg->zlevel = (unsigned char)tlog_part_conf(p,
+			    TLOG_COMPRESSION_ZSTD_LEVEL);
+			tlog_queue_compress(p->env->q, seg);
+		}
 }
 
 int
@@ -315,7 +433,8 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	if (floor > p->next_offset)
 		p->next_offset = floor;
 	/* The newest segment with data is the active candidate. */
-	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log; lastlog--)
+	for (lastlog = n; lastlog > 0 && !f[lastlog - 1].log &&
+	    !f[lastlog - 1].zst; lastlog--)
 		;
 	trusted = tlog_ckpt_find(rc->ckpt, where, &cp) &&
 	    ckpt_agrees(p, &cp, f, n, where, dfd, rc->was_clean);
@@ -327,6 +446,12 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 		    f[i].base == tlog_ckpt_active_base(&cp) && f[i].idx &&
 		    (seg = ckpt_active(p, &cp, dfd)) != NULL)
 			goto link;
+		if (f[i].zst) {
+			if ((seg = zrecover(p, rc, dfd, &f[i], i + 1 == lastlog,
+			    where, &dirty)) == NULL)
+				continue;
+			goto link;
+		}
 		if (!f[i].log) {
 			tlog_segname_format(f[i].base, ".idx", name, sizeof(name));
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data "
@@ -348,6 +473,8 @@ link:
 		TAILQ_INSERT_TAIL(&p->segs, seg, link);
 		p->nsegs++;
 		p->bytes += seg->bytes;
+		if (seg->zbytes != 0)
+			p->zsaved += (int64_t)seg->bytes - (int64_t)seg->zbytes;
 		if (seg->max_ts > p->last_ts)
 			p->last_ts = seg->max_ts;
 		if (seg->base + seg->records > p->next_offset)
@@ -355,6 +482,7 @@ link:
 		prev = seg;
 	}
 	free(f);
+	zrequeue(p);
 	if (floor > saved && (prev == NULL ||
 	    prev->base + prev->records < floor))
 		tlog_ctx_log(ctx, LOG_WARNING, "%s: recovery: a cursor is at "

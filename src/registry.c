@@ -302,7 +302,8 @@ tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
  * The files the engine itself keeps in a level's directory: its config,
  * a partition's saved end offset, cursors and identity, and their
  * temporary copies (an atomic
- * write in flight, or one a crash left behind).
+ * write in flight, or one a crash left behind), and a compressed
+ * segment being written.
  */
 static bool
 is_bookkeeping(const char *name)
@@ -310,12 +311,15 @@ is_bookkeeping(const char *name)
 	static const char *const names[] = { ".config", ".next",
 	    ".config.tmp", ".next.tmp", ".cursors", ".cursors.tmp",
 	    ".cursors.bad", ".id", ".id.tmp", NULL };
+	uint64_t base;
 	int i;
 
 	for (i = 0; names[i] != NULL; i++)
 		if (strcmp(name, names[i]) == 0)
 			return true;
-	return false;
+	/* A segment's compression in flight (compress.c): it stops when
+	 * it finds its segment gone. */
+	return tlog_segname_parse(name, ".log.zst.tmp", &base);
 }
 
 /*

@@ -494,6 +494,28 @@ load_clean(struct load *l)
 	}
 }
 
+struct tlog_segment *
+tlog_seg_recover_sealed(struct tlog_partition *p, int dfd, uint64_t base,
+    uint64_t size)
+{
+	struct tlog_segment *seg;
+	struct tlog_footer foot;
+	uint64_t nidx;
+
+	if (!quick_sealed(dfd, base, size, &foot, &nidx) ||
+	    (seg = tlog_seg_new(&p->sd, base)) == NULL)
+		return NULL;
+	seg->records = (uint32_t)foot.records;
+	seg->bytes = foot.bytes;
+	seg->first_ts = foot.first_ts;
+	seg->max_ts = foot.max_ts;
+	seg->sealed = 1;
+	seg->sealed_by = (unsigned char)foot.sealed_by;
+	seg->nidx = (uint32_t)nidx;
+	tlog_seg_idle(seg);	/* not listed yet: ours alone */
+	return seg;
+}
+
 /*
  * Which entries still vouch for data: none past its end, and after a
  * power cut only those whose data CRC matches. -1: the data cannot be

@@ -38,6 +38,11 @@ tlog_repair_fix(const struct tlog_ctx *ctx, const char *verb)
  * (its files are then removed, unless read-only). has_idx: its .idx
  * exists; last: it is the newest. *dirty is set when it changed a file.
  */
+/* A sealed segment whose data is size plain bytes held elsewhere (a
+ * compressed file): taken from its index's footer if that agrees, with
+ * no data read; NULL otherwise. Not linked anywhere yet. */
+struct tlog_segment *tlog_seg_recover_sealed(struct tlog_partition *p,
+    int dfd, uint64_t base, uint64_t size);
 struct tlog_segment *tlog_seg_recover(struct tlog_partition *p,
     const struct tlog_recovery *rc, int dfd, uint64_t base, bool has_idx,
     bool last, const char *where, bool *dirty);

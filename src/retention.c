@@ -173,7 +173,7 @@ static bool
 over_ceiling(struct tlog_partition *p, int64_t rb)
 {
 	struct tlog_segment *seg = tlog_part_active(p);
-	uint64_t held = p->bytes;
+	uint64_t held = tlog_part_disk(p);
 
 	if (seg != NULL && tlog_seg_prealloc(seg) > seg->bytes)
 		held += tlog_seg_prealloc(seg) - seg->bytes;

@@ -79,6 +79,9 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
 	b->full_said = 0;
 	RB_INIT(&b->reading);
 	b->readers = 0;
+	/* Without its cache a compressed segment reads nothing (ENOMEM
+	 * then, from its first read). */
+	(void)tlog_zcache_init(&b->zc, ctx->opts.frame_cache);
 	limited = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 	    rl.rlim_cur != RLIM_INFINITY;
 	if (b->max == 0) {
@@ -105,6 +108,7 @@ tlog_fdbudget_destroy(struct tlog_fdbudget *b)
 		RB_REMOVE(tlog_reading_tree, &b->reading, rd);
 		free(rd);
 	}
+	tlog_zcache_destroy(&b->zc);
 }
 
 /*
@@ -359,18 +363,36 @@ tlog_seg_unlinked(struct tlog_segment *seg)
 	pthread_mutex_unlock(&b->ctx->work_lock);
 }
 
+/*
+ * A compressed segment's reader gets its .log.zst, marked as such for
+ * tlog_seg_read. The plain file goes only after the compressed one is
+ * published (compress.c): a .log missing meanwhile means the .log.zst
+ * is there, once the mark is seen.
+ */
 int
 tlog_segment_open(struct tlog_segment *seg)
 {
+	struct tlog_zcache *zc = &seg->sd->fdb->zc;
 	char name[32];
-	int fd;
+	bool z = false;
+	int fd, tries;
 
 	if ((fd = reader_add(seg)) != 0)
 		return fd;
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	/* The table can be full all the same (other descriptors of the
-	 * process). */
-	fd = open_evicting(seg, name, O_RDONLY);
+	for (tries = 0; tries < 2; tries++) {
+		z = __atomic_load_n(&seg->zbytes, __ATOMIC_ACQUIRE) != 0;
+		tlog_segname_format(seg->base, z ? ".log.zst" : ".log", name,
+		    sizeof(name));
+		/* The table can be full all the same (other descriptors of
+		 * the process). */
+		fd = open_evicting(seg, name, O_RDONLY);
+		if (fd != -ENOENT || z)
+			break;
+	}
+	if (fd >= 0 && z && tlog_zfd_mark(zc, fd, true) != 0) {
+		close(fd);
+		fd = -ENFILE;
+	}
 	if (fd == -EMFILE || fd == -ENFILE)
 		fd = readers_full(seg);
 	if (fd < 0)
@@ -381,6 +403,10 @@ tlog_segment_open(struct tlog_segment *seg)
 void
 tlog_segment_close(struct tlog_segment *seg, int fd)
 {
+	struct tlog_zcache *zc = &seg->sd->fdb->zc;
+
+	if (tlog_zfd_is(zc, fd))
+		tlog_zfd_mark(zc, fd, false);
 	close(fd);
 	reader_gone(seg);
 }

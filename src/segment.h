@@ -83,7 +83,13 @@ struct tlog_segment {
 	struct tlog_seg_live *live;	/* NULL when idle (above) */
 	uint64_t ino;
 	uint64_t base;
-	uint64_t bytes;		/* committed; read atomically by readers */
+	/* Committed; read atomically by readers. 32 bits, as the index's
+	 * positions: a segment holds less than 4 GiB (TLOG_CAP_BYTES). */
+	uint32_t bytes;
+	/* Compressed history (zread.c, compress.c): the size of its
+	 * BASE.log.zst once that replaced BASE.log, else 0 (set under
+	 * sd->lock, read atomically by readers). */
+	uint32_t zbytes;
 	int64_t first_ts;
 	int64_t max_ts;
 	/* Committed; a record takes at least one byte and a segment less
@@ -91,6 +97,7 @@ struct tlog_segment {
 	uint32_t records;
 	uint32_t nidx;		/* index entries in the file */
 	int refs;
+	unsigned zbad_said : 1;	/* a corrupt frame was said (sd->lock) */
 	unsigned sealed : 1;
 	/* Sealed, and its footer written after its data and entries were
 	 * synced (or loaded so at open): its files never change again.
@@ -100,8 +107,21 @@ struct tlog_segment {
 	unsigned trim_pending : 1;
 	unsigned char sealed_by;
 	unsigned char rule;	/* why it was detached */
+	/* The zstd level it is to be compressed at, decided when it
+	 * sealed; 0: it stays plain. */
+	unsigned char zlevel;
 };
 TAILQ_HEAD(tlog_seglist, tlog_segment);
+
+/* What the segment takes on disk: its compressed file's size once it
+ * has one, else its bytes. */
+static inline uint64_t
+tlog_seg_disk(const struct tlog_segment *seg)
+{
+	uint32_t z = __atomic_load_n(&seg->zbytes, __ATOMIC_ACQUIRE);
+
+	return z != 0 ? z : seg->bytes;
+}
 
 /* Its files were just unlinked: if readers still hold the data, the disk
  * gets its bytes back only when they close (ctx->free_held). */
@@ -122,6 +142,30 @@ RB_HEAD(tlog_reading_tree, tlog_reading);
 RB_PROTOTYPE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
 
 /*
+ * The store's cache of decompressed frames (zread.c), under the work
+ * lock: entries keyed by segment (its inode number, unique within an
+ * open) and frame, a seek table being the frame UINT32_MAX; the least
+ * recently used go first once their bytes pass max. An entry a reader
+ * copies from is referenced and stays until the copy is done. zfd marks
+ * the descriptors tlog_segment_open gave for a compressed file (one bit
+ * each, atomic).
+ */
+struct tlog_zent;
+TAILQ_HEAD(tlog_zlru, tlog_zent);
+struct tlog_zcache {
+	struct tlog_zlru lru;		/* most recently used first */
+	struct tlog_zent **hash;
+	size_t nhash;
+	uint64_t bytes;			/* of every entry */
+	uint64_t max;
+	pthread_cond_t cond;		/* a frame decoded (work lock) */
+	uint64_t *zfd;
+	size_t nzfd;			/* descriptors it has bits for */
+	uint64_t hits, misses;		/* atomic */
+};
+#define TLOG_ZCACHE_DEFAULT (16ULL << 20)
+
+/*
  * The open-file budget: segments holding open descriptors, oldest opened
  * first; past max the oldest idle ones are closed (and reopened when
  * written again). One per store.
@@ -140,7 +184,34 @@ struct tlog_fdbudget {
 	struct tlog_reading_tree reading;
 	size_t readers;
 	size_t readers_max;
+	/* The frame cache lives here for the same reason: store-wide
+	 * state of the segment layer under the work lock. */
+	struct tlog_zcache zc;
 };
+
+/* Sets up and frees the frame cache (zread.c); max 0: the default. */
+int tlog_zcache_init(struct tlog_zcache *zc, uint64_t max);
+void tlog_zcache_destroy(struct tlog_zcache *zc);
+/* The bytes the cache holds now. */
+uint64_t tlog_zcache_bytes(struct tlog_fdbudget *b);
+/* Whether fd came from tlog_segment_open for a compressed file; its
+ * mark set or cleared. */
+bool tlog_zfd_is(struct tlog_zcache *zc, int fd);
+int tlog_zfd_mark(struct tlog_zcache *zc, int fd, bool on);
+/*
+ * Reads up to len plain bytes at pos of a compressed segment through fd
+ * (its .log.zst), decoding only the frames the range touches, through
+ * the cache. A frame that fails its checksum is never served: a read
+ * that touches it fails with -EIO, and *bad is set to that frame's
+ * plain start and *badlen to its length (UINT64_MAX, 0 otherwise).
+ */
+ssize_t tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf,
+    size_t len, uint64_t pos, uint64_t end, uint64_t *bad,
+    uint64_t *badlen);
+/* tlog_segment_read's work, plain or compressed; *bad as above. */
+ssize_t tlog_seg_read(struct tlog_segment *seg, int fd, void *buf,
+    size_t len, off_t pos, uint64_t *bad, uint64_t *badlen);
+
 
 /*
  * What the segments of one partition share; the partition embeds it

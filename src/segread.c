@@ -16,19 +16,27 @@
 #include "segment.h"
 
 ssize_t
-tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
-    off_t pos)
+tlog_seg_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
+    off_t pos, uint64_t *bad, uint64_t *badlen)
 {
 	uint64_t end = __atomic_load_n(&seg->bytes, __ATOMIC_ACQUIRE);
 	size_t done = 0;
 	ssize_t n;
 
+	*bad = UINT64_MAX;
+	*badlen = 0;
 	if (pos < 0)
 		return -EINVAL;
 	if ((uint64_t)pos >= end)
 		return 0;
 	if (len > end - (uint64_t)pos)
 		len = (size_t)(end - (uint64_t)pos);
+	/* A descriptor of the compressed file: its frames, decoded. One
+	 * of the plain file (opened before the segment was compressed)
+	 * keeps reading that file to its end. */
+	if (tlog_zfd_is(&seg->sd->fdb->zc, fd))
+		return tlog_seg_zread(seg, fd, buf, len, (uint64_t)pos, end,
+		    bad, badlen);
 	while (done < len) {
 		n = pread(fd, (char *)buf + done, len - done,
 		    pos + (off_t)done);
@@ -117,8 +125,8 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
     uint64_t *pos)
 {
 	struct tlog_idx_entry *e;
-	uint64_t rel, at, cur, end, records;
-	char buf[65536], name[32];
+	uint64_t rel, at, cur, end, records, bad, badlen;
+	char buf[65536];
 	size_t n, lo, hi, i;
 	ssize_t r;
 	int fd, ret = 0;
@@ -150,11 +158,11 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
 		*pos = at;
 		return 0;
 	}
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if ((fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0)
+	if ((fd = tlog_segment_open(seg)) < 0)
 		return fd;
 	while (cur < rel && at < end) {
-		r = tlog_segment_read(seg, fd, buf, sizeof(buf), (off_t)at);
+		r = tlog_seg_read(seg, fd, buf, sizeof(buf), (off_t)at, &bad,
+		    &badlen);
 		if (r <= 0) {
 			ret = r < 0 ? (int)r : -EIO;
 			break;
@@ -164,7 +172,7 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
 				cur++;
 		at += i;
 	}
-	close(fd);
+	tlog_segment_close(seg, fd);
 	if (ret == 0 && cur != rel)
 		ret = -EIO;
 	if (ret == 0)

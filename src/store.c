@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "compress.h"
 #include "flush.h"
 #include "free.h"
 #include "reaper.h"
@@ -654,6 +655,12 @@ int
 tlog_store_flush_pending(struct tlog_store *s, int max)
 {
 	return tlog_flush_pending(&s->q, max);
+}
+
+int
+tlog_store_compress_pending(struct tlog_store *s, int max)
+{
+	return tlog_compress_pending(&s->q, max);
 }
 
 size_t

@@ -50,8 +50,15 @@ enum tlog_key {
 	TLOG_RETENTION_CONSUMED_MS,
 	TLOG_PARTITION_CLEANUP_MS,
 	TLOG_RETENTION_KEEP_FREE,
+	TLOG_COMPRESSION_TYPE,		/* TLOG_COMP_* */
+	TLOG_COMPRESSION_ZSTD_LEVEL,
 	TLOG_NKEYS
 };
+
+/* compression.type's values, as kept (the names are what getxattr and
+ * the .config files show). */
+#define TLOG_COMP_NONE 0
+#define TLOG_COMP_ZSTD 1
 
 /* One level's overrides: TLOG_UNSET where the level sets nothing. */
 struct tlog_conf {
@@ -93,6 +100,7 @@ enum tlog_rule {
 	TLOG_RULE_MANUAL,
 	TLOG_RULE_CONSUMED,	/* every cursor passed it, and it is old */
 	TLOG_RULE_FREE,		/* retention.keep.free: disk pressure */
+	TLOG_RULE_CORRUPT,	/* a compressed frame failed its checksum */
 	TLOG_NRULES
 };
 const char *tlog_rule_name(enum tlog_rule r);
@@ -102,7 +110,11 @@ const char *tlog_rule_name(enum tlog_rule r);
 /* TLOG_EV_PART_DELETE: an empty partition removed by
  * partition.cleanup.ms (only topic, partition, their inodes, ts and
  * max_ts, its last write, are set). */
-enum tlog_event_kind { TLOG_EV_SEAL, TLOG_EV_DELETE, TLOG_EV_PART_DELETE };
+/* TLOG_EV_CORRUPT: a frame of a compressed segment failed its checksum
+ * (bytes: the plain bytes lost, base: the segment; rule
+ * TLOG_RULE_CORRUPT). */
+enum tlog_event_kind { TLOG_EV_SEAL, TLOG_EV_DELETE, TLOG_EV_PART_DELETE,
+	TLOG_EV_CORRUPT };
 
 /* What a hook learns of a seal or a deletion. Strings are valid for the
  * duration of the call only. */
@@ -189,6 +201,12 @@ struct tlog_store_opts {
 	 * -EROFS; the reaper does nothing (doc/engine.md).
 	 */
 	bool readonly;
+	/*
+	 * The most bytes of decoded frames (and seek tables) of compressed
+	 * segments kept for readers, store-wide; 0: 16 MiB
+	 * (doc/design.md, "Compressed history").
+	 */
+	uint64_t frame_cache;
 };
 
 /* Points at which tlog_store_opts.hook is called. */
@@ -211,6 +229,12 @@ enum tlog_hook {
 	/* The append path, partition lock held, just before a run of
 	 * records is written to the active segment. */
 	TLOG_HOOK_WRITE,
+	/* Compression (compress.c): the .log.zst.tmp is written and
+	 * synced, about to be renamed; then, the .log.zst published and
+	 * its directory synced, the .log about to be unlinked. No lock
+	 * held. */
+	TLOG_HOOK_COMPRESS,
+	TLOG_HOOK_COMPRESS_DONE,
 };
 
 /*
@@ -310,6 +334,8 @@ struct tlog_part_stats {
 	uint64_t start_offset;	/* base of the oldest segment (end if none) */
 	uint64_t end_offset;	/* offset the next record gets */
 	uint64_t bytes;
+	uint64_t disk_bytes;	/* bytes on disk: compressed segments count
+				   their .log.zst */
 	uint64_t segments;
 	int64_t oldest_ts;	/* oldest segment's first_ts; -1 if empty */
 	int64_t newest_ts;	/* newest record's ts; -1 if empty */
@@ -362,6 +388,8 @@ struct tlog_seginfo {
 	uint64_t bytes;
 	uint64_t alloc;		/* bytes, or the preallocated length if more:
 				   what the data file takes on disk */
+	uint64_t zbytes;	/* its .log.zst's size once compressed, else
+				   0 (then alloc is what the disk holds) */
 	int64_t first_ts;	/* -1 while empty */
 	int64_t max_ts;		/* -1 while empty */
 	bool sealed;
@@ -519,6 +547,11 @@ int tlog_store_flush_pending(struct tlog_store *s, int max);
  * passes (-1 forever) or tlog_store_wakeup is called. Returns the
  * length of both queues. */
 size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
+/* Up to max (<= 0: all) slices of the compression of sealed segments
+ * (compression.type), each a few frames of one segment, no lock held;
+ * the unlinker runs them after the unlinks and footers. Returns how
+ * many were done. */
+int tlog_store_compress_pending(struct tlog_store *s, int max);
 void tlog_store_wakeup(struct tlog_store *s);
 /*
  * The periodic checkpoint (doc/format.md, "The checkpoint"), so that an

@@ -78,8 +78,14 @@ unlink_one(struct tlog_segment *seg)
 		 * is removed only once none is left). */
 		return dfd == -ENOENT && __atomic_load_n(&seg->sd->lv->dead,
 		    __ATOMIC_ACQUIRE) ? 0 : dfd;
+	/* The data, plain or compressed (or both, while a compression
+	 * ends), then the index: an index without data is what a crash
+	 * in between leaves, and recovery removes it. */
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+		r = -errno;
+	tlog_segname_format(seg->base, ".log.zst", name, sizeof(name));
+	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
 		r = -errno;
 	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
@@ -144,10 +150,12 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	pthread_mutex_lock(&q->ctx->work_lock);
 	last = __atomic_sub_fetch(&p->pending_unlinks, 1,
 	    __ATOMIC_RELEASE) == 0;
-	__atomic_sub_fetch(&p->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&q->pending_bytes, seg->bytes, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&p->pending_bytes, tlog_seg_disk(seg),
+	    __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&q->pending_bytes, tlog_seg_disk(seg),
+	    __ATOMIC_RELAXED);
 	/* Appends waiting for free space wait on q->cond for this. */
-	__atomic_add_fetch(&p->ctx->free_unlinked, seg->bytes +
+	__atomic_add_fetch(&p->ctx->free_unlinked, tlog_seg_disk(seg) +
 	    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->ctx->work_lock);

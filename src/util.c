@@ -605,7 +605,7 @@ const char *
 tlog_rule_name(enum tlog_rule r)
 {
 	static const char *names[TLOG_NRULES] = { "time", "size", "manual",
-	    "consumed", "free" };
+	    "consumed", "free", "corrupt" };
 
 	return (unsigned)r < TLOG_NRULES ? names[r] : "unknown";
 }

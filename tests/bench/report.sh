@@ -163,6 +163,26 @@ report_ship() {	# workload 9
 	done
 }
 
+report_compress() {	# workload 12
+	local w t
+	[ -n "$(rows '^12 ')" ] || return 0
+	echo
+	echo "| workload 12, disk | target | value |"
+	echo "|---|---|---|"
+	cut -f1,3 "$RES" | grep '^12 ' | awk '!seen[$0]++' | while IFS=$'\t' read -r w t; do
+		echo "| ${w#12 } | $t | $(fmt $(cell "$w" disk "$t")) |"
+	done
+	for w in "12 cat of the nginx partition, warm (MiB/s)" \
+	    "12 cat of the nginx partition, cold (MiB/s)"; do
+		cut -f1 "$RES" | grep -qxF "$w" &&
+		    echo "| ${w#12 }: compressed / plain, per round | | $(fmtr $(rounds "$w" disk z p)) |"
+	done
+	w="12 append p99 (us)"
+	cut -f1 "$RES" | grep -qxF "$w" &&
+	    echo "| append p99: with a backlog / idle, per round | | $(fmtr $(rounds "$w" disk backlog idle)) |"
+	return 0
+}
+
 report() {
 	local n
 	echo "# tlogfs benchmark results"
@@ -180,6 +200,7 @@ report() {
 	report_followers
 	report_ship
 	report_ship_follow
+	report_compress
 	echo
 	[ -z "$SCALE_GEN" ] || echo "Workload 5 store: $SCALE_GEN (written directly in the on-disk format by tlbench gen); empty-store daemon RSS ${RSS_BASE_KIB} KiB."
 	for n in "${NOTES[@]}"; do

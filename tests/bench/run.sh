@@ -14,7 +14,9 @@
 #   BENCH_OUT       the report (default BUILDDIR/tests/bench/results.md)
 #   BENCH_TMPFS     tmpfs parent directory (default /dev/shm)
 #   BENCH_DISK      disk parent directory (default /var/tmp)
-#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9 10 11")
+#   BENCH_ONLY      space-separated workloads to run (default "1 2 3 4 5 6 7 8 9 10 11 12")
+#   BENCH_Z_MIB     workload 12's generated corpora, MiB each (default 256,
+#                   quick 32)
 #   BENCH_SCALE_PARTS  workload 5's partitions (default 100000, quick 10000;
 #                   10 segments each)
 #
@@ -35,7 +37,7 @@ QUICK=${BENCH_QUICK:-0}
 OUT=${BENCH_OUT:-$BUILD/tests/bench/results.md}
 TMPFS_PARENT=${BENCH_TMPFS:-/dev/shm}
 DISK_PARENT=${BENCH_DISK:-/var/tmp}
-ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9 10 11}
+ONLY=${BENCH_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12}
 TLOGFS=$BUILD/mount/tlogfs
 TLOGCTL=$BUILD/cli/tlogctl
 APPENDER=$BUILD/tests/bench/appender
@@ -56,6 +58,7 @@ if [ "$QUICK" != 0 ]; then
 	PIPE_LINES=2000000 PIPE_WLINES=400000 PIPE_REPS=3
 	COMMITS=2000
 	SHIP_LINES=200000
+	Z_MIB=32 Z_READS=200 Z_APPENDS=10000
 else
 	REPS=5
 	SMALL_LINES=200000
@@ -69,7 +72,9 @@ else
 	PIPE_LINES=5000000 PIPE_WLINES=1000000 PIPE_REPS=5
 	COMMITS=10000
 	SHIP_LINES=1000000
+	Z_MIB=256 Z_READS=1000 Z_APPENDS=40000
 fi
+Z_MIB=${BENCH_Z_MIB:-$Z_MIB}
 SCALE_PARTS=${BENCH_SCALE_PARTS:-$SCALE_PARTS}
 JSPROBE=$BUILD/tests/integration/helpers/jsprobe
 
@@ -737,6 +742,160 @@ run_pipe_loggers() {	# NAME PARENT
 	rm -rf --one-file-system "$d"
 }
 
+# ================= workload 12: compressed history =================
+# Corpora: /var/log/dpkg.log and /var/log/apt/history.log concatenated as
+# they are ("system", never repeated), and Z_MIB MiB each of generated
+# nginx combined access lines and JSON application lines. For each: the
+# disk bytes of the compressed partition against zstd -3 of the same
+# bytes as one frame (and logrotate's gzip -6), and the compression
+# speed (the daemon's own seconds, from its metrics) against zstd -3
+# -T1. Then, on the nginx corpus: sequential cat of the compressed
+# partition against the same partition plain, warm and cold (a fresh
+# daemon after drop_caches); tlogctl read --from N of random records;
+# append latency (appender -L) idle and while a backlog compresses; the
+# daemon's RSS against its frame cache (16 MiB).
+gen_nginx() {	# FILE MIB
+	awk -v n=$(($2 * 1048576)) 'BEGIN {
+		srand(7); split("/ /index.html /api/v1/orders /static/app.js /static/style.css /login /img/logo.png /api/v1/items", p, " ")
+		split("200 200 200 200 304 404 500", c, " ")
+		ua[1] = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0 Safari/537.36"
+		ua[2] = "curl/7.88.1"; ua[3] = "Go-http-client/1.1"
+		ua[4] = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 Version/17.1 Mobile/15E148 Safari/604.1"
+		t = 1700000000; s = 0
+		while (s < n) {
+			t += rand() / 50
+			u = p[int(rand() * 8) + 1]; if (u ~ /items/) u = u "?id=" int(rand() * 100000)
+			l = sprintf("%d.%d.%d.%d - - [%s +0000] \"GET %s HTTP/1.1\" %s %d \"-\" \"%s\"", int(rand() * 223) + 1, int(rand() * 256), int(rand() * 256), int(rand() * 254) + 1, strftime("%d/%b/%Y:%H:%M:%S", int(t), 1), u, c[int(rand() * 7) + 1], int(rand() * 50000) + 100, ua[int(rand() * 4) + 1])
+			print l; s += length(l) + 1
+		}
+	}' >"$1"
+}
+gen_json() {	# FILE MIB
+	awk -v n=$(($2 * 1048576)) 'BEGIN {
+		srand(11); split("info info info debug warn error", lv, " ")
+		split("order created|payment ok|payment declined|item shipped|cache miss|retrying upstream", m, "|")
+		t = 1700000000000; s = 0
+		while (s < n) {
+			t += int(rand() * 20)
+			l = sprintf("{\"ts\":%d,\"level\":\"%s\",\"svc\":\"orders\",\"msg\":\"%s\",\"order_id\":%d,\"user\":%d,\"latency_ms\":%.2f}", t, lv[int(rand() * 6) + 1], m[int(rand() * 6) + 1], int(rand() * 1e7), int(rand() * 1e5), rand() * 300)
+			print l; s += length(l) + 1
+		}
+	}' >"$1"
+}
+metric() { awk -v k="$2" '$1 == k { print $2 }' "$1/.tlogfs/metrics"; }
+z_idle() {	# MNT: waits until nothing waits to be compressed
+	local i
+	for i in $(seq 1 36000); do
+		[ "$(metric "$1" tlogfs_compress_backlog_segments)" = 0 ] && return 0
+		sleep 0.05
+	done
+	die "compression did not finish"
+}
+pctl() {	# P: the P-th percentile of the numbers on stdin
+	sort -n | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'
+}
+run_compress() {	# NAME PARENT
+	local fs=$1 parent=$2 d mnt c src sz disk one gz t0 t1 s0 s1 i0 i1 r t
+	local recs n k lat out
+	mktempdir "$parent"; d=$TMPD
+	mnt=$MNTROOT/z-$fs
+	mkdir -p "$d/src" "$d/store"
+	cat /var/log/dpkg.log /var/log/apt/history.log >"$d/src/system" \
+	    2>/dev/null || true
+	[ -s "$d/src/system" ] || note "$fs: no /var/log/dpkg.log or apt/history.log: corpus system skipped"
+	log "$fs: workload 12: generating $Z_MIB MiB of nginx and JSON lines"
+	gen_nginx "$d/src/nginx" "$Z_MIB"
+	gen_json "$d/src/json" "$Z_MIB"
+	tl_mount "$d/store" "$mnt"
+	mkdir -p "$mnt/z" "$mnt/p"
+	setfattr -n user.compression.type -v zstd "$mnt/z"
+	for c in system nginx json; do
+		src=$d/src/$c
+		[ -s "$src" ] || continue
+		sz=$(stat -c %s "$src")
+		mkdir -p "$mnt/z/$c" "$mnt/p/$c"
+		s0=$(metric "$mnt" tlogfs_compress_seconds_total)
+		i0=$(metric "$mnt" tlogfs_compressed_in_bytes_total)
+		"$TLOGCTL" append "$mnt/z/$c" <"$src"
+		setfattr -n user.seal -v 1 "$mnt/z/$c"
+		"$TLOGCTL" append "$mnt/p/$c" <"$src"
+		setfattr -n user.seal -v 1 "$mnt/p/$c"
+		z_idle "$mnt"
+		log "$fs: workload 12: $c compressed"
+		s1=$(metric "$mnt" tlogfs_compress_seconds_total)
+		i1=$(metric "$mnt" tlogfs_compressed_in_bytes_total)
+		disk=$(getfattr --absolute-names --only-values -n user.tlog.disk_bytes "$mnt/z/$c")
+		one=$(zstd -3 -T1 -q -c "$src" | wc -c)
+		gz=$(gzip -6 -c "$src" | wc -c)
+		cmp -s "$src" <(cat "$mnt/z/$c"/*.log) || note "$fs: $c: cat of the compressed partition differs from what was written"
+		record "12 $c ($sz bytes): disk / zstd -3 one frame" $fs tlogfs "$(awk -v a=$disk -v b=$one 'BEGIN { printf "%.3f", a / b }')"
+		record "12 $c ($sz bytes): ratio plain / disk" $fs tlogfs "$(awk -v a=$sz -v b=$disk 'BEGIN { printf "%.2f", a / b }')"
+		record "12 $c ($sz bytes): ratio plain / disk" $fs "zstd -3" "$(awk -v a=$sz -v b=$one 'BEGIN { printf "%.2f", a / b }')"
+		record "12 $c ($sz bytes): ratio plain / disk" $fs "gzip -6" "$(awk -v a=$sz -v b=$gz 'BEGIN { printf "%.2f", a / b }')"
+		for r in $(seq 1 $REPS); do
+			ROUND=$r
+			t0=$(now); zstd -3 -T1 -q -c "$src" >/dev/null; t1=$(now)
+			record "12 $c: compression MB/s (one core)" $fs "zstd -3" "$(awk -v b=$sz -v s=$(elapsed $t0 $t1) 'BEGIN { printf "%.1f", b / 1e6 / s }')"
+		done
+		ROUND=0
+		record "12 $c: compression MB/s (one core)" $fs tlogfs "$(awk -v b=$((i1 - i0)) -v s0=$s0 -v s1=$s1 'BEGIN { printf "%.1f", b / 1e6 / (s1 - s0) }')"
+	done
+	# Sequential cat, warm and cold, compressed against plain.
+	for r in $(seq 1 $REPS); do
+		ROUND=$r
+		for t in $(rotate "$r" z p); do
+			cat "$mnt/$t/nginx/"*.log >/dev/null
+			t0=$(now); cat "$mnt/$t/nginx/"*.log >/dev/null; t1=$(now)
+			record "12 cat of the nginx partition, warm (MiB/s)" $fs "$t" "$(mib_per_s $(stat -c %s "$d/src/nginx") $(elapsed $t0 $t1))"
+			tl_umount "$mnt"; drop_caches; tl_mount "$d/store" "$mnt"
+			t0=$(now); cat "$mnt/$t/nginx/"*.log >/dev/null; t1=$(now)
+			record "12 cat of the nginx partition, cold (MiB/s)" $fs "$t" "$(mib_per_s $(stat -c %s "$d/src/nginx") $(elapsed $t0 $t1))"
+		done
+	done
+	record "12 daemon RSS after the cats (KiB)" $fs z "$(rss_kib "$TL_PID")"
+	# Random reads of one record by offset.
+	recs=$(getfattr --absolute-names --only-values -n user.tlog.end_offset "$mnt/z/nginx")
+	for t in z p; do
+		lat=$d/lat.$t
+		: >"$lat"
+		for k in $(seq 1 $Z_READS); do
+			n=$(( (RANDOM * 32768 + RANDOM) % recs ))
+			t0=$(now)
+			{ "$TLOGCTL" read --from "$n" "$mnt/$t/nginx" 2>/dev/null |
+			    head -1 >/dev/null; } || true
+			t1=$(now)
+			awk -v a=$t0 -v b=$t1 'BEGIN { printf "%.3f\n", (b - a) * 1000 }' >>"$lat"
+		done
+		record "12 tlogctl read --from N | head -1, p50 (ms)" $fs "$t" "$(pctl 50 <"$lat")"
+		record "12 tlogctl read --from N | head -1, p99 (ms)" $fs "$t" "$(pctl 99 <"$lat")"
+		# The same reads without a process each (tlbench seekread),
+		# cold: a fresh daemon after drop_caches.
+		tl_umount "$mnt"; drop_caches; tl_mount "$d/store" "$mnt"
+		out=$("$TLBENCH" seekread "$mnt/$t/nginx" $Z_READS)
+		record_from "$out" "12 read of one record by offset, in-process, cold, p50 (ms)" $fs "$t" 's/.* p50_ms=\([0-9.]*\).*/\1/p'
+		record_from "$out" "12 read of one record by offset, in-process, cold, p99 (ms)" $fs "$t" 's/.* p99_ms=\([0-9.]*\).*/\1/p'
+	done
+	# Appends, idle and while a backlog compresses.
+	mkdir -p "$mnt/a/0" "$mnt/z/backlog"
+	setfattr -n user.segment.bytes -v 16M "$mnt/z/backlog"
+	for r in $(seq 1 $REPS); do
+		ROUND=$r
+		out=$("$APPENDER" -L -n $Z_APPENDS -r 20000 "$mnt/a/0/current")
+		record_from "$out" "12 append p99 (us)" $fs idle 's/.*p99_us=\([0-9.]*\).*/\1/p'
+		for k in 1 2 3 4; do
+			"$TLOGCTL" append "$mnt/z/backlog" <"$d/src/nginx"
+		done
+		out=$("$APPENDER" -L -n $Z_APPENDS -r 20000 "$mnt/a/0/current")
+		[ "$(metric "$mnt" tlogfs_compress_backlog_segments)" != 0 ] ||
+		    note "$fs: round $r: the backlog was gone before the appends ended"
+		record_from "$out" "12 append p99 (us)" $fs "backlog" 's/.*p99_us=\([0-9.]*\).*/\1/p'
+		z_idle "$mnt"
+	done
+	ROUND=0
+	tl_umount "$mnt"
+	rm -rf --one-file-system "$d"
+}
+
 # ================= run =================
 START=$(now)
 COMMIT=$(git -C "$BUILD" rev-parse --short HEAD 2>/dev/null || echo '?')
@@ -774,6 +933,8 @@ if want 7; then
 		run_pipe_loggers "${pair%%:*}" "${pair#*:}"
 	done
 fi
+# Compressed history on disk, where its saving matters.
+if want 12; then run_compress disk "$DISK_PARENT"; fi
 END=$(now)
 
 # ================= report =================

@@ -40,6 +40,13 @@
  *	reaper reclaims all along: throughput and latency percentiles of
  *	both, and the segments reclaimed.
  *
+ *   tlbench seekread PART N
+ *	Random reads of one record by offset on a mounted partition PART,
+ *	as tlogctl read --from does them without its process: getxattr
+ *	user.tlog.at.OFFSET (the segment and position), open the segment,
+ *	read 4 KiB there, close; N offsets drawn uniformly between its
+ *	start and end offsets. Reports p50 and p99 in ms.
+ *
  * Output: key=value pairs, one line per measurement.
  */
 #include "config.h"
@@ -636,6 +643,69 @@ keepfree(const char *dir, long nsegs, double secs)
 	return 0;
 }
 
+static uint64_t
+xattr_u64(const char *path, const char *name)
+{
+	char buf[64];
+	ssize_t n;
+
+	if ((n = getxattr(path, name, buf, sizeof(buf) - 1)) < 0)
+		die(name);
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+seekread(const char *part, long n)
+{
+	uint64_t start = xattr_u64(part, "user.tlog.start_offset");
+	uint64_t end = xattr_u64(part, "user.tlog.end_offset");
+	unsigned long long base, pos;
+	char name[64], val[96], path[4096], buf[4096];
+	double *lat, t0;
+	ssize_t r;
+	long i;
+	int fd;
+
+	if (end <= start || n <= 0 || (lat = calloc((size_t)n,
+	    sizeof(*lat))) == NULL)
+		die("seekread: an empty partition");
+	srandom(7);
+	for (i = 0; i < n; i++) {
+		uint64_t off = start + ((uint64_t)random() << 31 |
+		    (uint64_t)random()) % (end - start);
+
+		t0 = mono();
+		snprintf(name, sizeof(name), "user.tlog.at.%" PRIu64, off);
+		if ((r = getxattr(part, name, val, sizeof(val) - 1)) < 0)
+			die(name);
+		val[r] = '\0';
+		if (sscanf(val, "%llu %llu", &base, &pos) != 2)
+			die(val);
+		snprintf(path, sizeof(path), "%s/%020llu.log", part, base);
+		if ((fd = open(path, O_RDONLY)) == -1)
+			die(path);
+		if (pread(fd, buf, sizeof(buf), (off_t)pos) <= 0 ||
+		    memchr(buf, '\n', sizeof(buf)) == NULL)
+			die("seekread: no record there");
+		close(fd);
+		lat[i] = (mono() - t0) * 1e3;
+	}
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
+	printf("seekread reads=%ld p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", n,
+	    lat[n / 2], lat[(n * 99) / 100], lat[n - 1]);
+	free(lat);
+	return 0;
+}
+
 static void
 usage(void)
 {
@@ -644,7 +714,8 @@ usage(void)
 	    "       tlbench wakeup DIR NPARTS NDUE REPS\n"
 	    "       tlbench drain DIR NSEGS NLAT\n"
 	    "       tlbench commit PART N\n"
-	    "       tlbench keepfree DIR NSEGS SECS\n");
+	    "       tlbench keepfree DIR NSEGS SECS\n"
+	    "       tlbench seekread PART N\n");
 	exit(2);
 }
 
@@ -669,6 +740,8 @@ main(int argc, char **argv)
 		return drain(argv[2], atol(argv[3]), atol(argv[4]));
 	if (strcmp(argv[1], "commit") == 0 && argc == 4)
 		return commit(argv[2], atol(argv[3]));
+	if (strcmp(argv[1], "seekread") == 0 && argc == 4)
+		return seekread(argv[2], atol(argv[3]));
 	if (strcmp(argv[1], "keepfree") == 0 && argc == 5)
 		return keepfree(argv[2], atol(argv[3]), atof(argv[4]));
 	usage();

@@ -61,6 +61,14 @@
 #           and keeps it after a kill -9 of that daemon, when the next
 #           open reads every seal footer from the disk (a footer the
 #           close left in the page cache would read "recovery").
+#   compress  4 partitions of a topic with compression.type=zstd and
+#           segment.bytes=16K: segments seal every 160 lines and the
+#           daemon compresses them (.log.zst, then the .log unlinked)
+#           all along; cut once the writers acknowledged a random
+#           1500-3000 lines and some segment was compressed. Besides
+#           every kind's verdicts (nothing lost, nothing twice), the
+#           recovered store holds exactly one data file per segment
+#           (never a .log beside its .log.zst) and no .log.zst.tmp.
 #
 # Figures are printed as TAP comments at the end. Needs root, /dev/fuse,
 # loop devices, mkfs.ext4 and e2fsck (e2fsprogs); skips (77) only when
@@ -72,7 +80,7 @@ TMPDIR=${DISK_TMPDIR:-${TMPDIR:-/tmp}}
 
 PATH=$PATH:/usr/sbin:/sbin
 SYNCWRITER=$TL_BUILD/tests/integration/helpers/syncwriter
-CYCLES=${POWERCUT_CYCLES:-9}
+CYCLES=${POWERCUT_CYCLES:-10}
 RETENTION_MS=3000
 IMG=$TMP/disk.img
 COPY=$TMP/copy.img
@@ -318,7 +326,7 @@ verdicts() {
 finish() {
 	local pre=$1
 	tl_check "$pre: the recovered daemon unmounts cleanly" tl_umount
-	grep -Eo 'torn or corrupt tail cut|unfinished line cut|unsealed behind a newer segment|index without data|stray temporary|missing; rebuilding|corrupt index|shorter than its seal|expired from' \
+	grep -Eo 'torn or corrupt tail cut|unfinished line cut|unsealed behind a newer segment|index without data|stray temporary|missing; rebuilding|corrupt index|shorter than its seal|expired from|compression was cut short|the plain copy is kept' \
 	    "$ERR" | sort | uniq -c | sed "s/^/# $pre: daemon: /"
 	grep -v "expired from" "$ERR" | head -n 3 | sed "s/^/# $pre: daemon: /"
 	pc_teardown
@@ -466,6 +474,45 @@ unmount_verdict() {
 	    "$(sealed_list)"
 }
 
+cycle_compress() {
+	local t=$((1500 + RANDOM % 1500))
+	PARTS="1:cz/0 2:cz/1 3:cz/2 4:cz/3"
+	PLAIN="9:plain/p9"
+	DRAINED=
+	REAPED=
+	mkdir -p "$MNT/cz/0" "$MNT/cz/1" "$MNT/cz/2" "$MNT/cz/3"
+	setfattr -n user.segment.bytes -v 16K "$MNT/cz"
+	setfattr -n user.compression.type -v zstd "$MNT/cz"
+	start_writers "$ACK" 1="$MNT/cz/0/current" 2="$MNT/cz/1/current" \
+	    3="$MNT/cz/2/current" 4="$MNT/cz/3/current"
+	start_writers -c "$ACK" 9="$EXT/plain/p9"
+	_compressing() {
+		writers_gone && return 0
+		[ "$(acked_sum 1 2 3 4)" -ge "$t" ] &&
+		    ls "$STORE"/cz/*/ | grep -q '\.log\.zst$'
+	}
+	tl_wait_for 60 _compressing ||
+	    tl_diag "compress: $t lines and a compressed segment not seen in 60 s"
+	DESC="cut at $(acked_sum 1 2 3 4) acknowledged lines, $(ls "$STORE"/cz/*/ | grep -c '\.log\.zst$') segments compressed"
+	cut
+}
+
+compress_verdict() {
+	local pre=$1 p f b bad=
+	for p in cz/0 cz/1 cz/2 cz/3; do
+		for f in "$STORE/$p"/*.log.zst "$STORE/$p"/*.tmp; do
+			[ -e "$f" ] || continue
+			case $f in
+			*.tmp) bad="$bad $p: ${f##*/} left;" ;;
+			*) b=${f%.zst}
+			   [ -e "$b" ] && bad="$bad $p: ${b##*/} beside its .zst;" ;;
+			esac
+		done
+	done
+	tl_is "$pre: one data file per segment, no compression left half done" \
+	    "" "$bad"
+}
+
 # Retention deleted old lines of the partitions still written; the lines
 # younger than retention.ms at the end of the read must be there.
 reaper_verdict() {
@@ -505,7 +552,7 @@ declare -A ACKED LOST LOSSY
 P_ACKED=0
 P_BROKEN=0
 CONF_BAD=0
-KINDS="roll reaper config unmount"
+KINDS="roll reaper config unmount compress"
 t_start=$(now_ms)
 for cycle in $(seq 1 "$CYCLES"); do
 	set -- $KINDS
@@ -540,6 +587,7 @@ for cycle in $(seq 1 "$CYCLES"); do
 	reaper) reaper_verdict "$pre" ;;
 	config) config_verdict "$pre" ;;
 	unmount) unmount_verdict "$pre" ;;
+	compress) compress_verdict "$pre" ;;
 	esac
 	finish "cycle $cycle"
 done

@@ -70,10 +70,10 @@ tl_is "trusted namespace (remove): ENOTSUP" ENOTSUP \
 # ---- statistics ----
 printf 'a\nbb\n' >>"$P/current"
 tl_is "partition statistics are listed" \
-    "OK user.retention.ms user.segment.bytes user.segment.ms user.tlog.start_offset user.tlog.end_offset user.tlog.bytes user.tlog.segments user.tlog.oldest_ts user.tlog.newest_ts user.tlog.next_expiry user.tlog.partition_id" \
+    "OK user.retention.ms user.segment.bytes user.segment.ms user.tlog.start_offset user.tlog.end_offset user.tlog.bytes user.tlog.segments user.tlog.oldest_ts user.tlog.newest_ts user.tlog.next_expiry user.tlog.disk_bytes user.tlog.partition_id" \
     "$(p listxattr "$P")"
 tl_is "segment statistics are listed" \
-    "OK user.tlog.base_offset user.tlog.records user.tlog.first_ts user.tlog.max_ts user.tlog.sealed user.tlog.sealed_by user.tlog.expires_at" \
+    "OK user.tlog.base_offset user.tlog.records user.tlog.first_ts user.tlog.max_ts user.tlog.sealed user.tlog.sealed_by user.tlog.expires_at user.tlog.compression user.tlog.disk_bytes" \
     "$(p listxattr "$P/current")"
 tl_is "end_offset, bytes, segments" "2 5 1" \
     "$(gx user.tlog.end_offset "$P") $(gx user.tlog.bytes "$P") $(gx user.tlog.segments "$P")"

@@ -350,6 +350,8 @@ START_TEST(test_keys)
 		[TLOG_RETENTION_CONSUMED_MS] = { "retention.consumed.ms", -1 },
 		[TLOG_PARTITION_CLEANUP_MS] = { "partition.cleanup.ms", -1 },
 		[TLOG_RETENTION_KEEP_FREE] = { "retention.keep.free", -1 },
+		[TLOG_COMPRESSION_TYPE] = { "compression.type", TLOG_COMP_NONE },
+		[TLOG_COMPRESSION_ZSTD_LEVEL] = { "compression.zstd.level", 3 },
 	};
 	int k;
 
@@ -369,6 +371,37 @@ START_TEST(test_keys)
 	ck_assert_ptr_null(tlog_key_name(TLOG_NKEYS));
 	ck_assert_ptr_null(tlog_key_name((enum tlog_key)-1));
 	ck_assert_int_eq(tlog_key_default(TLOG_NKEYS), TLOG_UNSET);
+}
+END_TEST
+
+/* compression.type takes a name, shown by name; the level a number. */
+START_TEST(test_compression_keys)
+{
+	char buf[32], err[TLOG_CONF_MSG_MAX];
+	int64_t v;
+
+	ck_assert_int_eq(tlog_key_parse(TLOG_COMPRESSION_TYPE, "zstd\n", 5,
+	    &v, err, sizeof(err)), 0);
+	ck_assert_int_eq(v, TLOG_COMP_ZSTD);
+	tlog_key_format(TLOG_COMPRESSION_TYPE, v, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "zstd");
+	ck_assert_int_eq(tlog_key_parse(TLOG_COMPRESSION_TYPE, " none ", 6,
+	    &v, err, sizeof(err)), 0);
+	ck_assert_int_eq(v, TLOG_COMP_NONE);
+	ck_assert_int_eq(tlog_key_parse(TLOG_COMPRESSION_TYPE, "1", 1, &v,
+	    err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(tlog_key_parse(TLOG_COMPRESSION_TYPE, "ZSTD", 4, &v,
+	    err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "compression.type: bad value \"ZSTD\": "
+	    "accepted none or zstd");
+	ck_assert_int_eq(tlog_key_parse(TLOG_COMPRESSION_ZSTD_LEVEL, "19", 2,
+	    &v, err, sizeof(err)), 0);
+	ck_assert_int_eq(tlog_key_parse(TLOG_COMPRESSION_ZSTD_LEVEL, "20", 2,
+	    &v, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "compression.zstd.level: bad value \"20\": "
+	    "accepted 1 .. 19");
+	ck_assert_int_eq(tlog_key_parse(TLOG_COMPRESSION_ZSTD_LEVEL, "3K", 2,
+	    &v, err, sizeof(err)), -EINVAL);
 }
 END_TEST
 
@@ -1252,6 +1285,7 @@ main(void)
 	th_case(su, "parse_message_sanitized", test_parse_message_sanitized);
 	th_case(su, "parse_small_err", test_parse_small_err);
 	th_case(su, "keys", test_keys);
+	th_case(su, "compression_keys", test_compression_keys);
 	th_case(su, "save_load", test_save_load);
 	th_case(su, "load_bad_lines", test_load_bad_lines);
 	th_case(su, "inherit", test_inherit);

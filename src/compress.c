@@ -1,0 +1,360 @@
+/*
+ * compress.c - compressed history (doc/design.md, "Compressed history"):
+ * a sealed segment of a partition with compression.type=zstd is
+ * rewritten, off the append path, as BASE.log.zst in the seekable format
+ * (zseek.h), and its BASE.log then unlinked; reads go through zread.c.
+ *
+ * The work runs on the front end's unlinker thread, in slices of a few
+ * frames (tlog_compress_pending), so unlinks and footers queued behind a
+ * large segment wait for one slice, not the whole segment. Its steps,
+ * each durable before the next: the footer of the index synced, the
+ * .log.zst.tmp written and synced, renamed to .log.zst, the directory
+ * synced, the segment switched to it under its partition's lock (new
+ * readers open the .log.zst; those that opened the .log keep reading
+ * it), and only then the .log unlinked. A crash at any step leaves one
+ * complete copy that recovery serves (tlog_seg_zrecover).
+ */
+#include "config.h"
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "compress.h"
+#include "index.h"
+#include "zseek.h"
+
+/* Frames per slice: 4 MiB of input, some 10 ms of one core at level 3. */
+#define SLICE_FRAMES 32
+
+void
+tlog_part_zqueue(struct tlog_partition *p, struct tlog_segment *seg)
+{
+	if (p->quiet || p->ctx->ro ||
+	    tlog_part_conf(p, TLOG_COMPRESSION_TYPE) != TLOG_COMP_ZSTD)
+		return;
+	seg->zlevel = (unsigned char)tlog_part_conf(p,
+	    TLOG_COMPRESSION_ZSTD_LEVEL);
+	tlog_queue_compress(p->env->q, seg);
+}
+
+enum step { STEP_MORE, STEP_DONE, STEP_LATER };
+
+static void
+zname(const struct tlog_segment *seg, const char *ext, char *buf,
+    size_t len)
+{
+	tlog_segname_format(seg->base, ext, buf, len);
+}
+
+/* Drops what a job wrote; its segment stays as it was. */
+static enum step
+zjob_drop(struct tlog_zjob *j, int r, const char *what)
+{
+	struct tlog_segment *seg = j->seg;
+	char where[TLOG_SEG_WHERE_MAX], name[40];
+
+	if (r != 0) {
+		tlog_seg_where(seg, where, sizeof(where));
+		tlog_ctx_log_err(seg->sd->ctx, "%s: cannot compress it (%s: "
+		    "%s); it stays as it is", where, what, strerror(-r));
+	}
+	if (j->out != -1) {
+		zname(seg, ".log.zst.tmp", name, sizeof(name));
+		tlog_level_unlinkat(seg->sd->lv, name);
+	}
+	return STEP_DONE;
+}
+
+/* Opens the data, the temporary output, and makes the index's footer
+ * durable: the .log.zst will be the only copy of the data. */
+static enum step
+zjob_start(struct tlog_zjob *j)
+{
+	struct tlog_segment *seg = j->seg;
+	char name[40];
+	bool pending;
+	int fd, r;
+
+	pthread_mutex_lock(&seg->sd->lock);
+	pending = seg->live != NULL && seg->live->foot_pending;
+	j->end = seg->bytes;
+	pthread_mutex_unlock(&seg->sd->lock);
+	if (tlog_segment_dead(seg))
+		return STEP_DONE;
+	if (pending)
+		return STEP_LATER;	/* the flusher writes its footer first */
+	zname(seg, ".idx", name, sizeof(name));
+	if ((fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0)
+		return zjob_drop(j, fd, "its index");
+	r = fdatasync(fd) == -1 ? -errno : 0;
+	close(fd);
+	if (r != 0)
+		return zjob_drop(j, r, "syncing its index");
+	zname(seg, ".log", name, sizeof(name));
+	if ((j->in = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0) {
+		r = j->in;
+		j->in = -1;
+		return zjob_drop(j, r, "its data");
+	}
+	zname(seg, ".log.zst.tmp", name, sizeof(name));
+	/* A leftover of a stopped job is written over. */
+	tlog_level_unlinkat(seg->sd->lv, name);
+	if ((j->out = tlog_level_openat(seg->sd->lv, name, O_WRONLY |
+	    O_CREAT | O_EXCL, 0644)) < 0) {
+		r = j->out;
+		j->out = -1;
+		return zjob_drop(j, r, name);
+	}
+	if ((j->buf = malloc(TLOG_ZS_FRAME)) == NULL)
+		return zjob_drop(j, -ENOMEM, "memory");
+	if ((r = tlog_zw_init(&j->w, j->out, seg->zlevel)) != 0)
+		return zjob_drop(j, r, "zstd");
+	j->started = true;
+	return STEP_MORE;
+}
+
+/* The .log.zst made durable and published, then the .log unlinked. */
+static enum step
+zjob_finish(struct tlog_zjob *j)
+{
+	struct tlog_segment *seg = j->seg;
+	struct tlog_partition *p = tlog_seg_part(seg);
+	struct tlog_ctx *ctx = p->ctx;
+	char tmp[40], name[40];
+	bool dead;
+	int dfd, r;
+
+	if ((r = tlog_zw_finish(&j->w)) != 0)
+		return zjob_drop(j, r, "its seek table");
+	/* Data that does not compress at all, past what a segment holds:
+	 * it stays plain. */
+	if (j->w.zpos > TLOG_CAP_BYTES)
+		return zjob_drop(j, -EFBIG, "its size");
+	if (fsync(j->out) == -1)
+		return zjob_drop(j, -errno, "syncing it");
+	zname(seg, ".log.zst.tmp", tmp, sizeof(tmp));
+	zname(seg, ".log.zst", name, sizeof(name));
+	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
+		return zjob_drop(j, dfd, "its directory");
+	TLOG_HOOK(ctx, TLOG_HOOK_COMPRESS, p);
+	if (renameat(dfd, tmp, dfd, name) == -1) {
+		r = -errno;
+		close(dfd);
+		return zjob_drop(j, r, "renaming it");
+	}
+	if (fsync(dfd) == -1) {
+		/* Both copies are complete: recovery keeps one. */
+		r = -errno;
+		unlinkat(dfd, name, 0);
+		close(dfd);
+		return zjob_drop(j, r, "syncing its directory");
+	}
+	__atomic_add_fetch(&ctx->free_appended, j->w.zpos, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&p->sd.lock);
+	if (!(dead = seg->dead)) {
+		__atomic_store_n(&seg->zbytes, (uint32_t)j->w.zpos,
+		    __ATOMIC_RELEASE);
+		p->zsaved += (int64_t)seg->bytes - (int64_t)j->w.zpos;
+		/* A trim the seal could not make concerns the .log, which
+		 * goes. */
+		seg->trim_pending = 0;
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+	/* Deleted meanwhile: its unlink may have come before the rename. */
+	if (dead) {
+		unlinkat(dfd, name, 0);
+		close(dfd);
+		return STEP_DONE;
+	}
+	TLOG_HOOK(ctx, TLOG_HOOK_COMPRESS_DONE, p);
+	zname(seg, ".log", tmp, sizeof(tmp));
+	if (unlinkat(dfd, tmp, 0) == 0 || errno == ENOENT)
+		__atomic_add_fetch(&ctx->free_unlinked, seg->bytes,
+		    __ATOMIC_RELAXED);
+	else {
+		/* Served from the .log.zst all the same; the next open
+		 * removes the .log (doc/format.md, Recovery). */
+		char where[TLOG_SEG_WHERE_MAX];
+
+		r = -errno;
+		tlog_seg_where(seg, where, sizeof(where));
+		tlog_ctx_log_err(ctx, "%s: compressed, but its plain file "
+		    "cannot be removed: %s", where, strerror(-r));
+	}
+	close(dfd);
+	/* Its directory changed: the next periodic checkpoint records
+	 * it compressed. */
+	__atomic_add_fetch(&ctx->ckpt_changes, 1, __ATOMIC_RELAXED);
+	TLOG_METRIC_ADD(ctx, z_segments, 1);
+	TLOG_METRIC_ADD(ctx, z_in, seg->bytes);
+	TLOG_METRIC_ADD(ctx, z_out, j->w.zpos);
+	return STEP_DONE;
+}
+
+/* One slice of a job: its start, some frames, or its end. */
+static enum step
+zjob_step(struct tlog_zjob *j)
+{
+	uint64_t t0 = tlog_mono_ns();
+	enum step st = STEP_MORE;
+	int i, r;
+
+	if (!j->started)
+		return zjob_start(j);
+	if (tlog_segment_dead(j->seg))
+		return zjob_drop(j, 0, NULL);
+	for (i = 0; i < SLICE_FRAMES && j->pos < j->end; i++)
+		if ((r = tlog_zw_from(&j->w, j->in, &j->pos, j->end,
+		    j->buf)) != 0)
+			return zjob_drop(j, r, "compressing");
+	if (j->pos >= j->end)
+		st = zjob_finish(j);
+	j->ns += tlog_mono_ns() - t0;
+	TLOG_METRIC_ADD(j->seg->sd->ctx, z_ns, tlog_mono_ns() - t0);
+	return st;
+}
+
+/*
+ * The thread compresses at a lower priority (nice + ZNICE) than it
+ * unlinks and syncs, so that appends sharing its cores come first; it
+ * goes back after, or, if it may not (no CAP_SYS_NICE), it never lowers
+ * it again.
+ */
+#define ZNICE 10
+static bool znice_off;
+
+static int
+znice(int to)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	int was;
+
+	errno = 0;
+	was = getpriority(PRIO_PROCESS, (id_t)tid);
+	if (errno != 0 || setpriority(PRIO_PROCESS, (id_t)tid, to) != 0)
+		return INT_MIN;
+	return was;
+}
+
+int
+tlog_compress_pending(struct tlog_queue *q, int max)
+{
+	struct tlog_zjob *j;
+	enum step st;
+	int done = 0, was = INT_MIN;
+
+	if (!__atomic_load_n(&znice_off, __ATOMIC_RELAXED)) {
+		errno = 0;
+		was = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+		if (errno != 0 || was + ZNICE > 19 ||
+		    znice(was + ZNICE) == INT_MIN)
+			was = INT_MIN;
+	}
+	while (max <= 0 || done < max) {
+		if ((j = tlog_queue_zpop(q)) == NULL)
+			break;
+		st = zjob_step(j);
+		if (st == STEP_MORE) {
+			tlog_queue_zpush(q, j);
+			done++;
+			continue;
+		}
+		if (st == STEP_LATER) {
+			/* Its footer first: the flusher's next round. */
+			tlog_queue_zpush(q, j);
+			break;
+		}
+		tlog_zjob_free(q, j);
+		done++;
+	}
+	if (was != INT_MIN && znice(was) == INT_MIN) {
+		/* Not allowed back up: stay where it was from now on. */
+		__atomic_store_n(&znice_off, true, __ATOMIC_RELAXED);
+	}
+	return done;
+}
+
+/* ---- reads: a corrupt frame is said once, with its event ---- */
+
+static void
+corrupt_said(struct tlog_segment *seg, uint64_t at, uint64_t len)
+{
+	struct tlog_partition *p = tlog_seg_part(seg);
+	char where[TLOG_SEG_WHERE_MAX];
+	struct tlog_event ev;
+	bool first;
+
+	pthread_mutex_lock(&p->sd.lock);
+	first = !seg->zbad_said;
+	seg->zbad_said = 1;
+	pthread_mutex_unlock(&p->sd.lock);
+	if (!first)
+		return;
+	tlog_seg_where(seg, where, sizeof(where));
+	tlog_ctx_log(p->ctx, LOG_ERR, "%s: a compressed frame (plain bytes "
+	    "%" PRIu64 "..%" PRIu64 ") fails its checksum: its records are "
+	    "lost, the other frames are still served", where, at, at + len);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TLOG_EV_CORRUPT;
+	ev.ts = tlog_ctx_now(p->ctx);
+	ev.segment_ino = seg->ino;
+	ev.base = seg->base;
+	ev.bytes = len;
+	ev.first_ts = seg->first_ts;
+	ev.max_ts = seg->max_ts;
+	ev.rule = TLOG_RULE_CORRUPT;
+	TLOG_METRIC_ADD(p->ctx, deletions[TLOG_RULE_CORRUPT], 1);
+	p->env->emit(p->env->arg, p, &ev);
+}
+
+ssize_t
+tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
+    off_t pos)
+{
+	uint64_t bad, badlen;
+	ssize_t r;
+
+	r = tlog_seg_read(seg, fd, buf, len, pos, &bad, &badlen);
+	if (bad != UINT64_MAX)
+		corrupt_said(seg, bad, badlen);
+	return r;
+}
+
+/* ---- recovery ---- */
+
+int
+tlog_seg_zcheck(int dfd, uint64_t base, uint64_t *plain, uint64_t *zsize)
+{
+	struct tlog_zs *t;
+	struct stat st;
+	char name[40];
+	int fd, r;
+
+	tlog_segname_format(base, ".log.zst", name, sizeof(name));
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1)
+		return -errno;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOENT;
+	}
+	r = st.st_size > (off_t)TLOG_CAP_BYTES ? -EFBIG : tlog_zs_load(fd, &t);
+	close(fd);
+	if (r != 0)
+		return r;
+	*plain = t->pos[t->n];
+	*zsize = (uint64_t)st.st_size;
+	tlog_zs_free(t);
+	return 0;
+}

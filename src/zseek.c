@@ -1,0 +1,361 @@
+/*
+ * zseek.c - the zstd seekable format (zseek.h): writing independent
+ * frames and their seek table, loading a table and decoding one frame.
+ * Written from the format's public description; it shares no code with
+ * zstd's contrib implementation. Only libzstd's one-shot calls are used.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "index.h"
+#include "zseek.h"
+
+#define ENTRY_SIZE 12
+
+static int
+write_all(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = write(fd, (const char *)buf + done, len - done);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENOSPC;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int
+pread_all(int fd, void *buf, size_t len, uint64_t at)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(fd, (char *)buf + done, len - done,
+		    (off_t)(at + done));
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int
+tlog_zw_init(struct tlog_zw *w, int fd, int level)
+{
+	ZSTD_CCtx *c;
+
+	memset(w, 0, sizeof(*w));
+	w->fd = fd;
+	if ((c = ZSTD_createCCtx()) == NULL)
+		return -ENOMEM;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel,
+	    level)) || ZSTD_isError(ZSTD_CCtx_setParameter(c,
+	    ZSTD_c_checksumFlag, 1))) {
+		ZSTD_freeCCtx(c);
+		return -EINVAL;
+	}
+	w->cctx = c;
+	w->zcap = ZSTD_compressBound(TLOG_ZS_FRAME);
+	if ((w->zbuf = malloc(w->zcap)) == NULL) {
+		tlog_zw_free(w);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+tlog_zw_free(struct tlog_zw *w)
+{
+	ZSTD_freeCCtx(w->cctx);
+	free(w->zbuf);
+	free(w->e);
+	w->cctx = NULL;
+	w->zbuf = NULL;
+	w->e = NULL;
+}
+
+int
+tlog_zw_frame(struct tlog_zw *w, const void *src, size_t len)
+{
+	struct tlog_zs_entry *e;
+	size_t z;
+	int r;
+
+	if (len == 0 || len > TLOG_ZS_FRAME)
+		return -EINVAL;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+
+		if ((e = reallocarray(w->e, cap, sizeof(*e))) == NULL)
+			return -ENOMEM;
+		w->e = e;
+		w->cap = cap;
+	}
+	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, len);
+	if (ZSTD_isError(z) || z < 4)
+		return -EIO;
+	if ((r = write_all(w->fd, w->zbuf, z)) != 0)
+		return r;
+	e = &w->e[w->n++];
+	e->zsize = (uint32_t)z;
+	e->size = (uint32_t)len;
+	/* The frame's trailer is the checksum the table repeats. */
+	e->sum = tlog_get32((const unsigned char *)w->zbuf + z - 4);
+	w->zpos += z;
+	w->in += len;
+	return 0;
+}
+
+size_t
+tlog_zs_cut(const char *buf, size_t len, bool last)
+{
+	const char *nl;
+
+	if (len <= TLOG_ZS_FRAME && last)
+		return len;
+	if (len > TLOG_ZS_FRAME)
+		len = TLOG_ZS_FRAME;
+	if ((nl = memrchr(buf, '\n', len)) == NULL)
+		return len;
+	return (size_t)(nl - buf) + 1;
+}
+
+int
+tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
+    void *buf)
+{
+	uint64_t left = end - *pos;
+	size_t want = left > TLOG_ZS_FRAME ? TLOG_ZS_FRAME : (size_t)left;
+	size_t cut;
+	int r;
+
+	if (*pos >= end)
+		return -EINVAL;
+	if ((r = pread_all(infd, buf, want, *pos)) != 0)
+		return r;
+	cut = tlog_zs_cut(buf, want, want == left);
+	if ((r = tlog_zw_frame(w, buf, cut)) != 0)
+		return r;
+	*pos += cut;
+	return 0;
+}
+
+int
+tlog_zw_finish(struct tlog_zw *w)
+{
+	size_t len = 8 + w->n * ENTRY_SIZE + TLOG_ZS_FOOT, i;
+	unsigned char *b, *p;
+	int r;
+
+	if (w->n > UINT32_MAX / ENTRY_SIZE - 64)
+		return -EFBIG;
+	if ((b = malloc(len)) == NULL)
+		return -ENOMEM;
+	tlog_put32(b, TLOG_ZS_SKIP_MAGIC);
+	tlog_put32(b + 4, (uint32_t)(len - 8));
+	for (i = 0, p = b + 8; i < w->n; i++, p += ENTRY_SIZE) {
+		tlog_put32(p, w->e[i].zsize);
+		tlog_put32(p + 4, w->e[i].size);
+		tlog_put32(p + 8, w->e[i].sum);
+	}
+	tlog_put32(p, (uint32_t)w->n);
+	p[4] = TLOG_ZS_F_SUM;
+	tlog_put32(p + 5, TLOG_ZS_MAGIC);
+	r = write_all(w->fd, b, len);
+	free(b);
+	if (r == 0)
+		w->zpos += len;
+	return r;
+}
+
+void
+tlog_zs_free(struct tlog_zs *t)
+{
+	if (t == NULL)
+		return;
+	free(t->pos);
+	free(t->zpos);
+	free(t);
+}
+
+int
+tlog_zs_load(int fd, struct tlog_zs **out)
+{
+	unsigned char foot[TLOG_ZS_FOOT], *b = NULL;
+	struct tlog_zs *t = NULL;
+	uint64_t fsize, tlen, esz, n, i;
+	struct stat st;
+	unsigned char d;
+	int r;
+
+	*out = NULL;
+	if (fstat(fd, &st) == -1)
+		return -errno;
+	fsize = (uint64_t)st.st_size;
+	if (fsize < 8 + TLOG_ZS_FOOT)
+		return -EBADMSG;
+	if ((r = pread_all(fd, foot, sizeof(foot), fsize - sizeof(foot))) != 0)
+		return r == -EIO ? -EBADMSG : r;
+	d = foot[4];
+	if (tlog_get32(foot + 5) != TLOG_ZS_MAGIC || (d & 0x7c) != 0)
+		return -EBADMSG;
+	n = tlog_get32(foot);
+	esz = (d & TLOG_ZS_F_SUM) ? 12 : 8;
+	tlen = 8 + n * esz + TLOG_ZS_FOOT;
+	if (tlen > fsize)
+		return -EBADMSG;
+	if ((b = malloc(tlen)) == NULL)
+		return -ENOMEM;
+	if ((r = pread_all(fd, b, tlen, fsize - tlen)) != 0) {
+		r = r == -EIO ? -EBADMSG : r;
+		goto out;
+	}
+	r = -EBADMSG;
+	if (tlog_get32(b) != TLOG_ZS_SKIP_MAGIC ||
+	    tlog_get32(b + 4) != tlen - 8)
+		goto out;
+	r = -ENOMEM;
+	if ((t = calloc(1, sizeof(*t))) == NULL ||
+	    (t->pos = calloc(n + 1, sizeof(uint64_t))) == NULL ||
+	    (t->zpos = calloc(n + 1, sizeof(uint64_t))) == NULL)
+		goto out;
+	t->n = (uint32_t)n;
+	r = -EBADMSG;
+	for (i = 0; i < n; i++) {
+		const unsigned char *e = b + 8 + i * esz;
+		uint32_t zs = tlog_get32(e), ps = tlog_get32(e + 4);
+
+		/* Every frame holds something and at most a frame's worth:
+		 * a table saying otherwise was not written here. */
+		if (zs == 0 || ps == 0 || ps > TLOG_ZS_FRAME_MAX)
+			goto out;
+		t->zpos[i + 1] = t->zpos[i] + zs;
+		t->pos[i + 1] = t->pos[i] + ps;
+	}
+	if (t->zpos[n] != fsize - tlen)
+		goto out;
+	r = 0;
+	*out = t;
+	t = NULL;
+out:
+	free(b);
+	tlog_zs_free(t);
+	return r;
+}
+
+uint32_t
+tlog_zs_frame_at(const struct tlog_zs *t, uint64_t pos)
+{
+	uint32_t lo = 0, hi = t->n;
+
+	/* The last frame whose start is at or before pos. */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->pos[mid] <= pos)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Each thread's decompression context, kept for its next frame (a new
+ * one costs more than decoding a small frame); freed when the thread
+ * ends. */
+static pthread_key_t dctx_key;
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+static bool dctx_keyed;
+
+static void
+dctx_free(void *d)
+{
+	ZSTD_freeDCtx(d);
+}
+
+static void
+dctx_init(void)
+{
+	dctx_keyed = pthread_key_create(&dctx_key, dctx_free) == 0;
+}
+
+static ZSTD_DCtx *
+dctx_get(bool *own)
+{
+	ZSTD_DCtx *d;
+
+	pthread_once(&dctx_once, dctx_init);
+	*own = !dctx_keyed;
+	if (dctx_keyed && (d = pthread_getspecific(dctx_key)) != NULL)
+		return d;
+	if ((d = ZSTD_createDCtx()) != NULL && dctx_keyed &&
+	    pthread_setspecific(dctx_key, d) != 0)
+		*own = true;
+	return d;
+}
+
+int
+tlog_zs_read_frame(int fd, const struct tlog_zs *t, uint32_t i, void *dst)
+{
+	ZSTD_DCtx *d;
+	bool own;
+	size_t zs, ps, got;
+	void *src;
+	int r;
+
+	if (i >= t->n)
+		return -EINVAL;
+	zs = (size_t)(t->zpos[i + 1] - t->zpos[i]);
+	ps = (size_t)(t->pos[i + 1] - t->pos[i]);
+	if ((src = malloc(zs)) == NULL)
+		return -ENOMEM;
+	if ((r = pread_all(fd, src, zs, t->zpos[i])) != 0) {
+		free(src);
+		return r == -EIO ? -EBADMSG : r;
+	}
+	/* One whole frame of exactly its size, its checksum verified by
+	 * libzstd (a frame without one is not ours). */
+	if (zs < 6 || tlog_get32(src) != ZSTD_MAGICNUMBER ||
+	    !(((unsigned char *)src)[4] & 0x04) ||
+	    ZSTD_findFrameCompressedSize(src, zs) != zs ||
+	    ZSTD_getFrameContentSize(src, zs) != ps) {
+		free(src);
+		return -EBADMSG;
+	}
+	if ((d = dctx_get(&own)) == NULL) {
+		free(src);
+		return -ENOMEM;
+	}
+	got = ZSTD_decompressDCtx(d, dst, ps, src, zs);
+	if (own)
+		ZSTD_freeDCtx(d);
+	free(src);
+	if (ZSTD_isError(got))
+		return ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ?
+		    -ENOMEM : -EBADMSG;
+	return got == ps ? 0 : -EBADMSG;
+}

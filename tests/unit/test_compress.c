@@ -1,0 +1,587 @@
+/*
+ * test_compress.c - compressed history (compress.c, zread.c): sealed
+ * segments compressed off the append path only when compression.type
+ * says so at their seal, reads of plain bytes (a reader of the plain file
+ * keeping it), disk bytes, a corrupt frame losing only itself, and
+ * recovery with .log only, .log.zst only, both, a torn or garbage
+ * .log.zst and .tmp leftovers, and power cuts during compression.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testhelp.h"
+#include "zseek.h"
+
+#define SEG0 "t/0/00000000000000000000"
+
+static char *
+lines(int from, int n, size_t *len)
+{
+	char *b = malloc((size_t)n * 80 + 1);
+	size_t at = 0;
+	int i;
+
+	for (i = from; i < from + n; i++)
+		at += (size_t)sprintf(b + at, "%d 10.0.0.%d - - GET /item/%d "
+		    "HTTP/1.1 200 %d\n", i, i % 250, i * 7 % 1000, i % 9000);
+	*len = at;
+	return b;
+}
+
+static void
+put_lines(struct tlog_partition *p, int from, int n)
+{
+	struct tlog_writer *w;
+	size_t len;
+	char *b = lines(from, n, &len);
+
+	w = tlog_writer_open(p);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(tlog_writer_write(w, b, len), (ssize_t)len);
+	tlog_writer_close(w);
+	free(b);
+}
+
+static void
+seal_and_compress(struct tlog_store *s, struct tlog_partition *p)
+{
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(s, 0);
+	while (tlog_store_compress_pending(s, 0) > 0)
+		;
+}
+
+static void
+check_data(struct tlog_partition *p, int from, int n)
+{
+	size_t len, glen;
+	char *want = lines(from, n, &len), *got = th_partition_data(p, &glen);
+
+	ck_assert_uint_eq(glen, len);
+	ck_assert(memcmp(got, want, len) == 0);
+	free(want);
+	free(got);
+}
+
+START_TEST(sealed_segments_are_compressed_and_read_plain)
+{
+	struct tlog_part_stats ps;
+	struct tlog_seginfo *si;
+	struct stat st;
+	size_t n;
+
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 30000);
+	ck_assert(th_exists(SEG0 ".log"));
+	/* Nothing before the seal. */
+	ck_assert_int_eq(tlog_store_compress_pending(th_S, 0), 0);
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	seal_and_compress(th_S, th_P);
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	ck_assert(!th_exists(SEG0 ".log"));
+	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
+	check_data(th_P, 0, 30000);
+	si = th_segs(th_P, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_gt(si[0].zbytes, 0);
+	ck_assert_uint_lt(si[0].zbytes * 3, si[0].bytes);
+	tlog_partition_stats(th_P, &ps);
+	ck_assert_uint_eq(ps.disk_bytes, si[0].zbytes);
+	ck_assert_uint_eq(ps.bytes, si[0].bytes);
+	free(si);
+	/* After a restart too, and it stays compressed. */
+	th_close();
+	th_open_tp(NULL);
+	check_data(th_P, 0, 30000);
+	si = th_segs(th_P, &n);
+	ck_assert_uint_gt(si[0].zbytes, 0);
+	free(si);
+	ck_assert_int_eq(stat(th_dir, &st), 0);
+}
+END_TEST
+
+START_TEST(only_segments_sealed_while_it_is_on)
+{
+	struct tlog_seginfo *si;
+	size_t n;
+
+	th_open_tp(NULL);
+	put_lines(th_P, 0, 1000);
+	seal_and_compress(th_S, th_P);	/* none: the default */
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 1000, 1000);
+	seal_and_compress(th_S, th_P);
+	th_set(th_S, th_P, "compression.type", "none");
+	put_lines(th_P, 2000, 1000);
+	seal_and_compress(th_S, th_P);
+	si = th_segs(th_P, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(si[0].zbytes, 0);
+	ck_assert_uint_gt(si[1].zbytes, 0);
+	ck_assert_uint_eq(si[2].zbytes, 0);
+	free(si);
+	check_data(th_P, 0, 3000);
+}
+END_TEST
+
+START_TEST(bad_settings_are_refused)
+{
+	char err[256];
+
+	th_open_tp(NULL);
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, th_P, "compression.type",
+	    "gzip", 4, err, sizeof(err)), -EINVAL);
+	ck_assert(strstr(err, "none or zstd") != NULL);
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, th_P,
+	    "compression.zstd.level", "20", 2, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, th_P,
+	    "compression.zstd.level", "0", 1, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(tlog_conf_set(th_S, NULL, th_P,
+	    "compression.zstd.level", "19", 2, err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(a_reader_of_the_plain_file_keeps_it)
+{
+	struct tlog_segment *seg;
+	size_t len;
+	char *want = lines(0, 5000, &len), *got = malloc(len);
+	int fd, fd2;
+
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 5000);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	seg = tlog_segment_get(th_P, 0);
+	fd = tlog_segment_open(seg);
+	ck_assert_int_ge(fd, 0);
+	seal_and_compress(th_S, th_P);
+	ck_assert(!th_exists(SEG0 ".log"));
+	ck_assert_int_eq(tlog_segment_read(seg, fd, got, len, 0),
+	    (ssize_t)len);
+	ck_assert(memcmp(got, want, len) == 0);
+	fd2 = tlog_segment_open(seg);
+	memset(got, 0, len);
+	ck_assert_int_eq(tlog_segment_read(seg, fd2, got + 100, len - 100,
+	    100), (ssize_t)(len - 100));
+	ck_assert(memcmp(got + 100, want + 100, len - 100) == 0);
+	tlog_segment_close(seg, fd);
+	tlog_segment_close(seg, fd2);
+	tlog_segment_put(seg);
+	free(want);
+	free(got);
+}
+END_TEST
+
+START_TEST(a_corrupt_frame_loses_only_its_records)
+{
+	struct tlog_partition *ev;
+	struct tlog_segment *seg;
+	struct tlog_zs *t;
+	size_t len, elen;
+	char path[4096], *want = lines(0, 40000, &len), *got, *evs, c;
+	uint32_t i;
+	int fd;
+
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 40000);
+	seal_and_compress(th_S, th_P);
+	th_close();
+	snprintf(path, sizeof(path), "%s/" SEG0 ".log.zst", th_dir);
+	fd = open(path, O_RDWR);
+	ck_assert_int_eq(tlog_zs_load(fd, &t), 0);
+	ck_assert_uint_ge(t->n, 3);
+	ck_assert_int_eq(pread(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
+	c ^= 0x01;
+	ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
+	close(fd);
+	th_open_tp(NULL);
+	seg = tlog_segment_get(th_P, 0);
+	fd = tlog_segment_open(seg);
+	got = malloc(len);
+	/* A read that touches the bad frame fails, never with its bytes;
+	 * one that ends before it is served. */
+	ck_assert_int_eq(tlog_segment_read(seg, fd, got, len, 0), -EIO);
+	ck_assert_int_eq(tlog_segment_read(seg, fd, got, t->pos[1], 0),
+	    (ssize_t)t->pos[1]);
+	ck_assert(memcmp(got, want, t->pos[1]) == 0);
+	ck_assert_int_eq(tlog_segment_read(seg, fd, got, len,
+	    (off_t)t->pos[1]), -EIO);
+	ck_assert(strstr(th_logbuf, "fails its checksum") != NULL);
+	for (i = 2; i < t->n; i++) {
+		size_t fl = t->pos[i + 1] - t->pos[i];
+
+		ck_assert_int_eq(tlog_segment_read(seg, fd, got, fl,
+		    (off_t)t->pos[i]), (ssize_t)fl);
+		ck_assert(memcmp(got, want + t->pos[i], fl) == 0);
+	}
+	tlog_segment_close(seg, fd);
+	tlog_segment_put(seg);
+	ev = tlog_store_events(th_S);
+	evs = th_partition_data(ev, &elen);
+	ck_assert(strstr(evs, "\"event\":\"corrupt\"") != NULL);
+	ck_assert(strstr(evs, "\"rule\":\"corrupt\"") != NULL);
+	tlog_partition_put(ev);
+	tlog_zs_free(t);
+	free(evs);
+	free(got);
+	free(want);
+}
+END_TEST
+
+/* Files of t/0 whose names end in ext. */
+static size_t
+count_files(const char *ext)
+{
+	char path[4096];
+	struct dirent *de;
+	size_t n = 0, el = strlen(ext), l;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/t/0", th_dir);
+	ck_assert_ptr_nonnull(d = opendir(path));
+	while ((de = readdir(d)) != NULL) {
+		l = strlen(de->d_name);
+		if (l > el && strcmp(de->d_name + l - el, ext) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+START_TEST(retention_bytes_counts_the_disk)
+{
+	struct tlog_part_stats ps;
+	int i;
+
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	th_set(th_S, th_P, "retention.bytes", "1M");
+	/* About 4.5 MB of plain lines: the ceiling keeps far more than
+	 * 1 MiB of them once they are compressed. */
+	for (i = 0; i < 60; i++) {
+		put_lines(th_P, i * 1000, 1000);
+		tlog_store_flush_pending(th_S, 0);
+		while (tlog_store_compress_pending(th_S, 0) > 0)
+			;
+		tlog_store_unlink_pending(th_S, 0);
+	}
+	tlog_partition_stats(th_P, &ps);
+	ck_assert_uint_le(ps.disk_bytes, 1 << 20);
+	ck_assert_uint_gt(ps.bytes, 2 << 20);
+	/* The deleted ones left no file: one data file and one index per
+	 * live segment. */
+	ck_assert_uint_eq(count_files(".log") + count_files(".log.zst"),
+	    ps.segments);
+	ck_assert_uint_eq(count_files(".idx"), ps.segments);
+}
+END_TEST
+
+/* ---- recovery ---- */
+
+static char *
+path_of(const char *rel)
+{
+	static char p[2][4096];
+	static int k;
+
+	k ^= 1;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", th_dir, rel);
+	return p[k];
+}
+
+/* One compressed segment and a copy of its plain file at SEG0.keep. */
+static void
+make_both(void)
+{
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 20000);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(th_S, 0);
+	ck_assert_int_eq(link(path_of(SEG0 ".log"), path_of(SEG0 ".keep")), 0);
+	while (tlog_store_compress_pending(th_S, 0) > 0)
+		;
+	put_lines(th_P, 20000, 10);
+	th_close();
+	ck_assert_int_eq(rename(path_of(SEG0 ".keep"), path_of(SEG0 ".log")),
+	    0);
+}
+
+START_TEST(recovery_both_complete_keeps_one)
+{
+	struct tlog_seginfo *si;
+	size_t n;
+
+	make_both();
+	th_open_tp(NULL);
+	ck_assert(!th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	si = th_segs(th_P, &n);
+	ck_assert_uint_gt(si[0].zbytes, 0);
+	free(si);
+	check_data(th_P, 0, 20010);
+}
+END_TEST
+
+START_TEST(recovery_torn_zst_keeps_the_plain_file)
+{
+	struct stat st;
+
+	make_both();
+	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st), 0);
+	ck_assert_int_eq(truncate(path_of(SEG0 ".log.zst"), st.st_size / 2),
+	    0);
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	check_data(th_P, 0, 20010);
+}
+END_TEST
+
+START_TEST(recovery_garbage_seek_table_keeps_the_plain_file)
+{
+	struct stat st;
+	int fd;
+
+	make_both();
+	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st), 0);
+	fd = open(path_of(SEG0 ".log.zst"), O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, "garbage!!", 9, st.st_size - 9), 9);
+	close(fd);
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	check_data(th_P, 0, 20010);
+}
+END_TEST
+
+START_TEST(recovery_zst_only_and_tmp_leftovers)
+{
+	int fd;
+
+	make_both();
+	ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
+	fd = open(path_of(SEG0 ".log.zst.tmp"), O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_eq(write(fd, "half", 4), 4);
+	close(fd);
+	th_open_tp(NULL);
+	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
+	ck_assert(!th_exists(SEG0 ".log"));
+	check_data(th_P, 0, 20010);
+}
+END_TEST
+
+START_TEST(recovery_log_only_is_queued_again)
+{
+	struct tlog_seginfo *si;
+	size_t n;
+
+	/* Two segments sealed with compression on; the daemon stopped
+	 * after the first was compressed: the second is compressed at the
+	 * next open. */
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 3000);
+	seal_and_compress(th_S, th_P);
+	put_lines(th_P, 3000, 3000);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	th_close();
+	th_open_tp(NULL);
+	si = th_segs(th_P, &n);
+	ck_assert_uint_eq(si[1].zbytes, 0);
+	free(si);
+	while (tlog_store_compress_pending(th_S, 0) > 0)
+		;
+	si = th_segs(th_P, &n);
+	ck_assert_uint_gt(si[1].zbytes, 0);
+	free(si);
+	check_data(th_P, 0, 6000);
+}
+END_TEST
+
+/* ---- the periodic checkpoint ---- */
+
+struct ckres {
+	unsigned n;
+	uint64_t bases[64];
+};
+
+/* A partition of 16 KiB segments, all sealed ones compressed, then a
+ * periodic checkpoint, then a crash. */
+static void
+ckpt_child(void *arg)
+{
+	struct ckres *r = arg;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si;
+	size_t n, i;
+
+	s = th_keep(th_open(th_dir));
+	p = th_part(s, "t", "0");
+	th_set(s, p, "compression.type", "zstd");
+	th_set(s, p, "segment.bytes", "16K");
+	put_lines(p, 0, 3000);
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(s, 0);
+	while (tlog_store_compress_pending(s, 0) > 0)
+		;
+	ck_assert_int_eq(tlog_store_checkpoint(s), 0);
+	si = th_segs(p, &n);
+	ck_assert_uint_le(n, 64);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_gt(si[i].zbytes, 0);
+		r->bases[i] = si[i].base;
+	}
+	r->n = (unsigned)n;
+	free(si);
+}
+
+/* After the crash the compressed segments come from the checkpoint: their
+ * indexes, emptied here, are never read, and every record reads back. */
+START_TEST(a_periodic_checkpoint_takes_compressed_segments)
+{
+	struct tlog_seginfo *si;
+	struct ckres r;
+	char path[4096];
+	size_t n;
+	unsigned i;
+
+	memset(&r, 0, sizeof(r));
+	th_in_child(ckpt_child, &r, sizeof(r));
+	ck_assert_uint_ge(r.n, 4);
+	for (i = 0; i < r.n; i++) {
+		snprintf(path, sizeof(path), "%s/t/0/%020llu.idx", th_dir,
+		    (unsigned long long)r.bases[i]);
+		ck_assert_int_eq(truncate(path, 0), 0);
+	}
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_msg(strstr(th_logbuf, "t/0/") == NULL, "log: %s", th_logbuf);
+	si = th_segs(th_P, &n);
+	ck_assert_uint_eq(n, r.n);
+	for (i = 0; i < r.n; i++)
+		ck_assert_uint_gt(si[i].zbytes, 0);
+	free(si);
+	check_data(th_P, 0, 3000);
+}
+END_TEST
+
+/* ---- power cuts during compression ---- */
+
+static int cut_at;
+
+static void
+cut_hook(void *arg, int point, struct tlog_partition *p)
+{
+	(void)arg;
+	(void)p;
+	if (point == cut_at) {
+		th_powercut(th_dir, 3, TH_CUT_ZERO);
+		_exit(0);
+	}
+}
+
+/* A child compresses a sealed segment and loses power at cut_at (0:
+ * after a few frames, -1: after all of it); the parent, booted again,
+ * finds every record exactly once. */
+static void
+cut_during_compression(int at)
+{
+	struct tlog_store_opts o;
+	char id[64];
+	pid_t pid;
+	int st, i;
+
+	snprintf(id, sizeof(id), "boot-a-%d", (int)getpid());
+	strlcpy(th_boot_id, id, sizeof(th_boot_id));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		memset(&o, 0, sizeof(o));
+		o.hook = cut_hook;
+		cut_at = at;
+		th_dur_start(th_dir);
+		th_open_tp(&o);
+		th_set(th_S, th_P, "compression.type", "zstd");
+		put_lines(th_P, 0, 30000);
+		ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL),
+		    0);
+		ck_assert_int_eq(tlog_partition_fsync(th_P, true), 0);
+		for (i = 0; tlog_store_compress_pending(th_S, 1) > 0; i++)
+			if (at == 0 && i == 1)
+				break;
+		th_powercut(th_dir, 3, TH_CUT_ZERO);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(id, sizeof(id), "boot-b-%d", (int)getpid());
+	strlcpy(th_boot_id, id, sizeof(th_boot_id));
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log") != th_exists(SEG0 ".log.zst"));
+	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
+	check_data(th_P, 0, 30000);
+	th_boot_id[0] = '\0';
+}
+
+START_TEST(powercut_mid_frames)
+{
+	cut_during_compression(0);
+}
+END_TEST
+
+START_TEST(powercut_before_rename)
+{
+	cut_during_compression(TLOG_HOOK_COMPRESS);
+}
+END_TEST
+
+START_TEST(powercut_before_the_plain_unlink)
+{
+	cut_during_compression(TLOG_HOOK_COMPRESS_DONE);
+}
+END_TEST
+
+START_TEST(powercut_after_it)
+{
+	cut_during_compression(-1);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("compress");
+
+	TH_CASE(s, sealed_segments_are_compressed_and_read_plain);
+	TH_CASE(s, only_segments_sealed_while_it_is_on);
+	TH_CASE(s, bad_settings_are_refused);
+	TH_CASE(s, a_reader_of_the_plain_file_keeps_it);
+	TH_CASE(s, a_corrupt_frame_loses_only_its_records);
+	TH_CASE(s, retention_bytes_counts_the_disk);
+	TH_CASE(s, recovery_both_complete_keeps_one);
+	TH_CASE(s, recovery_torn_zst_keeps_the_plain_file);
+	TH_CASE(s, recovery_garbage_seek_table_keeps_the_plain_file);
+	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
+	TH_CASE(s, recovery_log_only_is_queued_again);
+	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
+	TH_CASE(s, powercut_mid_frames);
+	TH_CASE(s, powercut_before_rename);
+	TH_CASE(s, powercut_before_the_plain_unlink);
+	TH_CASE(s, powercut_after_it);
+	return th_run(s);
+}
