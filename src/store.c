@@ -660,6 +660,8 @@ tlog_store_flush_pending(struct tlog_store *s, int max)
 int
 tlog_store_compress_pending(struct tlog_store *s, int max)
 {
+	if (tlog_queue_zqueued(&s->q) > 0 && tlog_sf_format_zstd(s) != 0)
+		return 0;
 	return tlog_compress_pending(&s->q, max);
 }
 

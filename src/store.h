@@ -31,6 +31,10 @@
 
 /* What .tlogfs/format says (doc/format.md). */
 #define TLOG_FORMAT_VERSION 1
+/* The format of a store that holds compressed segments, which a tlogfs
+ * from before compression must refuse rather than drop from view; a
+ * store becomes it before its first segment is compressed. */
+#define TLOG_FORMAT_ZSTD 2
 
 struct tlog_store {
 	char *path;
@@ -59,6 +63,9 @@ struct tlog_store {
 	mode_t root_mode;
 	uint64_t root_owner;
 	bool created;			/* this open made the store */
+	/* .tlogfs/format's number; raised to TLOG_FORMAT_ZSTD by the
+	 * background thread alone (tlog_store_compress_pending). */
+	int format;
 	/* The periodic checkpoint, the background thread's alone
 	 * (tlog_store_checkpoint_tick): when the last was written
 	 * (monotonic ms; 0: none since the open) and ctx.ckpt_changes

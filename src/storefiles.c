@@ -342,6 +342,7 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 			return v;
 		}
 		s->created = true;
+		s->format = TLOG_FORMAT_VERSION;
 		return 0;
 	}
 check:
@@ -361,16 +362,42 @@ check:
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = '\0';
-	/* Exactly "tlogfs 1" and a newline: anything more is not known. */
-	v = snprintf(want, sizeof(want), "tlogfs %d", TLOG_FORMAT_VERSION);
-	if (strncmp(buf, want, (size_t)v) != 0 || (buf[v] != '\0' &&
-	    strcmp(buf + v, "\n") != 0)) {
-		buf[strcspn(buf, "\n")] = '\0';
-		snprintf(err, errlen, "%s: unsupported store format \"%.20s\" "
-		    "(.tlogfs/format; this tlogfs reads \"%s\")", s->path,
-		    buf, want);
-		return -EPROTO;
+	/* Exactly "tlogfs 1" or "tlogfs 2" and a newline: anything more
+	 * is not known. */
+	for (s->format = TLOG_FORMAT_VERSION; s->format <= TLOG_FORMAT_ZSTD;
+	    s->format++) {
+		v = snprintf(want, sizeof(want), "tlogfs %d", s->format);
+		if (strncmp(buf, want, (size_t)v) == 0 && (buf[v] == '\0' ||
+		    strcmp(buf + v, "\n") == 0))
+			return 0;
 	}
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(err, errlen, "%s: unsupported store format \"%.20s\" "
+	    "(.tlogfs/format; this tlogfs reads \"tlogfs %d\" and \"tlogfs "
+	    "%d\")", s->path, buf, TLOG_FORMAT_VERSION, TLOG_FORMAT_ZSTD);
+	return -EPROTO;
+}
+
+int
+tlog_sf_format_zstd(struct tlog_store *s)
+{
+	char buf[32];
+	int n, r;
+
+	if (s->format >= TLOG_FORMAT_ZSTD)
+		return 0;
+	n = snprintf(buf, sizeof(buf), "tlogfs %d\n", TLOG_FORMAT_ZSTD);
+	if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
+	    (size_t)n)) != 0) {
+		tlog_ctx_log_err(&s->ctx, "store %s: cannot write "
+		    ".tlogfs/format: %s; nothing is compressed until it is "
+		    "written", s->path, strerror(-r));
+		return r;
+	}
+	tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s: format %d from now on "
+	    "(compressed segments): a tlogfs from before compression refuses "
+	    "it", s->path, TLOG_FORMAT_ZSTD);
+	s->format = TLOG_FORMAT_ZSTD;
 	return 0;
 }
 

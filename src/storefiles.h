@@ -12,6 +12,9 @@
 int tlog_sf_private(struct tlog_store *s, char *err, size_t errlen);
 /* .tlogfs/ and its format (made for a new store: s->created). */
 int tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen);
+/* .tlogfs/format raised to TLOG_FORMAT_ZSTD (atomically, durably), once,
+ * before the first segment is compressed: 0 or -errno (logged). */
+int tlog_sf_format_zstd(struct tlog_store *s);
 /* The lock: flock, and the writer's pid in it. */
 int tlog_sf_lock(struct tlog_store *s, char *err, size_t errlen);
 /* The mount root's attr, then the directory made 0700. */

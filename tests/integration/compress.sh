@@ -33,6 +33,8 @@ tpid=$!
 fpid=$!
 _started() { [ -s "$TMP/tail" ] && [ -s "$TMP/follow" ]; }
 tl_wait_for 10 _started
+tl_is "a store with no compressed segment is format 1" "tlogfs 1" \
+    "$(cat "$STORE/.tlogfs/format")"
 tail -n +2 "$TMP/want1" >>"$P/current"
 setfattr -n user.seal -v 1 "$P/current"
 SEG=$STORE/web/0/00000000000000000000
@@ -40,6 +42,9 @@ _compressed() { [ -f "$SEG.log.zst" ] && [ ! -e "$SEG.log" ]; }
 tl_wait_for 30 _compressed
 tl_check "the sealed segment is BASE.log.zst in the store, its .log gone" \
     _compressed
+tl_is "a store with compressed segments is format 2 (older tlogfs refuse it)" \
+    "tlogfs 2" "$(cat "$STORE/.tlogfs/format")"
+tl_is "the daemon said so once" 1 "$(grep -c 'format 2 from now on' "$ERR")"
 tl_check "zstdcat of it in the store prints exactly the segment" \
     sh -c "zstd -q -d -c '$SEG.log.zst' | cmp -s - '$TMP/want1'"
 tl_check "cat through the mount prints the same lines" \
@@ -95,7 +100,7 @@ tl_check "and keeps more than retention.bytes of plain lines" \
 # A flipped byte in one frame: that frame's records only.
 tl_umount
 tl_stderr_clean "no error before the flipped byte" \
-    'compression.type: bad value "lz4": accepted none or zstd$'
+    'compression.type: bad value "lz4": accepted none or zstd$|: format 2 from now on \(compressed segments\)'
 sz=$(stat -c %s "$SEG.log.zst")
 printf '\377' | dd of="$SEG.log.zst" bs=1 seek=$((sz / 3)) conv=notrunc \
     2>/dev/null

@@ -60,5 +60,5 @@ tl_wait_for 20 _gone
 tl_check "retention.ms deletes compressed segments, files and all" _gone
 tl_umount
 tl_stderr_clean "the daemon printed only reaper lines" \
-    '^tlogfs: reaper: '
+    '^tlogfs: reaper: |: format 2 from now on \(compressed segments\)'
 tl_done

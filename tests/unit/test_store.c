@@ -1527,16 +1527,22 @@ START_TEST(config_lines_name_their_file)
 }
 END_TEST
 
-/* .tlogfs/format must say exactly "tlogfs 1": anything more or else is
- * a format this tlogfs does not know, and the store is refused. */
+/* .tlogfs/format must say exactly "tlogfs 1" or "tlogfs 2" (a store
+ * with compressed segments): anything more or else is a format this
+ * tlogfs does not know, and the store is refused. */
 START_TEST(format_must_be_exact)
 {
 	th_open_tp(NULL);
 	th_close();
 	plant(".tlogfs/format", "tlogfs 1 junk\n");
 	open_refused("unsupported store format \"tlogfs 1 junk\"");
+	plant(".tlogfs/format", "tlogfs 3\n");
+	open_refused("unsupported store format \"tlogfs 3\"");
+	plant(".tlogfs/format", "tlogfs 2 \n");
+	open_refused("unsupported store format \"tlogfs 2 \"");
 	plant(".tlogfs/format", "tlogfs 2\n");
-	open_refused("unsupported store format \"tlogfs 2\"");
+	th_open_tp(NULL);
+	th_close();
 	plant(".tlogfs/format", "tlogfs 1\n");
 	th_open_tp(NULL);
 	th_close();
