@@ -111,7 +111,7 @@ static bool
 parse(struct tlog_ckpt *c, size_t size)
 {
 	const unsigned char *b = c->buf;
-	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, k;
+	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, j, k;
 	uint64_t nparts = tlog_get64(b + end), base, prev;
 
 	uint32_t flags;
@@ -160,9 +160,18 @@ parse(struct tlog_ckpt *c, size_t size)
 		return false;
 	c->n = nparts;
 	qsort(c->v, c->n, sizeof(*c->v), index_cmp);
-	for (k = 1; k < c->n; k++)
-		if (index_cmp(&c->v[k - 1], &c->v[k]) == 0)
-			return false;
+	/* A path named twice (partitions swapped while a periodic
+	 * checkpoint was built, one at a time): neither part is known to
+	 * be the directory's now, so both go, and those partitions are
+	 * read from their files. */
+	for (k = 0, j = 0; k < c->n; k = i) {
+		for (i = k + 1; i < c->n && index_cmp(&c->v[k], &c->v[i]) == 0;
+		    i++)
+			;
+		if (i == k + 1)
+			c->v[j++] = c->v[k];
+	}
+	c->n = j;
 	return true;
 }
 
@@ -262,6 +271,12 @@ tlog_ckpt_free(struct tlog_ckpt *c)
 	free(c->v);
 	free(c->buf);
 	free(c);
+}
+
+bool
+tlog_ckpt_periodic(const struct tlog_ckpt *c)
+{
+	return c != NULL && (tlog_get32(c->buf + 12) & CKPT_H_PERIODIC);
 }
 
 bool
@@ -438,24 +453,38 @@ put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
 	return true;
 }
 
-/* Sealed entry b for seg, whose data file dfd holds; false if that file
- * cannot be looked at. */
-static bool
-put_sealed(unsigned char *b, const struct tlog_segment *seg, int dfd)
+/* Sealed entry b for seg: all but its data file's identity, which
+ * sealed_file fills in once the partition's lock is dropped. */
+static void
+put_sealed(unsigned char *b, const struct tlog_segment *seg)
 {
 	struct stat st;
-	char name[40];
 
-	tlog_segname_format(seg->base, seg->zbytes != 0 ? ".log.zst" : ".log",
-	    name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return false;
+	memset(&st, 0, sizeof(st));
 	entry_put(b, seg, &st);
 	tlog_put32(b + 56, (uint32_t)seg->nidx);
 	memset(b + 60, 0, 4);
 	b[60] = seg->sealed_by;
 	if (seg->zbytes != 0)
 		b[61] = CKPT_S_ZST;
+}
+
+/* The identity of sealed entry b's data file, in dfd; false if it cannot
+ * be looked at (gone since: the partition is then left out). A sealed
+ * segment's file never changes, so one stat with no lock held will do,
+ * and a partition of many segments is never held up by them. */
+static bool
+sealed_file(unsigned char *b, int dfd)
+{
+	struct stat st;
+	char name[40];
+
+	tlog_segname_format(tlog_get64(b), b[61] & CKPT_S_ZST ? ".log.zst" :
+	    ".log", name, sizeof(name));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return false;
+	tlog_put64(b + 40, (uint64_t)st.st_ino);
+	tlog_put64(b + 48, tlog_ckpt_ctime(&st));
 	return true;
 }
 
@@ -474,8 +503,8 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	struct tlog_segment *seg;
 	struct stat st;
 	unsigned char *b;
-	size_t start = o->len, len, act;
-	uint32_t n = 0, flags = 0;
+	size_t start = o->len, len, act, ents;
+	uint32_t n = 0, flags = 0, i;
 	bool ok = true;
 	int dfd;
 
@@ -493,16 +522,17 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	memcpy(b + 2, where, len);
 	tlog_put64(b + 2 + len, (uint64_t)st.st_ino);
 	tlog_put64(b + 2 + len + 8, tlog_ckpt_ctime(&st));
+	ents = o->len;
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
 		if (!seg->sealed || n == UINT32_MAX || (periodic &&
 		    (!seg->flushed || seg->trim_pending)))
 			break;
-		if ((b = out_take(o, CKPT_ENT)) == NULL ||
-		    !put_sealed(b, seg, dfd)) {
+		if ((b = out_take(o, CKPT_ENT)) == NULL) {
 			ok = false;
 			break;
 		}
+		put_sealed(b, seg);
 		n++;
 	}
 	if (ok && !periodic && seg != NULL && !seg->sealed &&
@@ -516,6 +546,8 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 			o->len = act;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
+	for (i = 0; ok && !o->failed && i < n; i++)
+		ok = sealed_file(o->b + ents + i * CKPT_ENT, dfd);
 	close(dfd);
 	if (!ok || o->failed || (n == 0 && flags == 0)) {
 		o->len = start;

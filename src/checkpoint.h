@@ -64,6 +64,8 @@ bool tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st);
 struct tlog_ckpt *tlog_ckpt_load(struct tlog_ctx *ctx, int storefd,
     bool was_clean, const uint64_t *nonce);
 void tlog_ckpt_free(struct tlog_ckpt *c);
+/* Whether c (NULL: none) is a periodic checkpoint. */
+bool tlog_ckpt_periodic(const struct tlog_ckpt *c);
 /* The part for the partition at path where (topic/partition); false if
  * the checkpoint has none. */
 bool tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,

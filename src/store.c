@@ -630,11 +630,19 @@ tlog_store_checkpoint_tick(struct tlog_store *s)
 	if (s->ckpt_ms == 0 || (changes != s->ckpt_seen &&
 	    (since >= TLOG_CKPT_EVERY_MS || (since >= TLOG_CKPT_MIN_MS &&
 	    changes - s->ckpt_seen >= TLOG_CKPT_EVERY_CHANGES)))) {
-		/* A failure is retried no sooner than a success would be. */
-		if ((r = tlog_store_checkpoint(s)) != 0)
-			tlog_ctx_log_err(&s->ctx, "store %s: cannot write %s: "
-			    "%s; an open after a crash reads every segment's "
-			    "index", s->path, TLOG_CKPT_PATH, strerror(-r));
+		/* A failure is retried no sooner than a success would be,
+		 * and said once until one is written again. */
+		r = tlog_store_checkpoint(s);
+		if (r != 0 && !s->ckpt_failing)
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot "
+			    "write %s: %s; the last one written stays, and "
+			    "it is tried again every %d s", s->path,
+			    TLOG_CKPT_PATH, strerror(-r),
+			    TLOG_CKPT_EVERY_MS / 1000);
+		else if (r == 0 && s->ckpt_failing)
+			tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s: %s "
+			    "written again", s->path, TLOG_CKPT_PATH);
+		s->ckpt_failing = r != 0;
 		s->ckpt_ms = now > 0 ? now : 1;
 		s->ckpt_seen = changes;
 		since = 0;

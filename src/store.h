@@ -72,6 +72,7 @@ struct tlog_store {
 	 * then. */
 	int64_t ckpt_ms;
 	uint64_t ckpt_seen;
+	bool ckpt_failing;		/* the last one could not be written */
 };
 
 /* The mount root's mode and owner (mode, uid or gid -1: unchanged), written to

@@ -501,14 +501,20 @@ tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 	} else
 		s->rc.was_clean = false;
 	/* The checkpoint is the last clean close's, or after a crash the
-	 * last periodic one: read now, and gone with the mark, so that no
-	 * later open can take an older one for the last close's
-	 * (checkpoint.h); the store writes a new one once open. */
+	 * last periodic one: read now. A clean close's is gone with the
+	 * mark, so that no later open can take an older one for the last
+	 * close's (checkpoint.h); the store writes a periodic one once
+	 * open. */
 	s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd, s->rc.was_clean,
 	    s->rc.was_clean && read_mark_nonce(s, &nonce) ? &nonce : NULL);
 	/* A directory at the name was never a checkpoint (nor trusted as
-	 * one: tlog_ckpt_load said so); it stays, the open goes on. */
-	if (!s->ctx.ro && unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
+	 * one: tlog_ckpt_load said so); it stays, the open goes on. A
+	 * periodic one stays too, until the next replaces it: what it
+	 * names never changes, and every part of it is checked against
+	 * the files at each open, so a crash before the next is written
+	 * still finds it. */
+	if (!s->ctx.ro && !tlog_ckpt_periodic(s->rc.ckpt) &&
+	    unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
 	    errno != ENOENT && errno != EISDIR) {
 		r = -errno;
 		snprintf(err, errlen, "store %s: cannot remove %s: %s", s->path,

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "testhelp.h"
+#include "index.h"
+#include "util.h"
 
 #define LINES 300
 #define MORE 40
@@ -209,6 +211,97 @@ START_TEST(records_after_power_cut)
 }
 END_TEST
 
+/* Three partitions of sealed, flushed segments and a periodic
+ * checkpoint; then a crash. */
+static void
+three_load(void *arg)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	char name[2];
+	int k;
+
+	(void)arg;
+	s = th_keep(th_open(th_dir));
+	for (k = 0; k < 3; k++) {
+		snprintf(name, sizeof(name), "%d", k);
+		p = th_part(s, "t", name);
+		th_set(s, p, "segment.bytes", "2K");
+		w = th_keep(tlog_writer_open(p));
+		put_lines(w, k, 0, LINES);
+		ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	}
+	tlog_store_flush_pending(s, 0);
+	ck_assert_int_eq(tlog_store_checkpoint(s), 0);
+}
+
+/* Empties the indexes of t/k's sealed segments (all but the newest). */
+static void
+empty_indexes(int k)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si;
+	char path[4096], name[2];
+	size_t n, i;
+
+	memset(&o, 0, sizeof(o));
+	o.readonly = true;
+	s = th_open_opts(th_dir, &o);
+	snprintf(name, sizeof(name), "%d", k);
+	p = th_part(s, "t", name);
+	si = th_segs(p, &n);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	for (i = 0; i + 1 < n; i++) {
+		snprintf(path, sizeof(path), "%s/t/%d/%020llu.idx", th_dir, k,
+		    (unsigned long long)si[i].base);
+		ck_assert_int_eq(truncate(path, 0), 0);
+	}
+	free(si);
+}
+
+/*
+ * A periodic checkpoint is built one partition at a time, so partitions
+ * swapped meanwhile can leave a path named twice: both parts go (those
+ * partitions are read from their files), the rest is still taken from
+ * it, and nothing calls the file damaged.
+ */
+START_TEST(path_named_twice_drops_only_those)
+{
+	char path[4096], *b, *at;
+	size_t len;
+	int dummy = 0;
+	FILE *f;
+
+	th_in_child(three_load, &dummy, sizeof(dummy));
+	snprintf(path, sizeof(path), "%s/.tlogfs/checkpoint", th_dir);
+	b = th_slurp(path, &len);
+	ck_assert_ptr_nonnull(b);
+	/* t/1's path made t/0's, the CRC made right again. */
+	at = memmem(b, len, "t/1", 3);
+	ck_assert_ptr_nonnull(at);
+	at[2] = '0';
+	tlog_put32((unsigned char *)b + len - 4,
+	    tlog_crc32c(0, (unsigned char *)b, len - 4));
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
+	fclose(f);
+	free(b);
+	empty_indexes(0);
+	empty_indexes(2);
+	th_logbuf[0] = '\0';
+	tlog_store_close(th_open(th_dir));
+	ck_assert_msg(strstr(th_logbuf, "damaged") == NULL, "log: %s",
+	    th_logbuf);
+	ck_assert_msg(strstr(th_logbuf, "t/2/") == NULL, "log: %s", th_logbuf);
+	ck_assert_msg(strstr(th_logbuf, "t/0/") != NULL, "log: %s", th_logbuf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -216,5 +309,6 @@ main(void)
 
 	TH_CASE(s, unchanged_partition_taken_after_power_cut);
 	TH_CASE(s, records_after_power_cut);
+	TH_CASE(s, path_named_twice_drops_only_those);
 	return th_run(s);
 }
