@@ -208,6 +208,28 @@ commit(struct reader *r, uint64_t at)
 }
 
 /*
+ * What of a short read of n bytes may be printed: a segment grows by
+ * whole records, so a short read that ends inside a record before the
+ * segment's end stopped at a part the mount could not read (a
+ * compressed frame that fails its checksum, read by whole pages): only
+ * the records before it are printed, and the next read fails at their
+ * end. Never part of a record.
+ */
+static ssize_t
+whole(struct reader *r, ssize_t n)
+{
+	const char *last;
+	struct stat st;
+
+	if (n <= 0 || n == READ_BUF || r->buf[n - 1] == '\n' ||
+	    fstat(r->sr.fd, &st) == -1 ||
+	    r->sr.pos + (uint64_t)n >= (uint64_t)st.st_size)
+		return n;
+	last = memrchr(r->buf, '\n', (size_t)n);
+	return last == NULL ? 0 : last - r->buf + 1;
+}
+
+/*
  * Reads the open segment up to what it holds now; false on nothing.
  * With --commit, commits after each full buffer at its last newline,
  * and at the end of what the segment holds (a record boundary).
@@ -217,11 +239,24 @@ drain(struct reader *r)
 {
 	const char *last;
 	bool got = false;
-	ssize_t n;
+	ssize_t n, w;
 
 	for (;;) {
 		if ((n = sr_pread(&r->sr, r->buf, READ_BUF)) == -1)
 			fail(r, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
+		w = whole(r, n);
+		if (w < n) {
+			/* Cut inside a record: print those before it, then
+			 * read from their end, which says what went wrong. */
+			put_out(r->buf, (size_t)w);
+			r->sr.pos += (uint64_t)w;
+			if (sr_pread(&r->sr, r->buf, READ_BUF) == -1)
+				fail(r, "%s: segment %" PRIu64, r->sr.part,
+				    r->sr.base);
+			errno = EIO;
+			fail(r, "%s: segment %" PRIu64 ": a read stopped inside "
+			    "a record", r->sr.part, r->sr.base);
+		}
 		if (n > 0) {
 			put_out(r->buf, (size_t)n);
 			got = true;

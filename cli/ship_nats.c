@@ -414,7 +414,9 @@ nats_close(struct shipper *sh)
 		natsConnection_Destroy(sh->nc);
 	}
 	sh->js = sh->nc = NULL;
-	nats_Close();
+	/* Its threads may still be in on_ack, with a message to destroy:
+	 * waited for (5 s at most), so that none is cut off at exit. */
+	(void)nats_CloseAndWait(5000);
 }
 
 int

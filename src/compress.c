@@ -148,8 +148,15 @@ zjob_finish(struct tlog_zjob *j)
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		return zjob_drop(j, dfd, "its directory");
 	TLOG_HOOK(ctx, TLOG_HOOK_COMPRESS, p);
-	if (renameat(dfd, tmp, dfd, name) == -1) {
+	/* Never over another .log.zst: a copy recovery could not read is
+	 * still the only one of its records. */
+	r = renameat2(dfd, tmp, dfd, name, RENAME_NOREPLACE);
+	if (r == -1 && errno == EINVAL)	/* a file system without it */
+		r = faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ?
+		    (errno = EEXIST, -1) : renameat(dfd, tmp, dfd, name);
+	if (r == -1) {
 		r = -errno;
+		unlinkat(dfd, tmp, 0);
 		close(dfd);
 		return zjob_drop(j, r, "renaming it");
 	}
@@ -332,6 +339,54 @@ tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
 }
 
 /* ---- recovery ---- */
+
+int
+tlog_seg_zsame(int dfd, uint64_t base)
+{
+	struct tlog_zs *t = NULL;
+	char name[40], *a = NULL, *b = NULL;
+	uint64_t len;
+	uint32_t i;
+	int zfd = -1, fd = -1, r;
+
+	tlog_segname_format(base, ".log.zst", name, sizeof(name));
+	zfd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	tlog_segname_format(base, ".log", name, sizeof(name));
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (zfd == -1 || fd == -1) {
+		r = -errno;
+		goto out;
+	}
+	if ((r = tlog_zs_load(zfd, &t)) != 0)
+		goto out;
+	if ((a = malloc(TLOG_ZS_FRAME_MAX)) == NULL ||
+	    (b = malloc(TLOG_ZS_FRAME_MAX)) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* Every frame decodes (its checksum holds) to the plain copy's
+	 * bytes. */
+	for (i = 0; i < t->n; i++) {
+		len = t->pos[i + 1] - t->pos[i];
+		if ((r = tlog_zs_read_frame(zfd, t, i, a)) != 0)
+			goto out;
+		if (pread(fd, b, len, (off_t)t->pos[i]) != (ssize_t)len ||
+		    memcmp(a, b, len) != 0) {
+			r = -EBADMSG;
+			goto out;
+		}
+	}
+out:
+	free(a);
+	free(b);
+	if (t != NULL)
+		tlog_zs_free(t);
+	if (zfd != -1)
+		close(zfd);
+	if (fd != -1)
+		close(fd);
+	return r;
+}
 
 int
 tlog_seg_zcheck(int dfd, uint64_t base, uint64_t *plain, uint64_t *zsize)

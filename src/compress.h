@@ -23,5 +23,9 @@ int tlog_compress_pending(struct tlog_queue *q, int max);
  * -ENOENT or -errno. */
 int tlog_seg_zcheck(int dfd, uint64_t base, uint64_t *plain,
     uint64_t *zsize);
+/* Whether BASE.log.zst in dfd holds exactly what BASE.log holds: every
+ * frame decoded (its checksum checked) and compared; 0, -EBADMSG or
+ * -errno. Only when both are there after a crash: it reads them all. */
+int tlog_seg_zsame(int dfd, uint64_t base);
 
 #endif /* TLOG_COMPRESS_H */

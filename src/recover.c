@@ -293,11 +293,41 @@ no:
 	return NULL;
 }
 
+/* A segment at base that recovery skips keeps its offsets: the end is
+ * raised past the records its index's footer counts (past base if it
+ * has none). */
+static void
+skipped_end(struct tlog_partition *p, int dfd, uint64_t base)
+{
+	unsigned char buf[TLOG_IDX_FOOT];
+	struct tlog_footer foot;
+	struct stat st;
+	uint64_t end = base + 1;
+	char name[32];
+	int fd;
+
+	tlog_segname_format(base, ".idx", name, sizeof(name));
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) != -1) {
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size >= TLOG_IDX_HDR + TLOG_IDX_FOOT &&
+		    pread(fd, buf, sizeof(buf), st.st_size - TLOG_IDX_FOOT) ==
+		    (ssize_t)sizeof(buf) &&
+		    tlog_idx_decode_footer(buf, &foot) == 0 &&
+		    foot.records > 0 && foot.records <= UINT64_MAX - base)
+			end = base + foot.records;
+		close(fd);
+	}
+	if (end > p->next_offset)
+		p->next_offset = end;
+}
+
 /*
  * A segment with a .log.zst (doc/format.md, "Compressed segments"): a
  * compression that got as far as its rename. With its .log too (a crash
  * before the .log's unlink), the .log.zst is kept if it is whole and
- * holds what the .log holds, else it goes; either way exactly one copy
+ * holds what the .log holds (every frame decoded and compared), else it
+ * goes; either way exactly one copy
  * stays. Alone, it is loaded from its index's footer, which compression
  * synced before it began. Without an index (an unlink cut short) it goes,
  * as an index without data does.
@@ -328,7 +358,7 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		seg = tlog_seg_recover(p, rc, dfd, f->base, true, last, where,
 		    dirty);
 		if (seg != NULL && seg->sealed && r == 0 &&
-		    plain == seg->bytes) {
+		    plain == seg->bytes && tlog_seg_zsame(dfd, f->base) == 0) {
 			tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: a compression was "
 			    "cut short after its rename; the plain copy %s",
 			    where, name, tlog_repair_fix(ctx, "removed"));
@@ -340,7 +370,8 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the plain copy "
 			    "is kept and it %s", where, name, r != 0 ?
 			    "torn or its seek table unreadable" :
-			    "does not hold what the plain copy holds",
+			    "does not hold what the plain copy holds (a frame "
+			    "fails its checksum, or differs)",
 			    tlog_repair_fix(ctx, "removed"));
 			if (!ctx->ro)
 				unlinkat(dfd, name, 0);
@@ -349,16 +380,20 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		return seg;
 	}
 	if (r != 0) {
-		/* The only copy: never removed. */
+		/* The only copy: never removed, and its offsets never given
+		 * to other records (its index's footer says how many; at
+		 * least its base). */
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its seek table cannot be "
 		    "read (%s); segment skipped, its files left as they are",
 		    where, name, strerror(-r));
+		skipped_end(p, dfd, f->base);
 		return NULL;
 	}
 	if ((seg = tlog_seg_recover_sealed(p, dfd, f->base, plain)) == NULL) {
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its index has no seal "
 		    "footer for %" PRIu64 " bytes; segment skipped, its files "
 		    "left as they are", where, name, plain);
+		skipped_end(p, dfd, f->base);
 		return NULL;
 	}
 	seg->zbytes = zsize;

@@ -117,6 +117,17 @@ st=$?
 tl_check "cat stops with an error at the bad frame" test "$st" -ne 0
 tl_check "what it printed before is the segment's start, never garbage" \
     sh -c "head -c $(stat -c %s "$TMP/got") '$TMP/want1' | cmp -s - '$TMP/got'"
+# tlogctl prints whole records only: those before the bad frame's pages.
+"$TLOGCTL" read --from 0 "$P" >"$TMP/tgot" 2>"$TMP/terr"
+st=$?
+tl_check "tlogctl read stops with an error at the bad frame" test "$st" -ne 0
+_whole() {
+	[ ! -s "$TMP/tgot" ] ||
+	    [ "$(tail -c 1 "$TMP/tgot" | od -An -tx1 | tr -d ' ')" = 0a ]
+}
+tl_check "what tlogctl printed ends with a whole record" _whole
+tl_check "and is the segment's start" \
+    sh -c "head -c $(stat -c %s "$TMP/tgot") '$TMP/want1' | cmp -s - '$TMP/tgot'"
 tl_is "the last record is still served" "150000 GET /index.html HTTP/1.1 200 512 \"-\" \"curl/7.88\"" \
     "$("$TLOGCTL" read --from 149999 "$P" 2>/dev/null | head -1)"
 tl_is "one log line says so" 1 \

@@ -368,6 +368,63 @@ START_TEST(recovery_garbage_seek_table_keeps_the_plain_file)
 }
 END_TEST
 
+/* Both copies, the compressed one with a bad frame (its table whole):
+ * the plain copy is what stays. */
+START_TEST(recovery_corrupt_frame_keeps_the_plain_file)
+{
+	struct stat st;
+	unsigned char c;
+	int fd;
+
+	make_both();
+	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st), 0);
+	fd = open(path_of(SEG0 ".log.zst"), O_RDWR);
+	ck_assert_int_eq(pread(fd, &c, 1, 3000), 1);
+	c ^= 1;
+	ck_assert_int_eq(pwrite(fd, &c, 1, 3000), 1);
+	close(fd);
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	check_data(th_P, 0, 20010);
+}
+END_TEST
+
+/*
+ * The only copy of a segment with an unreadable seek table is skipped
+ * but never lost: its offsets are not given to other records, and a
+ * later segment's compression never renames over it.
+ */
+START_TEST(unreadable_only_copy_keeps_its_offsets)
+{
+	struct tlog_part_stats ps;
+	struct stat st, st2;
+	int fd;
+
+	make_both();
+	ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
+	/* It is the newest segment: nothing after it says where the
+	 * offsets stand. */
+	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.log")), 0);
+	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.idx")), 0);
+	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st), 0);
+	fd = open(path_of(SEG0 ".log.zst"), O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, "garbage!!", 9, st.st_size - 9), 9);
+	close(fd);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "segment skipped"));
+	tlog_partition_stats(th_P, &ps);
+	ck_assert_uint_eq(ps.end_offset, 20000);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 30000, 10);
+	seal_and_compress(th_S, th_P);
+	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st2), 0);
+	ck_assert_uint_eq(st2.st_ino, st.st_ino);
+	ck_assert_uint_eq(st2.st_size, st.st_size);
+}
+END_TEST
+
 START_TEST(recovery_zst_only_and_tmp_leftovers)
 {
 	int fd;
@@ -576,6 +633,8 @@ main(void)
 	TH_CASE(s, recovery_both_complete_keeps_one);
 	TH_CASE(s, recovery_torn_zst_keeps_the_plain_file);
 	TH_CASE(s, recovery_garbage_seek_table_keeps_the_plain_file);
+	TH_CASE(s, recovery_corrupt_frame_keeps_the_plain_file);
+	TH_CASE(s, unreadable_only_copy_keeps_its_offsets);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_log_only_is_queued_again);
 	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
