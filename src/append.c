@@ -119,27 +119,6 @@ roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
 	return TLOG_TRIG_NONE;
 }
 
-static int
-pwrite_all(int fd, const char *buf, size_t len, off_t off)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = pwrite(fd, buf, len, off);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENOSPC;
-		buf += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
 /* Writes the run: data first, then its index entries, then commits. */
 static int
 run_flush(struct tlog_partition *p, struct run *run, const char *buf,
@@ -154,7 +133,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 		goto fail;
 	seg->live->wgen++;
 	TLOG_HOOK(p->ctx, TLOG_HOOK_WRITE, p);
-	r = pwrite_all(seg->live->fd, buf + run->start, run->len,
+	r = tlog_pwrite_all(seg->live->fd, buf + run->start, run->len,
 	    (off_t)seg->bytes);
 	if (r != 0) {
 		/* No partial record may stay. */

@@ -187,14 +187,34 @@ tlog_fsync_dir(int dirfd, const char *path)
 }
 
 int
+tlog_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = pwrite(fd, p, len, off);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENOSPC;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+int
 tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
     size_t len, bool sync)
 {
 	char tmp[PATH_MAX], parent[PATH_MAX];
-	const char *p = buf, *slash;
-	size_t off = 0;
-	ssize_t n;
-	int fd, r = 0;
+	const char *slash;
+	int fd, r;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
@@ -206,16 +226,7 @@ tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
 	    O_NOFOLLOW, 0644);
 	if (fd == -1)
 		return -errno;
-	while (off < len) {
-		n = write(fd, p + off, len - off);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
+	r = tlog_pwrite_all(fd, buf, len, 0);
 	if (r == 0 && sync && fsync(fd) == -1)
 		r = -errno;
 	if (close(fd) == -1 && r == 0)

@@ -27,6 +27,9 @@ uint32_t tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
 /* Writes buf to dirfd/path atomically and durably: temporary file,
  * fsync, rename, fsync of the directory. */
+/* Writes all len bytes at off (EINTR retried): 0, -errno, or -ENOSPC if
+ * the file takes no more. */
+int tlog_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 int tlog_write_atomic(int dirfd, const char *path, const void *buf,
     size_t len);
 /* fsync of directory dirfd/path ("." for dirfd itself); a file system

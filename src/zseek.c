@@ -18,29 +18,10 @@
 #include <zstd_errors.h>
 
 #include "index.h"
+#include "util.h"
 #include "zseek.h"
 
 #define ENTRY_SIZE 12
-
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < len) {
-		n = write(fd, (const char *)buf + done, len - done);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENOSPC;
-		done += (size_t)n;
-	}
-	return 0;
-}
 
 static int
 pread_all(int fd, void *buf, size_t len, uint64_t at)
@@ -118,7 +99,7 @@ tlog_zw_frame(struct tlog_zw *w, const void *src, size_t len)
 	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, len);
 	if (ZSTD_isError(z) || z < 4)
 		return -EIO;
-	if ((r = write_all(w->fd, w->zbuf, z)) != 0)
+	if ((r = tlog_pwrite_all(w->fd, w->zbuf, z, (off_t)w->zpos)) != 0)
 		return r;
 	e = &w->e[w->n++];
 	e->zsize = (uint32_t)z;
@@ -185,7 +166,7 @@ tlog_zw_finish(struct tlog_zw *w)
 	tlog_put32(p, (uint32_t)w->n);
 	p[4] = TLOG_ZS_F_SUM;
 	tlog_put32(p + 5, TLOG_ZS_MAGIC);
-	r = write_all(w->fd, b, len);
+	r = tlog_pwrite_all(w->fd, b, len, (off_t)w->zpos);
 	free(b);
 	if (r == 0)
 		w->zpos += len;
