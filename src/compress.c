@@ -261,6 +261,9 @@ tlog_compress_pending(struct tlog_queue *q, int max)
 	enum step st;
 	int done = 0, was = INT_MIN;
 
+	/* Nothing queued: no priority to lower and raise again. */
+	if (tlog_queue_zqueued(q) == 0)
+		return 0;
 	if (!__atomic_load_n(&znice_off, __ATOMIC_RELAXED)) {
 		errno = 0;
 		was = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
