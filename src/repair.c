@@ -765,14 +765,18 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	if (load_entries(&l) != 0 || load_scan(&l) != 0)
 		return load_finish(&l, false);
 	/* The newest segment ends below the end saved before a deletion
-	 * (.next): it was deleted, and its unsynced unlink undone by a
-	 * power cut. Its offsets up to .next were handed out: it takes no
-	 * appends; empty, it goes (doc/format.md, "Recovery"). */
+	 * (.next): newer segments were deleted while its seal footer was
+	 * still owed, or it was deleted too and a power cut undid the
+	 * unsynced unlink. Its offsets up to .next were handed out: it
+	 * takes no appends; empty, it goes (doc/format.md, "Recovery").
+	 * Only the second is news (after a crash of the daemon alone the
+	 * first is a deletion finished). */
 	if (last && base + l.seg->records < p->saved_end) {
-		tlog_ctx_log(l.ctx, LOG_WARNING, "%s/%s: recovery: ends at "
-		    "%" PRIu64 ", below the saved end %" PRIu64 "; takes no "
-		    "appends", where, l.name, base + l.seg->records,
-		    p->saved_end);
+		if (l.rc->verify)
+			tlog_ctx_log(l.ctx, LOG_WARNING, "%s/%s: recovery: ends "
+			    "at %" PRIu64 ", below the saved end %" PRIu64
+			    "; takes no appends", where, l.name,
+			    base + l.seg->records, p->saved_end);
 		l.last = last = false;
 	}
 	if (l.seg->records == 0 && !last) {
