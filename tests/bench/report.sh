@@ -138,16 +138,16 @@ report_followers() {	# workload 10
 	local w fs pair line t
 	[ -n "$(rows '^10 ')" ] || return 0
 	echo
-	echo "| workload 10 | fs | tail -F, native (inotify) | tlogctl read --follow | tail -F on current | tlogctl, 100 more followers | tlogctl / native tail -F, per round: median [min-max] |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| workload 10 | fs | tail -F, native (inotify) | tlogctl read --follow | tail -F on current | native tail -F, 100 more | tlogctl, 100 more | tlogctl / native tail -F, per round: median [min-max] | 100 more / alone: tlogctl (issue target: append p99 at most 1.5) | 100 more / alone: native tail -F (the cores' share) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	rows '^10 ' | while read -r w; do
 		for pair in "${FS_LIST[@]}"; do
 			fs=${pair%%:*}
 			line="| ${w#10 } | $fs"
-			for t in native tlogctl tail tlogctl100; do
+			for t in native tlogctl tail native100 tlogctl100; do
 				line="$line | $(fmt $(cell "$w" $fs $t))"
 			done
-			echo "$line | $(fmtr $(rounds "$w" $fs tlogctl native)) |"
+			echo "$line | $(fmtr $(rounds "$w" $fs tlogctl native)) | $(fmtr $(rounds "$w" $fs tlogctl100 tlogctl)) | $(fmtr $(rounds "$w" $fs native100 native)) |"
 		done
 	done
 }

@@ -349,7 +349,9 @@ run_reaper() {	# NAME PARENT
 # its wake-ups while nothing is written (10 s), and what 100 followers
 # cost the appends: tlogctl read --follow (poll(2) on the segment), GNU
 # tail -F on current (it polls FUSE files by time), and the floor,
-# tail -F on a native file (inotify). Targets rotated each round.
+# tail -F on a native file (inotify), alone and with 100 more: what
+# waking 101 followers per append costs this machine's cores whatever
+# the filesystem. Targets rotated each round.
 run_followers() {	# NAME PARENT
 	local fs=$1 parent=$2 d mnt r t out w p
 	mktempdir "$parent"; d=$TMPD
@@ -359,7 +361,7 @@ run_followers() {	# NAME PARENT
 	: >"$d/native/f.log"
 	for r in $(seq 1 $REPS); do
 		ROUND=$r
-		for t in $(rotate "$r" native tlogctl tail tlogctl100); do
+		for t in $(rotate "$r" native tlogctl tail native100 tlogctl100); do
 			log "$fs: workload 10, round $r: $t"
 			# A partition of its own: read --follow starts at
 			# offset 0, and an earlier round's lines are no
@@ -368,6 +370,9 @@ run_followers() {	# NAME PARENT
 			mkdir -p "$p"
 			case $t in
 			native) out=$("$FOLLOWLAT" -i 10 "$d/native/f.log" -- \
+			    tail -n 0 -F "$d/native/f.log") ;;
+			native100) out=$("$FOLLOWLAT" -i 1 -q 100 \
+			    "$d/native/f.log" -- \
 			    tail -n 0 -F "$d/native/f.log") ;;
 			tlogctl) out=$("$FOLLOWLAT" -i 10 "$p/current" -- \
 			    "$TLOGCTL" read --follow "$p") ;;
