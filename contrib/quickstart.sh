@@ -25,12 +25,14 @@ cd "$top"
 # tests, iproute2's ss for their free ports; python3-yaml for the
 # monitoring test, which reads the alerting rules; git, dpkg-dev,
 # debhelper and lintian for the Debian package's test, which builds it
-# from a clone; libzstd-dev for compressed history, zstd for its tests).
+# from a clone; libzstd-dev for compressed history, zstd for its tests;
+# man-db for the manual pages' `man -l` check, prometheus for its
+# promtool, which checks the alerting rules and the metrics' syntax).
 PACKAGES=(build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 libbsd-dev check attr psmisc procps mandoc
 	clang libclang-rt-14-dev valgrind e2fsprogs mount util-linux
 	nats-server libnats-dev iproute2 python3-yaml git dpkg-dev
-	debhelper lintian libzstd-dev zstd)
+	debhelper lintian libzstd-dev zstd man-db prometheus)
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
