@@ -24,11 +24,7 @@ try() {
 # one_line NAME: the last try printed exactly one line.
 one_line() { tl_is "$1: one line" 1 "$(wc -l <"$TMP/err")"; }
 
-if ! nats_cluster 1; then
-	tl_not_ok "a JetStream server on 127.0.0.1"
-	tl_done
-fi
-tl_mount
+ship_one_node
 mkdir -p "$MNT/t/0"
 echo x >>"$MNT/t/0/current"
 

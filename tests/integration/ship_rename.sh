@@ -8,11 +8,7 @@
 . "${srcdir:-.}/tests/integration/shiplib.sh"
 trap 'nats_stop_all; tl_cleanup' EXIT
 
-if ! nats_cluster 1; then
-	tl_not_ok "a JetStream server on 127.0.0.1"
-	tl_done
-fi
-tl_mount
+ship_one_node
 msgs() { "$JSPROBE" msgs "$NATS_URL_1" "$1" 2>/dev/null || echo 0; }
 has() { [ "$(msgs "$1")" = "$2" ]; }
 cursor() { gx user.cursor.ship "$MNT/$1" 2>/dev/null; }

@@ -4,8 +4,7 @@
 # taking messages before it reads where each partition stands and sends
 # anything: else it could send again records the dead one also sent, a
 # late message chained to one of them could land after a gap in its
-# partition, and the start could skip the records below it (ship.sh,
-# once in CI). Here a stand-in for the dead shipper's late messages (one
+# partition, and the start could skip the records below it. Here a stand-in for the dead shipper's late messages (one
 # every 200 ms for about 2 s, on another subject) is still landing when
 # the shipper starts: every message the shipper sends comes after the
 # last of them.
@@ -13,11 +12,7 @@
 LATE=
 trap '[ -n "$LATE" ] && kill "$LATE" 2>/dev/null; nats_stop_all; tl_cleanup' EXIT
 
-if ! nats_cluster 1; then
-	tl_not_ok "a JetStream server on 127.0.0.1"
-	tl_done
-fi
-tl_mount
+ship_one_node
 mkdir -p "$MNT/t/0"
 nums 0 19 >>"$MNT/t/0/current"
 tl_check "the stream" "$JSPROBE" stream "$NATS_URL_1" TL 'tlog.>' 1

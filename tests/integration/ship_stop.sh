@@ -7,11 +7,7 @@
 . "${srcdir:-.}/tests/integration/shiplib.sh"
 trap 'nats_resume 1; nats_stop_all; tl_cleanup' EXIT
 
-if ! nats_cluster 1; then
-	tl_not_ok "a JetStream server on 127.0.0.1"
-	tl_done
-fi
-tl_mount
+ship_one_node
 mkdir -p "$MNT/t/0"
 nums 1 1000 >>"$MNT/t/0/current"
 
