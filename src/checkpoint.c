@@ -13,8 +13,9 @@
  * and ctime in ns, u64 each), its count of sealed entries and its flags
  * (u32 each; bit 0: its active segment follows), the sealed entries (64
  * bytes each: base, records, bytes, first_ts, max_ts, the data file's
- * inode number and ctime in ns, index entries as u32, sealed_by, 3 zero
- * bytes) and the active one (80 bytes: base, records, bytes, first_ts,
+ * inode number and ctime in ns, index entries as u32, sealed_by, flags
+ * (bit 0: compressed, its data file the .log.zst), 2 zero bytes) and
+ * the active one (80 bytes: base, records, bytes, first_ts,
  * max_ts, the data file's and the index's inode number and ctime in ns,
  * index entries as u32, 4 zero bytes), then a trailer: the count of
  * partitions (u64) and the CRC-32C of everything before it (u32).

@@ -10,7 +10,9 @@
  *    setfattr invocations add). Nothing else: no CR, no second newline,
  *    no NUL anywhere in the (s, len) buffer.
  *  - Then either exactly "-1" (only for the keys where -1 means "none" or
- *    "forever": retention.ms, retention.bytes), or decimal digits
+ *    "forever" or "off": retention.ms, retention.bytes,
+ *    retention.consumed.ms, partition.cleanup.ms, retention.keep.free),
+ *    or decimal digits
  *    (leading zeros allowed, never octal; no sign, no '+', no fraction,
  *    no exponent, no digit separators) followed directly, with no blank
  *    in between, by an optional unit:

@@ -50,10 +50,9 @@ struct tlog_ctx {
 	uint64_t cap_bytes;
 	struct tlog_sink log;
 	struct tlog_clock clock;
-	/* The store's work lock, a leaf (doc/engine.md, "Threads and
-	 * locks"): store-wide bookkeeping, held only for its own list and
-	 * heap operations: the open-file budget (segment.h), the unlink
-	 * and flush queues (queue.h), the reaper's heaps (free.h). */
+	/* The store's work lock: store-wide bookkeeping (what it guards
+	 * and its place in the lock order: doc/engine.md, "Threads and
+	 * locks"). */
 	pthread_mutex_t work_lock;
 	/* The rate limit of repeated errors (tlog_ctx_log_err): engine
 	 * time of the last line, and the count suppressed since; atomic. */

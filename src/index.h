@@ -14,7 +14,8 @@
 #define TLOG_SEAL_MAGIC "TLOGSEAL"	/* 8 bytes, footer */
 #define TLOG_IDX_VERSION 1
 #define TLOG_IDX_HDR 24		/* magic, version u32, flags u32, base u64 */
-#define TLOG_IDX_ENT 24		/* rel u32, pos u32, ts i64, rsv u32, crc u32 */
+#define TLOG_IDX_ENT 24		/* rel u32, pos u32, ts i64, data crc u32,
+				   crc u32 */
 #define TLOG_IDX_FOOT 48	/* magic, records, bytes, first_ts, max_ts,
 				   sealed_by u32, crc u32 */
 #define TLOG_IDX_INTERVAL 4096	/* bytes of data between index entries */

@@ -226,7 +226,8 @@ struct tlog_segdir {
 	 * its segments' counters, the unsynced list, sync_err. */
 	pthread_mutex_t lock;
 	/* Durability work that waits on the disk: flushing sealed
-	 * segments, fsync, .next. Taken before lock, never under it. */
+	 * segments, fsync, .next, .cursors (the lock order: doc/engine.md,
+	 * "Threads and locks"). */
 	pthread_mutex_t sync_lock;
 	/* Sealed segments whose footer waits for their data to be synced,
 	 * oldest first, each referenced (lock). */

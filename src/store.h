@@ -45,8 +45,8 @@ struct tlog_store {
 	struct tlog_recovery rc;	/* was the last close clean, verify */
 	/* The store's rare changes, one at a time: settings' writers,
 	 * the mount root's attributes, retention.keep.free's passes
-	 * (free.c). Taken before any other lock, held across their disk
-	 * work. */
+	 * (free.c); held across their disk work. Its place in the lock
+	 * order: doc/engine.md, "Threads and locks". */
 	pthread_mutex_t admin_lock;
 	struct tlog_fdbudget fdb;	/* the open-file budget */
 	struct tlog_queue q;		/* unlinks and flushes */

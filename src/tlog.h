@@ -559,7 +559,8 @@ void tlog_store_wakeup(struct tlog_store *s);
  * tlog_store_checkpoint writes one now: 0 or -errno. The store's
  * background thread calls tlog_store_checkpoint_tick, which writes one
  * when due (at once after the open, then TLOG_CKPT_EVERY_MS after the
- * last once a segment was flushed or deleted since, or sooner after
+ * last once a segment was flushed, compressed or deleted since, or
+ * sooner after
  * TLOG_CKPT_EVERY_CHANGES of them, but never within TLOG_CKPT_MIN_MS of
  * the last), and returns the ms until it should be called again at the
  * latest (-1: never; a read-only store writes none).

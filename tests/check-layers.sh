@@ -1,8 +1,8 @@
 #!/bin/sh
 # check-layers.sh - the engine's files call each other in one direction
-# only (doc/architecture.md, "Layers"). Reads the symbol tables of the
-# objects of libtlog: a function or variable defined in one file and used
-# by another is an edge. An edge from a file to one of a layer above (a
+# only (doc/architecture.md, "The engine's layers"). Reads the symbol
+# tables of the objects of libtlog: a function or variable defined in
+# one file and used by another is an edge. An edge from a file to one of a layer above (a
 # cycle between layers needs one), or an object the layers file does not
 # list, fails; files of one layer call each other freely. Output is TAP,
 # for make check.
