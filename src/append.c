@@ -609,7 +609,7 @@ tlog_part_flush(struct tlog_partition *p, bool keep_err)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_io_begin(&p->sd);
 	tlog_segdir_flush(&p->sd, 0, keep_err, &err);
-	pthread_mutex_unlock(&p->sd.sync_lock);
+	tlog_segdir_io_end(&p->sd);
 }

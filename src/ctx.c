@@ -29,6 +29,7 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 	ctx->held_max = ctx->opts.held_max != 0 ? ctx->opts.held_max :
 	    TLOG_HELD_MAX;
 	pthread_mutex_init(&ctx->work_lock, NULL);
+	pthread_cond_init(&ctx->io_idle, NULL);
 	tlog_clock_init(&ctx->clock, ctx->opts.clock, ctx->opts.boot_clock,
 	    ctx->opts.clock_arg, &ctx->log);
 }
@@ -36,6 +37,7 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 void
 tlog_ctx_destroy(struct tlog_ctx *ctx)
 {
+	pthread_cond_destroy(&ctx->io_idle);
 	pthread_mutex_destroy(&ctx->work_lock);
 }
 

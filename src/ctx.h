@@ -54,6 +54,9 @@ struct tlog_ctx {
 	 * and its place in the lock order: doc/engine.md, "Threads and
 	 * locks"). */
 	pthread_mutex_t work_lock;
+	/* Signalled when a partition's disk work ends (segment.h,
+	 * tlog_segdir_io_begin); waited on with work_lock. */
+	pthread_cond_t io_idle;
 	/* The rate limit of repeated errors (tlog_ctx_log_err): engine
 	 * time of the last line, and the count suppressed since; atomic. */
 	int64_t last_err_ts;

@@ -7,8 +7,8 @@
  * p->ncursors and p->cursor_floor sum them up for the rules of
  * retention.c, which reads that summary rather than calling here.
  *
- * Commits of one partition take its sync lock (p->sd.sync_lock, the lock
- * of its disk work), so two commits never race to write the file;
+ * A commit is its partition's disk work (tlog_segdir_io_begin, segment.h),
+ * so two commits never race to write the file;
  * readers take only p->sd.lock, briefly, and never wait behind a
  * commit's fsync.
  */
@@ -159,7 +159,7 @@ persist(struct tlog_partition *p, const struct tlog_cursor *v, size_t n)
 /*
  * Applies a change: v (n cursors, sorted) becomes p's on disk, then in
  * memory, and p's due time is computed again (the consumed rule follows
- * the slowest cursor). p->sd.sync_lock held; v is taken either way.
+ * the slowest cursor). p's disk work begun; v is taken either way.
  */
 static int
 commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
@@ -208,7 +208,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		return -EINVAL;
 	}
 	ok = tlog_parse_offset(value, len, &off);
-	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_io_begin(&p->sd);
 	if (tlog_level_dead(&p->lv)) {
 		r = -ENOENT;
 		goto out;
@@ -243,7 +243,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		v[i].offset = off;
 	r = commit(p, v, n);
 out:
-	pthread_mutex_unlock(&p->sd.sync_lock);
+	tlog_segdir_io_end(&p->sd);
 	if (r == 0)
 		tlog_part_resched(p);
 	return r;
@@ -260,7 +260,7 @@ tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 
 	if (p->ctx->ro)
 		return -EROFS;
-	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_io_begin(&p->sd);
 	if ((v = copy_cursors(p, &n, &end)) == NULL) {
 		r = -ENOMEM;
 		goto out;
@@ -273,7 +273,7 @@ tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 	memmove(&v[i], &v[i + 1], (n - (size_t)i - 1) * sizeof(*v));
 	r = commit(p, v, n - 1);
 out:
-	pthread_mutex_unlock(&p->sd.sync_lock);
+	tlog_segdir_io_end(&p->sd);
 	if (r == 0)
 		tlog_part_resched(p);
 	return r;
@@ -505,8 +505,8 @@ none(struct tlog_partition *p)
 	return -ENODATA;
 }
 
-/* Reads p's identity, or makes it (read-write), into p->id; the
- * sync lock held. -ENODATA: none; -ENOENT: removed. */
+/* Reads p's identity, or makes it (read-write), into p->id; p's disk
+ * work begun. -ENODATA: none; -ENOENT: removed. */
 static int
 part_id_load(struct tlog_partition *p)
 {
@@ -580,10 +580,10 @@ tlog_partition_id(struct tlog_partition *p, char *buf, size_t len)
 		strlcpy(buf, id, len);
 		return 0;
 	}
-	/* Under the sync lock: two first requests agree on one identity. */
-	pthread_mutex_lock(&p->sd.sync_lock);
+	/* As its disk work: two first requests agree on one identity. */
+	tlog_segdir_io_begin(&p->sd);
 	r = part_id_load(p);
-	pthread_mutex_unlock(&p->sd.sync_lock);
+	tlog_segdir_io_end(&p->sd);
 	if (r == 0)
 		strlcpy(buf, p->id, len);
 	else if (r != -ENOENT && r != -ENODATA) {

@@ -22,8 +22,8 @@
 /*
  * The flusher's step: takes queued partitions, oldest first, and writes
  * the footers of at most max (max <= 0: all) of their sealed segments,
- * each after its data and index are synced, with only that partition's
- * sync lock held. Errors are kept for the partition's next fsync. A
+ * each after its data and index are synced, as that partition's disk
+ * work (no lock held). Errors are kept for the partition's next fsync. A
  * partition with more left is queued again, behind the others.
  */
 int
@@ -37,10 +37,10 @@ tlog_flush_pending(struct tlog_queue *q, int max)
 		if ((p = tlog_queue_flush_pop(q)) == NULL)
 			break;
 		err = 0;
-		pthread_mutex_lock(&p->sd.sync_lock);
+		tlog_segdir_io_begin(&p->sd);
 		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0,
 		    true, &err);
-		pthread_mutex_unlock(&p->sd.sync_lock);
+		tlog_segdir_io_end(&p->sd);
 		pthread_mutex_lock(&p->sd.lock);
 		more = !TAILQ_EMPTY(&p->sd.unsynced);
 		pthread_mutex_unlock(&p->sd.lock);
@@ -72,7 +72,7 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 	TLOG_METRIC_ADD(p->ctx, fsyncs, 1);
 	if (p->ctx->ro)
 		return 0;
-	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_io_begin(&p->sd);
 	tlog_segdir_flush(&p->sd, 0, false, &r);
 	pthread_mutex_lock(&p->sd.lock);
 	seg = tlog_part_active(p);
@@ -127,7 +127,7 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 		r = p->sd.sync_err;
 	p->sd.sync_err = 0;
 	pthread_mutex_unlock(&p->sd.lock);
-	pthread_mutex_unlock(&p->sd.sync_lock);
+	tlog_segdir_io_end(&p->sd);
 	return r;
 }
 

@@ -92,8 +92,7 @@ struct tlog_partition {
 	bool quiet;			/* the store's events partition: no
 					   metrics, no events of its own */
 
-	/* The partition lock (sd.lock; sd also holds the sync lock and the
-	 * unsynced list). */
+	/* The partition lock (sd.lock; sd also holds the unsynced list). */
 	struct tlog_segdir sd;
 	struct tlog_seglist segs;	/* oldest first */
 	uint64_t nsegs;			/* also read atomically */
@@ -114,7 +113,7 @@ struct tlog_partition {
 	uint32_t ncursors;
 	uint64_t cursor_floor;
 
-	/* The sync lock (sd.sync_lock): its disk work. */
+	/* Its disk work's (tlog_segdir_io_begin). */
 	uint64_t saved_end;		/* durable .next (unlink.c) */
 	/* Its identity (cursor.c), read or made at the first request,
 	 * published atomically, freed with p. */
@@ -205,7 +204,7 @@ void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
  */
 size_t tlog_part_append(struct tlog_partition *p, const char *buf,
     size_t len, bool tail_is_record, int *errp);
-/* Flushes all of p's sealed segments (takes p->sd.sync_lock). */
+/* Flushes all of p's sealed segments (as its disk work). */
 void tlog_part_flush(struct tlog_partition *p, bool keep_err);
 
 /* The scheduler's calls for p, if one is attached. */

@@ -27,7 +27,8 @@
 
 /*
  * Writes the footers of up to max (0: all) of sd's sealed segments, oldest
- * first, each after its data and entries are synced; sd->sync_lock held.
+ * first, each after its data and entries are synced; sd's disk work
+ * begun.
  * Returns how many; the first error goes to *errp, and to the partition
  * for its next fsync if keep_err.
  */
@@ -114,12 +115,13 @@ tlog_fdbudget_destroy(struct tlog_fdbudget *b)
 /*
  * Keeps the descriptors of segments within the budget: 100,000
  * partitions cannot all hold their files open. The least recently opened
- * segments whose partition is not busy (trylock: never waits, so never
- * deadlocks) are closed; the next append reopens them. A segment written
- * since its last sync, or sealed without its footer yet, is synced (and
- * its footer written) first, with only its partition's sync_lock held,
- * so that a close never drops a writeback error: it is kept for the
- * partition's next fsync.
+ * segments whose partition is not busy (its lock free, no disk work
+ * under way: never waits, so never deadlocks) are closed; the next
+ * append reopens them. A segment written since its last sync, or sealed
+ * without its footer yet, is synced (and its footer written) first, as
+ * its partition's disk work and with no lock held, so that a close
+ * never drops a writeback error: it is kept for the partition's next
+ * fsync.
  */
 #define EVICT_MAX 16
 
@@ -140,21 +142,21 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
 		next = TAILQ_NEXT(v, live->fdlink);
 		sd = v->sd;
-		if (v == self || pthread_mutex_trylock(&sd->sync_lock) != 0)
+		/* Under the work lock, which guards io_busy: a partition
+		 * whose disk work is not under way cannot start it until
+		 * this is done. */
+		if (v == self || sd->io_busy ||
+		    pthread_mutex_trylock(&sd->lock) != 0)
 			continue;
-		if (pthread_mutex_trylock(&sd->lock) != 0) {
-			pthread_mutex_unlock(&sd->sync_lock);
-			continue;
-		}
 		if (v->live->foot_pending || v->live->wgen != v->live->sgen) {
 			tlog_seg_io_take(v, &ev->io[ev->n++], true, true);
+			sd->io_busy = true;	/* ended by evict_finish */
 			pthread_mutex_unlock(&sd->lock);
-			continue;	/* sync_lock held until synced */
+			continue;
 		}
 		tlog_seg_close_fds(v, true);
 		tlog_seg_idle(v);
 		pthread_mutex_unlock(&sd->lock);
-		pthread_mutex_unlock(&sd->sync_lock);
 	}
 }
 
@@ -173,7 +175,7 @@ evict_finish(struct evict *ev)
 		tlog_level_ref(sd->lv);
 		r = tlog_seg_io_run(&ev->io[i], true);
 		tlog_seg_io_finish(&ev->io[i], r, true);
-		pthread_mutex_unlock(&sd->sync_lock);
+		tlog_segdir_io_end(sd);
 		tlog_level_put(sd->lv);
 	}
 	ev->n = 0;

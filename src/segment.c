@@ -31,7 +31,6 @@ tlog_segdir_init(struct tlog_segdir *sd, struct tlog_ctx *ctx,
 	sd->lv = lv;
 	sd->fdb = fdb;
 	pthread_mutex_init(&sd->lock, NULL);
-	pthread_mutex_init(&sd->sync_lock, NULL);
 	TAILQ_INIT(&sd->unsynced);
 }
 
@@ -39,7 +38,27 @@ void
 tlog_segdir_destroy(struct tlog_segdir *sd)
 {
 	pthread_mutex_destroy(&sd->lock);
-	pthread_mutex_destroy(&sd->sync_lock);
+}
+
+void
+tlog_segdir_io_begin(struct tlog_segdir *sd)
+{
+	pthread_mutex_lock(&sd->ctx->work_lock);
+	while (sd->io_busy)
+		pthread_cond_wait(&sd->ctx->io_idle, &sd->ctx->work_lock);
+	sd->io_busy = true;
+	pthread_mutex_unlock(&sd->ctx->work_lock);
+}
+
+void
+tlog_segdir_io_end(struct tlog_segdir *sd)
+{
+	pthread_mutex_lock(&sd->ctx->work_lock);
+	sd->io_busy = false;
+	/* One condition for the store: those waiting for another
+	 * partition's look again and sleep on. */
+	pthread_cond_broadcast(&sd->ctx->io_idle);
+	pthread_mutex_unlock(&sd->ctx->work_lock);
 }
 
 void
@@ -398,7 +417,7 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 
 	pthread_mutex_lock(&sd->lock);
 	/* An io with writes to sync kept the live part (only this records
-	 * them synced, and sync_lock serializes a partition's ios, so sgen
+	 * them synced, and a partition's ios run one at a time, so sgen
 	 * and gen count in the same part). A footer-only io did not: its
 	 * take cleared foot_pending, and a detach may have freed the part
 	 * since; the segment is dead then and its index position moot. */

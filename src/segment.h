@@ -225,10 +225,9 @@ struct tlog_segdir {
 	/* The partition lock: the partition's segment list and counters,
 	 * its segments' counters, the unsynced list, sync_err. */
 	pthread_mutex_t lock;
-	/* Durability work that waits on the disk: flushing sealed
-	 * segments, fsync, .next, .cursors (the lock order: doc/engine.md,
-	 * "Threads and locks"). */
-	pthread_mutex_t sync_lock;
+	/* Its disk work is under way (the store's work lock; see
+	 * tlog_segdir_io_begin). */
+	bool io_busy;
 	/* Sealed segments whose footer waits for their data to be synced,
 	 * oldest first, each referenced (lock). */
 	struct tlog_seglist unsynced;
@@ -241,8 +240,22 @@ struct tlog_segdir {
 void tlog_segdir_init(struct tlog_segdir *sd, struct tlog_ctx *ctx,
     struct tlog_level *lv, struct tlog_fdbudget *fdb);
 void tlog_segdir_destroy(struct tlog_segdir *sd);
+/*
+ * A partition's disk work, one at a time: flushing its sealed segments,
+ * fsync, its end offset (.next), its cursors (.cursors) and identity
+ * (.id), an eviction's sync. It waits on the disk, so it runs without
+ * sd->lock, marked by sd->io_busy, which the store's work lock guards;
+ * whoever wants to start it meanwhile sleeps until it ends
+ * (ctx->io_idle). tlog_segdir_io_begin waits for the mark and sets it;
+ * neither it nor tlog_segdir_io_end may be called with a partition lock
+ * or the work lock held (doc/engine.md, "Threads and locks"); an
+ * eviction, which holds the work lock, takes only an unmarked
+ * partition's.
+ */
+void tlog_segdir_io_begin(struct tlog_segdir *sd);
+void tlog_segdir_io_end(struct tlog_segdir *sd);
 /* Writes the footers of up to max (0: all) sealed segments, oldest first,
- * each after its data and entries are synced; sd->sync_lock held. Returns
+ * each after its data and entries are synced; sd's disk work begun. Returns
  * how many; the first error goes to *errp, and to sd->sync_err for the
  * next fsync if keep_err. */
 int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
@@ -314,8 +327,8 @@ int tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
 /*
  * Disk work on one segment, done without its partition's lock:
  * descriptors and what must be written, taken under the lock
- * (tlog_seg_io_take), the syncs and the footer (tlog_seg_io_run, with
- * sd->sync_lock held), the result recorded under the lock again
+ * (tlog_seg_io_take), the syncs and the footer (tlog_seg_io_run, the
+ * partition's disk work begun: tlog_segdir_io_begin), the result recorded under the lock again
  * (tlog_seg_io_finish). The footer is written only after the data and
  * the index entries are on disk.
  */

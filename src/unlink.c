@@ -28,7 +28,7 @@ save_end(struct tlog_partition *p, uint64_t need)
 	bool witness, dir;
 	int n, dfd, r = 0;
 
-	pthread_mutex_lock(&p->sd.sync_lock);
+	tlog_segdir_io_begin(&p->sd);
 	if (p->saved_end >= need)
 		goto out;
 	pthread_mutex_lock(&p->sd.lock);
@@ -63,7 +63,7 @@ save_end(struct tlog_partition *p, uint64_t need)
 		    "partition before deleting a segment: %s", strerror(-r));
 	close(dfd);
 out:
-	pthread_mutex_unlock(&p->sd.sync_lock);
+	tlog_segdir_io_end(&p->sd);
 	return r;
 }
 

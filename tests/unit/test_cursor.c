@@ -110,8 +110,8 @@ START_TEST(commit_get_list_drop)
 END_TEST
 
 /*
- * Two racing first commits of one partition both land: the sync lock
- * serializes their writes of .cursors (ThreadSanitizer watches).
+ * Two racing first commits of one partition both land: its disk work
+ * runs one at a time, so their writes of .cursors do not overlap (ThreadSanitizer watches).
  */
 static struct tlog_partition *race_p;
 

@@ -406,6 +406,43 @@ START_TEST(eviction_error_reaches_fsync)
 }
 END_TEST
 
+/* The descriptor budget never closes the files of a partition whose
+ * disk work is under way (an fsync, a flush, a cursor commit): that
+ * work syncs them with no lock held. Here the work is the test's own:
+ * an eviction of a's files would sync them (and fail). */
+START_TEST(eviction_skips_partition_at_disk_work)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	struct tlog_partition *a, *b;
+	struct tlog_writer *wa, *wb;
+	unsigned failed = th_sync_failed;
+
+	memset(&o, 0, sizeof(o));
+	o.max_open_segments = 1;
+	s = th_open_opts(th_dir, &o);
+	a = th_part(s, "t", "a");
+	b = th_part(s, "t", "b");
+	wa = tlog_writer_open(a);
+	wb = tlog_writer_open(b);
+	th_put(wa, "a line\n");
+	tlog_segdir_io_begin(&a->sd);
+	th_sync_fail = "/t/a/";
+	th_put(wb, "b line\n");		/* over the budget: a is not taken */
+	th_sync_fail = NULL;
+	ck_assert_uint_eq(th_sync_failed, failed);
+	tlog_segdir_io_end(&a->sd);
+	th_put(wb, "b line\n");
+	ck_assert_int_eq(tlog_writer_fsync(wa, false), 0);
+	ck_assert_int_eq(tlog_writer_fsync(wb, false), 0);
+	tlog_writer_close(wa);
+	tlog_writer_close(wb);
+	tlog_partition_put(a);
+	tlog_partition_put(b);
+	tlog_store_close(s);
+}
+END_TEST
+
 /* The background flusher writes footers; its errors are kept for the
  * next fsync, and an fsync on any descriptor covers the partition. */
 START_TEST(flusher_error_is_sticky)
@@ -1049,6 +1086,7 @@ main(void)
 	TH_CASE(s, short_segment_back_after_cut_is_sealed);
 	TH_CASE(s, fsync_reports_sealed_segment_error);
 	TH_CASE(s, eviction_error_reaches_fsync);
+	TH_CASE(s, eviction_skips_partition_at_disk_work);
 	TH_CASE(s, flusher_error_is_sticky);
 	TH_CASE(s, partition_fsync_covers_everything);
 	TH_CASE(s, clean_mark_is_durable);
