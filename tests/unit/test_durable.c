@@ -374,35 +374,54 @@ START_TEST(fsync_reports_sealed_segment_error)
 }
 END_TEST
 
+/* Two partitions, a and b, of a store that keeps the files of one
+ * segment open: a's line is written, so opening b's files evicts a's. */
+struct one_fd {
+	struct tlog_store *s;
+	struct tlog_partition *a, *b;
+	struct tlog_writer *wa, *wb;
+};
+
+static void
+one_fd_open(struct one_fd *t)
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.max_open_segments = 1;
+	t->s = th_open_opts(th_dir, &o);
+	t->a = th_part(t->s, "t", "a");
+	t->b = th_part(t->s, "t", "b");
+	t->wa = tlog_writer_open(t->a);
+	t->wb = tlog_writer_open(t->b);
+	th_put(t->wa, "a line\n");
+}
+
+static void
+one_fd_close(struct one_fd *t)
+{
+	ck_assert_int_eq(tlog_writer_fsync(t->wa, false), 0);
+	ck_assert_int_eq(tlog_writer_fsync(t->wb, false), 0);
+	tlog_writer_close(t->wa);
+	tlog_writer_close(t->wb);
+	tlog_partition_put(t->a);
+	tlog_partition_put(t->b);
+	tlog_store_close(t->s);
+}
+
 /* Closing an idle segment's files to stay within the descriptor budget
  * syncs them first; an error there reaches the next fsync. */
 START_TEST(eviction_error_reaches_fsync)
 {
-	struct tlog_store_opts o;
-	struct tlog_store *s;
-	struct tlog_partition *a, *b;
-	struct tlog_writer *wa, *wb;
+	struct one_fd t;
 
-	memset(&o, 0, sizeof(o));
-	o.max_open_segments = 1;
-	s = th_open_opts(th_dir, &o);
-	a = th_part(s, "t", "a");
-	b = th_part(s, "t", "b");
-	wa = tlog_writer_open(a);
-	wb = tlog_writer_open(b);
-	th_put(wa, "a line\n");
+	one_fd_open(&t);
 	th_sync_fail = "/t/a/";
-	th_put(wb, "b line\n");		/* opens b's files: a's close */
+	th_put(t.wb, "b line\n");		/* opens b's files: a's close */
 	th_sync_fail = NULL;
 	ck_assert_uint_gt(th_sync_failed, 0);
-	ck_assert_int_eq(tlog_writer_fsync(wa, false), -EIO);
-	ck_assert_int_eq(tlog_writer_fsync(wa, false), 0);
-	ck_assert_int_eq(tlog_writer_fsync(wb, false), 0);
-	tlog_writer_close(wa);
-	tlog_writer_close(wb);
-	tlog_partition_put(a);
-	tlog_partition_put(b);
-	tlog_store_close(s);
+	ck_assert_int_eq(tlog_writer_fsync(t.wa, false), -EIO);
+	one_fd_close(&t);
 }
 END_TEST
 
@@ -412,34 +431,18 @@ END_TEST
  * an eviction of a's files would sync them (and fail). */
 START_TEST(eviction_skips_partition_at_disk_work)
 {
-	struct tlog_store_opts o;
-	struct tlog_store *s;
-	struct tlog_partition *a, *b;
-	struct tlog_writer *wa, *wb;
 	unsigned failed = th_sync_failed;
+	struct one_fd t;
 
-	memset(&o, 0, sizeof(o));
-	o.max_open_segments = 1;
-	s = th_open_opts(th_dir, &o);
-	a = th_part(s, "t", "a");
-	b = th_part(s, "t", "b");
-	wa = tlog_writer_open(a);
-	wb = tlog_writer_open(b);
-	th_put(wa, "a line\n");
-	tlog_segdir_io_begin(&a->sd);
+	one_fd_open(&t);
+	tlog_segdir_io_begin(&t.a->sd);
 	th_sync_fail = "/t/a/";
-	th_put(wb, "b line\n");		/* over the budget: a is not taken */
+	th_put(t.wb, "b line\n");		/* over the budget: a is not taken */
 	th_sync_fail = NULL;
 	ck_assert_uint_eq(th_sync_failed, failed);
-	tlog_segdir_io_end(&a->sd);
-	th_put(wb, "b line\n");
-	ck_assert_int_eq(tlog_writer_fsync(wa, false), 0);
-	ck_assert_int_eq(tlog_writer_fsync(wb, false), 0);
-	tlog_writer_close(wa);
-	tlog_writer_close(wb);
-	tlog_partition_put(a);
-	tlog_partition_put(b);
-	tlog_store_close(s);
+	tlog_segdir_io_end(&t.a->sd);
+	th_put(t.wb, "b line\n");
+	one_fd_close(&t);
 }
 END_TEST
 
