@@ -320,6 +320,17 @@ make_both(void)
 	    0);
 }
 
+/* After make_both and damage to the .log.zst: the open keeps the plain
+ * file, removes the compressed one, and every record reads back. */
+static void
+reopen_keeps_the_plain_file(void)
+{
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	check_data(th_P, 0, 20010);
+}
+
 START_TEST(recovery_both_complete_keeps_one)
 {
 	struct tlog_seginfo *si;
@@ -344,10 +355,7 @@ START_TEST(recovery_torn_zst_keeps_the_plain_file)
 	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st), 0);
 	ck_assert_int_eq(truncate(path_of(SEG0 ".log.zst"), st.st_size / 2),
 	    0);
-	th_open_tp(NULL);
-	ck_assert(th_exists(SEG0 ".log"));
-	ck_assert(!th_exists(SEG0 ".log.zst"));
-	check_data(th_P, 0, 20010);
+	reopen_keeps_the_plain_file();
 }
 END_TEST
 
@@ -361,10 +369,7 @@ START_TEST(recovery_garbage_seek_table_keeps_the_plain_file)
 	fd = open(path_of(SEG0 ".log.zst"), O_WRONLY);
 	ck_assert_int_eq(pwrite(fd, "garbage!!", 9, st.st_size - 9), 9);
 	close(fd);
-	th_open_tp(NULL);
-	ck_assert(th_exists(SEG0 ".log"));
-	ck_assert(!th_exists(SEG0 ".log.zst"));
-	check_data(th_P, 0, 20010);
+	reopen_keeps_the_plain_file();
 }
 END_TEST
 
@@ -383,10 +388,7 @@ START_TEST(recovery_corrupt_frame_keeps_the_plain_file)
 	c ^= 1;
 	ck_assert_int_eq(pwrite(fd, &c, 1, 3000), 1);
 	close(fd);
-	th_open_tp(NULL);
-	ck_assert(th_exists(SEG0 ".log"));
-	ck_assert(!th_exists(SEG0 ".log.zst"));
-	check_data(th_P, 0, 20010);
+	reopen_keeps_the_plain_file();
 }
 END_TEST
 
