@@ -562,7 +562,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 	bool counted = false;
 	void *arg;
 
-	if (!p->quiet && __atomic_load_n(&p->ctx->free_room,
+	if (!p->quiet && __atomic_load_n(&p->ctx->free_limit,
 	    __ATOMIC_RELAXED) != INT64_MAX &&
 	    (arg = tlog_part_sched_arg(p)) != NULL) {
 		__atomic_add_fetch(&p->ctx->free_inflight, len,
@@ -593,11 +593,11 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 			(void)p->env->sched->space(arg, p,
 			    TLOG_SPACE_CHECK);
 	}
-	/* Taken off only after the add to free_appended above, so the
-	 * budget never sees the bytes in neither count. */
+	/* Taken off only after the add to free_appended above (release:
+	 * a budget that sees them gone sees them there). */
 	if (counted)
 		__atomic_sub_fetch(&p->ctx->free_inflight, len,
-		    __ATOMIC_RELAXED);
+		    __ATOMIC_RELEASE);
 	return pos;
 }
 

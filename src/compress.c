@@ -186,15 +186,16 @@ zjob_finish(struct tlog_zjob *j)
 	}
 	TLOG_HOOK(ctx, TLOG_HOOK_COMPRESS_DONE, p);
 	zname(seg, ".log", tmp, sizeof(tmp));
-	if (unlinkat(dfd, tmp, 0) == 0 || errno == ENOENT)
-		__atomic_add_fetch(&ctx->free_unlinked, seg->bytes,
-		    __ATOMIC_RELAXED);
-	else {
+	/* Counted freed before the unlink (ctx.h, free_unlinked). */
+	__atomic_add_fetch(&ctx->free_unlinked, seg->bytes, __ATOMIC_RELAXED);
+	if (unlinkat(dfd, tmp, 0) == -1 && errno != ENOENT) {
 		/* Served from the .log.zst all the same; the next open
 		 * removes the .log (doc/format.md, Recovery). */
 		char where[TLOG_SEG_WHERE_MAX];
 
 		r = -errno;
+		__atomic_sub_fetch(&ctx->free_unlinked, seg->bytes,
+		    __ATOMIC_RELAXED);
 		tlog_seg_where(seg, where, sizeof(where));
 		tlog_ctx_log_err(ctx, "%s: compressed, but its plain file "
 		    "cannot be removed: %s", where, strerror(-r));

@@ -25,7 +25,7 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 	ctx->log.fn = ctx->opts.log;
 	ctx->log.arg = ctx->opts.log_arg;
 	ctx->next_ino = TLOG_ROOT_INO + 1;
-	ctx->free_room = INT64_MAX;
+	ctx->free_limit = INT64_MAX;
 	ctx->held_max = ctx->opts.held_max != 0 ? ctx->opts.held_max :
 	    TLOG_HELD_MAX;
 	pthread_mutex_init(&ctx->work_lock, NULL);

@@ -71,22 +71,25 @@ struct tlog_ctx {
 	 * not armed); both atomic. */
 	uint64_t free_appended;
 	uint64_t free_check;
-	/* Back-pressure (doc/reaper.md, "Back-pressure"): bytes of appends
-	 * under way and of segments unlinked so far (a segment's files
-	 * count TLOG_SEG_DISK_EXTRA more than its bytes, at creation in
-	 * free_appended and at unlink here); what the last check of free
-	 * space found (free space less the floor, INT64_MAX: none) and the
-	 * two counts as read before it. An append goes ahead while
-	 * appended + under way - a0 - (unlinked - u0) <= room. All atomic. */
+	/* Back-pressure (doc/reaper.md, "Back-pressure"), all atomic
+	 * counters: bytes of appends under way (taken off, release, only
+	 * after they are added to free_appended: load it first, acquire),
+	 * and bytes of segments unlinked so far (counted just before their
+	 * unlink, given back if it fails). A segment's files count
+	 * TLOG_SEG_DISK_EXTRA more than its bytes, at creation in
+	 * free_appended and at unlink here. */
 	uint64_t free_inflight;
 	uint64_t free_unlinked;
 	/* Bytes of unlinked segments readers still hold open: the disk
-	 * has not got them back, and deleting more brings nothing (atomic;
-	 * segment.h, TLOG_SEG_HELD). */
+	 * has not got them back, and deleting more brings nothing (counter
+	 * under work_lock, read unlocked; segment.h, TLOG_SEG_HELD). */
 	uint64_t free_held;
-	int64_t free_room;
-	uint64_t free_a0;
-	uint64_t free_u0;
+	/* The appends' budget, published whole by each free-space pass (one
+	 * relaxed word, so no reader mixes two passes): an append goes ahead
+	 * while free_appended + free_inflight - free_unlinked <= free_limit,
+	 * which is the free space less the floor the pass found, plus
+	 * appended - unlinked as read before it. INT64_MAX: no budget. */
+	int64_t free_limit;
 	/* Bytes all writers hold (writer.c), their limit, and the engine
 	 * time the last cut was said; held and said atomic. */
 	uint64_t held;
@@ -108,22 +111,28 @@ struct tlog_ctx {
 
 void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);
 
+/* Calls the test hook, if a test set one (tlog_store_opts.hook). */
+#define TLOG_HOOK(ctx, point, p) do {					\
+	if ((ctx)->opts.hook != NULL)					\
+		(ctx)->opts.hook((ctx)->opts.hook_arg, (point), (p));	\
+} while (0)
+
 /* Appends under way and done since the last check of free space would
  * take it below retention.keep.free. */
 static inline bool
 tlog_ctx_free_short(struct tlog_ctx *ctx)
 {
-	int64_t room = __atomic_load_n(&ctx->free_room, __ATOMIC_RELAXED);
-	uint64_t added, freed;
+	int64_t limit = __atomic_load_n(&ctx->free_limit, __ATOMIC_RELAXED);
+	uint64_t used;
 
-	if (room == INT64_MAX)
+	if (limit == INT64_MAX)
 		return false;
-	added = __atomic_load_n(&ctx->free_appended, __ATOMIC_RELAXED) +
-	    __atomic_load_n(&ctx->free_inflight, __ATOMIC_RELAXED) -
-	    __atomic_load_n(&ctx->free_a0, __ATOMIC_RELAXED);
-	freed = __atomic_load_n(&ctx->free_unlinked, __ATOMIC_RELAXED) -
-	    __atomic_load_n(&ctx->free_u0, __ATOMIC_RELAXED);
-	return (int64_t)added - (int64_t)freed > room;
+	TLOG_HOOK(ctx, TLOG_HOOK_FREE_SHORT, NULL);
+	/* In flight first: bytes leave it only once in free_appended. */
+	used = __atomic_load_n(&ctx->free_inflight, __ATOMIC_ACQUIRE);
+	used += __atomic_load_n(&ctx->free_appended, __ATOMIC_RELAXED);
+	used -= __atomic_load_n(&ctx->free_unlinked, __ATOMIC_RELAXED);
+	return (int64_t)used > limit;
 }
 void tlog_ctx_destroy(struct tlog_ctx *ctx);
 /* Engine time (tlog_now); the wall clock if ctx is NULL. */
@@ -158,12 +167,6 @@ ssize_t tlog_ctx_read_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
     const char *file, char *buf, size_t len);
 /* A new inode number: unique within one open of the store. */
 uint64_t tlog_ctx_ino(struct tlog_ctx *ctx);
-
-/* Calls the test hook, if a test set one (tlog_store_opts.hook). */
-#define TLOG_HOOK(ctx, point, p) do {					\
-	if ((ctx)->opts.hook != NULL)					\
-		(ctx)->opts.hook((ctx)->opts.hook_arg, (point), (p));	\
-} while (0)
 
 #define TLOG_METRIC_ADD(ctx, field, n) \
 	__atomic_add_fetch(&(ctx)->metrics.field, (n), __ATOMIC_RELAXED)

@@ -277,25 +277,21 @@ tlog_reaper_free_top(struct tlog_store *s)
 }
 
 /*
- * Sets the appends' budget (tlog_ctx_free_short) from a free space
- * avail read after the counters were: appends done between the two are
- * counted twice, unlinks once too few, so the budget errs low.
+ * Publishes the appends' budget (tlog_ctx_free_short) from a free space
+ * avail read after the count of appends and before the count of unlinks
+ * were: appends done between the two are counted twice (free_appended
+ * counts them after their write), and so are unlinks (free_unlinked
+ * counts them before theirs), so the budget errs low.
  */
 void
 tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
     uint64_t appended, uint64_t unlinked)
 {
-	struct tlog_ctx *c = r->ctx;
+	int64_t limit = INT64_MAX;
 
-	if (floor < 0) {
-		__atomic_store_n(&c->free_room, INT64_MAX, __ATOMIC_RELAXED);
-		return;
-	}
-	/* room last: free_short reads it first, as the sign of a budget. */
-	__atomic_store_n(&c->free_a0, appended, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->free_u0, unlinked, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->free_room, (int64_t)avail - floor,
-	    __ATOMIC_RELAXED);
+	if (floor >= 0)
+		limit = (int64_t)avail - floor + (int64_t)(appended - unlinked);
+	__atomic_store_n(&r->ctx->free_limit, limit, __ATOMIC_RELAXED);
 }
 
 /*
@@ -321,9 +317,11 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 		st->floor = -1;
 		return 0;		/* off: not even a statvfs */
 	}
+	inflight = __atomic_load_n(&r->ctx->free_inflight, __ATOMIC_ACQUIRE);
 	appended = __atomic_load_n(&r->ctx->free_appended, __ATOMIC_RELAXED);
+	e = free_space(r, &avail, &size);
 	unlinked = __atomic_load_n(&r->ctx->free_unlinked, __ATOMIC_RELAXED);
-	if ((e = free_space(r, &avail, &size)) != 0) {
+	if (e != 0) {
 		tlog_ctx_log_err(r->ctx, "reaper: cannot read free space: %s",
 		    strerror(-e));
 		tlog_free_budget(r, -1, 0, 0, 0);
@@ -338,7 +336,6 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 	st->floor = floor;
 	if (floor < 0)
 		return 0;
-	inflight = __atomic_load_n(&r->ctx->free_inflight, __ATOMIC_RELAXED);
 	have = avail + st->pending;
 	have = have > inflight ? have - inflight : 0;
 	/* Bytes readers hold come back when they close, not before:

@@ -235,6 +235,9 @@ enum tlog_hook {
 	 * held. */
 	TLOG_HOOK_COMPRESS,
 	TLOG_HOOK_COMPRESS_DONE,
+	/* An append's check of the free-space budget, its limit read, its
+	 * counts not yet. No lock held. */
+	TLOG_HOOK_FREE_SHORT,
 };
 
 /*

@@ -127,13 +127,21 @@ static int
 unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 {
 	struct tlog_partition *p = tlog_seg_part(seg);
+	uint64_t disk = tlog_seg_disk(seg) + TLOG_SEG_DISK_EXTRA;
 	bool last;
 	int r;
 
 	TLOG_HOOK(p->ctx, TLOG_HOOK_UNLINK, p);
 	/* The end offset outlives the files it was read from. */
-	if ((r = save_end(p, seg->base + seg->records)) != 0 ||
-	    (r = unlink_one(seg)) != 0) {
+	if ((r = save_end(p, seg->base + seg->records)) == 0) {
+		/* Counted freed before the unlink (ctx.h, free_unlinked). */
+		__atomic_add_fetch(&p->ctx->free_unlinked, disk,
+		    __ATOMIC_RELAXED);
+		if ((r = unlink_one(seg)) != 0)
+			__atomic_sub_fetch(&p->ctx->free_unlinked, disk,
+			    __ATOMIC_RELAXED);
+	}
+	if (r != 0) {
 		char where[TLOG_SEG_WHERE_MAX];
 
 		tlog_seg_where(seg, where, sizeof(where));
@@ -155,8 +163,6 @@ unlink_seg(struct tlog_queue *q, struct tlog_segment *seg)
 	__atomic_sub_fetch(&q->pending_bytes, tlog_seg_disk(seg),
 	    __ATOMIC_RELAXED);
 	/* Appends waiting for free space wait on q->cond for this. */
-	__atomic_add_fetch(&p->ctx->free_unlinked, tlog_seg_disk(seg) +
-	    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->ctx->work_lock);
 	emit_deleted(p, seg);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
+#include "free.h"
 #include "reaper.h"
 #include "store.h"
 #include "unlink.h"
@@ -348,6 +349,7 @@ END_TEST
 static struct tlog_partition *full_p;	/* whose next write fails */
 static int full_saved = -1, full_fd = -1;
 static unsigned full_writes;
+static bool pass_at_check;	/* a free-space pass inside the next check */
 
 static void
 full_hook(void *arg, int point, struct tlog_partition *p)
@@ -356,6 +358,18 @@ full_hook(void *arg, int point, struct tlog_partition *p)
 	int fd;
 
 	(void)arg;
+	if (point == TLOG_HOOK_FREE_SHORT && pass_at_check) {
+		/* What a pass publishes, from the disk as it is now. */
+		struct tlog_ctx *c = &th_S->ctx;
+		uint64_t a = __atomic_load_n(&c->free_appended,
+		    __ATOMIC_RELAXED), avail, size;
+
+		pass_at_check = false;
+		sim_free(NULL, &avail, &size);
+		tlog_free_budget(tlog_part_sched_arg(th_P), FLOOR, avail, a,
+		    __atomic_load_n(&c->free_unlinked, __ATOMIC_RELAXED));
+		return;
+	}
 	if (point != TLOG_HOOK_WRITE || p != full_p)
 		return;
 	seg = tlog_part_active(p);
@@ -385,6 +399,7 @@ full_setup(void)
 	full_p = NULL;
 	full_saved = full_fd = -1;
 	full_writes = 0;
+	pass_at_check = false;
 	th_open_tp(&o);
 }
 
@@ -600,6 +615,47 @@ START_TEST(appends_wait_bounded)
 }
 END_TEST
 
+/*
+ * A pass that lands while an append checks the budget: the append
+ * judges by one pass's budget, whichever, never by a mix. Room for
+ * 2000 bytes; 1200 appended; a pass (which finds 800 left) publishes
+ * its budget between the check's reads; the next 1200 must wait for
+ * the oldest segments to go. Judged by the
+ * first pass's room and the second pass's counts, it would see 1200
+ * used of 2000 and go ahead.
+ */
+START_TEST(budget_read_whole_across_a_pass)
+{
+	struct tlog_partition *b = th_part(th_S, "b", "0");
+	pthread_t t;
+	char *data;
+	size_t len;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		rec(b, 'b'); seal(b);		/* the store's oldest */
+	}
+	th_clock += 1000;
+	rec(th_P, 'a');		/* its segment's files made before */
+	sim_begin(2000);
+	ck_assert_int_eq(pthread_create(&t, NULL, unlinker, NULL), 0);
+	rec(th_P, 'a');
+	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 0);
+	pass_at_check = true;
+	rec(th_P, 'a');
+	__atomic_store_n(&unlinker_stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ck_assert(!pass_at_check);
+	ck_assert_msg(sim_avail() >= FLOOR, "free space %" PRIu64 " below "
+	    "the floor %d", sim_avail(), FLOOR);
+	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 1);
+	data = th_partition_data(th_P, &len);
+	ck_assert_uint_eq(len, 3 * 1200);
+	free(data);
+	tlog_partition_put(b);
+}
+END_TEST
+
 /* The metrics say how much is free and where the floor is, so that an
  * alert can fire before the floor is reached (contrib/monitoring). */
 START_TEST(metrics_show_free_space_and_the_floor)
@@ -642,5 +698,7 @@ main(void)
 	th_case(su, "appends_do_not_wait_for_nothing",
 	    appends_do_not_wait_for_nothing);
 	th_case(su, "appends_wait_bounded", appends_wait_bounded);
+	th_case(su, "budget_read_whole_across_a_pass",
+	    budget_read_whole_across_a_pass);
 	return th_run(su);
 }
