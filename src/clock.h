@@ -16,17 +16,28 @@ struct tlog_clock {
 					   that one is injected */
 	void *arg;
 	const struct tlog_sink *log;	/* where a step is told */
-	unsigned seq;			/* odd while an anchor writes e0..off,
-					   which it claims by making it odd;
-					   no lock (clock.c) */
+	/*
+	 * A seqlock, no lock (clock.c): seq is odd while an anchor, which
+	 * claims it by a CAS from even to odd, writes e0..off and lag;
+	 * it is made even by a release store after them. Readers copy
+	 * e0..off with acquire loads between two acquire loads of seq and
+	 * retry unless both saw the same even value.
+	 */
+	unsigned seq;
 	int64_t e0;			/* engine time at boot time m0 */
 	int64_t m0;
 	int64_t m1;			/* half speed until this boot time */
 	int64_t off;			/* wall - boot at the last anchor */
-	unsigned steps;			/* wall clock steps seen so far */
-	int64_t lag;			/* what the forward steps engine time
-					   followed since the open added:
-					   deletion time does not follow them */
+	/* Wall clock steps seen so far: a counter, incremented (release)
+	 * after the new e0..off are published, so a reader that sees a new
+	 * count (acquire) reads the new ones. */
+	unsigned steps;
+	/* What the forward steps engine time followed since the open
+	 * added: deletion time does not follow them. Changed under the
+	 * claim (release); read alone by del_now, where an older e0..off
+	 * with a newer lag only makes deletion time earlier (later
+	 * deletion). */
+	int64_t lag;
 };
 
 /* Takes the clocks (either may be NULL) and anchors at the wall clock. */

@@ -240,7 +240,7 @@ zjob_step(struct tlog_zjob *j)
  * it again.
  */
 #define ZNICE 10
-static bool znice_off;
+static bool znice_off;		/* atomic flag, only ever set */
 
 static int
 znice(int to)

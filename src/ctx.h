@@ -66,9 +66,10 @@ struct tlog_ctx {
 	/* Segments flushed or unlinked so far (atomic): a periodic
 	 * checkpoint is due only once this moved (store.c). */
 	uint64_t ckpt_changes;
-	/* retention.keep.free: bytes appended (users' and events'), and
-	 * the count at which the reaper wants to check free space (0:
-	 * not armed); both atomic. */
+	/* retention.keep.free: bytes appended (users' and events'; an
+	 * atomic counter), and the count at which the reaper wants to
+	 * check free space (0: not armed), which the append that passes
+	 * it claims by a compare-and-swap to 0. */
 	uint64_t free_appended;
 	uint64_t free_check;
 	/* Back-pressure (doc/reaper.md, "Back-pressure"), all atomic

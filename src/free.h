@@ -37,7 +37,8 @@ struct tlog_reaper {
 	bool pressure;			/* appends asked for a check */
 	int64_t free_last;		/* last check, engine time */
 	unsigned steps;			/* the clock's steps when every due
-					   time was last computed (atomic) */
+					   time was last computed; an atomic
+					   exchange says who recomputes */
 };
 
 static inline struct tlog_reaper *

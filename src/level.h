@@ -40,8 +40,11 @@ struct tlog_level {
 	 * the level: readers take no lock. */
 	struct tlog_conf *conf;
 	uint64_t ino;
-	int refs;			/* atomic */
-	bool dead;			/* removed or replaced; atomic */
+	int refs;			/* atomic count; the last put frees */
+	/* Removed or replaced: a flag set once (tree lock held) that
+	 * publishes nothing; unlocked readers take it as a hint, and what
+	 * acts on it decides again under the tree or partition lock. */
+	bool dead;
 	/* A topic's or partition's mode and owner as the mount shows
 	 * them (tlog_owner: uid and gid in one word), kept in the
 	 * directory's user.tlogfs.attr, never on the directory itself,

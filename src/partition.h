@@ -74,7 +74,9 @@ struct tlog_part_env {
 	    struct tlog_event *ev);
 	void *arg;
 	const struct tlog_sched_ops *sched;
-	void *sched_arg;		/* atomic; NULL: nothing is scheduled */
+	/* The reaper: published (release) once it is set up, loaded with
+	 * acquire by whoever calls sched; NULL: nothing is scheduled. */
+	void *sched_arg;
 };
 
 /* Its fields, grouped by what guards them (doc/engine.md, "Threads and
@@ -95,7 +97,8 @@ struct tlog_partition {
 	/* The partition lock (sd.lock; sd also holds the unsynced list). */
 	struct tlog_segdir sd;
 	struct tlog_seglist segs;	/* oldest first */
-	uint64_t nsegs;			/* also read atomically */
+	uint64_t nsegs;			/* atomic count; read unlocked as a
+					   hint (rmdir, rename, metrics) */
 	uint64_t bytes;
 	/* What compression saved: its compressed segments' bytes less
 	 * their .log.zst's sizes (negative if they grew). bytes - zsaved
@@ -107,7 +110,8 @@ struct tlog_partition {
 	int64_t born;			/* engine time made or loaded */
 	bool cleanup_warned;		/* a stray kept it from cleanup */
 	/* cursor.c's: the cursors, sorted by name, one malloc'd block
-	 * replaced whole (freed with p), their count and the slowest
+	 * replaced whole (freed with p), their count (stored atomically:
+	 * the metrics read it unlocked as a hint) and the slowest
 	 * (UINT64_MAX if none) for the rules. */
 	struct tlog_cursor *cursors;
 	uint32_t ncursors;
@@ -115,14 +119,16 @@ struct tlog_partition {
 
 	/* Its disk work's (tlog_segdir_io_begin). */
 	uint64_t saved_end;		/* durable .next (unlink.c) */
-	/* Its identity (cursor.c), read or made at the first request,
-	 * published atomically, freed with p. */
+	/* Its identity (cursor.c), read or made at the first request:
+	 * published (release) once the string is filled, loaded with
+	 * acquire; freed with p. */
 	char *id;
 
 	/* The store's work lock (ctx->work_lock): the queues and the
 	 * reaper's heaps. Detached segments whose files are not unlinked
-	 * yet, and their bytes, counted against the ceiling (also read
-	 * atomically). */
+	 * yet, and their bytes, counted against the ceiling (atomic
+	 * counts: read unlocked as hints, by the append path's ceiling
+	 * and the cleanup's veto). */
 	uint64_t pending_unlinks;
 	uint64_t pending_bytes;
 	bool flush_queued;		/* on the flush queue (queue.c) */
@@ -138,13 +144,6 @@ struct tlog_partition {
 	 * removes a partition someone holds open for writing. */
 	uint32_t nwriters;
 };
-
-/* The count of p's cursors (p->sd.lock held, or a racy read). */
-static inline uint32_t
-tlog_part_ncursors(struct tlog_partition *p)
-{
-	return p->ncursors;
-}
 
 /* A new partition of parent's (not yet in any tree): one reference. */
 struct tlog_partition *tlog_part_alloc(struct tlog_level *parent,

@@ -61,7 +61,8 @@ int tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st);
  * none), for tests; its key is fixed first. */
 struct tlog_partition *tlog_reaper_free_top(struct tlog_store *s);
 /* Detaches the reaper from s (stopping its thread), as the store's close
- * does if it is still attached. */
+ * does if it is still attached. It frees the reaper with no grace
+ * period: no other engine call on s may run meanwhile. */
 void tlog_reaper_detach(struct tlog_store *s);
 
 #endif /* TLOG_REAPER_H */

@@ -151,7 +151,7 @@ tlog_part_expire_due(struct tlog_partition *p)
 static bool
 consumed_locked(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	return seg->records > 0 && tlog_part_ncursors(p) > 0 &&
+	return seg->records > 0 && p->ncursors > 0 &&
 	    seg->base + seg->records <= p->cursor_floor;
 }
 
@@ -202,7 +202,7 @@ tlog_part_cleanup_due_locked(struct tlog_partition *p)
 	    TAILQ_NEXT(seg, link) != NULL)) ||
 	    __atomic_load_n(&p->pending_unlinks, __ATOMIC_ACQUIRE) > 0 ||
 	    __atomic_load_n(&p->nwriters, __ATOMIC_ACQUIRE) > 0 ||
-	    tlog_part_ncursors(p) != 0)
+	    p->ncursors != 0)
 		return -1;
 	return last + cm + 1;
 }

@@ -83,12 +83,16 @@ struct tlog_segment {
 	struct tlog_seg_live *live;	/* NULL when idle (above) */
 	uint64_t ino;
 	uint64_t base;
-	/* Committed; read atomically by readers. 32 bits, as the index's
-	 * positions: a segment holds less than 4 GiB (TLOG_CAP_BYTES). */
+	/* Committed: published (release, under sd->lock) after the
+	 * records' data and index entries are written; a reader that
+	 * loads it (acquire) may read the files up to it. 32 bits, as the
+	 * index's positions: a segment holds less than 4 GiB
+	 * (TLOG_CAP_BYTES). */
 	uint32_t bytes;
 	/* Compressed history (zread.c, compress.c): the size of its
-	 * BASE.log.zst once that replaced BASE.log, else 0 (set under
-	 * sd->lock, read atomically by readers). */
+	 * BASE.log.zst once that replaced BASE.log, else 0. Published
+	 * (release, under sd->lock) once the .log.zst is in place and
+	 * synced: a reader that loads it nonzero (acquire) opens that. */
 	uint32_t zbytes;
 	int64_t first_ts;
 	int64_t max_ts;
@@ -96,7 +100,7 @@ struct tlog_segment {
 	 * than 4 GiB (the index's positions are 32 bits). */
 	uint32_t records;
 	uint32_t nidx;		/* index entries in the file */
-	int refs;
+	int refs;		/* atomic count; the last put frees */
 	unsigned zbad_said : 1;	/* a corrupt frame was said (sd->lock) */
 	unsigned sealed : 1;
 	/* Sealed, and its footer written after its data and entries were
@@ -231,8 +235,8 @@ struct tlog_segdir {
 	/* Sealed segments whose footer waits for their data to be synced,
 	 * oldest first, each referenced (lock). */
 	struct tlog_seglist unsynced;
-	uint64_t nunsynced;		/* its length; atomic: the append path
-					   reads it with no lock */
+	uint64_t nunsynced;		/* its length (lock); atomic: the
+					   append path reads it unlocked */
 	int sync_err;			/* for the next fsync (lock) */
 	bool dir_dirty;			/* a file made since the dir sync */
 };

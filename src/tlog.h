@@ -60,7 +60,9 @@ enum tlog_key {
 #define TLOG_COMP_NONE 0
 #define TLOG_COMP_ZSTD 1
 
-/* One level's overrides: TLOG_UNSET where the level sets nothing. */
+/* One level's overrides: TLOG_UNSET where the level sets nothing. Each
+ * value atomic (conf.h): set under the store's admin_lock, read with no
+ * lock; keys are independent, no reader needs two at once. */
 struct tlog_conf {
 	int64_t v[TLOG_NKEYS];
 };

@@ -75,7 +75,7 @@ START_TEST(commit_get_list_drop)
 	size_t n;
 
 	lines(th_P, 10);
-	ck_assert_int_eq(tlog_part_ncursors(th_P), 0);
+	ck_assert_int_eq(th_P->ncursors, 0);
 	ck_assert_uint_eq(th_P->cursor_floor, UINT64_MAX);
 	ck_assert_int_eq(set(th_P, "b", "7"), 0);
 	ck_assert_int_eq(set(th_P, "a", "3"), 0);
@@ -83,7 +83,7 @@ START_TEST(commit_get_list_drop)
 	ck_assert_uint_eq(get(th_P, "a"), 3);
 	ck_assert_uint_eq(get(th_P, "b"), 7);
 	ck_assert_uint_eq(get(th_P, "c"), 10);
-	ck_assert_int_eq(tlog_part_ncursors(th_P), 3);
+	ck_assert_int_eq(th_P->ncursors, 3);
 	ck_assert_uint_eq(th_P->cursor_floor, 3);
 	ck_assert_int_eq(tlog_partition_cursor_lag(th_P, "a", &lag), 0);
 	ck_assert_uint_eq(lag, 7);
@@ -102,7 +102,7 @@ START_TEST(commit_get_list_drop)
 	ck_assert_int_eq(tlog_partition_cursor_lag(th_P, "b", &lag), -ENODATA);
 	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "a"), 0);
 	ck_assert_int_eq(tlog_partition_cursor_remove(th_P, "c"), 0);
-	ck_assert_int_eq(tlog_part_ncursors(th_P), 0);
+	ck_assert_int_eq(th_P->ncursors, 0);
 	ck_assert_uint_eq(th_P->cursor_floor, UINT64_MAX);
 	/* No cursor left: no file. */
 	ck_assert(!th_exists("t/0/.cursors"));
@@ -254,7 +254,7 @@ START_TEST(einval_table)
 		ck_assert_msg(set(th_P, "c", vals[i]) == -EINVAL, "value %s",
 		    vals[i]);
 	ck_assert_uint_eq(get(th_P, "c"), 2);
-	ck_assert_int_eq(tlog_part_ncursors(th_P), 3);
+	ck_assert_int_eq(th_P->ncursors, 3);
 	/* Exactly one line per refusal, naming cursor, value, range. */
 	for (nlog = 0, at = th_logbuf; (at = strstr(at, "refused")) != NULL;
 	    at++)
@@ -288,7 +288,7 @@ START_TEST(file_format_and_reload)
 	ck_assert_uint_eq(get(th_P, "alpha"), 12);
 	ck_assert_uint_eq(get(th_P, "beta"), 20);
 	ck_assert_uint_eq(th_P->cursor_floor, 12);
-	ck_assert_int_eq(tlog_part_ncursors(th_P), 2);
+	ck_assert_int_eq(th_P->ncursors, 2);
 	/* Nothing about the file is a stray to recovery. */
 	ck_assert_ptr_null(strstr(th_logbuf, "stray"));
 }
@@ -314,7 +314,7 @@ damaged(const char *content)
 	th_logbuf[0] = '\0';
 	th_open_tp(NULL);
 	ck_assert_int_eq(tlog_partition_cursor_get(th_P, "a", &off), -ENODATA);
-	ck_assert_int_eq(tlog_part_ncursors(th_P), 0);
+	ck_assert_int_eq(th_P->ncursors, 0);
 	ck_assert_uint_eq(th_P->cursor_floor, UINT64_MAX);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, ".cursors: damaged"));
 	ck_assert_ptr_null(strstr(strstr(th_logbuf, ".cursors: damaged") + 1,
@@ -379,7 +379,7 @@ START_TEST(cursors_capped)
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "cursor one-more refused"));
 	ck_assert_int_eq(set(th_P, "c0", "2"), 0);
 	ck_assert_uint_eq(get(th_P, "c0"), 2);
-	ck_assert_int_eq(tlog_part_ncursors(th_P), TLOG_CURSORS_MAX);
+	ck_assert_int_eq(th_P->ncursors, TLOG_CURSORS_MAX);
 }
 END_TEST
 
@@ -417,7 +417,7 @@ START_TEST(rename_keeps_rmdir_drops)
 	ck_assert_uint_eq(get(th_P, "b"), 2);
 	remove_p("1");
 	q = th_part(th_S, "t", "1");
-	ck_assert_int_eq(tlog_part_ncursors(q), 0);
+	ck_assert_int_eq(q->ncursors, 0);
 	tlog_partition_put(q);
 }
 END_TEST
