@@ -76,6 +76,7 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
 	b->ctx = ctx;
 	TAILQ_INIT(&b->segs);
 	b->n = 0;
+	b->taken = 0;
 	b->max = max;
 	b->full_said = 0;
 	RB_INIT(&b->reading);
@@ -138,7 +139,13 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 	struct tlog_segdir *sd;
 	int scanned = 0;
 
-	for (v = TAILQ_FIRST(&b->segs); v != NULL && b->n > budget &&
+	/* Segments whose descriptors a sync holds count (b->taken), but
+	 * those this eviction took are on their way out: it stops once the
+	 * rest fit. So an open beside an eviction in flight evicts others
+	 * in its stead, and only the last eviction's own victims pass the
+	 * budget, until their sync ends. */
+	for (v = TAILQ_FIRST(&b->segs); v != NULL &&
+	    b->n + b->taken > budget + ev->n &&
 	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
 		next = TAILQ_NEXT(v, live->fdlink);
 		sd = v->sd;
@@ -168,6 +175,8 @@ evict_finish(struct evict *ev)
 	size_t i;
 	int r;
 
+	if (ev->n > 0)
+		TLOG_HOOK(ev->io[0].seg->sd->ctx, TLOG_HOOK_EVICT, NULL);
 	for (i = 0; i < ev->n; i++) {
 		sd = ev->io[i].seg->sd;
 		/* The last reference to the segment may go with io: its
@@ -194,7 +203,7 @@ fd_track(struct tlog_segment *seg)
 		seg->live->fd_listed = 1;
 		b->n++;
 	}
-	if (b->n > b->max)
+	if (b->n + b->taken > b->max)
 		fd_evict_locked(b, seg, b->max, &ev);
 	pthread_mutex_unlock(&b->ctx->work_lock);
 	evict_finish(&ev);

@@ -189,26 +189,42 @@ tlog_segment_put(struct tlog_segment *seg)
 	free(seg);
 }
 
+/* Takes a segment off the budget's list, the work lock held if
+ * `locked`; take: an io holds its descriptors from now on, counted in
+ * the budget's taken (in the same step, so they are never uncounted)
+ * until tlog_seg_io_finish closes them. */
+static void
+fd_unlist(struct tlog_segment *seg, bool locked, bool take)
+{
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	struct tlog_seg_live *x = seg->live;
+
+	if (!x->fd_listed && !take)
+		return;
+	if (!locked)
+		pthread_mutex_lock(&b->ctx->work_lock);
+	if (x->fd_listed) {
+		TAILQ_REMOVE(&b->segs, seg, live->fdlink);
+		x->fd_listed = 0;
+		b->n--;
+	}
+	if (take)
+		b->taken++;
+	if (!locked)
+		pthread_mutex_unlock(&b->ctx->work_lock);
+}
+
 /* Closes a segment's files; the caller holds its partition's lock (or
  * the only reference), and the work lock when `locked`. The live
  * part stays: the caller decides when it may go (tlog_seg_idle). */
 void
 tlog_seg_close_fds(struct tlog_segment *seg, bool locked)
 {
-	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_seg_live *x = seg->live;
 
 	if (x == NULL)
 		return;
-	if (x->fd_listed) {
-		if (!locked)
-			pthread_mutex_lock(&b->ctx->work_lock);
-		TAILQ_REMOVE(&b->segs, seg, live->fdlink);
-		x->fd_listed = 0;
-		b->n--;
-		if (!locked)
-			pthread_mutex_unlock(&b->ctx->work_lock);
-	}
+	fd_unlist(seg, locked, false);
 	if (x->fd != -1)
 		close(x->fd);
 	if (x->ifd != -1)
@@ -385,7 +401,8 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 		io->fd = x->fd;
 		io->ifd = x->ifd;
 		x->fd = x->ifd = -1;
-		tlog_seg_close_fds(seg, fd_locked);
+		fd_unlist(seg, fd_locked, true);
+		io->taken = true;
 	} else {
 		io->fd = x->fd == -1 ? -1 : fcntl(x->fd, F_DUPFD_CLOEXEC, 0);
 		io->ifd = x->ifd == -1 ? -1 :
@@ -412,9 +429,21 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 {
 	struct tlog_segment *seg = io->seg;
 	struct tlog_segdir *sd = seg->sd;
+	struct tlog_fdbudget *b = sd->fdb;
 	char where[TLOG_SEG_WHERE_MAX];
 	struct tlog_seg_live *x;
 
+	/* The descriptors go back first, before the partition's lock is
+	 * taken: the budget counts them until they are closed. */
+	if (io->fd != -1)
+		close(io->fd);
+	if (io->ifd != -1)
+		close(io->ifd);
+	if (io->taken) {
+		pthread_mutex_lock(&b->ctx->work_lock);
+		b->taken--;
+		pthread_mutex_unlock(&b->ctx->work_lock);
+	}
 	pthread_mutex_lock(&sd->lock);
 	/* An io with writes to sync kept the live part (only this records
 	 * them synced, and a partition's ios run one at a time, so sgen
@@ -444,10 +473,6 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 		tlog_ctx_log_err(sd->ctx, "%s: cannot sync: %s", where,
 		    strerror(-r));
 	}
-	if (io->fd != -1)
-		close(io->fd);
-	if (io->ifd != -1)
-		close(io->ifd);
 	tlog_segment_put(seg);
 }
 

@@ -173,11 +173,21 @@ struct tlog_zcache {
  * The open-file budget: segments holding open descriptors, oldest opened
  * first; past max the oldest idle ones are closed (and reopened when
  * written again). One per store.
+ *
+ * A segment counts against max from the moment its files are listed
+ * until they are closed: n listed, plus taken, the segments whose
+ * descriptors a sync took off the list (tlog_seg_io_take with steal: an
+ * eviction's, a flush's) and still holds, two each, until
+ * tlog_seg_io_finish closes them. An open that finds the budget spent
+ * while a sync still holds descriptors evicts others in their stead:
+ * only the last eviction's own victims pass it, until their sync ends
+ * (fd_evict_locked).
  */
 struct tlog_fdbudget {
 	struct tlog_ctx *ctx;		/* its work_lock guards the budget */
 	struct tlog_fdlist segs;
 	size_t n;
+	size_t taken;
 	size_t max;
 	int64_t full_said;	/* engine ms of the last "out of descriptors"
 				 * line (atomic) */
@@ -339,6 +349,7 @@ int tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
 struct tlog_seg_io {
 	struct tlog_segment *seg;	/* referenced */
 	int fd, ifd;			/* ours to close; -1: open by name */
+	bool taken;			/* counted in the budget's taken */
 	uint64_t gen;			/* seg->wgen when taken */
 	bool sync;			/* written since the last sync */
 	bool footer;			/* write the boundary and footer */
@@ -349,9 +360,10 @@ struct tlog_seg_io {
 };
 
 /* Caller holds sd->lock; steal: the segment's own descriptors (closed
- * after), else duplicates. fd_locked: the work lock is held too. A
- * sealed segment waiting for its footer is claimed: taken off the
- * unsynced list, the footer is io's to write. */
+ * after, counted in the budget's taken until then), else duplicates.
+ * fd_locked: the work lock is held too. A sealed segment waiting for
+ * its footer is claimed: taken off the unsynced list, the footer is
+ * io's to write. */
 void tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
     bool steal, bool fd_locked);
 int tlog_seg_io_run(struct tlog_seg_io *io, bool datasync);

@@ -240,6 +240,11 @@ enum tlog_hook {
 	/* An append's check of the free-space budget, its limit read, its
 	 * counts not yet. No lock held. */
 	TLOG_HOOK_FREE_SHORT,
+	/* The open-file budget: an eviction took its victims' descriptors
+	 * (still counted) and is about to sync and close them; the thread
+	 * may hold the lock of the partition it opens files for. p is
+	 * NULL. */
+	TLOG_HOOK_EVICT,
 };
 
 /*

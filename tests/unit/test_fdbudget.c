@@ -1,0 +1,124 @@
+/*
+ * test_fdbudget.c - the open-file budget (segio.c): the descriptors of
+ * segments stay within it while an eviction's sync holds its victims'
+ * descriptors.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testhelp.h"
+#include "store.h"
+
+static int
+count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* opendir's own */
+}
+
+/*
+ * A store that keeps three segments' files open, and partitions a to e,
+ * one writer each. At the first eviction whose sync is in flight (the
+ * hook), the test writes to e as another thread would; what it sees is
+ * recorded for the test to check afterwards.
+ */
+#define EV_MAX 3
+enum { PA, PB, PC, PD, PE, NP };
+
+struct ev_test {
+	struct tlog_partition *p[NP];
+	struct tlog_writer *w[NP];
+	int base;		/* descriptors before any segment's */
+	bool paused;		/* the hook acted (once) */
+	int in_flight;		/* descriptors open during the sync */
+	size_t taken;		/* the budget's taken then */
+};
+
+static void
+ev_hook(void *arg, int point, struct tlog_partition *p)
+{
+	struct ev_test *t = arg;
+
+	(void)p;
+	if (point != TLOG_HOOK_EVICT || t->paused)
+		return;
+	t->paused = true;
+	t->taken = th_S->fdb.taken;
+	/* Another open while the victim's descriptors are still open. */
+	th_put(t->w[PE], "e line\n");
+	t->in_flight = count_fds() - t->base;
+}
+
+/*
+ * An eviction syncs a dirty victim with its descriptors taken off the
+ * budget's list; they stay counted until the sync closes them. So an
+ * open meanwhile, which finds the budget spent, evicts others: the
+ * segments' descriptors stay within 2 * max. When they were not
+ * counted, that open evicted one segment too few: 2 * (max + 1).
+ */
+START_TEST(eviction_in_flight_keeps_its_descriptors_counted)
+{
+	static const char *names[NP] = { "a", "b", "c", "d", "e" };
+	struct tlog_store_opts o;
+	struct tlog_part_stats st;
+	struct ev_test t;
+	int i;
+
+	memset(&t, 0, sizeof(t));
+	memset(&o, 0, sizeof(o));
+	o.max_open_segments = EV_MAX;
+	o.hook = ev_hook;
+	o.hook_arg = &t;
+	th_open_tp(&o);
+	for (i = 0; i < NP; i++) {
+		t.p[i] = th_part(th_S, "t", names[i]);
+		t.w[i] = tlog_writer_open(t.p[i]);
+	}
+	t.base = count_fds();
+	/* a written and not synced: the eviction's victim, synced first;
+	 * b and c synced: closed at once when evicted. */
+	th_put(t.w[PA], "a line\n");
+	th_put(t.w[PB], "b line\n");
+	ck_assert_int_eq(tlog_writer_fsync(t.w[PB], false), 0);
+	th_put(t.w[PC], "c line\n");
+	ck_assert_int_eq(tlog_writer_fsync(t.w[PC], false), 0);
+	ck_assert_int_eq(count_fds() - t.base, 2 * EV_MAX);
+	ck_assert(!t.paused);
+	th_put(t.w[PD], "d line\n");		/* over: a is evicted */
+	ck_assert(t.paused);
+	ck_assert_int_le(t.in_flight, 2 * EV_MAX);
+	ck_assert_uint_eq(t.taken, 1);
+	/* The sync is over: its descriptors are closed and uncounted. */
+	ck_assert_uint_eq(th_S->fdb.taken, 0);
+	ck_assert_int_le(count_fds() - t.base, 2 * EV_MAX);
+	for (i = 0; i < NP; i++) {
+		ck_assert_int_eq(tlog_writer_fsync(t.w[i], false), 0);
+		tlog_writer_close(t.w[i]);
+		tlog_partition_stats(t.p[i], &st);
+		ck_assert_uint_eq(st.end_offset, 1);
+		tlog_partition_put(t.p[i]);
+	}
+	ck_assert_uint_eq(th_S->fdb.taken, 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("fdbudget");
+
+	TH_CASE(s, eviction_in_flight_keeps_its_descriptors_counted);
+	return th_run(s);
+}
