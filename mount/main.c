@@ -623,6 +623,11 @@ main(int argc, char *argv[])
 	so.frame_cache = o.frame_cache;
 	/* With clone_fd every worker thread opens /dev/fuse again. */
 	so.fd_reserve = opts.clone_fd ? opts.max_threads + 1 : 1;
+	/* The threads that call into the store at once: the request
+	 * handlers and, unless read-only, the unlinker (notify.c), which
+	 * flushes, unlinks and compresses. */
+	so.workers = (opts.singlethread ? 1 : opts.max_threads) +
+	    (o.ro ? 0 : 1);
 #ifdef TLOG_TEST_HOOKS
 	/* Test builds only: a restart that looks like a reboot. */
 	if ((so.boot_id = getenv("TLOGFS_BOOT_ID")) != NULL &&

@@ -477,8 +477,13 @@ tlog_reaper_start(struct tlog_store *s)
 	if (r->running)
 		return 0;
 	r->stop = false;
-	if ((e = pthread_create(&r->th, NULL, reaper_main, r)) != 0)
+	/* Counted before it runs: its disk work's descriptors are never
+	 * the readers'. */
+	tlog_fdbudget_thread(&s->fdb, true);
+	if ((e = pthread_create(&r->th, NULL, reaper_main, r)) != 0) {
+		tlog_fdbudget_thread(&s->fdb, false);
 		return -e;
+	}
 	r->running = true;
 	return 0;
 }
@@ -493,6 +498,7 @@ reaper_join(struct tlog_reaper *r)
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->ctx->work_lock);
 	pthread_join(r->th, NULL);
+	tlog_fdbudget_thread(&r->s->fdb, false);
 	r->running = false;
 }
 

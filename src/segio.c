@@ -65,12 +65,28 @@ reading_cmp(struct tlog_reading *a, struct tlog_reading *b)
 
 RB_GENERATE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
 
+/*
+ * Readers get what the limit leaves after the segments' share (two
+ * descriptors each, those a sync took too), the front end's reserve,
+ * the store's own files (TLOG_FD_MARGIN) and what each thread that may
+ * do disk work at once holds for a moment (TLOG_FD_PER_THREAD); at
+ * least one. The work lock held, or the budget not yet shared.
+ */
+static void
+readers_share(struct tlog_fdbudget *b)
+{
+	size_t used = 2 * b->max + b->reserve + TLOG_FD_MARGIN +
+	    TLOG_FD_PER_THREAD * b->threads;
+
+	b->readers_max = b->limit == 0 ? SIZE_MAX :
+	    b->limit > used ? b->limit - used : 1;
+}
+
 void
 tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
-    size_t max, size_t reserve)
+    size_t max, size_t reserve, size_t workers)
 {
 	struct rlimit rl;
-	size_t used;
 	bool limited;
 
 	b->ctx = ctx;
@@ -91,13 +107,22 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
 		if (b->max < 16)
 			b->max = 16;
 	}
-	/* Readers get what the segments' share (two descriptors each), the
-	 * front end's reserve and a margin for the rest (the store's own
-	 * directories and files, directories being read, atomic writes)
-	 * leave; at least one. */
-	used = 2 * b->max + 32 + reserve;
-	b->readers_max = !limited ? SIZE_MAX : (size_t)rl.rlim_cur > used ?
-	    (size_t)rl.rlim_cur - used : 1;
+	b->limit = limited ? (size_t)rl.rlim_cur : 0;
+	b->reserve = reserve;
+	b->threads = workers > 0 ? workers : 1;
+	readers_share(b);
+}
+
+void
+tlog_fdbudget_thread(struct tlog_fdbudget *b, bool started)
+{
+	pthread_mutex_lock(&b->ctx->work_lock);
+	if (started)
+		b->threads++;
+	else
+		b->threads--;
+	readers_share(b);
+	pthread_mutex_unlock(&b->ctx->work_lock);
 }
 
 void

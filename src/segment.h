@@ -193,11 +193,17 @@ struct tlog_fdbudget {
 				 * line (atomic) */
 	/* Descriptors readers hold (tlog_segment_open), by segment, and
 	 * the most they may: what the limit leaves after the segments'
-	 * share and a margin, so appends always find descriptors. Under
-	 * lock. */
+	 * share and a margin (tlog_fdbudget_init), so appends always find
+	 * descriptors. Under lock. */
 	struct tlog_reading_tree reading;
 	size_t readers;
 	size_t readers_max;
+	/* What readers_max is made of: RLIMIT_NOFILE at the open (0: none),
+	 * the front end's reserve, the threads that may do disk work at
+	 * once. */
+	size_t limit;
+	size_t reserve;
+	size_t threads;
 	/* The frame cache lives here for the same reason: store-wide
 	 * state of the segment layer under the work lock. */
 	struct tlog_zcache zc;
@@ -277,9 +283,25 @@ int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
 /* Drops the unsynced list without writing (store teardown). */
 void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
 
-/* max 0: a quarter of RLIMIT_NOFILE (at least 16). */
+/*
+ * Descriptors one thread may hold for a moment beyond the segments'
+ * share while it does disk work: the two duplicates an fsync syncs
+ * through, or the victim of its eviction in flight, and a directory and
+ * an atomic write's temporary file (or a new segment's files until
+ * they are listed).
+ */
+#define TLOG_FD_PER_THREAD 4
+/* The store's own files (its directory, lock, events; the compressor's
+ * two) and directories being read. */
+#define TLOG_FD_MARGIN 32
+/* max 0: a quarter of RLIMIT_NOFILE (at least 16). reserve: the front
+ * end's own descriptors; workers: the threads outside the store that may
+ * call into it at once (0: one). */
 void tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
-    size_t max, size_t reserve);
+    size_t max, size_t reserve, size_t workers);
+/* A thread of the store's own that may do disk work started or
+ * stopped: the readers' share follows. */
+void tlog_fdbudget_thread(struct tlog_fdbudget *b, bool started);
 void tlog_fdbudget_destroy(struct tlog_fdbudget *b);
 
 /* A new segment (not yet linked anywhere), with its live part: one

@@ -341,7 +341,7 @@ store_alloc(const struct tlog_store_opts *opts)
 	pthread_rwlock_init(&s->tree.lock, NULL);
 	pthread_mutex_init(&s->admin_lock, NULL);
 	tlog_fdbudget_init(&s->fdb, &s->ctx, s->ctx.opts.max_open_segments,
-	    s->ctx.opts.fd_reserve);
+	    s->ctx.opts.fd_reserve, s->ctx.opts.workers);
 	tlog_queue_init(&s->q, &s->ctx);
 	penv_init(s);
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);

@@ -171,6 +171,11 @@ struct tlog_store_opts {
 	 * readers' (the FUSE front end: one per worker thread with
 	 * clone_fd): readers are never given them. */
 	size_t fd_reserve;
+	/* Threads outside the store that may call into it at once (the
+	 * front end's workers and its own threads); 0: one. Each may hold
+	 * a few descriptors for a moment while it does disk work, which
+	 * readers are never given either (doc/design.md). */
+	size_t workers;
 	/*
 	 * Test hook: called at the points named by enum tlog_hook, so a unit
 	 * test can force an interleaving (it may call the engine from the

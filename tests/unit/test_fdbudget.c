@@ -1,9 +1,13 @@
 /*
  * test_fdbudget.c - the open-file budget (segio.c): the descriptors of
  * segments stay within it while an eviction's sync holds its victims'
- * descriptors.
+ * descriptors, and readers get only what the limit leaves after the
+ * segments, the front end, the store's own files and the threads that
+ * do disk work at once.
  */
 #include "config.h"
+
+#include <sys/resource.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -114,11 +118,85 @@ START_TEST(eviction_in_flight_keeps_its_descriptors_counted)
 }
 END_TEST
 
+/* Opens readers of seg until refused (ENFILE), closes them; how many. */
+static int
+readers_fit(struct tlog_segment *seg)
+{
+	int fds[256], n = 0, fd, i;
+
+	while (n < 256 && (fd = tlog_segment_open(seg)) >= 0)
+		fds[n++] = fd;
+	ck_assert_int_eq(fd, -ENFILE);
+	for (i = 0; i < n; i++)
+		tlog_segment_close(seg, fds[i]);
+	return n;
+}
+
+/* A store opened under a limit of 200 descriptors with these options;
+ * how many readers fit (of t/0's active segment). */
+static int
+readers_under_200(size_t reserve, size_t workers, bool reaper)
+{
+	struct tlog_store_opts o;
+	struct tlog_writer *w;
+	struct tlog_segment *seg;
+	int n;
+
+	memset(&o, 0, sizeof(o));
+	o.fd_reserve = reserve;
+	o.workers = workers;
+	th_open_tp(&o);
+	w = tlog_writer_open(th_P);
+	th_put(w, "a record\n");
+	tlog_writer_close(w);
+	seg = tlog_segment_get_active(th_P);
+	ck_assert_ptr_nonnull(seg);
+	if (reaper)
+		ck_assert_int_eq(tlog_reaper_start(th_S), 0);
+	n = readers_fit(seg);
+	if (reaper) {
+		tlog_reaper_stop(th_S);
+		/* Its share is the readers' again. */
+		ck_assert_int_eq(readers_fit(seg), n + TLOG_FD_PER_THREAD);
+	}
+	tlog_segment_put(seg);
+	th_close();
+	return n;
+}
+
+/*
+ * Readers may hold what the limit leaves after the segments' share (a
+ * quarter of the limit, two descriptors each: 100 of 200), the front
+ * end's reserve, the store's own 32 and four for each thread that may
+ * do disk work at once: the front end's workers (at least the caller)
+ * and the store's reaper while it runs.
+ */
+START_TEST(readers_share_leaves_each_thread_its_descriptors)
+{
+	struct rlimit rl, low;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = 200;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	ck_assert_int_eq(readers_under_200(0, 0, false),
+	    200 - 100 - 32 - 4);
+	ck_assert_int_eq(readers_under_200(3, 11, false),
+	    200 - 100 - 3 - 32 - 4 * 11);
+	ck_assert_int_eq(readers_under_200(3, 11, true),
+	    200 - 100 - 3 - 32 - 4 * 12);
+	/* More than the limit leaves: one reader still. */
+	ck_assert_int_eq(readers_under_200(0, 40, false), 1);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+END_TEST
+
 int
 main(void)
 {
 	Suite *s = suite_create("fdbudget");
 
 	TH_CASE(s, eviction_in_flight_keeps_its_descriptors_counted);
+	TH_CASE(s, readers_share_leaves_each_thread_its_descriptors);
 	return th_run(s);
 }

@@ -1633,7 +1633,7 @@ START_TEST(readers_leave_descriptors_for_appends)
 
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	low = rl;
-	low.rlim_cur = 200;	/* segments 50 (100 descriptors), readers 68 */
+	low.rlim_cur = 200;	/* segments 50 (100 descriptors), readers 64 */
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
 	th_open_tp(NULL);
 	w = tlog_writer_open(th_P);
@@ -1644,7 +1644,7 @@ START_TEST(readers_leave_descriptors_for_appends)
 	while (n < 256 && (fd = tlog_segment_open(seg)) >= 0)
 		fds[n++] = fd;
 	ck_assert_int_eq(fd, -ENFILE);
-	ck_assert_int_eq(n, 68);
+	ck_assert_int_eq(n, 64);
 	ck_assert_ptr_nonnull(strstr(th_logbuf, "out of file descriptors"));
 	for (i = 0; i < 20; i++) {
 		char name[16];
@@ -1676,7 +1676,7 @@ START_TEST(readers_leave_descriptors_for_appends)
 		ck_assert_ptr_nonnull(seg);
 		while (n < 256 && (fd = tlog_segment_open(seg)) >= 0)
 			fds[n++] = fd;
-		ck_assert_int_eq(n, 48);
+		ck_assert_int_eq(n, 44);
 		while (n > 0)
 			tlog_segment_close(seg, fds[--n]);
 		tlog_segment_put(seg);
