@@ -171,15 +171,11 @@ evbuf_add_seal(struct tlog_evbuf *b, struct tlog_segment *seg,
     enum tlog_trigger why, int64_t now)
 {
 	struct tlog_event *e;
+	void *nv;
 
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4;
-		void *nv = reallocarray(b->ev, cap, sizeof(*b->ev));
-		if (nv == NULL)
-			return;		/* the event is lost, not the data */
-		b->ev = nv;
-		b->cap = cap;
-	}
+	if ((nv = tlog_grow(b->ev, &b->cap, b->n, sizeof(*e), 4)) == NULL)
+		return;		/* the event is lost, not the data */
+	b->ev = nv;
 	e = &b->ev[b->n++];
 	memset(e, 0, sizeof(*e));
 	e->kind = TLOG_EV_SEAL;

@@ -202,14 +202,11 @@ pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 
 	pthread_mutex_lock(&r->ctx->work_lock);
 	while ((top = tlog_heap_top(&r->heap)) != NULL && top->key <= now) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			void *nd = reallocarray(due, nc, sizeof(*due));
-			if (nd == NULL)
-				break;
-			due = nd;
-			cap = nc;
-		}
+		void *nd = tlog_grow(due, &cap, n, sizeof(*due), 16);
+
+		if (nd == NULL)
+			break;
+		due = nd;
 		p = part_of(top);
 		tlog_heap_remove(&r->heap, top);
 		p->sched.key = -1;

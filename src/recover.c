@@ -94,6 +94,7 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 	struct dirent *de;
 	size_t n = 0, cap = 0, i, k = 0;
 	uint64_t base;
+	void *nv;
 	int kind;
 
 	while ((de = readdir(d)) != NULL) {
@@ -130,16 +131,11 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			    where, nm);
 			continue;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			void *nv = reallocarray(v, nc, sizeof(*v));
-			if (nv == NULL) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = nc;
+		if ((nv = tlog_grow(v, &cap, n, sizeof(*v), 64)) == NULL) {
+			free(v);
+			return -ENOMEM;
 		}
+		v = nv;
 		v[n++] = (struct segfile){ base, kind };
 	}
 	if (n > 1)

@@ -44,14 +44,11 @@ struct entries {
 static int
 entries_push(struct entries *v, uint64_t rel, uint64_t pos, int64_t ts)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		void *ne = reallocarray(v->e, cap, sizeof(*v->e));
-		if (ne == NULL)
-			return -ENOMEM;
-		v->e = ne;
-		v->cap = cap;
-	}
+	void *ne;
+
+	if ((ne = tlog_grow(v->e, &v->cap, v->n, sizeof(*v->e), 64)) == NULL)
+		return -ENOMEM;
+	v->e = ne;
 	if (v->crc_from > v->n)
 		v->crc_from = v->n;
 	v->e[v->n++] = (struct tlog_idx_entry){ (uint32_t)rel, (uint32_t)pos,

@@ -208,6 +208,20 @@ tlog_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
+void *
+tlog_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t nc;
+	void *nv;
+
+	if (n < *cap)
+		return v;
+	nc = *cap ? *cap * 2 : first;
+	if ((nv = reallocarray(v, nc, size)) != NULL)
+		*cap = nc;
+	return nv;
+}
+
 int
 tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
     size_t len, bool sync)

@@ -88,14 +88,9 @@ tlog_zw_frame(struct tlog_zw *w, const void *src, size_t len)
 
 	if (len == 0 || len > TLOG_ZS_FRAME)
 		return -EINVAL;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-
-		if ((e = reallocarray(w->e, cap, sizeof(*e))) == NULL)
-			return -ENOMEM;
-		w->e = e;
-		w->cap = cap;
-	}
+	if ((e = tlog_grow(w->e, &w->cap, w->n, sizeof(*e), 64)) == NULL)
+		return -ENOMEM;
+	w->e = e;
 	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, len);
 	if (ZSTD_isError(z) || z < 4)
 		return -EIO;
