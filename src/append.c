@@ -418,6 +418,18 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	return 0;
 }
 
+/* The append path's back-pressure: flushes all of p's sealed segments
+ * (as its disk work), an error kept for the next fsync. */
+static void
+flush_sealed(struct tlog_partition *p)
+{
+	int err = 0;
+
+	tlog_segdir_io_begin(&p->sd);
+	tlog_segdir_flush(&p->sd, 0, true, &err);
+	tlog_segdir_io_end(&p->sd);
+}
+
 /*
  * Longer than the rest on purpose: one hold of the partition lock per
  * call, and a loop that decides, record by record, the roll (roll_check),
@@ -514,7 +526,7 @@ out:
 	/* Sealing faster than the flusher syncs: the writer waits for the
 	 * disk instead of holding ever more descriptors. */
 	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
-		tlog_part_flush(p, true);
+		flush_sealed(p);
 	*errp = r;
 	return pos;
 }
@@ -599,17 +611,4 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		__atomic_sub_fetch(&p->ctx->free_inflight, len,
 		    __ATOMIC_RELAXED);
 	return pos;
-}
-
-/* ---- durability: the append path's back-pressure ---- */
-
-/* The append path's back-pressure: flushes all of p's sealed segments. */
-void
-tlog_part_flush(struct tlog_partition *p, bool keep_err)
-{
-	int err = 0;
-
-	tlog_segdir_io_begin(&p->sd);
-	tlog_segdir_flush(&p->sd, 0, keep_err, &err);
-	tlog_segdir_io_end(&p->sd);
 }

@@ -198,7 +198,7 @@ tlog_writer_fsync(struct tlog_writer *w, bool datasync)
 {
 	int r = tlog_writer_flush(w);
 
-	return r != 0 ? r : tlog_part_fsync(w->part, datasync);
+	return r != 0 ? r : tlog_partition_fsync(w->part, datasync);
 }
 
 size_t
