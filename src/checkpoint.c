@@ -240,18 +240,18 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 	 * closed the store since): not this close's record. A periodic
 	 * one needs no mark: it names only segments whose files never
 	 * change again, each checked against its file (recover.c). */
-	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) && nonce == NULL &&
-	    !was_clean) {
+	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC)) {
 		/* A clean close's, after a crash: what that close left
 		 * behind, not news (every index is read, as ever). */
-		close(fd);
-		tlog_ckpt_free(c);
-		return NULL;
-	}
-	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) &&
-	    (nonce == NULL || tlog_get64(c->buf + 16) != *nonce)) {
-		why = "not written by the last clean close";
-		goto bad;
+		if (nonce == NULL && !was_clean) {
+			close(fd);
+			tlog_ckpt_free(c);
+			return NULL;
+		}
+		if (nonce == NULL || tlog_get64(c->buf + 16) != *nonce) {
+			why = "not written by the last clean close";
+			goto bad;
+		}
 	}
 	close(fd);
 	return c;
@@ -360,10 +360,6 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	const unsigned char *e = cp->ent + i * CKPT_ENT;
 	struct tlog_segment *seg;
 
-	/* A record takes a byte at least: anything else is not this
-	 * store's checkpoint, and the files say what the segment is. */
-	if (tlog_get64(e + 8) > tlog_get64(e + 16))
-		return NULL;
 	if ((seg = entry_segment(p, e, file)) == NULL)
 		return NULL;
 	seg->nidx = tlog_get32(e + 56);

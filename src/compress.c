@@ -221,7 +221,6 @@ zjob_step(struct tlog_zjob *j)
 			return zjob_drop(j, r, "compressing");
 	if (j->pos >= j->end)
 		st = zjob_finish(j);
-	j->ns += tlog_mono_ns() - t0;
 	TLOG_METRIC_ADD(j->seg->sd->ctx, z_ns, tlog_mono_ns() - t0);
 	return st;
 }

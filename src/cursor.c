@@ -345,7 +345,7 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 		return NULL;
 	}
 	/* The last line is the checksum of all before it. */
-	if (len == 0 || buf[len - 1] != '\n') {
+	if (buf[len - 1] != '\n') {
 		*why = "torn";
 		return NULL;
 	}

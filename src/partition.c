@@ -42,8 +42,6 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 	p->cursor_floor = UINT64_MAX;
 	p->born = tlog_ctx_now(p->ctx);
 	tlog_heap_node_init(&p->sched);
-	p->ncursors = 0;
-	p->cursor_floor = UINT64_MAX;
 	tlog_heap_node_init(&p->fheap);
 	return p;
 }
