@@ -135,17 +135,12 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	TLOG_HOOK(p->ctx, TLOG_HOOK_WRITE, p);
 	r = tlog_pwrite_all(seg->live->fd, buf + run->start, run->len,
 	    (off_t)seg->bytes);
-	if (r != 0) {
-		/* No partial record may stay. */
-		if (ftruncate(seg->live->fd, (off_t)seg->bytes) == -1)
-			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
-			    strerror(errno));
-		goto fail;
-	}
 	/* No record without its index entries: a record without newline is
 	 * found again only through the entry after it. */
-	if (run->nidx &&
-	    (r = tlog_seg_write_entries(seg, run->idx, run->nidx)) != 0) {
+	if (r == 0 && run->nidx)
+		r = tlog_seg_write_entries(seg, run->idx, run->nidx);
+	if (r != 0) {
+		/* No partial record may stay. */
 		if (ftruncate(seg->live->fd, (off_t)seg->bytes) == -1)
 			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
 			    strerror(errno));
