@@ -538,19 +538,16 @@ part_id_load(struct tlog_partition *p)
 	else if (r == -ESTALE)
 		why = "was made for another directory (a copy of another "
 		    "partition's?)";
+	if (r != 0 && why != NULL)
+		tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; %s", where,
+		    TLOG_PART_ID_FILE, why, p->ctx->ro ? "read-only: the "
+		    "partition has no identity" : "the partition gets a new "
+		    "identity");
 	if (r != 0 && p->ctx->ro) {
-		if (why != NULL)
-			tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; read-only: "
-			    "the partition has no identity", where,
-			    TLOG_PART_ID_FILE, why);
 		r = none(p);
 		goto out;
 	}
 	if (r != 0) {
-		if (why != NULL)
-			tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; the "
-			    "partition gets a new identity", where,
-			    TLOG_PART_ID_FILE, why);
 		tlog_id_new(id);
 		snprintf(buf, sizeof(buf), "%s %llu\n", id,
 		    (unsigned long long)st.st_ino);
