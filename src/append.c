@@ -135,17 +135,12 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	TLOG_HOOK(p->ctx, TLOG_HOOK_WRITE, p);
 	r = tlog_pwrite_all(seg->live->fd, buf + run->start, run->len,
 	    (off_t)seg->bytes);
-	if (r != 0) {
-		/* No partial record may stay. */
-		if (ftruncate(seg->live->fd, (off_t)seg->bytes) == -1)
-			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
-			    strerror(errno));
-		goto fail;
-	}
 	/* No record without its index entries: a record without newline is
 	 * found again only through the entry after it. */
-	if (run->nidx &&
-	    (r = tlog_seg_write_entries(seg, run->idx, run->nidx)) != 0) {
+	if (r == 0 && run->nidx)
+		r = tlog_seg_write_entries(seg, run->idx, run->nidx);
+	if (r != 0) {
+		/* No partial record may stay. */
 		if (ftruncate(seg->live->fd, (off_t)seg->bytes) == -1)
 			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
 			    strerror(errno));
@@ -418,6 +413,18 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	return 0;
 }
 
+/* The append path's back-pressure: flushes all of p's sealed segments
+ * (as its disk work), an error kept for the next fsync. */
+static void
+flush_sealed(struct tlog_partition *p)
+{
+	int err = 0;
+
+	tlog_segdir_io_begin(&p->sd);
+	tlog_segdir_flush(&p->sd, 0, true, &err);
+	tlog_segdir_io_end(&p->sd);
+}
+
 /*
  * Longer than the rest on purpose: one hold of the partition lock per
  * call, and a loop that decides, record by record, the roll (roll_check),
@@ -514,7 +521,7 @@ out:
 	/* Sealing faster than the flusher syncs: the writer waits for the
 	 * disk instead of holding ever more descriptors. */
 	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
-		tlog_part_flush(p, true);
+		flush_sealed(p);
 	*errp = r;
 	return pos;
 }
@@ -599,17 +606,4 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		__atomic_sub_fetch(&p->ctx->free_inflight, len,
 		    __ATOMIC_RELEASE);
 	return pos;
-}
-
-/* ---- durability: the append path's back-pressure ---- */
-
-/* The append path's back-pressure: flushes all of p's sealed segments. */
-void
-tlog_part_flush(struct tlog_partition *p, bool keep_err)
-{
-	int err = 0;
-
-	tlog_segdir_io_begin(&p->sd);
-	tlog_segdir_flush(&p->sd, 0, keep_err, &err);
-	tlog_segdir_io_end(&p->sd);
 }

@@ -240,18 +240,18 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 	 * closed the store since): not this close's record. A periodic
 	 * one needs no mark: it names only segments whose files never
 	 * change again, each checked against its file (recover.c). */
-	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) && nonce == NULL &&
-	    !was_clean) {
+	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC)) {
 		/* A clean close's, after a crash: what that close left
 		 * behind, not news (every index is read, as ever). */
-		close(fd);
-		tlog_ckpt_free(c);
-		return NULL;
-	}
-	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) &&
-	    (nonce == NULL || tlog_get64(c->buf + 16) != *nonce)) {
-		why = "not written by the last clean close";
-		goto bad;
+		if (nonce == NULL && !was_clean) {
+			close(fd);
+			tlog_ckpt_free(c);
+			return NULL;
+		}
+		if (nonce == NULL || tlog_get64(c->buf + 16) != *nonce) {
+			why = "not written by the last clean close";
+			goto bad;
+		}
 	}
 	close(fd);
 	return c;
@@ -297,8 +297,9 @@ tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
 	return true;
 }
 
-uint64_t
-tlog_ckpt_ctime(const struct stat *st)
+/* st's ctime in ns. */
+static uint64_t
+ckpt_ctime(const struct stat *st)
 {
 	return (uint64_t)st->st_ctim.tv_sec * 1000000000u +
 	    (uint64_t)st->st_ctim.tv_nsec;
@@ -308,7 +309,7 @@ bool
 tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st)
 {
 	return f->ino == (uint64_t)st->st_ino &&
-	    f->ctime == tlog_ckpt_ctime(st);
+	    f->ctime == ckpt_ctime(st);
 }
 
 uint64_t
@@ -350,7 +351,7 @@ entry_put(unsigned char *b, const struct tlog_segment *seg,
 	tlog_put64(b + 24, (uint64_t)seg->first_ts);
 	tlog_put64(b + 32, (uint64_t)seg->max_ts);
 	tlog_put64(b + 40, (uint64_t)st->st_ino);
-	tlog_put64(b + 48, tlog_ckpt_ctime(st));
+	tlog_put64(b + 48, ckpt_ctime(st));
 }
 
 struct tlog_segment *
@@ -360,10 +361,6 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	const unsigned char *e = cp->ent + i * CKPT_ENT;
 	struct tlog_segment *seg;
 
-	/* A record takes a byte at least: anything else is not this
-	 * store's checkpoint, and the files say what the segment is. */
-	if (tlog_get64(e + 8) > tlog_get64(e + 16))
-		return NULL;
 	if ((seg = entry_segment(p, e, file)) == NULL)
 		return NULL;
 	seg->nidx = tlog_get32(e + 56);
@@ -448,7 +445,7 @@ put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
 		return false;
 	entry_put(b, seg, &dst);
 	tlog_put64(b + 56, (uint64_t)ist.st_ino);
-	tlog_put64(b + 64, tlog_ckpt_ctime(&ist));
+	tlog_put64(b + 64, ckpt_ctime(&ist));
 	tlog_put32(b + 72, (uint32_t)seg->nidx);
 	tlog_put32(b + 76, 0);
 	return true;
@@ -485,7 +482,7 @@ sealed_file(unsigned char *b, int dfd)
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return false;
 	tlog_put64(b + 40, (uint64_t)st.st_ino);
-	tlog_put64(b + 48, tlog_ckpt_ctime(&st));
+	tlog_put64(b + 48, ckpt_ctime(&st));
 	return true;
 }
 
@@ -522,7 +519,7 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	b[1] = (unsigned char)(len >> 8);
 	memcpy(b + 2, where, len);
 	tlog_put64(b + 2 + len, (uint64_t)st.st_ino);
-	tlog_put64(b + 2 + len + 8, tlog_ckpt_ctime(&st));
+	tlog_put64(b + 2 + len + 8, ckpt_ctime(&st));
 	ents = o->len;
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {

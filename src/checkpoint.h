@@ -51,8 +51,7 @@ struct tlog_ckpt_part {
 	struct tlog_ckpt_file dir;	/* its directory */
 };
 
-/* st's ctime in ns; whether st is the file f names. */
-uint64_t tlog_ckpt_ctime(const struct stat *st);
+/* Whether st is the file f names (inode number, ctime). */
 bool tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st);
 
 /* Reads the checkpoint in the store directory storefd: a periodic one,

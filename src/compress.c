@@ -50,13 +50,6 @@ tlog_part_zqueue(struct tlog_partition *p, struct tlog_segment *seg)
 
 enum step { STEP_MORE, STEP_DONE, STEP_LATER };
 
-static void
-zname(const struct tlog_segment *seg, const char *ext, char *buf,
-    size_t len)
-{
-	tlog_segname_format(seg->base, ext, buf, len);
-}
-
 /* Drops what a job wrote; its segment stays as it was. */
 static enum step
 zjob_drop(struct tlog_zjob *j, int r, const char *what)
@@ -70,7 +63,8 @@ zjob_drop(struct tlog_zjob *j, int r, const char *what)
 		    "%s); it stays as it is", where, what, strerror(-r));
 	}
 	if (j->out != -1) {
-		zname(seg, ".log.zst.tmp", name, sizeof(name));
+		tlog_segname_format(seg->base, ".log.zst.tmp", name,
+		    sizeof(name));
 		tlog_level_unlinkat(seg->sd->lv, name);
 	}
 	return STEP_DONE;
@@ -94,20 +88,20 @@ zjob_start(struct tlog_zjob *j)
 		return STEP_DONE;
 	if (pending)
 		return STEP_LATER;	/* the flusher writes its footer first */
-	zname(seg, ".idx", name, sizeof(name));
+	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	if ((fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0)
 		return zjob_drop(j, fd, "its index");
 	r = fdatasync(fd) == -1 ? -errno : 0;
 	close(fd);
 	if (r != 0)
 		return zjob_drop(j, r, "syncing its index");
-	zname(seg, ".log", name, sizeof(name));
+	tlog_segname_format(seg->base, ".log", name, sizeof(name));
 	if ((j->in = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0) {
 		r = j->in;
 		j->in = -1;
 		return zjob_drop(j, r, "its data");
 	}
-	zname(seg, ".log.zst.tmp", name, sizeof(name));
+	tlog_segname_format(seg->base, ".log.zst.tmp", name, sizeof(name));
 	/* A leftover of a stopped job is written over. */
 	tlog_level_unlinkat(seg->sd->lv, name);
 	if ((j->out = tlog_level_openat(seg->sd->lv, name, O_WRONLY |
@@ -143,8 +137,8 @@ zjob_finish(struct tlog_zjob *j)
 		return zjob_drop(j, -EFBIG, "its size");
 	if (fsync(j->out) == -1)
 		return zjob_drop(j, -errno, "syncing it");
-	zname(seg, ".log.zst.tmp", tmp, sizeof(tmp));
-	zname(seg, ".log.zst", name, sizeof(name));
+	tlog_segname_format(seg->base, ".log.zst.tmp", tmp, sizeof(tmp));
+	tlog_segname_format(seg->base, ".log.zst", name, sizeof(name));
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		return zjob_drop(j, dfd, "its directory");
 	TLOG_HOOK(ctx, TLOG_HOOK_COMPRESS, p);
@@ -185,7 +179,7 @@ zjob_finish(struct tlog_zjob *j)
 		return STEP_DONE;
 	}
 	TLOG_HOOK(ctx, TLOG_HOOK_COMPRESS_DONE, p);
-	zname(seg, ".log", tmp, sizeof(tmp));
+	tlog_segname_format(seg->base, ".log", tmp, sizeof(tmp));
 	/* Counted freed before the unlink (ctx.h, free_unlinked). */
 	__atomic_add_fetch(&ctx->free_unlinked, seg->bytes, __ATOMIC_RELAXED);
 	if (unlinkat(dfd, tmp, 0) == -1 && errno != ENOENT) {
@@ -228,7 +222,6 @@ zjob_step(struct tlog_zjob *j)
 			return zjob_drop(j, r, "compressing");
 	if (j->pos >= j->end)
 		st = zjob_finish(j);
-	j->ns += tlog_mono_ns() - t0;
 	TLOG_METRIC_ADD(j->seg->sd->ctx, z_ns, tlog_mono_ns() - t0);
 	return st;
 }

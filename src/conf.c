@@ -188,37 +188,23 @@ is_blank(char c)
 static void
 quote_value(const char *s, size_t len, char *buf, size_t blen)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0;
+	size_t i, o = 0, n;
 	unsigned char c;
+	char esc[5];
 
 	if (blen == 0)
 		return;
 	for (i = 0; i < len && i < VALUE_SHOW; i++) {
-		char esc[5];
-		size_t n;
-
 		c = (unsigned char)s[i];
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			n = 2;
-		} else if (c == '\n') {
-			memcpy(esc, "\\n", 2);
-			n = 2;
-		} else if (c == '\t') {
-			memcpy(esc, "\\t", 2);
-			n = 2;
-		} else if (c < 0x20 || c >= 0x7f) {
-			esc[0] = '\\';
-			esc[1] = 'x';
-			esc[2] = hex[c >> 4];
-			esc[3] = hex[c & 0xf];
-			n = 4;
-		} else {
-			esc[0] = (char)c;
-			n = 1;
-		}
+		if (c == '"' || c == '\\')
+			n = (size_t)snprintf(esc, sizeof(esc), "\\%c", c);
+		else if (c == '\n' || c == '\t')
+			n = (size_t)snprintf(esc, sizeof(esc), "\\%c",
+			    c == '\n' ? 'n' : 't');
+		else if (c < 0x20 || c >= 0x7f)
+			n = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", c);
+		else
+			n = (size_t)snprintf(esc, sizeof(esc), "%c", c);
 		if (o + n + 1 > blen)
 			break;
 		memcpy(buf + o, esc, n);
@@ -245,14 +231,9 @@ range_text(enum tlog_key k, int64_t lim, char *buf, size_t blen)
 		snprintf(buf, blen, "%s or %s", ki->names[0], ki->names[1]);
 		return;
 	}
-	if (ki->unit == UNIT_NONE && ki->max == ki->min + 1) {
-		snprintf(buf, blen, "%" PRId64 " or %" PRId64, ki->min,
-		    ki->max);
-		return;
-	}
 	if (ki->unit == UNIT_NONE) {
-		snprintf(buf, blen, "%" PRId64 " .. %" PRId64, ki->min,
-		    ki->max);
+		snprintf(buf, blen, "%" PRId64 "%s%" PRId64, ki->min,
+		    ki->max == ki->min + 1 ? " or " : " .. ", ki->max);
 		return;
 	}
 	if (ki->unit == UNIT_TIME) {
@@ -284,8 +265,8 @@ range_text(enum tlog_key k, int64_t lim, char *buf, size_t blen)
 		    m1, ki->min, hi, units);
 }
 
-static void
-bad_value(enum tlog_key k, const char *s, size_t len, int64_t lim,
+void
+tlog_key_bad_value(enum tlog_key k, const char *s, size_t len, int64_t lim,
     char *err, size_t errlen)
 {
 	char q[QUOTED_MAX], range[192];
@@ -392,7 +373,7 @@ tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
 		len = 0;
 	if (!parse_syntax(k, s, len, &v) || (v != -1 && !TLOG_PCT_IS(v) &&
 	    (v < keys[k].min || v > keys[k].max))) {
-		bad_value(k, s, len, -1, err, errlen);
+		tlog_key_bad_value(k, s, len, -1, err, errlen);
 		return -EINVAL;
 	}
 	*out = v;
@@ -556,13 +537,6 @@ int
 tlog_key_upper(enum tlog_key k)
 {
 	return valid_key((int)k) ? keys[k].upper_key : -1;
-}
-
-void
-tlog_key_bad_value(enum tlog_key k, const char *s, size_t len, int64_t lim,
-    char *err, size_t errlen)
-{
-	bad_value(k, s, len, lim, err, errlen);
 }
 
 void

@@ -33,8 +33,9 @@
 #define CURSORS_BAD ".cursors.bad"
 #define CURSORS_MAX_FILE (16 << 20)	/* a larger file is damaged */
 
-bool
-tlog_cursor_name_ok(const char *name)
+/* Whether name is a valid cursor name (1-64 of [A-Za-z0-9._-]). */
+static bool
+name_ok(const char *name)
 {
 	size_t i;
 
@@ -200,7 +201,7 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 	if (p->ctx->ro)
 		return -EROFS;
 	tlog_level_where(&p->lv, where, sizeof(where));
-	if (!tlog_cursor_name_ok(name)) {
+	if (!name_ok(name)) {
 		printable(name, strlen(name), shown, sizeof(shown));
 		tlog_ctx_log(p->ctx, LOG_WARNING, "%s: cursor name \"%s\" "
 		    "refused: 1-%d bytes of A-Za-z0-9._- accepted", where,
@@ -345,7 +346,7 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 		return NULL;
 	}
 	/* The last line is the checksum of all before it. */
-	if (len == 0 || buf[len - 1] != '\n') {
+	if (buf[len - 1] != '\n') {
 		*why = "torn";
 		return NULL;
 	}
@@ -375,7 +376,7 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 			return NULL;
 		}
 		*sp = '\0';
-		if (!tlog_cursor_name_ok(line) ||
+		if (!name_ok(line) ||
 		    !tlog_parse_offset(sp + 1, strlen(sp + 1), &v[n].offset) ||
 		    v[n].offset > TLOG_CURSOR_OFFSET_MAX) {
 			*why = "bad line";
@@ -538,19 +539,16 @@ part_id_load(struct tlog_partition *p)
 	else if (r == -ESTALE)
 		why = "was made for another directory (a copy of another "
 		    "partition's?)";
+	if (r != 0 && why != NULL)
+		tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; %s", where,
+		    TLOG_PART_ID_FILE, why, p->ctx->ro ? "read-only: the "
+		    "partition has no identity" : "the partition gets a new "
+		    "identity");
 	if (r != 0 && p->ctx->ro) {
-		if (why != NULL)
-			tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; read-only: "
-			    "the partition has no identity", where,
-			    TLOG_PART_ID_FILE, why);
 		r = none(p);
 		goto out;
 	}
 	if (r != 0) {
-		if (why != NULL)
-			tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; the "
-			    "partition gets a new identity", where,
-			    TLOG_PART_ID_FILE, why);
 		tlog_id_new(id);
 		snprintf(buf, sizeof(buf), "%s %llu\n", id,
 		    (unsigned long long)st.st_ino);

@@ -15,8 +15,6 @@
 #define TLOG_CURSORS_FILE ".cursors"
 #define TLOG_PART_ID_FILE ".id"	/* the partition's identity */
 
-/* Whether name is a valid cursor name (1-64 of [A-Za-z0-9._-]). */
-bool tlog_cursor_name_ok(const char *name);
 /*
  * Loads p's cursors from its directory dfd at open (before any other
  * thread sees p). A damaged file is logged once and kept aside as

@@ -60,7 +60,7 @@ tlog_flush_pending(struct tlog_queue *q, int max)
  * returned here, once.
  */
 int
-tlog_part_fsync(struct tlog_partition *p, bool datasync)
+tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 {
 	struct tlog_segment *seg;
 	struct tlog_seg_io io;
@@ -131,12 +131,6 @@ tlog_part_fsync(struct tlog_partition *p, bool datasync)
 	return r;
 }
 
-int
-tlog_partition_fsync(struct tlog_partition *p, bool datasync)
-{
-	return tlog_part_fsync(p, datasync);
-}
-
 /* Makes everything durable (as fsync) and closes the files (clean
  * shutdown); 0 or the first error. */
 int
@@ -145,7 +139,7 @@ tlog_part_close(struct tlog_partition *p)
 	struct tlog_segment *seg;
 	int r;
 
-	if ((r = tlog_part_fsync(p, true)) != 0)
+	if ((r = tlog_partition_fsync(p, true)) != 0)
 		tlog_ctx_log(p->ctx, LOG_ERR, "cannot make a partition durable "
 		    "at close: %s", strerror(-r));
 	pthread_mutex_lock(&p->sd.lock);

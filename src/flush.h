@@ -13,8 +13,6 @@
 /* Footers of up to max (max <= 0: all) sealed segments of the queued
  * partitions, oldest first; returns how many. */
 int tlog_flush_pending(struct tlog_queue *q, int max);
-/* fsync(2) of any file of p (tlog_partition_fsync). */
-int tlog_part_fsync(struct tlog_partition *p, bool datasync);
 /* A clean close's part: durable as fsync, then the files closed. */
 int tlog_part_close(struct tlog_partition *p);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "heap.h"
+#include "util.h"
 
 void
 tlog_heap_init(struct tlog_heap *h)
@@ -72,14 +73,11 @@ sift_down(struct tlog_heap *h, size_t i)
 int
 tlog_heap_insert(struct tlog_heap *h, struct tlog_heap_node *x)
 {
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? h->cap * 2 : 64;
-		void *nv = reallocarray(h->v, cap, sizeof(*h->v));
-		if (nv == NULL)
-			return -ENOMEM;
-		h->v = nv;
-		h->cap = cap;
-	}
+	void *nv;
+
+	if ((nv = tlog_grow(h->v, &h->cap, h->n, sizeof(*h->v), 64)) == NULL)
+		return -ENOMEM;
+	h->v = nv;
 	set(h, h->n++, x);
 	sift_up(h, x->idx);
 	return 0;

@@ -268,11 +268,12 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 	unsigned mode, uid, gid;
 	struct stat st;
 	char buf[64], end;
-	bool have;
+	bool have, nosup;
 	ssize_t n;
 	int r;
 
 	n = fgetxattr(fd, TLOG_ATTR_XATTR, buf, sizeof(buf) - 1);
+	nosup = n == -1 && errno == EOPNOTSUPP;
 	if (n >= 0) {
 		buf[n] = '\0';
 		/* (uid_t)-1 means "unchanged" to chown: never an owner. */
@@ -290,17 +291,12 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		tlog_ctx_log(ctx, LOG_WARNING, "%s: " TLOG_ATTR_XATTR " is "
 		    "not \"MODE UID GID\"; it takes its directory's", where);
 	}
-	if (n == -1 && errno == EOPNOTSUPP) {
-		if (fstat(fd, &st) == -1)
-			return -errno;
-		lv->mode = st.st_mode & 07777;
-		lv->owner = tlog_owner(st.st_uid, st.st_gid);
-		return -ENOTSUP;
-	}
 	if (fstat(fd, &st) == -1)
 		return -errno;
 	lv->mode = st.st_mode & 07777;
 	lv->owner = tlog_owner(st.st_uid, st.st_gid);
+	if (nosup)
+		return -ENOTSUP;
 	if (ctx->ro) {
 		if (!unsafe_dir(&st))
 			return 0;

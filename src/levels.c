@@ -154,12 +154,9 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	if (k == TLOG_RETENTION_KEEP_FREE && (t != NULL || p != NULL)) {
 		snprintf(msg, sizeof(msg), "%s: set on the mount root only",
 		    key);
-		set_err(err, errlen, msg);
-		tlog_level_where(lv, where, sizeof(where));
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
-		return -EINVAL;
-	}
-	r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
+		r = -EINVAL;
+	} else
+		r = tlog_key_parse(k, value, len, &v, msg, sizeof(msg));
 	/* A floor of bytes the file system does not have would delete
 	 * every record at once (16G typed for 16M): refused. */
 	if (r == 0 && k == TLOG_RETENTION_KEEP_FREE && v >= 0 &&
@@ -281,14 +278,20 @@ tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
  * A topic's or partition's new mode and owner (mode, uid or gid -1:
  * unchanged): saved in its directory's extended attribute and synced
  * before they apply; the directory itself stays 0700 and the daemon's.
+ * The store's own (t and p NULL): tlog_store_root_attr.
  */
 static int
-level_attr(struct tlog_store *s, struct tlog_level *lv, mode_t mode,
-    uid_t uid, gid_t gid)
+level_attr(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, mode_t mode, uid_t uid, gid_t gid)
 {
+	struct tlog_level *lv = level_of(s, t, p);
 	uint64_t owner;
 	int fd, r = 0;
 
+	if (s->ctx.ro)
+		return -EROFS;
+	if (t == NULL && p == NULL)
+		return tlog_store_root_attr(s, mode, uid, gid);
 	if ((fd = tlog_level_dir(lv)) < 0)
 		return fd;
 	if (__atomic_load_n(&s->ctx.attr_on_dir, __ATOMIC_RELAXED)) {
@@ -323,35 +326,26 @@ int
 tlog_level_chmod(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, mode_t mode)
 {
-	if (s->ctx.ro)
-		return -EROFS;
-	if (t == NULL && p == NULL)
-		return tlog_store_root_attr(s, mode, (uid_t)-1, (gid_t)-1);
-	return level_attr(s, level_of(s, t, p), mode, (uid_t)-1, (gid_t)-1);
+	return level_attr(s, t, p, mode, (uid_t)-1, (gid_t)-1);
 }
 
 int
 tlog_level_chown(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, uid_t uid, gid_t gid)
 {
-	if (s->ctx.ro)
-		return -EROFS;
-	if (t == NULL && p == NULL)
-		return tlog_store_root_attr(s, (mode_t)-1, uid, gid);
-	return level_attr(s, level_of(s, t, p), (mode_t)-1, uid, gid);
+	return level_attr(s, t, p, (mode_t)-1, uid, gid);
 }
 
 int
 tlog_level_fsync(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p)
 {
-	int fd, r = 0;
+	int fd, r;
 
 	if ((fd = tlog_level_dir(level_of(s, t, p))) < 0)
 		return fd;
 	/* No lock held while the disk works. */
-	if (fsync(fd) == -1 && errno != EINVAL)
-		r = -errno;
+	r = tlog_fsync_dir(fd, ".");
 	close(fd);
 	return r;
 }

@@ -42,8 +42,6 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 	p->cursor_floor = UINT64_MAX;
 	p->born = tlog_ctx_now(p->ctx);
 	tlog_heap_node_init(&p->sched);
-	p->ncursors = 0;
-	p->cursor_floor = UINT64_MAX;
 	tlog_heap_node_init(&p->fheap);
 	return p;
 }
@@ -171,15 +169,11 @@ evbuf_add_seal(struct tlog_evbuf *b, struct tlog_segment *seg,
     enum tlog_trigger why, int64_t now)
 {
 	struct tlog_event *e;
+	void *nv;
 
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4;
-		void *nv = reallocarray(b->ev, cap, sizeof(*b->ev));
-		if (nv == NULL)
-			return;		/* the event is lost, not the data */
-		b->ev = nv;
-		b->cap = cap;
-	}
+	if ((nv = tlog_grow(b->ev, &b->cap, b->n, sizeof(*e), 4)) == NULL)
+		return;		/* the event is lost, not the data */
+	b->ev = nv;
 	e = &b->ev[b->n++];
 	memset(e, 0, sizeof(*e));
 	e->kind = TLOG_EV_SEAL;

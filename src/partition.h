@@ -203,8 +203,6 @@ void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
  */
 size_t tlog_part_append(struct tlog_partition *p, const char *buf,
     size_t len, bool tail_is_record, int *errp);
-/* Flushes all of p's sealed segments (as its disk work). */
-void tlog_part_flush(struct tlog_partition *p, bool keep_err);
 
 /* The scheduler's calls for p, if one is attached. */
 void tlog_part_sched_earlier(struct tlog_partition *p, int64_t due);

@@ -15,13 +15,8 @@ tlog_queue_init(struct tlog_queue *q, struct tlog_ctx *ctx)
 	q->ctx = ctx;
 	tlog_cond_init_mono(&q->cond);
 	TAILQ_INIT(&q->unlinkq);
-	q->nunlink = 0;
 	TAILQ_INIT(&q->flushq);
-	q->nflush = 0;
 	TAILQ_INIT(&q->zq);
-	q->nz = 0;
-	q->zbacklog = 0;
-	q->wakeup = false;
 }
 
 void

@@ -29,8 +29,6 @@ struct tlog_zjob {
 	bool started;
 	int in, out;			/* BASE.log; BASE.log.zst.tmp */
 	uint64_t pos, end;		/* plain bytes compressed, in all */
-	int64_t t0;			/* CLOCK_MONOTONIC ns at its start */
-	uint64_t ns;			/* time spent on it so far */
 	struct tlog_zw w;
 	void *buf;
 };
@@ -50,6 +48,7 @@ struct tlog_queue {
 	bool wakeup;
 };
 
+/* q is zeroed (calloc'd with its store): the counts start at 0. */
 void tlog_queue_init(struct tlog_queue *q, struct tlog_ctx *ctx);
 /* Releases what is left: queued segments are simply dropped; their files
  * are found again (and kept) at the next open. */

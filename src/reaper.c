@@ -102,13 +102,6 @@ reaper_sched_earlier(void *arg, struct tlog_partition *p, int64_t due)
 	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
-static void
-reaper_earlier(void *arg, struct tlog_partition *p, int64_t due)
-{
-	reaper_sched_earlier(arg, p, due);
-	tlog_free_sealed(arg, p);
-}
-
 /*
  * The due time is computed and applied under the partition's lock: an
  * append that creates a segment (and schedules the partition) in between
@@ -155,7 +148,8 @@ reaper_sched(void *arg, struct tlog_partition *p, enum tlog_sched_why why,
 {
 	switch (why) {
 	case TLOG_SCHED_EARLIER:
-		reaper_earlier(arg, p, due);
+		reaper_sched_earlier(arg, p, due);
+		tlog_free_sealed(arg, p);
 		break;
 	case TLOG_SCHED_SEALED:
 		tlog_free_sealed(arg, p);
@@ -202,14 +196,11 @@ pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 
 	pthread_mutex_lock(&r->ctx->work_lock);
 	while ((top = tlog_heap_top(&r->heap)) != NULL && top->key <= now) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			void *nd = reallocarray(due, nc, sizeof(*due));
-			if (nd == NULL)
-				break;
-			due = nd;
-			cap = nc;
-		}
+		void *nd = tlog_grow(due, &cap, n, sizeof(*due), 16);
+
+		if (nd == NULL)
+			break;
+		due = nd;
 		p = part_of(top);
 		tlog_heap_remove(&r->heap, top);
 		p->sched.key = -1;
@@ -331,26 +322,16 @@ tlog_reaper_scheduled(struct tlog_store *s)
 	return n;
 }
 
+/* The n segments (and their bytes) one rule removed in a wake-up that
+ * started at t0, if any: "reaper: n <pre>segments (bytes) <how> from..." */
 static void
-log_cycle(struct tlog_reaper *r, const struct tlog_reap_stats *st,
-    uint64_t t0)
+log_cycle(struct tlog_reaper *r, uint64_t n, uint64_t bytes,
+    const char *pre, const char *how, uint64_t visited, uint64_t t0)
 {
-	if (st->expired > 0)
-		tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %" PRIu64 " segments "
-		    "(%" PRIu64 " bytes) expired from %" PRIu64
-		    " due partitions in %.3f ms", st->expired, st->bytes,
-		    st->visited, (double)(tlog_mono_ns() - t0) / 1e6);
-	if (st->sized > 0)
-		tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %" PRIu64 " segments "
-		    "(%" PRIu64 " bytes) over retention.bytes removed "
-		    "from %" PRIu64 " due partitions in %.3f ms",
-		    st->sized, st->sized_bytes, st->visited,
-		    (double)(tlog_mono_ns() - t0) / 1e6);
-	if (st->consumed > 0)
-		tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %" PRIu64 " consumed "
-		    "segments (%" PRIu64 " bytes) removed from %" PRIu64
-		    " due partitions in %.3f ms", st->consumed,
-		    st->consumed_bytes, st->visited,
+	if (n > 0)
+		tlog_ctx_log(r->ctx, LOG_INFO, "reaper: %" PRIu64 " %ssegments "
+		    "(%" PRIu64 " bytes) %s from %" PRIu64 " due partitions in "
+		    "%.3f ms", n, pre, bytes, how, visited,
 		    (double)(tlog_mono_ns() - t0) / 1e6);
 }
 
@@ -428,7 +409,12 @@ reaper_main(void *arg)
 		pthread_mutex_unlock(&r->ctx->work_lock);
 		t0 = tlog_mono_ns();
 		tlog_reaper_cycle(r->s, &st);
-		log_cycle(r, &st, t0);
+		log_cycle(r, st.expired, st.bytes, "", "expired", st.visited,
+		    t0);
+		log_cycle(r, st.sized, st.sized_bytes, "",
+		    "over retention.bytes removed", st.visited, t0);
+		log_cycle(r, st.consumed, st.consumed_bytes, "consumed ",
+		    "removed", st.visited, t0);
 		tlog_store_wakeup(r->s);	/* the unlinker has work */
 		pthread_mutex_lock(&r->ctx->work_lock);
 	}
@@ -513,11 +499,14 @@ tlog_reaper_stop(struct tlog_store *s)
 
 /* The thread is stopped, the store forgets the reaper, and the heap's
  * references go. */
-static void
-reaper_detach(struct tlog_reaper *r)
+void
+tlog_reaper_detach(struct tlog_store *s)
 {
+	struct tlog_reaper *r = reaper_of(s);
 	struct tlog_heap_node *top;
 
+	if (r == NULL)
+		return;
 	reaper_join(r);
 	tlog_store_set_sched(r->s, NULL, NULL);
 	while ((top = tlog_heap_top(&r->heap)) != NULL) {
@@ -534,13 +523,4 @@ reaper_detach(struct tlog_reaper *r)
 	tlog_heap_destroy(&r->fheap);
 	pthread_cond_destroy(&r->cond);
 	free(r);
-}
-
-void
-tlog_reaper_detach(struct tlog_store *s)
-{
-	struct tlog_reaper *r = reaper_of(s);
-
-	if (r != NULL)
-		reaper_detach(r);
 }

@@ -50,21 +50,14 @@ read_next_offset(struct tlog_partition *p, int dfd, const char *where)
 		p->next_offset = v;
 }
 
-/* One directory entry that names a segment file: its index (0), data
- * (1) or compressed data (2). */
-struct segfile {
-	uint64_t base;
-	int kind;
-};
-
 static int
-segfile_cmp(const void *a, const void *b)
+found_cmp(const void *a, const void *b)
 {
-	const struct segfile *x = a, *y = b;
+	const struct found *x = a, *y = b;
 
 	if (x->base != y->base)
 		return x->base < y->base ? -1 : 1;
-	return x->kind - y->kind;
+	return 0;
 }
 
 /* A regular file (never through a symlink); d_type when it is known. */
@@ -89,12 +82,10 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
     struct found **out, size_t *nout, bool *dirty)
 {
 	struct tlog_ctx *ctx = p->ctx;
-	struct segfile *v = NULL;
-	struct found *f;
+	struct found *v = NULL, e;
 	struct dirent *de;
 	size_t n = 0, cap = 0, i, k = 0;
-	uint64_t base;
-	int kind;
+	void *nv;
 
 	while ((de = readdir(d)) != NULL) {
 		const char *nm = de->d_name;
@@ -119,48 +110,38 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 			*dirty = true;
 			continue;
 		}
-		if (tlog_segname_parse(nm, ".log", &base))
-			kind = 1;
-		else if (tlog_segname_parse(nm, ".idx", &base))
-			kind = 0;
-		else if (tlog_segname_parse(nm, ".log.zst", &base))
-			kind = 2;
+		/* One entry per file, with the flag of its kind. */
+		e = (struct found){ 0, false, false, false };
+		if (tlog_segname_parse(nm, ".log", &e.base))
+			e.log = true;
+		else if (tlog_segname_parse(nm, ".idx", &e.base))
+			e.idx = true;
+		else if (tlog_segname_parse(nm, ".log.zst", &e.base))
+			e.zst = true;
 		else {
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: stray file ignored",
 			    where, nm);
 			continue;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			void *nv = reallocarray(v, nc, sizeof(*v));
-			if (nv == NULL) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = nc;
+		if ((nv = tlog_grow(v, &cap, n, sizeof(*v), 64)) == NULL) {
+			free(v);
+			return -ENOMEM;
 		}
-		v[n++] = (struct segfile){ base, kind };
+		v = nv;
+		v[n++] = e;
 	}
 	if (n > 1)
-		qsort(v, n, sizeof(*v), segfile_cmp);
-	if ((f = reallocarray(NULL, n ? n : 1, sizeof(*f))) == NULL) {
-		free(v);
-		return -ENOMEM;
-	}
+		qsort(v, n, sizeof(*v), found_cmp);
+	/* Then one per segment, in place: the flags of its files merged. */
 	for (i = 0; i < n; i++) {
-		if (k == 0 || f[k - 1].base != v[i].base)
-			f[k++] = (struct found){ v[i].base, false, false,
-			    false };
-		if (v[i].kind == 1)
-			f[k - 1].log = true;
-		else if (v[i].kind == 2)
-			f[k - 1].zst = true;
-		else
-			f[k - 1].idx = true;
+		if (k > 0 && v[k - 1].base == v[i].base) {
+			v[k - 1].log |= v[i].log;
+			v[k - 1].idx |= v[i].idx;
+			v[k - 1].zst |= v[i].zst;
+		} else
+			v[k++] = v[i];
 	}
-	free(v);
-	*out = f;
+	*out = v;
 	*nout = k;
 	return 0;
 }

@@ -655,14 +655,11 @@ static int
 dirent_push(struct tlog_dirent **a, size_t *n, size_t *cap, const char *name,
     uint64_t ino)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		void *na = reallocarray(*a, nc, sizeof(**a));
-		if (na == NULL)
-			return -ENOMEM;
-		*a = na;
-		*cap = nc;
-	}
+	void *na;
+
+	if ((na = tlog_grow(*a, cap, *n, sizeof(**a), 16)) == NULL)
+		return -ENOMEM;
+	*a = na;
 	strlcpy((*a)[*n].name, name, sizeof((*a)[*n].name));
 	(*a)[*n].ino = ino;
 	(*n)++;
@@ -717,16 +714,13 @@ tlog_reg_partitions(struct tlog_registry *reg, struct tlog_partition ***out,
 	pthread_rwlock_rdlock(&reg->root->tree->lock);
 	RB_FOREACH(t, tlog_topic_tree, &reg->topics) {
 		RB_FOREACH(p, tlog_part_tree, &t->parts) {
-			if (*n == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				void *nv = reallocarray(v, nc, sizeof(*v));
-				if (nv == NULL) {
-					r = -ENOMEM;
-					goto out;
-				}
-				v = nv;
-				cap = nc;
+			void *nv = tlog_grow(v, &cap, *n, sizeof(*v), 256);
+
+			if (nv == NULL) {
+				r = -ENOMEM;
+				goto out;
 			}
+			v = nv;
 			tlog_part_ref(p);
 			v[(*n)++] = p;
 		}

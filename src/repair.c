@@ -44,14 +44,11 @@ struct entries {
 static int
 entries_push(struct entries *v, uint64_t rel, uint64_t pos, int64_t ts)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		void *ne = reallocarray(v->e, cap, sizeof(*v->e));
-		if (ne == NULL)
-			return -ENOMEM;
-		v->e = ne;
-		v->cap = cap;
-	}
+	void *ne;
+
+	if ((ne = tlog_grow(v->e, &v->cap, v->n, sizeof(*v->e), 64)) == NULL)
+		return -ENOMEM;
+	v->e = ne;
 	if (v->crc_from > v->n)
 		v->crc_from = v->n;
 	v->e[v->n++] = (struct tlog_idx_entry){ (uint32_t)rel, (uint32_t)pos,
@@ -193,6 +190,17 @@ scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
 	return 0;
 }
 
+/* The segment's index holds v's entries; appends index on from its last. */
+static void
+took_entries(struct tlog_segment *seg, const struct entries *v)
+{
+	seg->nidx = (uint32_t)v->n;
+	if (v->n) {
+		seg->live->last_idx_rel = v->e[v->n - 1].rel;
+		seg->live->last_idx_pos = v->e[v->n - 1].pos;
+	}
+}
+
 /* Writes a complete new index atomically (temporary file and rename);
  * every entry has its data CRC. Synced later, with the file system. */
 static int
@@ -223,13 +231,8 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	r = tlog_write_file_atomic(dfd, name, buf, len, false);
 	free(buf);
-	if (r == 0) {
-		seg->nidx = (uint32_t)v->n;
-		if (v->n) {
-			seg->live->last_idx_rel = v->e[v->n - 1].rel;
-			seg->live->last_idx_pos = v->e[v->n - 1].pos;
-		}
-	}
+	if (r == 0)
+		took_entries(seg, v);
 	return r;
 }
 
@@ -372,6 +375,15 @@ struct load {
 	uint64_t end;			/* where the whole records end */
 };
 
+/* Says why the segment is skipped (what, then err's text); -1. */
+static int
+skip(struct load *l, const char *what, int err)
+{
+	tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: %s%s; segment skipped",
+	    l->where, l->name, what, strerror(err));
+	return -1;
+}
+
 /* Frees what the phases hold; the segment too unless it is kept. */
 static struct tlog_segment *
 load_finish(struct load *l, bool keep)
@@ -394,11 +406,8 @@ static int
 load_stat(struct load *l)
 {
 	tlog_segname_format(l->base, ".log", l->name, sizeof(l->name));
-	if (fstatat(l->dfd, l->name, &l->st, AT_SYMLINK_NOFOLLOW) == -1) {
-		tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: %s; segment skipped",
-		    l->where, l->name, strerror(errno));
-		return -1;
-	}
+	if (fstatat(l->dfd, l->name, &l->st, AT_SYMLINK_NOFOLLOW) == -1)
+		return skip(l, "", errno);
 	if (!S_ISREG(l->st.st_mode)) {
 		tlog_ctx_log(l->ctx, LOG_ERR, "%s/%s: not a regular file; "
 		    "segment skipped", l->where, l->name);
@@ -457,11 +466,8 @@ load_open(struct load *l)
 
 	if (!(l->footer && l->foot.bytes == l->size) && (l->fd = openat(l->dfd,
 	    l->name, (ctx->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC |
-	    O_NOFOLLOW)) == -1) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: %s; segment skipped",
-		    l->where, l->name, strerror(errno));
-		return -1;
-	}
+	    O_NOFOLLOW)) == -1)
+		return skip(l, "", errno);
 	if (l->footer && l->foot.bytes < l->size) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past "
 		    "the seal; %s", l->where, l->name, l->size - l->foot.bytes,
@@ -548,11 +554,8 @@ load_entries(struct load *l)
 	/* After a power cut: only entries whose data made it. */
 	if (!(l->rc->verify && l->crcs && v->n > 0))
 		return 0;
-	if ((k = data_crcs(l->fd, v->e, 0, v->n, true)) < 0) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
-		    "skipped", l->where, l->name, strerror((int)-k));
-		return -1;
-	}
+	if ((k = data_crcs(l->fd, v->e, 0, v->n, true)) < 0)
+		return skip(l, "cannot read: ", (int)-k);
 	if ((size_t)k < v->n) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
 		    " on does not match its index (lost in a power cut); %s",
@@ -608,11 +611,8 @@ load_scan(struct load *l)
 	if (hint < seg->max_ts)
 		hint = seg->max_ts;
 	if ((r = scan_data(l->fd, pos, rel, scan_end, keep_tail, hint, v,
-	    &records, &l->end)) != 0) {
-		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot read: %s; segment "
-		    "skipped", l->where, l->name, strerror(-r));
-		return -1;
-	}
+	    &records, &l->end)) != 0)
+		return skip(l, "cannot read: ", -r);
 	if (l->end < l->size) {
 		if (l->mismatch)
 			;	/* logged above */
@@ -680,20 +680,12 @@ load_fix_index(struct load *l)
 	if (!l->rebuild && !l->torn && v->n == l->n0 &&
 	    l->footer == (bool)seg->sealed) {
 		seg->flushed = seg->sealed;
-		seg->nidx = (uint32_t)v->n;
-		if (v->n) {
-			seg->live->last_idx_rel = v->e[v->n - 1].rel;
-			seg->live->last_idx_pos = v->e[v->n - 1].pos;
-		}
+		took_entries(seg, v);
 	} else if (ctx->ro) {
 		/* The file stays as it is and says less, or something
 		 * else, than the data: look-ups read these entries. */
 		seg->live->mem_idx = v->e;
-		seg->nidx = (uint32_t)v->n;
-		if (v->n) {
-			seg->live->last_idx_rel = v->e[v->n - 1].rel;
-			seg->live->last_idx_pos = v->e[v->n - 1].pos;
-		}
+		took_entries(seg, v);
 		v->e = NULL;
 		*l->dirty = true;
 	} else if (v->crc_from < v->n && (k = data_crcs(l->fd, v->e,

@@ -277,29 +277,36 @@ tlog_part_enforce_size(struct tlog_partition *p, int max,
 	return n;
 }
 
-int
-tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
+/*
+ * The time rule (key retention.ms, rule time) and the consumed rule (key
+ * retention.consumed.ms, rule consumed, only what every cursor passed):
+ * oldest first, each segment whose time under key is up.
+ */
+static int
+take_old(struct tlog_partition *p, int max, uint64_t *bytes,
+    enum tlog_key key, enum tlog_rule rule)
 {
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
-	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
+	int64_t ms = tlog_part_conf(p, key);
 	int64_t now = tlog_ctx_now(p->ctx), del = tlog_ctx_del_now(p->ctx);
 	int n = 0;
 
 	if (p->ctx->ro)
 		return -EROFS;
-	if (rms < 0)
+	if (ms < 0)
 		return 0;
 	pthread_mutex_lock(&p->sd.lock);
 	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
-		if (seg->records == 0 ||
-		    del < tlog_part_expires_at(seg->max_ts, rms))
+		if (seg->records == 0 || (rule == TLOG_RULE_CONSUMED &&
+		    !consumed_locked(p, seg)) ||
+		    del < tlog_part_expires_at(seg->max_ts, ms))
 			break;
 		if (!seg->sealed)
 			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
 		if (bytes != NULL)
 			*bytes += seg->bytes;
-		tlog_part_detach(p, seg, TLOG_RULE_TIME);
+		tlog_part_detach(p, seg, rule);
 		n++;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
@@ -308,33 +315,16 @@ tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
 }
 
 int
+tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes)
+{
+	return take_old(p, max, bytes, TLOG_RETENTION_MS, TLOG_RULE_TIME);
+}
+
+int
 tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes)
 {
-	struct tlog_segment *seg;
-	struct tlog_evbuf eb = { 0 };
-	int64_t cms = tlog_part_conf(p, TLOG_RETENTION_CONSUMED_MS);
-	int64_t now = tlog_ctx_now(p->ctx), del = tlog_ctx_del_now(p->ctx);
-	int n = 0;
-
-	if (p->ctx->ro)
-		return -EROFS;
-	if (cms < 0)
-		return 0;
-	pthread_mutex_lock(&p->sd.lock);
-	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
-		if (!consumed_locked(p, seg) ||
-		    del < tlog_part_expires_at(seg->max_ts, cms))
-			break;
-		if (!seg->sealed)
-			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
-		if (bytes != NULL)
-			*bytes += seg->bytes;
-		tlog_part_detach(p, seg, TLOG_RULE_CONSUMED);
-		n++;
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	tlog_part_emit(p, &eb);
-	return n;
+	return take_old(p, max, bytes, TLOG_RETENTION_CONSUMED_MS,
+	    TLOG_RULE_CONSUMED);
 }
 
 uint64_t

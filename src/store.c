@@ -78,11 +78,33 @@ tlog_store_id(const struct tlog_store *s)
 	return s->id;
 }
 
+/* fn on the events partition if ev (and the store has one), then on
+ * every partition of every topic, each held by a reference; no lock is
+ * held around fn. */
 static void
-mark_synced_part(struct tlog_partition *p)
+each_part(struct tlog_store *s, bool ev,
+    void (*fn)(struct tlog_partition *, void *), void *arg)
+{
+	struct tlog_partition **v;
+	size_t n, i;
+
+	if (ev && s->ev.p != NULL)
+		fn(s->ev.p, arg);
+	if (tlog_reg_partitions(&s->reg, &v, &n) != 0)
+		return;
+	for (i = 0; i < n; i++) {
+		fn(v[i], arg);
+		tlog_partition_put(v[i]);
+	}
+	free(v);
+}
+
+static void
+mark_synced(struct tlog_partition *p, void *arg)
 {
 	struct tlog_segment *seg;
 
+	(void)arg;
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
 		if (seg->live == NULL)
@@ -91,23 +113,6 @@ mark_synced_part(struct tlog_partition *p)
 		tlog_seg_idle(seg);
 	}
 	pthread_mutex_unlock(&p->sd.lock);
-}
-
-static void
-mark_synced(struct tlog_store *s)
-{
-	struct tlog_partition **v;
-	size_t n, i;
-
-	if (tlog_store_partitions(s, &v, &n) == 0) {
-		for (i = 0; i < n; i++) {
-			mark_synced_part(v[i]);
-			tlog_partition_put(v[i]);
-		}
-		free(v);
-	}
-	if (s->ev.p != NULL)
-		mark_synced_part(s->ev.p);
 }
 
 static void
@@ -137,43 +142,26 @@ store_free(struct tlog_store *s)
 
 /* The partitions loaded were born (for partition.cleanup.ms) at engine
  * time read before the clock was anchored, which may since have moved
- * on to the newest stamp: they count as born now, never earlier. */
+ * on to the newest stamp: they count as born now (*arg), never earlier. */
 static void
-born_now(struct tlog_store *s)
+born_now(struct tlog_partition *p, void *arg)
 {
-	struct tlog_partition **v;
-	int64_t now = tlog_ctx_now(&s->ctx);
-	size_t n, i;
+	int64_t now = *(int64_t *)arg;
 
-	if (tlog_store_partitions(s, &v, &n) != 0)
-		return;
-	for (i = 0; i < n; i++) {
-		pthread_mutex_lock(&v[i]->sd.lock);
-		if (v[i]->born < now)
-			v[i]->born = now;
-		pthread_mutex_unlock(&v[i]->sd.lock);
-		tlog_partition_put(v[i]);
-	}
-	free(v);
+	pthread_mutex_lock(&p->sd.lock);
+	if (p->born < now)
+		p->born = now;
+	pthread_mutex_unlock(&p->sd.lock);
 }
 
-/* The newest timestamp in any partition, -1 if none. */
-static int64_t
-newest_stamp(struct tlog_store *s)
+/* *arg: the newest timestamp in any partition so far, -1 if none. */
+static void
+newest_stamp(struct tlog_partition *p, void *arg)
 {
-	struct tlog_partition **v;
-	int64_t newest = s->ev.p != NULL ? s->ev.p->last_ts : -1;
-	size_t n, i;
+	int64_t *newest = arg;
 
-	if (tlog_store_partitions(s, &v, &n) != 0)
-		return newest;
-	for (i = 0; i < n; i++) {
-		if (v[i]->last_ts > newest)
-			newest = v[i]->last_ts;
-		tlog_partition_put(v[i]);
-	}
-	free(v);
-	return newest;
+	if (p->last_ts > *newest)
+		*newest = p->last_ts;
 }
 
 /* ---- the hook of the log layer ---- */
@@ -238,6 +226,13 @@ tlog_store_free_changed(struct tlog_store *s)
 		tlog_free_pressure(arg);
 }
 
+static void
+resched_one(struct tlog_partition *p, void *arg)
+{
+	(void)arg;
+	tlog_part_resched(p);
+}
+
 /*
  * A setting changed at a level: every partition it governs gets its due
  * time recomputed. The partitions are collected under the tree lock and
@@ -247,42 +242,28 @@ void
 tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p)
 {
-	struct tlog_partition **v = NULL, *q;
 	struct tlog_dirent *d = NULL;
+	struct tlog_partition *q;
 	size_t n = 0, i;
 
 	if (p != NULL) {
 		tlog_part_resched(p);
 		return;
 	}
-	if (t == NULL && s->ev.p != NULL)
-		tlog_part_resched(s->ev.p);
-	if (t != NULL) {
-		if (tlog_partition_list(t, &d, &n) != 0)
-			return;
-		for (i = 0; i < n; i++)
-			if ((q = tlog_partition_get(t, d[i].name)) != NULL) {
-				tlog_part_resched(q);
-				tlog_partition_put(q);
-			}
-		free(d);
+	if (t == NULL) {
+		/* The store level: the events partition, then every
+		 * partition of every topic. */
+		each_part(s, true, resched_one, NULL);
 		return;
 	}
-	/* The store level: every partition of every topic. */
-	if (tlog_store_partitions(s, &v, &n) != 0)
+	if (tlog_partition_list(t, &d, &n) != 0)
 		return;
-	for (i = 0; i < n; i++) {
-		tlog_part_resched(v[i]);
-		tlog_partition_put(v[i]);
-	}
-	free(v);
-}
-
-int
-tlog_store_partitions(struct tlog_store *s, struct tlog_partition ***v,
-    size_t *n)
-{
-	return tlog_reg_partitions(&s->reg, v, n);
+	for (i = 0; i < n; i++)
+		if ((q = tlog_partition_get(t, d[i].name)) != NULL) {
+			tlog_part_resched(q);
+			tlog_partition_put(q);
+		}
+	free(d);
 }
 
 /* Loads every topic and partition directory and recovers partitions. */
@@ -363,23 +344,14 @@ store_alloc(const struct tlog_store_opts *opts)
 #define RESERVE_PART 280	/* a path of up to 255 bytes, and more */
 #define RESERVE_SEG 80
 
-
+/* *arg: the room wanted so far. */
 static void
-reserve_room(struct tlog_store *s)
+reserve_room(struct tlog_partition *p, void *arg)
 {
-	struct tlog_partition **v;
-	uint64_t want = RESERVE_BASE;
-	size_t n, i;
+	uint64_t *want = arg;
 
-	if (tlog_store_partitions(s, &v, &n) == 0) {
-		for (i = 0; i < n; i++) {
-			want += 2 * (RESERVE_PART + RESERVE_SEG *
-			    __atomic_load_n(&v[i]->nsegs, __ATOMIC_RELAXED));
-			tlog_partition_put(v[i]);
-		}
-		free(v);
-	}
-	tlog_sf_reserve(s, want);
+	*want += 2 * (RESERVE_PART + RESERVE_SEG *
+	    __atomic_load_n(&p->nsegs, __ATOMIC_RELAXED));
 }
 
 int
@@ -388,6 +360,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 {
 	struct tlog_store *s;
 	char boot[64], prev[64], line[80];
+	int64_t newest = -1, now;
+	uint64_t want = RESERVE_BASE;
 	int r, n;
 
 	*out = NULL;
@@ -432,10 +406,14 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	s->rc.ckpt = NULL;
 	/* Engine time starts no earlier than the newest stamp stored, so
 	 * stamps keep increasing whatever the wall clock says. */
-	tlog_clock_anchor(&s->ctx.clock, newest_stamp(s));
-	born_now(s);
-	if (!s->ctx.ro)
-		reserve_room(s);
+	each_part(s, true, newest_stamp, &newest);
+	tlog_clock_anchor(&s->ctx.clock, newest);
+	now = tlog_ctx_now(&s->ctx);
+	each_part(s, false, born_now, &now);
+	if (!s->ctx.ro) {
+		each_part(s, false, reserve_room, &want);
+		tlog_sf_reserve(s, want);
+	}
 	/*
 	 * Recovery's repairs (cuts, rewritten indexes, removed files) are
 	 * on disk before the store takes an append; and after a crash,
@@ -445,7 +423,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 */
 	if (!s->ctx.ro && (!s->rc.was_clean || s->rc.repaired)) {
 		if (syncfs(s->tree.dirfd) == 0)
-			mark_synced(s);
+			each_part(s, true, mark_synced, NULL);
 		else
 			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; recovery's "
 			    "repairs may not be on disk", path,
@@ -497,7 +475,7 @@ tlog_store_close(struct tlog_store *s)
 	tlog_store_flush_pending(s, 0);
 	/* The partitions' syncs run with the tree unlocked: each partition
 	 * is held by a reference. */
-	if (tlog_store_partitions(s, &v, &n) != 0)
+	if (tlog_reg_partitions(&s->reg, &v, &n) != 0)
 		bad = true;
 	for (i = 0; i < n; i++)
 		if (tlog_part_close(v[i]) != 0)
@@ -607,7 +585,7 @@ tlog_store_checkpoint(struct tlog_store *s)
 
 	if (s->ctx.ro)
 		return 0;
-	if ((r = tlog_store_partitions(s, &v, &n)) != 0)
+	if ((r = tlog_reg_partitions(&s->reg, &v, &n)) != 0)
 		return r;
 	r = tlog_ckpt_write(s->tree.dirfd, 0, true, v, n, s->ev.p);
 	for (i = 0; i < n; i++)

@@ -97,9 +97,6 @@ void tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
  * scheduler's pressure call, if one is attached) and at the next
  * append. */
 void tlog_store_free_changed(struct tlog_store *s);
-/* A referenced snapshot of every user partition (put each, free v). */
-int tlog_store_partitions(struct tlog_store *s, struct tlog_partition ***v,
-    size_t *n);
 /* The length of the unlink queue. */
 size_t tlog_store_unlink_queued(struct tlog_store *s);
 

@@ -51,11 +51,8 @@ tlog_sf_lock(struct tlog_store *s, char *err, size_t errlen)
 	 * and keeps them out, so what a reader shows never moves.
 	 */
 	/* Never through a link, never a FIFO or device planted there. */
-	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/lock")) {
-		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file "
-		    "with one link", s->path);
-		return -EINVAL;
-	}
+	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/lock"))
+		goto bad;
 	s->lockfd = s->ctx.ro ? openat(s->tree.dirfd, ".tlogfs/lock", O_RDONLY |
 	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : openat(s->tree.dirfd,
 	    ".tlogfs/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
@@ -65,9 +62,7 @@ tlog_sf_lock(struct tlog_store *s, char *err, size_t errlen)
 	    !S_ISREG(lst.st_mode) || lst.st_nlink != 1)) {
 		close(s->lockfd);
 		s->lockfd = -1;
-		snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file "
-		    "with one link", s->path);
-		return -EINVAL;
+		goto bad;
 	}
 	if (s->lockfd == -1) {
 		snprintf(err, errlen, "%s/.tlogfs/lock: %s", s->path,
@@ -96,6 +91,10 @@ tlog_sf_lock(struct tlog_store *s, char *err, size_t errlen)
 	}
 	tlog_store_update_pid(s);
 	return 0;
+bad:
+	snprintf(err, errlen, "%s/.tlogfs/lock: not a regular file with one "
+	    "link", s->path);
+	return -EINVAL;
 }
 
 /* The store's own directory name (.tlogfs, .tlogfs/events) must be a
@@ -302,36 +301,34 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 	ssize_t n;
 	int fd, v;
 
-	if (s->ctx.ro) {
-		/* A reader creates nothing: the store must be one. */
-		if ((v = tlog_sf_own_dir(s, ".tlogfs", err, errlen)) != 0)
-			return v;
-		fd = format_open(s);
-		if (fd == -1 && errno == ENOENT) {
+	if (!s->ctx.ro) {
+		if (fstatat(s->tree.dirfd, ".tlogfs", &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 && errno == ENOENT &&
+		    first_entry(s, name, sizeof(name)) != NULL) {
 			snprintf(err, errlen, "%s is not a tlogfs store (no "
-			    ".tlogfs/format), and a read-only open creates "
-			    "nothing", s->path);
-			return -ENOENT;
+			    ".tlogfs) and not empty (it holds %s): refused; "
+			    "give an empty directory for a new store", s->path,
+			    name);
+			return -ENOTEMPTY;
 		}
-		goto check;
-	}
-	if (fstatat(s->tree.dirfd, ".tlogfs", &st, AT_SYMLINK_NOFOLLOW) == -1 &&
-	    errno == ENOENT && first_entry(s, name, sizeof(name)) != NULL) {
-		snprintf(err, errlen, "%s is not a tlogfs store (no .tlogfs) "
-		    "and not empty (it holds %s): refused; give an empty "
-		    "directory for a new store", s->path, name);
-		return -ENOTEMPTY;
-	}
-	if (mkdirat(s->tree.dirfd, ".tlogfs", 0755) == 0)
-		tlog_fsync_dir(s->tree.dirfd, ".");
-	else if (errno != EEXIST) {
-		snprintf(err, errlen, "%s/.tlogfs: %s", s->path,
-		    strerror(errno));
-		return -errno;
+		if (mkdirat(s->tree.dirfd, ".tlogfs", 0755) == 0)
+			tlog_fsync_dir(s->tree.dirfd, ".");
+		else if (errno != EEXIST) {
+			snprintf(err, errlen, "%s/.tlogfs: %s", s->path,
+			    strerror(errno));
+			return -errno;
+		}
 	}
 	if ((v = tlog_sf_own_dir(s, ".tlogfs", err, errlen)) != 0)
 		return v;
 	fd = format_open(s);
+	/* A reader creates nothing: the store must be one. */
+	if (fd == -1 && errno == ENOENT && s->ctx.ro) {
+		snprintf(err, errlen, "%s is not a tlogfs store (no "
+		    ".tlogfs/format), and a read-only open creates nothing",
+		    s->path);
+		return -ENOENT;
+	}
 	if (fd == -1 && errno == ENOENT) {
 		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
 		    TLOG_FORMAT_VERSION);
@@ -345,7 +342,6 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 		s->format = TLOG_FORMAT_VERSION;
 		return 0;
 	}
-check:
 	if (fd == -1 && errno != ELOOP) {
 		snprintf(err, errlen, "%s/.tlogfs/format: %s", s->path,
 		    strerror(errno));
@@ -480,10 +476,9 @@ read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
 int
 tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 {
+	struct stat st;
 	uint64_t nonce;
 	int r;
-
-	struct stat st;
 
 	/* Only a regular file is the mark: anything else planted there (a
 	 * symlink, a FIFO) is not followed, and is removed below as a
@@ -507,13 +502,18 @@ tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 	 * open. */
 	s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd, s->rc.was_clean,
 	    s->rc.was_clean && read_mark_nonce(s, &nonce) ? &nonce : NULL);
+	/* A reader leaves the mark as it found it: it changes nothing the
+	 * mark vouches for, and an unclean store stays unclean for the
+	 * next writer's recovery. */
+	if (s->ctx.ro)
+		return 0;
 	/* A directory at the name was never a checkpoint (nor trusted as
 	 * one: tlog_ckpt_load said so); it stays, the open goes on. A
 	 * periodic one stays too, until the next replaces it: what it
 	 * names never changes, and every part of it is checked against
 	 * the files at each open, so a crash before the next is written
 	 * still finds it. */
-	if (!s->ctx.ro && !tlog_ckpt_periodic(s->rc.ckpt) &&
+	if (!tlog_ckpt_periodic(s->rc.ckpt) &&
 	    unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
 	    errno != ENOENT && errno != EISDIR) {
 		r = -errno;
@@ -521,28 +521,20 @@ tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 		    TLOG_CKPT_PATH, strerror(errno));
 		return r;
 	}
-	/* A reader leaves the mark as it found it: it changes nothing the
-	 * mark vouches for, and an unclean store stays unclean for the
-	 * next writer's recovery. */
-	if (!s->ctx.ro && s->rc.was_clean &&
-	    unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1) {
+	/* The mark goes; without one, the store must still be writable. */
+	if (s->rc.was_clean ?
+	    unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 :
+	    faccessat(s->tree.dirfd, ".", W_OK, 0) == -1) {
 		r = -errno;
 		snprintf(err, errlen, "store %s is not writable: %s", s->path,
 		    strerror(errno));
 		return r;
 	}
 	/* The mark must not outlive a power cut while the store runs. */
-	if (!s->ctx.ro && s->rc.was_clean &&
+	if (s->rc.was_clean &&
 	    (r = tlog_fsync_dir(s->tree.dirfd, ".tlogfs")) != 0) {
 		snprintf(err, errlen, "store %s: cannot sync .tlogfs: %s", s->path,
 		    strerror(-r));
-		return r;
-	}
-	if (!s->ctx.ro && !s->rc.was_clean &&
-	    faccessat(s->tree.dirfd, ".", W_OK, 0) == -1) {
-		r = -errno;
-		snprintf(err, errlen, "store %s is not writable: %s", s->path,
-		    strerror(errno));
 		return r;
 	}
 	return 0;

@@ -208,6 +208,20 @@ tlog_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
+void *
+tlog_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t nc;
+	void *nv;
+
+	if (n < *cap)
+		return v;
+	nc = *cap ? *cap * 2 : first;
+	if ((nv = reallocarray(v, nc, size)) != NULL)
+		*cap = nc;
+	return nv;
+}
+
 int
 tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
     size_t len, bool sync)
@@ -401,19 +415,12 @@ tlog_segname_format(uint64_t base, const char *ext, char *buf, size_t len)
 bool
 tlog_segname_parse(const char *name, const char *ext, uint64_t *base)
 {
-	size_t i;
-	uint64_t v = 0;
+	uint64_t v;
 
-	if (strlen(name) != 20 + strlen(ext) || strcmp(name + 20, ext) != 0)
-		return false;
-	for (i = 0; i < 20; i++) {
-		if (name[i] < '0' || name[i] > '9')
-			return false;
-		if (v > (UINT64_MAX - (uint64_t)(name[i] - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(name[i] - '0');
-	}
-	if (v > TLOG_OFFSET_MAX)
+	/* 20 digits: tlog_parse_offset would also take 19 and a newline. */
+	if (strlen(name) != 20 + strlen(ext) || strcmp(name + 20, ext) != 0 ||
+	    name[19] == '\n' || !tlog_parse_offset(name, 20, &v) ||
+	    v > TLOG_OFFSET_MAX)
 		return false;
 	*base = v;
 	return true;

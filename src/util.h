@@ -39,6 +39,10 @@ int tlog_fsync_dir(int dirfd, const char *path);
  * synced: recovery syncs the whole file system once (syncfs). */
 int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
     size_t len, bool sync);
+/* Room for element n of array v (*cap elements of size allocated,
+ * doubling from first): v, or a larger copy of it; NULL when out of
+ * memory (v and *cap untouched). */
+void *tlog_grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
 /* openat(2) below dirfd that never follows a symbolic link; -errno. */
 int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 

@@ -164,12 +164,10 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 		}
 	}
 	done = tlog_part_append(w->part, buf + take, len - take, false, &e);
+	/* Nothing after a failed record is held or taken. */
+	if (e == 0)
+		e = hold(w, buf + take + done, len - take - done);
 	if (e != 0) {
-		/* Nothing after the failed record is held or taken. */
-		r = take + done > 0 ? (ssize_t)(take + done) : e;
-		goto out;
-	}
-	if ((e = hold(w, buf + take + done, len - take - done)) != 0) {
 		r = take + done > 0 ? (ssize_t)(take + done) : e;
 		goto out;
 	}
@@ -198,7 +196,7 @@ tlog_writer_fsync(struct tlog_writer *w, bool datasync)
 {
 	int r = tlog_writer_flush(w);
 
-	return r != 0 ? r : tlog_part_fsync(w->part, datasync);
+	return r != 0 ? r : tlog_partition_fsync(w->part, datasync);
 }
 
 size_t

@@ -79,8 +79,9 @@ tlog_zw_free(struct tlog_zw *w)
 	w->e = NULL;
 }
 
-int
-tlog_zw_frame(struct tlog_zw *w, const void *src, size_t len)
+/* One frame of len (1 .. TLOG_ZS_FRAME) plain bytes; 0 or -errno. */
+static int
+zw_frame(struct tlog_zw *w, const void *src, size_t len)
 {
 	struct tlog_zs_entry *e;
 	size_t z;
@@ -88,14 +89,9 @@ tlog_zw_frame(struct tlog_zw *w, const void *src, size_t len)
 
 	if (len == 0 || len > TLOG_ZS_FRAME)
 		return -EINVAL;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-
-		if ((e = reallocarray(w->e, cap, sizeof(*e))) == NULL)
-			return -ENOMEM;
-		w->e = e;
-		w->cap = cap;
-	}
+	if ((e = tlog_grow(w->e, &w->cap, w->n, sizeof(*e), 64)) == NULL)
+		return -ENOMEM;
+	w->e = e;
 	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, len);
 	if (ZSTD_isError(z) || z < 4)
 		return -EIO;
@@ -111,8 +107,11 @@ tlog_zw_frame(struct tlog_zw *w, const void *src, size_t len)
 	return 0;
 }
 
-size_t
-tlog_zs_cut(const char *buf, size_t len, bool last)
+/* How many of the len bytes at buf the next frame takes: all if they are
+ * the last (and fit), else through the last newline within
+ * TLOG_ZS_FRAME, else TLOG_ZS_FRAME (a record longer than a frame). */
+static size_t
+zs_cut(const char *buf, size_t len, bool last)
 {
 	const char *nl;
 
@@ -138,8 +137,8 @@ tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
 		return -EINVAL;
 	if ((r = pread_all(infd, buf, want, *pos)) != 0)
 		return r;
-	cut = tlog_zs_cut(buf, want, want == left);
-	if ((r = tlog_zw_frame(w, buf, cut)) != 0)
+	cut = zs_cut(buf, want, want == left);
+	if ((r = zw_frame(w, buf, cut)) != 0)
 		return r;
 	*pos += cut;
 	return 0;

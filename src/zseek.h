@@ -54,20 +54,14 @@ struct tlog_zw {
 
 /* 0 or -ENOMEM; level 1..19. */
 int tlog_zw_init(struct tlog_zw *w, int fd, int level);
-/* One frame of len (1 .. TLOG_ZS_FRAME) plain bytes; 0 or -errno. */
-int tlog_zw_frame(struct tlog_zw *w, const void *src, size_t len);
 /* Reads the next frame's plain bytes from infd at *pos (below end) into
- * buf (TLOG_ZS_FRAME bytes), cuts it (tlog_zs_cut) and writes it;
+ * buf (TLOG_ZS_FRAME bytes), cuts it (zs_cut) and writes it;
  * advances *pos. 0 or -errno (-EIO: the file ended early). */
 int tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
     void *buf);
 /* The seek table, after the last frame; 0 or -errno. */
 int tlog_zw_finish(struct tlog_zw *w);
 void tlog_zw_free(struct tlog_zw *w);
-/* How many of the len bytes at buf the next frame takes: all if they are
- * the last (and fit), else through the last newline within
- * TLOG_ZS_FRAME, else TLOG_ZS_FRAME (a record longer than a frame). */
-size_t tlog_zs_cut(const char *buf, size_t len, bool last);
 
 /* A loaded seek table: frame i holds plain bytes [pos[i], pos[i+1]) at
  * [zpos[i], zpos[i+1]) of the file; pos[n] is the plain size, zpos[n]

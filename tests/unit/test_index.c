@@ -185,6 +185,43 @@ START_TEST(index_is_sparse)
 }
 END_TEST
 
+/* Exactly 20 digits and the extension: a trailing newline, which
+ * tlog_parse_offset would take (as echo sends it), never passes. */
+START_TEST(segment_names)
+{
+	char name[64];
+	uint64_t base = 7;
+
+	tlog_segname_format(42, ".log", name, sizeof(name));
+	ck_assert_str_eq(name, "00000000000000000042.log");
+	ck_assert(tlog_segname_parse(name, ".log", &base));
+	ck_assert_uint_eq(base, 42);
+	ck_assert(!tlog_segname_parse(name, ".idx", &base));
+	tlog_segname_format(TLOG_OFFSET_MAX, ".log.zst", name, sizeof(name));
+	ck_assert(tlog_segname_parse(name, ".log.zst", &base));
+	ck_assert_uint_eq(base, TLOG_OFFSET_MAX);
+	base = 7;
+	tlog_segname_format(TLOG_OFFSET_MAX + 1, ".log", name, sizeof(name));
+	ck_assert(!tlog_segname_parse(name, ".log", &base));
+	ck_assert(!tlog_segname_parse("0000000000000000000\n.log", ".log",
+	    &base));
+	ck_assert(!tlog_segname_parse("0000000000000000000\n", "", &base));
+	ck_assert(!tlog_segname_parse("0000000000000000042.log", ".log",
+	    &base));
+	ck_assert(!tlog_segname_parse("000000000000000000042.log", ".log",
+	    &base));
+	ck_assert(!tlog_segname_parse("0000000000000000004x.log", ".log",
+	    &base));
+	ck_assert(!tlog_segname_parse("+0000000000000000042.log", ".log",
+	    &base));
+	ck_assert(!tlog_segname_parse("99999999999999999999.log", ".log",
+	    &base));
+	ck_assert(!tlog_segname_parse("00000000000000000042.log\n", ".log",
+	    &base));
+	ck_assert_uint_eq(base, 7);	/* untouched by a refusal */
+}
+END_TEST
+
 int
 main(void)
 {
@@ -196,5 +233,6 @@ main(void)
 	TH_CASE(s, crc32c_any_path);
 	TH_CASE(s, find_offset_and_time);
 	TH_CASE(s, index_is_sparse);
+	TH_CASE(s, segment_names);
 	return th_run(s);
 }
