@@ -18,20 +18,6 @@
 #include "testhelp.h"
 #include "store.h"
 
-static int
-count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)) != NULL)
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n - 1;	/* opendir's own */
-}
-
 /*
  * A store that keeps three segments' files open, and partitions a to e,
  * one writer each. At the first eviction whose sync is in flight (the
@@ -62,7 +48,7 @@ ev_hook(void *arg, int point, struct tlog_partition *p)
 	t->taken = th_S->fdb.taken;
 	/* Another open while the victim's descriptors are still open. */
 	th_put(t->w[PE], "e line\n");
-	t->in_flight = count_fds() - t->base;
+	t->in_flight = th_count_fds() - t->base;
 }
 
 /*
@@ -90,7 +76,7 @@ START_TEST(eviction_in_flight_keeps_its_descriptors_counted)
 		t.p[i] = th_part(th_S, "t", names[i]);
 		t.w[i] = tlog_writer_open(t.p[i]);
 	}
-	t.base = count_fds();
+	t.base = th_count_fds();
 	/* a written and not synced: the eviction's victim, synced first;
 	 * b and c synced: closed at once when evicted. */
 	th_put(t.w[PA], "a line\n");
@@ -98,7 +84,7 @@ START_TEST(eviction_in_flight_keeps_its_descriptors_counted)
 	ck_assert_int_eq(tlog_writer_fsync(t.w[PB], false), 0);
 	th_put(t.w[PC], "c line\n");
 	ck_assert_int_eq(tlog_writer_fsync(t.w[PC], false), 0);
-	ck_assert_int_eq(count_fds() - t.base, 2 * EV_MAX);
+	ck_assert_int_eq(th_count_fds() - t.base, 2 * EV_MAX);
 	ck_assert(!t.paused);
 	th_put(t.w[PD], "d line\n");		/* over: a is evicted */
 	ck_assert(t.paused);
@@ -106,7 +92,7 @@ START_TEST(eviction_in_flight_keeps_its_descriptors_counted)
 	ck_assert_uint_eq(t.taken, 1);
 	/* The sync is over: its descriptors are closed and uncounted. */
 	ck_assert_uint_eq(th_S->fdb.taken, 0);
-	ck_assert_int_le(count_fds() - t.base, 2 * EV_MAX);
+	ck_assert_int_le(th_count_fds() - t.base, 2 * EV_MAX);
 	for (i = 0; i < NP; i++) {
 		ck_assert_int_eq(tlog_writer_fsync(t.w[i], false), 0);
 		tlog_writer_close(t.w[i]);

@@ -2,6 +2,7 @@
  * testhelp.c - fixtures for the unit tests (see testhelp.h).
  */
 #include "config.h"
+#include <dirent.h>
 
 #include <pthread.h>
 
@@ -387,4 +388,18 @@ th_in_child(void (*fn)(void *), void *res, size_t len)
 	close(fds[0]);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int
+th_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* opendir's own */
 }

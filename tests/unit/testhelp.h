@@ -70,6 +70,8 @@ void th_close(void);
 struct tlog_seginfo *th_segs(struct tlog_partition *p, size_t *n);
 /* p's segment count. */
 size_t th_nsegs(struct tlog_partition *p);
+/* The descriptors this process has open (/proc/self/fd). */
+int th_count_fds(void);
 /* Adds one test in a case of its own, so TAP names it, with the fixture. */
 void th_case(Suite *s, const char *name, const TTest *t);
 #define TH_CASE(s, t) th_case((s), #t, (t))
