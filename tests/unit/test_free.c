@@ -541,6 +541,23 @@ unlinker(void *arg)
 	return NULL;
 }
 
+/* Three sealed segments of b, the store's oldest, and th_P's segment
+ * made; then the disk has room bytes above the floor and the unlinker
+ * runs in *t. */
+static void
+oldest_then_room(struct tlog_partition *b, uint64_t room, pthread_t *t)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		rec(b, 'b'); seal(b);
+	}
+	th_clock += 1000;
+	rec(th_P, 'a');		/* its segment's files made before */
+	sim_begin(room);
+	ck_assert_int_eq(pthread_create(t, NULL, unlinker, NULL), 0);
+}
+
 /*
  * Room for two records above the floor: the third waits while the
  * oldest segments go and their space comes back, and lands with free
@@ -551,15 +568,8 @@ START_TEST(appends_wait_for_unlinks)
 {
 	struct tlog_partition *b = th_part(th_S, "b", "0");
 	pthread_t t;
-	int i;
 
-	for (i = 0; i < 3; i++) {
-		rec(b, 'b'); seal(b);		/* the store's oldest */
-	}
-	th_clock += 1000;
-	rec(th_P, 'a');		/* its segment's files made before */
-	sim_begin(2500);
-	ck_assert_int_eq(pthread_create(&t, NULL, unlinker, NULL), 0);
+	oldest_then_room(b, 2500, &t);
 	rec(th_P, 'a');
 	rec(th_P, 'a');
 	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 0);
@@ -630,15 +640,8 @@ START_TEST(budget_read_whole_across_a_pass)
 	pthread_t t;
 	char *data;
 	size_t len;
-	int i;
 
-	for (i = 0; i < 3; i++) {
-		rec(b, 'b'); seal(b);		/* the store's oldest */
-	}
-	th_clock += 1000;
-	rec(th_P, 'a');		/* its segment's files made before */
-	sim_begin(2000);
-	ck_assert_int_eq(pthread_create(&t, NULL, unlinker, NULL), 0);
+	oldest_then_room(b, 2000, &t);
 	rec(th_P, 'a');
 	ck_assert_uint_eq(th_S->ctx.metrics.free_waits, 0);
 	pass_at_check = true;
