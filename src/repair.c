@@ -516,6 +516,7 @@ tlog_seg_recover_sealed(struct tlog_partition *p, int dfd, uint64_t base,
 	seg->first_ts = foot.first_ts;
 	seg->max_ts = foot.max_ts;
 	seg->sealed = 1;
+	seg->flushed = 1;
 	seg->sealed_by = (unsigned char)foot.sealed_by;
 	seg->nidx = (uint32_t)nidx;
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */

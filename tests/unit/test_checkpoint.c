@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
+#include "checkpoint.h"
 #include "index.h"
 #include "util.h"
 
@@ -302,6 +303,98 @@ START_TEST(path_named_twice_drops_only_those)
 }
 END_TEST
 
+/* t/0 of 2 KiB segments compressed at their seal: LINES lines, every
+ * sealed segment compressed; then a crash, with no checkpoint written. */
+static void
+zload(void *arg)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+
+	(void)arg;
+	s = th_keep(th_open(th_dir));
+	p = th_part(s, "t", "0");
+	th_set(s, p, "compression.type", "zstd");
+	th_set(s, p, "segment.bytes", "2K");
+	w = tlog_writer_open(p);
+	ck_assert_ptr_nonnull(w);
+	put_lines(w, 0, 0, LINES);
+	tlog_writer_close(w);
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(s, 0);
+	while (tlog_store_compress_pending(s, 0) > 0)
+		;
+}
+
+/* The open after it, which loads t/0's compressed segments from their
+ * files (there is no checkpoint), then a periodic checkpoint and a
+ * crash; the segments' bases in *arg. */
+static void
+zreload(void *arg)
+{
+	struct res *r = arg;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si;
+	size_t n, i;
+
+	s = th_keep(th_open(th_dir));
+	p = th_keep(th_part(s, "t", "0"));
+	si = th_segs(p, &n);
+	ck_assert_uint_le(n, 64);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_gt(si[i].zbytes, 0);
+		r->bases[i] = si[i].base;
+	}
+	r->sealed_before = (unsigned)n;
+	free(si);
+	ck_assert_int_eq(tlog_store_checkpoint(s), 0);
+}
+
+/*
+ * A sealed compressed segment loaded from its files is on disk for good,
+ * as one a checkpoint names: the next periodic checkpoint names it, so
+ * that after a crash its index (emptied here) is never read.
+ */
+START_TEST(checkpoint_takes_compressed_segments_loaded_from_files)
+{
+	struct tlog_seginfo *si;
+	struct res r;
+	char path[4096];
+	size_t n, len, elen;
+	char *d, *e;
+	unsigned i;
+
+	memset(&r, 0, sizeof(r));
+	th_in_child(zload, &r, sizeof(r));
+	ck_assert(!th_exists(TLOG_CKPT_PATH));
+	th_in_child(zreload, &r, sizeof(r));
+	ck_assert_uint_ge(r.sealed_before, 4);
+	for (i = 0; i < r.sealed_before; i++) {
+		snprintf(path, sizeof(path), "%s/t/0/%020llu.idx", th_dir,
+		    (unsigned long long)r.bases[i]);
+		ck_assert_int_eq(truncate(path, 0), 0);
+	}
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_msg(strstr(th_logbuf, "t/0/") == NULL, "log: %s", th_logbuf);
+	si = th_segs(th_P, &n);
+	ck_assert_uint_eq(n, r.sealed_before);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(si[i].base, r.bases[i]);
+		ck_assert_uint_gt(si[i].zbytes, 0);
+	}
+	free(si);
+	d = th_partition_data(th_P, &len);
+	e = lines(0, 0, LINES, &elen);
+	ck_assert_uint_eq(len, elen);
+	ck_assert(memcmp(d, e, len) == 0);
+	free(d);
+	free(e);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -310,5 +403,6 @@ main(void)
 	TH_CASE(s, unchanged_partition_taken_after_power_cut);
 	TH_CASE(s, records_after_power_cut);
 	TH_CASE(s, path_named_twice_drops_only_those);
+	TH_CASE(s, checkpoint_takes_compressed_segments_loaded_from_files);
 	return th_run(s);
 }
