@@ -272,7 +272,7 @@ read_index(int dfd, uint64_t base, struct entries *v,
 	body = (size_t)st.st_size - TLOG_IDX_HDR;
 	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
 	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
-	    foot) == 0) {
+	    foot) == 0 && foot->records <= foot->bytes) {
 		*has_footer = true;
 		body -= TLOG_IDX_FOOT;
 	}
@@ -750,8 +750,7 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	load_index(&l, has_idx);
 	if (load_open(&l) != 0)
 		return load_finish(&l, false);
-	if (l.footer && l.foot.bytes == l.size &&
-	    l.foot.records <= l.foot.bytes) {
+	if (l.footer && l.foot.bytes == l.size) {
 		load_clean(&l);
 		return load_finish(&l, true);
 	}
