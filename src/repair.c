@@ -479,25 +479,20 @@ load_open(struct load *l)
 	return 0;
 }
 
-/* The clean path: an intact footer that agrees with the data. */
+/* The segment as its intact footer says: sealed, its files on disk for
+ * good. */
 static void
-load_clean(struct load *l)
+take_footer(struct tlog_segment *seg, const struct tlog_footer *f,
+    uint64_t nidx)
 {
-	struct tlog_segment *seg = l->seg;
-
-	seg->records = l->foot.records;
-	seg->bytes = l->foot.bytes;
-	seg->first_ts = l->foot.first_ts;
-	seg->max_ts = l->foot.max_ts;
+	seg->records = (uint32_t)f->records;
+	seg->bytes = f->bytes;
+	seg->first_ts = f->first_ts;
+	seg->max_ts = f->max_ts;
 	seg->sealed = 1;
 	seg->flushed = 1;
-	seg->sealed_by = (unsigned char)l->foot.sealed_by;
-	seg->nidx = (uint32_t)l->v.n;
-	if (!l->ctx->ro && (uint64_t)l->st.st_blocks * 512 >
-	    ((l->size + 4095) & ~4095ULL) + 4096) {
-		seg->trim_pending = 1;
-		tlog_seg_trim(seg);
-	}
+	seg->sealed_by = (unsigned char)f->sealed_by;
+	seg->nidx = (uint32_t)nidx;
 }
 
 struct tlog_segment *
@@ -511,14 +506,7 @@ tlog_seg_recover_sealed(struct tlog_partition *p, int dfd, uint64_t base,
 	if (!quick_sealed(dfd, base, size, &foot, &nidx) ||
 	    (seg = tlog_seg_new(&p->sd, base)) == NULL)
 		return NULL;
-	seg->records = (uint32_t)foot.records;
-	seg->bytes = foot.bytes;
-	seg->first_ts = foot.first_ts;
-	seg->max_ts = foot.max_ts;
-	seg->sealed = 1;
-	seg->flushed = 1;
-	seg->sealed_by = (unsigned char)foot.sealed_by;
-	seg->nidx = (uint32_t)nidx;
+	take_footer(seg, &foot, nidx);
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
 }
@@ -667,6 +655,22 @@ load_seal(struct load *l)
 	}
 }
 
+/* A sealed segment gives back what it holds reserved more than a page
+ * past its data (unless read-only). */
+static void
+load_trim(struct load *l)
+{
+	struct tlog_segment *seg = l->seg;
+
+	if (l->ctx->ro || !seg->sealed || (uint64_t)l->st.st_blocks * 512 <=
+	    ((seg->bytes + 4095) & ~4095ULL) + 4096)
+		return;
+	seg->trim_pending = 1;
+	seg->live->fd = l->fd;
+	tlog_seg_trim(seg);
+	seg->live->fd = -1;
+}
+
 /* The index as the data now says: kept if it already does, held in
  * memory by a reader, else written again. */
 static void
@@ -751,7 +755,8 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	if (load_open(&l) != 0)
 		return load_finish(&l, false);
 	if (l.footer && l.foot.bytes == l.size) {
-		load_clean(&l);
+		take_footer(l.seg, &l.foot, l.v.n);
+		load_trim(&l);
 		return load_finish(&l, true);
 	}
 	if (load_entries(&l) != 0 || load_scan(&l) != 0)
@@ -789,13 +794,7 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	 * syncfs does, see tlog_store_open). */
 	if (!l.seg->sealed && !rc->was_clean)
 		l.seg->live->wgen = 1;
-	if (!l.ctx->ro && l.seg->sealed && (uint64_t)l.st.st_blocks * 512 >
-	    ((l.end + 4095) & ~4095ULL) + 4096) {
-		l.seg->trim_pending = 1;
-		l.seg->live->fd = l.fd;
-		tlog_seg_trim(l.seg);
-		l.seg->live->fd = -1;
-	}
+	load_trim(&l);
 	return load_finish(&l, true);
 }
 
