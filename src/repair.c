@@ -133,13 +133,6 @@ first_zero_run(int fd, uint64_t from, uint64_t size)
 	return size;
 }
 
-static int64_t
-mtime_ms(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000 +
-	    st->st_mtim.tv_nsec / 1000000;
-}
-
 /*
  * Scans data from pos (record rel) to the end, adding an index entry every
  * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
@@ -350,7 +343,6 @@ out:
  * what is known of its files so far and what is decided about them.
  */
 struct load {
-	struct tlog_partition *p;
 	const struct tlog_recovery *rc;
 	struct tlog_ctx *ctx;
 	int dfd;			/* the partition's directory */
@@ -422,7 +414,8 @@ load_stat(struct load *l)
 		    l->where, l->name, l->size, TLOG_CAP_BYTES);
 		return -1;
 	}
-	l->mt = mtime_ms(&l->st);
+	l->mt = (int64_t)l->st.st_mtim.tv_sec * 1000 +
+	    l->st.st_mtim.tv_nsec / 1000000;
 	return 0;
 }
 
@@ -433,24 +426,18 @@ load_index(struct load *l, bool has_idx)
 {
 	struct tlog_ctx *ctx = l->ctx;
 	uint64_t nidx;
-	int r;
 
 	if (has_idx && quick_sealed(l->dfd, l->base, l->size, &l->foot,
 	    &nidx)) {
 		l->footer = true;
-		l->seg->nidx = (uint32_t)nidx;
 		l->v.n = nidx;	/* entries not needed */
-	} else if (has_idx && (r = read_index(l->dfd, l->base, &l->v,
-	    &l->foot, &l->footer, &l->torn, &l->crcs)) != 0) {
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: corrupt "
-		    "index; rebuilding it from the data%s", l->where, l->base,
+	} else if (!has_idx || read_index(l->dfd, l->base, &l->v, &l->foot,
+	    &l->footer, &l->torn, &l->crcs) != 0) {
+		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: %s; "
+		    "rebuilding it from the data%s", l->where, l->base,
+		    has_idx ? "corrupt index" : "missing",
 		    ctx->ro ? " in memory" : "");
 		l->v.n = 0;
-		l->rebuild = true;
-	} else if (!has_idx) {
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: missing; "
-		    "rebuilding it from the data%s", l->where, l->base,
-		    ctx->ro ? " in memory" : "");
 		l->rebuild = true;
 	}
 	if (l->crcs)
@@ -524,8 +511,6 @@ load_entries(struct load *l)
 	ssize_t k;
 
 	if (l->footer) {
-		/* Shorter than its seal: the entries that still point into
-		 * the data stay, and the whole records after them. */
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data shorter than its "
 		    "seal (%" PRIu64 " of %" PRIu64 " bytes); keeping its "
 		    "whole records", l->where, l->name, l->size,
@@ -537,10 +522,8 @@ load_entries(struct load *l)
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
 		    "corrupt tail %s", l->where, l->base, tlog_repair_fix(ctx, "cut"));
 	l->n0 = v->n;
-	/* Entries that point past the data are cut. */
 	while (v->n > 0 && v->e[v->n - 1].pos > l->size)
 		v->n--, l->torn = true;
-	/* After a power cut: only entries whose data made it. */
 	if (!(l->rc->verify && l->crcs && v->n > 0))
 		return 0;
 	if ((k = data_crcs(l->fd, v->e, 0, v->n, true)) < 0)
@@ -731,22 +714,10 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
     int dfd, uint64_t base, bool has_idx, bool last, const char *where,
     bool *dirty)
 {
-	struct load l;
+	struct load l = { .rc = rc, .ctx = p->ctx, .dfd = dfd, .base = base,
+	    .last = last, .where = where, .dirty = dirty, .fd = -1,
+	    .v.crc_from = SIZE_MAX };
 
-	memset(&l, 0, sizeof(l));
-	l.p = p;
-	l.rc = rc;
-	l.ctx = p->ctx;
-	l.dfd = dfd;
-	l.base = base;
-	l.last = last;
-	l.where = where;
-	l.dirty = dirty;
-	l.fd = -1;
-	l.v.crc_from = SIZE_MAX;
-	/* The data file is opened only if something must be read or cut:
-	 * the clean path needs its size, from fstatat. Never through a
-	 * symbolic link. */
 	if (load_stat(&l) != 0)
 		return NULL;
 	if ((l.seg = tlog_seg_new(&p->sd, base)) == NULL)
