@@ -339,19 +339,16 @@ entry_segment(struct tlog_partition *p, const unsigned char *e,
 	return seg;
 }
 
-/* entry_segment's inverse: seg's counters and stamps, and st, its data
- * file's identity. */
+/* entry_segment's inverse but for the data file's identity (put_file
+ * puts that): seg's counters and stamps. */
 static void
-entry_put(unsigned char *b, const struct tlog_segment *seg,
-    const struct stat *st)
+entry_put(unsigned char *b, const struct tlog_segment *seg)
 {
 	tlog_put64(b, seg->base);
 	tlog_put64(b + 8, seg->records);
 	tlog_put64(b + 16, seg->bytes);
 	tlog_put64(b + 24, (uint64_t)seg->first_ts);
 	tlog_put64(b + 32, (uint64_t)seg->max_ts);
-	tlog_put64(b + 40, (uint64_t)st->st_ino);
-	tlog_put64(b + 48, ckpt_ctime(st));
 }
 
 struct tlog_segment *
@@ -429,61 +426,45 @@ out_take(struct out *o, size_t n)
 	return o->b + o->len - n;
 }
 
+/* The identity (inode number, ctime) of the file base + ext in dfd, at
+ * b; false if it cannot be looked at. */
+static bool
+put_file(unsigned char *b, int dfd, uint64_t base, const char *ext)
+{
+	struct stat st;
+	char name[40];
+
+	tlog_segname_format(base, ext, name, sizeof(name));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return false;
+	tlog_put64(b, (uint64_t)st.st_ino);
+	tlog_put64(b + 8, ckpt_ctime(&st));
+	return true;
+}
+
 /* Entry b for the active segment seg of the partition in dfd; false if
  * its files cannot be looked at (recovery then reads them). */
 static bool
 put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
 {
-	struct stat dst, ist;
-	char name[32];
-
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if (fstatat(dfd, name, &dst, AT_SYMLINK_NOFOLLOW) == -1)
-		return false;
-	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-	if (fstatat(dfd, name, &ist, AT_SYMLINK_NOFOLLOW) == -1)
-		return false;
-	entry_put(b, seg, &dst);
-	tlog_put64(b + 56, (uint64_t)ist.st_ino);
-	tlog_put64(b + 64, ckpt_ctime(&ist));
+	entry_put(b, seg);
 	tlog_put32(b + 72, (uint32_t)seg->nidx);
 	tlog_put32(b + 76, 0);
-	return true;
+	return put_file(b + 40, dfd, seg->base, ".log") &&
+	    put_file(b + 56, dfd, seg->base, ".idx");
 }
 
 /* Sealed entry b for seg: all but its data file's identity, which
- * sealed_file fills in once the partition's lock is dropped. */
+ * add_part puts once the partition's lock is dropped. */
 static void
 put_sealed(unsigned char *b, const struct tlog_segment *seg)
 {
-	struct stat st;
-
-	memset(&st, 0, sizeof(st));
-	entry_put(b, seg, &st);
+	entry_put(b, seg);
 	tlog_put32(b + 56, (uint32_t)seg->nidx);
 	memset(b + 60, 0, 4);
 	b[60] = seg->sealed_by;
 	if (seg->zbytes != 0)
 		b[61] = CKPT_S_ZST;
-}
-
-/* The identity of sealed entry b's data file, in dfd; false if it cannot
- * be looked at (gone since: the partition is then left out). A sealed
- * segment's file never changes, so one stat with no lock held will do,
- * and a partition of many segments is never held up by them. */
-static bool
-sealed_file(unsigned char *b, int dfd)
-{
-	struct stat st;
-	char name[40];
-
-	tlog_segname_format(tlog_get64(b), b[61] & CKPT_S_ZST ? ".log.zst" :
-	    ".log", name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return false;
-	tlog_put64(b + 40, (uint64_t)st.st_ino);
-	tlog_put64(b + 48, ckpt_ctime(&st));
-	return true;
 }
 
 /* p's path, directory, sealed segments and active segment; false if it
@@ -544,8 +525,14 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 			o->len = act;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
-	for (i = 0; ok && !o->failed && i < n; i++)
-		ok = sealed_file(o->b + ents + i * CKPT_ENT, dfd);
+	/* A sealed segment's file never changes: one stat with no lock held
+	 * will do, and a partition of many segments is never held up by
+	 * them. One gone since leaves the partition out. */
+	for (i = 0; ok && !o->failed && i < n; i++) {
+		b = o->b + ents + i * CKPT_ENT;
+		ok = put_file(b + 40, dfd, tlog_get64(b), b[61] & CKPT_S_ZST ?
+		    ".log.zst" : ".log");
+	}
 	close(dfd);
 	if (!ok || o->failed || (n == 0 && flags == 0)) {
 		o->len = start;
