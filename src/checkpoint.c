@@ -114,7 +114,6 @@ parse(struct tlog_ckpt *c, size_t size)
 	const unsigned char *b = c->buf;
 	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, j, k;
 	uint64_t nparts = tlog_get64(b + end), base, prev;
-
 	uint32_t flags;
 
 	if (nparts > (end - pos) / (3 + CKPT_PART))
@@ -149,7 +148,6 @@ parse(struct tlog_ckpt *c, size_t size)
 				return false;
 			prev = base + tlog_get64(x->part.ent + i * CKPT_ENT + 8);
 		}
-		x->part.act = NULL;
 		if (flags & CKPT_F_ACTIVE) {
 			if (end - pos < CKPT_ACT || !active_sane(b + pos, prev))
 				return false;
@@ -185,12 +183,11 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 	size_t size = 0, got = 0;
 	ssize_t r;
 	const char *why = NULL;
-	int fd;
+	int fd = -1;
 
 	/* Never through a link; a FIFO planted there never blocks; a
 	 * device is never opened. */
 	if (tlog_not_regular(storefd, TLOG_CKPT_PATH)) {
-		fd = -1;
 		why = "not a checkpoint";
 		goto bad;
 	}
@@ -240,26 +237,22 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 	 * closed the store since): not this close's record. A periodic
 	 * one needs no mark: it names only segments whose files never
 	 * change again, each checked against its file (recover.c). */
-	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC)) {
-		/* A clean close's, after a crash: what that close left
-		 * behind, not news (every index is read, as ever). */
-		if (nonce == NULL && !was_clean) {
-			close(fd);
-			tlog_ckpt_free(c);
-			return NULL;
-		}
-		if (nonce == NULL || tlog_get64(c->buf + 16) != *nonce) {
+	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) &&
+	    (nonce == NULL || tlog_get64(c->buf + 16) != *nonce)) {
+		/* After a crash (no mark), what a clean close left behind
+		 * is not news: every index is read, as ever. */
+		if (nonce != NULL || was_clean)
 			why = "not written by the last clean close";
-			goto bad;
-		}
+		goto bad;
 	}
 	close(fd);
 	return c;
 bad:
 	if (fd >= 0)
 		close(fd);
-	tlog_ctx_log(ctx, LOG_WARNING, "%s: %s; every segment's index is read "
-	    "instead", TLOG_CKPT_PATH, why);
+	if (why != NULL)
+		tlog_ctx_log(ctx, LOG_WARNING, "%s: %s; every segment's index "
+		    "is read instead", TLOG_CKPT_PATH, why);
 	tlog_ckpt_free(c);
 	return NULL;
 }
