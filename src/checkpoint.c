@@ -1,11 +1,8 @@
 /*
- * checkpoint.c - the clean close's record of every segment (doc/format.md,
- * "The checkpoint"). A clean open would otherwise read two inodes and a
- * block per segment (the data file's size, the index's footer or, for an
- * active segment, its entries); with the checkpoint it reads one file,
- * the directory listings it reads anyway, much as `ls -R` does, and one
- * stat per file. Kafka keeps a recovery-point checkpoint per log
- * directory for the same reason.
+ * checkpoint.c - the record of every segment that a clean close (and the
+ * running store, periodically) writes, so that an open reads one file and
+ * a stat per segment file instead of every index (doc/format.md, "The
+ * checkpoint").
  *
  * The file: a 24-byte header ("TLOGCKP1", version 2, flags, the
  * close's nonce, which the clean mark repeats), then for each partition
@@ -15,10 +12,10 @@
  * bytes each: base, records, bytes, first_ts, max_ts, the data file's
  * inode number and ctime in ns, index entries as u32, sealed_by, flags
  * (bit 0: compressed, its data file the .log.zst), 2 zero bytes) and
- * the active one (80 bytes: base, records, bytes, first_ts,
- * max_ts, the data file's and the index's inode number and ctime in ns,
- * index entries as u32, 4 zero bytes), then a trailer: the count of
- * partitions (u64) and the CRC-32C of everything before it (u32).
+ * the active one (80 bytes: base, records, bytes, first_ts, max_ts, the
+ * data file's and the index's inode number and ctime in ns, index
+ * entries as u32, 4 zero bytes), then a trailer: the count of partitions
+ * (u64) and the CRC-32C of everything before it (u32).
  * Little-endian, like every tlogfs file.
  */
 #include "config.h"
