@@ -229,11 +229,9 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 		why = "damaged";
 		goto bad;
 	}
-	/* A clean close's, written by another close than the one whose
-	 * mark is there (a version of tlogfs that knows no checkpoint
-	 * closed the store since): not this close's record. A periodic
-	 * one needs no mark: it names only segments whose files never
-	 * change again, each checked against its file (recover.c). */
+	/* A clean close's is that close's record only with its mark (a
+	 * tlogfs that knows no checkpoint may have closed the store
+	 * since); a periodic one needs none (checkpoint.h). */
 	if (!(tlog_get32(c->buf + 12) & CKPT_H_PERIODIC) &&
 	    (nonce == NULL || tlog_get64(c->buf + 16) != *nonce)) {
 		/* After a crash (no mark), what a clean close left behind
@@ -457,14 +455,10 @@ put_sealed(unsigned char *b, const struct tlog_segment *seg)
 		b[61] = CKPT_S_ZST;
 }
 
-/* p's path, directory, sealed segments and active segment; false if it
- * has none, or if a sealed segment's file cannot be looked at (then
- * nothing is added: recovery reads such a partition as it would
- * without). An active segment whose data does not end at its last index
- * entry (only a close that could not write that entry leaves one) is
- * left out, and read at the next open. A periodic checkpoint names only
- * the flushed sealed segments up to the first one that is not, and no
- * active segment: what it names never changes on disk again. */
+/* p's part, as tlog_ckpt_write says (a periodic one stops at the first
+ * sealed segment not flushed); false, with nothing added, if it has no
+ * segment to name or a sealed one's file cannot be looked at: recovery
+ * reads such a partition as without a checkpoint. */
 static bool
 add_part(struct out *o, struct tlog_partition *p, bool periodic)
 {
