@@ -55,9 +55,7 @@ found_cmp(const void *a, const void *b)
 {
 	const struct found *x = a, *y = b;
 
-	if (x->base != y->base)
-		return x->base < y->base ? -1 : 1;
-	return 0;
+	return (x->base > y->base) - (x->base < y->base);
 }
 
 /* A regular file (never through a symlink); d_type when it is known. */
@@ -360,25 +358,24 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		*dirty = true;
 		return seg;
 	}
-	if (r != 0) {
-		/* The only copy: never removed, and its offsets never given
-		 * to other records (its index's footer says how many; at
-		 * least its base). */
+	if (r == 0 &&
+	    (seg = tlog_seg_recover_sealed(p, dfd, f->base, plain)) != NULL) {
+		seg->zbytes = zsize;
+		return seg;
+	}
+	/* The only copy: never removed, and its offsets never given to
+	 * other records (its index's footer says how many; at least its
+	 * base). */
+	if (r != 0)
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its seek table cannot be "
 		    "read (%s); segment skipped, its files left as they are",
 		    where, name, strerror(-r));
-		skipped_end(p, dfd, f->base);
-		return NULL;
-	}
-	if ((seg = tlog_seg_recover_sealed(p, dfd, f->base, plain)) == NULL) {
+	else
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its index has no seal "
 		    "footer for %" PRIu64 " bytes; segment skipped, its files "
 		    "left as they are", where, name, plain);
-		skipped_end(p, dfd, f->base);
-		return NULL;
-	}
-	seg->zbytes = zsize;
-	return seg;
+	skipped_end(p, dfd, f->base);
+	return NULL;
 }
 
 /*
