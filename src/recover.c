@@ -378,6 +378,29 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	return NULL;
 }
 
+/* Segment f loaded from its files (NULL: none kept); an index without
+ * data goes. */
+static struct tlog_segment *
+from_files(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
+    const struct found *f, bool last, const char *where, bool *dirty)
+{
+	struct tlog_ctx *ctx = p->ctx;
+	char name[32];
+
+	if (f->zst)
+		return zrecover(p, rc, dfd, f, last, where, dirty);
+	if (f->log)
+		return tlog_seg_recover(p, rc, dfd, f->base, f->idx, last,
+		    where, dirty);
+	tlog_segname_format(f->base, ".idx", name, sizeof(name));
+	tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data %s", where,
+	    name, tlog_repair_fix(ctx, "removed"));
+	if (!ctx->ro)
+		unlinkat(dfd, name, 0);
+	*dirty = true;
+	return NULL;
+}
+
 /*
  * Compression goes in seal order: sealed plain segments newer than the
  * partition's newest compressed one were waiting for it when the daemon
@@ -412,7 +435,7 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	struct tlog_segment *seg, *prev = NULL;
 	struct found *f = NULL;
 	struct tlog_ckpt_part cp;
-	char where[2 * TLOG_NAME_MAX + 2], name[32];
+	char where[2 * TLOG_NAME_MAX + 2];
 	size_t n = 0, i, j, lastlog;
 	uint64_t saved, floor;
 	bool dirty = false, trusted;
@@ -452,33 +475,18 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	trusted = tlog_ckpt_find(rc->ckpt, where, &cp) &&
 	    ckpt_agrees(p, &cp, f, n, where, dfd, rc->was_clean);
 	for (i = 0, j = 0; i < n; i++) {
-		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j) &&
-		    (seg = ckpt_segment(p, &cp, j++, dfd)) != NULL)
-			goto link;
-		if (trusted && cp.act != NULL && i + 1 == lastlog &&
-		    f[i].base == tlog_ckpt_active_base(&cp) && f[i].idx &&
-		    (seg = ckpt_active(p, &cp, dfd)) != NULL)
-			goto link;
-		if (f[i].zst) {
-			if ((seg = zrecover(p, rc, dfd, &f[i], i + 1 == lastlog,
-			    where, &dirty)) == NULL)
-				continue;
-			goto link;
-		}
-		if (!f[i].log) {
-			tlog_segname_format(f[i].base, ".idx", name, sizeof(name));
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data "
-			    "%s", where, name, tlog_repair_fix(ctx, "removed"));
-			if (!ctx->ro)
-				unlinkat(dfd, name, 0);
-			dirty = true;
-			continue;
-		}
-		seg = tlog_seg_recover(p, rc, dfd, f[i].base, f[i].idx,
-		    i + 1 == lastlog, where, &dirty);
+		seg = NULL;
+		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j))
+			seg = ckpt_segment(p, &cp, j++, dfd);
+		if (seg == NULL && trusted && cp.act != NULL &&
+		    i + 1 == lastlog && f[i].base == tlog_ckpt_active_base(&cp) &&
+		    f[i].idx)
+			seg = ckpt_active(p, &cp, dfd);
+		if (seg == NULL)
+			seg = from_files(p, rc, dfd, &f[i], i + 1 == lastlog,
+			    where, &dirty);
 		if (seg == NULL)
 			continue;
-link:
 		if (prev != NULL && seg->base < prev->base + prev->records)
 			tlog_ctx_log(ctx, LOG_WARNING, "%s: segments %020" PRIu64
 			    " and %020" PRIu64 " overlap", where, prev->base,
