@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "index.h"
 #include "util.h"
 
 #define CKPT_MAGIC "TLOGCKP1"
@@ -307,12 +308,10 @@ tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i)
 }
 
 /* What both kinds of entry start with (base, records, bytes, first_ts,
- * max_ts, the data file's inode number and ctime): a new segment of p
- * with those, not yet linked, and in *data which file the checkpoint
- * saw; NULL when out of memory. */
+ * max_ts): a new segment of p with those, not yet linked; NULL when out
+ * of memory. */
 static struct tlog_segment *
-entry_segment(struct tlog_partition *p, const unsigned char *e,
-    struct tlog_ckpt_file *data)
+entry_segment(struct tlog_partition *p, const unsigned char *e)
 {
 	struct tlog_segment *seg;
 
@@ -322,13 +321,10 @@ entry_segment(struct tlog_partition *p, const unsigned char *e,
 	seg->bytes = tlog_get64(e + 16);
 	seg->first_ts = (int64_t)tlog_get64(e + 24);
 	seg->max_ts = (int64_t)tlog_get64(e + 32);
-	data->ino = tlog_get64(e + 40);
-	data->ctime = tlog_get64(e + 48);
 	return seg;
 }
 
-/* entry_segment's inverse but for the data file's identity (put_file
- * puts that): seg's counters and stamps. */
+/* entry_segment's inverse: seg's counters and stamps. */
 static void
 entry_put(unsigned char *b, const struct tlog_segment *seg)
 {
@@ -339,42 +335,81 @@ entry_put(unsigned char *b, const struct tlog_segment *seg)
 	tlog_put64(b + 32, (uint64_t)seg->max_ts);
 }
 
+/*
+ * Whether the segment file base + ext in dfd is still the one the
+ * checkpoint saw, whose identity (inode number, ctime) is at b: a regular
+ * file, not followed through a link (one stat, no file opened); its stat
+ * in *st.
+ */
+static bool
+same_file(int dfd, uint64_t base, const char *ext, const unsigned char *b,
+    struct stat *st)
+{
+	struct tlog_ckpt_file f = { tlog_get64(b), tlog_get64(b + 8) };
+	char name[32];
+
+	tlog_segname_format(base, ext, name, sizeof(name));
+	return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st->st_mode) && tlog_ckpt_same(&f, st);
+}
+
 struct tlog_segment *
 tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    size_t i, struct tlog_ckpt_file *file)
+    size_t i, int dfd)
 {
 	const unsigned char *e = cp->ent + i * CKPT_ENT;
+	bool z = (e[61] & CKPT_S_ZST) != 0;
 	struct tlog_segment *seg;
+	struct stat st;
 
-	if ((seg = entry_segment(p, e, file)) == NULL)
+	if (!same_file(dfd, tlog_get64(e), z ? ".log.zst" : ".log", e + 40,
+	    &st))
+		return NULL;
+	/* A compressed file's size is its own; a plain one's, the entry's. */
+	if (z ? st.st_size <= 0 || (uint64_t)st.st_size > TLOG_CAP_BYTES :
+	    (uint64_t)st.st_size != tlog_get64(e + 16))
+		return NULL;
+	if ((seg = entry_segment(p, e)) == NULL)
 		return NULL;
 	seg->nidx = tlog_get32(e + 56);
 	seg->sealed_by = e[60];
 	seg->sealed = 1;
 	seg->flushed = 1;
-	file->z = (e[61] & CKPT_S_ZST) != 0;
+	if (z)
+		seg->zbytes = (uint32_t)st.st_size;
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
 }
 
 struct tlog_segment *
 tlog_ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    struct tlog_ckpt_file *data, struct tlog_ckpt_file *idx)
+    int dfd)
 {
 	const unsigned char *e = cp->act;
+	uint64_t base = tlog_get64(e), nidx = tlog_get32(e + 72), alloc;
 	struct tlog_segment *seg;
+	struct stat st;
 
-	if ((seg = entry_segment(p, e, data)) == NULL)
+	/* The index: its header and entries, no footer. */
+	if (base + tlog_get64(e + 8) < p->saved_end ||
+	    !same_file(dfd, base, ".idx", e + 56, &st) ||
+	    (uint64_t)st.st_size != TLOG_IDX_HDR + nidx * TLOG_IDX_ENT ||
+	    !same_file(dfd, base, ".log", e + 40, &st) ||
+	    (uint64_t)st.st_size != tlog_get64(e + 16) ||
+	    (seg = entry_segment(p, e)) == NULL)
 		return NULL;
-	idx->ino = tlog_get64(e + 56);
-	idx->ctime = tlog_get64(e + 64);
-	seg->nidx = tlog_get32(e + 72);
+	seg->nidx = (uint32_t)nidx;
 	/* Its last entry ends it (active_sane, and the close wrote it
-	 * only so): the append state tlog_seg_live makes again. */
-	if (seg->nidx > 0) {
+	 * only so): the append state tlog_seg_live makes again. What it
+	 * holds reserved stays reserved until its seal, as when loaded
+	 * from its files (repair.c). */
+	if (nidx > 0) {
 		seg->live->last_idx_rel = seg->records;
 		seg->live->last_idx_pos = (uint32_t)seg->bytes;
 	}
+	alloc = (uint64_t)st.st_blocks * 512;
+	if (alloc > ((seg->bytes + 4095) & ~4095ULL))
+		seg->live->prealloc = alloc;
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
 }

@@ -38,7 +38,6 @@ struct tlog_ckpt;
 struct tlog_ckpt_file {
 	uint64_t ino;
 	uint64_t ctime;		/* ns */
-	bool z;			/* a sealed segment's .log.zst, not .log */
 };
 
 /* One partition's sealed segments, oldest first, as the file holds them
@@ -72,18 +71,21 @@ bool tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
 /* The base of entry i of cp. */
 uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
 /* A new sealed segment of p built from entry i of cp (not yet linked),
- * and in *file which data file the checkpoint saw; NULL when out of
- * memory. */
+ * if its data file in dfd is the one checkpointed, of the size it says
+ * (a compressed one: any a segment file can have); else NULL (or when
+ * out of memory), and a file cut, grown or replaced while the store was
+ * unmounted is loaded from its files and repaired as recovery repairs
+ * it. */
 struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
-    const struct tlog_ckpt_part *cp, size_t i, struct tlog_ckpt_file *file);
+    const struct tlog_ckpt_part *cp, size_t i, int dfd);
 
-/* The active segment of cp (cp->act not NULL), not yet linked, with no
- * live part unless out of memory: its base, counters and times, and in
- * *data and *idx which files the checkpoint saw; NULL when out of
- * memory. */
+/* The active segment of cp (cp->act not NULL), not yet linked, with its
+ * append state, if its data file and index in dfd are the ones
+ * checkpointed, of the sizes it says, and no saved end (p->saved_end)
+ * lies past it; else NULL (or when out of memory), and it is loaded from
+ * its files. */
 struct tlog_segment *tlog_ckpt_active(struct tlog_partition *p,
-    const struct tlog_ckpt_part *cp, struct tlog_ckpt_file *data,
-    struct tlog_ckpt_file *idx);
+    const struct tlog_ckpt_part *cp, int dfd);
 /* The base of cp's active segment (cp->act not NULL). */
 uint64_t tlog_ckpt_active_base(const struct tlog_ckpt_part *cp);
 

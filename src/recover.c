@@ -186,92 +186,6 @@ disagree:
 	return false;
 }
 
-/*
- * Whether the segment file at base + ext is still the file (inode number
- * and ctime) the checkpoint saw, a regular file of `size` bytes (one
- * stat, no file opened); its stat in *st.
- */
-static bool
-ckpt_file_is(int dfd, uint64_t base, const char *ext, uint64_t size,
-    const struct tlog_ckpt_file *f, struct stat *st)
-{
-	char name[32];
-
-	tlog_segname_format(base, ext, name, sizeof(name));
-	return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st->st_mode) && (uint64_t)st->st_size == size &&
-	    tlog_ckpt_same(f, st);
-}
-
-/*
- * Segment i of the checkpoint, if its data file is the one checkpointed,
- * of the size it says: a file cut, grown or replaced while the store was
- * unmounted is loaded from its files instead, and repaired as recovery
- * repairs it (NULL).
- */
-static struct tlog_segment *
-ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    size_t i, int dfd)
-{
-	struct tlog_segment *seg;
-	struct tlog_ckpt_file file;
-	struct stat st;
-	char name[40];
-
-	if ((seg = tlog_ckpt_segment(p, cp, i, &file)) == NULL)
-		return NULL;
-	if (!file.z && ckpt_file_is(dfd, seg->base, ".log", seg->bytes, &file,
-	    &st))
-		return seg;
-	/* Compressed: the file checkpointed (its size is its own). */
-	tlog_segname_format(seg->base, ".log.zst", name, sizeof(name));
-	if (file.z && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (uint64_t)st.st_size <= TLOG_CAP_BYTES &&
-	    tlog_ckpt_same(&file, &st)) {
-		seg->zbytes = (uint32_t)st.st_size;
-		return seg;
-	}
-	tlog_segment_put(seg);
-	return NULL;
-}
-
-/*
- * The checkpoint's active segment, if its data file and index are the
- * ones checkpointed, of the sizes it says (the index: its header and
- * entries, no footer), and no saved end lies past it (two stats, no file
- * opened): else NULL, and it is loaded from its files.
- */
-static struct tlog_segment *
-ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    int dfd)
-{
-	struct tlog_segment *seg;
-	struct tlog_ckpt_file data, idx;
-	struct stat st;
-	uint64_t alloc;
-
-	if ((seg = tlog_ckpt_active(p, cp, &data, &idx)) == NULL)
-		return NULL;
-	if (seg->base + seg->records < p->saved_end ||
-	    !ckpt_file_is(dfd, seg->base, ".idx", TLOG_IDX_HDR +
-	    (uint64_t)seg->nidx * TLOG_IDX_ENT, &idx, &st) ||
-	    !ckpt_file_is(dfd, seg->base, ".log", seg->bytes, &data, &st))
-		goto no;
-	/* What it holds reserved stays reserved until its seal, as when
-	 * loaded from its files (repair.c). */
-	alloc = (uint64_t)st.st_blocks * 512;
-	if (alloc > ((seg->bytes + 4095) & ~4095ULL)) {
-		if (tlog_seg_live(seg) != 0)
-			goto no;
-		seg->live->prealloc = alloc;
-	}
-	return seg;
-no:
-	tlog_segment_put(seg);
-	return NULL;
-}
-
 /* A segment at base that recovery skips keeps its offsets: the end is
  * raised past the records its index's footer counts (past base if it
  * has none). */
@@ -477,11 +391,11 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	for (i = 0, j = 0; i < n; i++) {
 		seg = NULL;
 		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j))
-			seg = ckpt_segment(p, &cp, j++, dfd);
+			seg = tlog_ckpt_segment(p, &cp, j++, dfd);
 		if (seg == NULL && trusted && cp.act != NULL &&
 		    i + 1 == lastlog && f[i].base == tlog_ckpt_active_base(&cp) &&
 		    f[i].idx)
-			seg = ckpt_active(p, &cp, dfd);
+			seg = tlog_ckpt_active(p, &cp, dfd);
 		if (seg == NULL)
 			seg = from_files(p, rc, dfd, &f[i], i + 1 == lastlog,
 			    where, &dirty);
