@@ -53,9 +53,8 @@ tlog_sf_lock(struct tlog_store *s, char *err, size_t errlen)
 	/* Never through a link, never a FIFO or device planted there. */
 	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/lock"))
 		goto bad;
-	s->lockfd = s->ctx.ro ? openat(s->tree.dirfd, ".tlogfs/lock", O_RDONLY |
-	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : openat(s->tree.dirfd,
-	    ".tlogfs/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+	s->lockfd = openat(s->tree.dirfd, ".tlogfs/lock", (s->ctx.ro ?
+	    O_RDONLY : O_RDWR | O_CREAT) | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC, 0644);
 	/* A second link could name a file outside the store. */
 	if (s->lockfd != -1 && (fstat(s->lockfd, &lst) == -1 ||
@@ -170,8 +169,6 @@ write_root_attr(struct tlog_store *s, mode_t mode, uid_t uid, gid_t gid)
 	return tlog_write_atomic(s->tree.dirfd, ".tlogfs/attr", buf, (size_t)n);
 }
 
-/* After the lock: the mount root's attributes, then the directory made
- * the daemon's alone. */
 void
 tlog_sf_root_attr_load(struct tlog_store *s)
 {
@@ -450,7 +447,6 @@ tlog_sf_boot_id(const struct tlog_store_opts *o, char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Reads the boot id of the last open, "" if none was recorded. */
 void
 tlog_sf_last_boot(struct tlog_store *s, char *buf, size_t len)
 {
@@ -459,7 +455,8 @@ tlog_sf_last_boot(struct tlog_store *s, char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Every active segment is on disk as it is (after a syncfs). */
+/* The nonce the clean mark holds (its close's checkpoint's); false if
+ * none. */
 static bool
 read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
 {
@@ -471,35 +468,28 @@ read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
 	return sscanf(buf, "%16" SCNx64, nonce) == 1;
 }
 
-/* Whether the last close was clean; the mark goes while the store is
- * open (read-write). */
 int
 tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 {
 	struct stat st;
 	uint64_t nonce;
+	bool found;
 	int r;
 
 	/* Only a regular file is the mark: anything else planted there (a
-	 * symlink, a FIFO) is not followed, and is removed below as a
-	 * stale mark would be. */
-	if (fstatat(s->tree.dirfd, ".tlogfs/clean", &st,
-	    AT_SYMLINK_NOFOLLOW) == 0) {
-		s->rc.was_clean = S_ISREG(st.st_mode);
-		if (!s->rc.was_clean)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/clean: not a "
-			    "regular file, so not a clean mark%s: the store is "
-			    "checked as after a crash", s->ctx.ro ? "" :
-			    "; removed");
-		if (!s->ctx.ro && !s->rc.was_clean)
+	 * symlink, a FIFO) is not followed, and is removed. */
+	found = fstatat(s->tree.dirfd, ".tlogfs/clean", &st,
+	    AT_SYMLINK_NOFOLLOW) == 0;
+	s->rc.was_clean = found && S_ISREG(st.st_mode);
+	if (found && !s->rc.was_clean) {
+		tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/clean: not a "
+		    "regular file, so not a clean mark%s: the store is checked "
+		    "as after a crash", s->ctx.ro ? "" : "; removed");
+		if (!s->ctx.ro)
 			(void)unlinkat(s->tree.dirfd, ".tlogfs/clean", 0);
-	} else
-		s->rc.was_clean = false;
-	/* The checkpoint is the last clean close's, or after a crash the
-	 * last periodic one: read now. A clean close's is gone with the
-	 * mark, so that no later open can take an older one for the last
-	 * close's (checkpoint.h); the store writes a periodic one once
-	 * open. */
+	}
+	/* Read now: a clean close's checkpoint goes with the mark
+	 * (checkpoint.h). */
 	s->rc.ckpt = tlog_ckpt_load(&s->ctx, s->tree.dirfd, s->rc.was_clean,
 	    s->rc.was_clean && read_mark_nonce(s, &nonce) ? &nonce : NULL);
 	/* A reader leaves the mark as it found it: it changes nothing the
@@ -507,12 +497,9 @@ tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 	 * next writer's recovery. */
 	if (s->ctx.ro)
 		return 0;
-	/* A directory at the name was never a checkpoint (nor trusted as
-	 * one: tlog_ckpt_load said so); it stays, the open goes on. A
-	 * periodic one stays too, until the next replaces it: what it
-	 * names never changes, and every part of it is checked against
-	 * the files at each open, so a crash before the next is written
-	 * still finds it. */
+	/* A periodic checkpoint stays until the next replaces it, for a
+	 * crash before then; a directory at the name (never a checkpoint,
+	 * as tlog_ckpt_load said) stays too, and the open goes on. */
 	if (!tlog_ckpt_periodic(s->rc.ckpt) &&
 	    unlinkat(s->tree.dirfd, TLOG_CKPT_PATH, 0) == -1 &&
 	    errno != ENOENT && errno != EISDIR) {

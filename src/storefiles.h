@@ -23,7 +23,8 @@ void tlog_sf_root_attr_load(struct tlog_store *s);
 int tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen);
 /* The store's identity, made if missing. */
 int tlog_sf_ident(struct tlog_store *s, char *err, size_t errlen);
-/* The kernel's boot id (or a test's), and the one of the last open. */
+/* The kernel's boot id (or a test's), and the one of the last open ("" if
+ * none was recorded). */
 void tlog_sf_boot_id(const struct tlog_store_opts *o, char *buf, size_t len);
 void tlog_sf_last_boot(struct tlog_store *s, char *buf, size_t len);
 /* name (.tlogfs, .tlogfs/events) is a directory, or missing. */
