@@ -1,17 +1,14 @@
 /*
  * repair.c - loading one segment at open, and repairing what a crash or
  * corruption left behind (recover.c loads a partition's segments with
- * it).
+ * it; doc/format.md, "Recovery", says what each case gets).
  *
- * A sealed segment whose footer is intact and agrees with the data file's
- * size is taken as it is: only the index's header and footer are read.
- * An active segment whose last index entry ends exactly at the data's end
- * (written at clean close, and on every record without newline) needs no
- * scan either. Everything else is rebuilt from the data, never the other
- * way round: index entries past the data are cut, data past the last entry
- * is scanned, a missing or corrupt index is rebuilt, and the bytes of a
- * line that was being written when the daemon died (no newline, no entry)
- * are cut. One bad segment is logged and never stops the store opening.
+ * A sealed segment whose intact footer agrees with the data file's size
+ * is taken as it is, from the index's header and footer alone. Otherwise
+ * the data is the truth: the index is cut, rebuilt or rewritten to agree
+ * with it, never the other way round, and the data is only ever cut (an
+ * unfinished line; after a power cut, what nothing vouches for). One bad
+ * segment is logged and never stops the store opening.
  *
  * A read-only open (tlog_store_opts.readonly) makes the same repairs in
  * memory only: it cuts, removes, trims and rewrites nothing. What a cut
@@ -695,19 +692,12 @@ load_fix_index(struct load *l)
 }
 
 /*
- * Loads one segment; returns it (not yet linked) or NULL if it holds
- * nothing worth keeping. *dirty is set when it changed a file.
- *
  * After a power cut (rc->verify: the last open was in another boot and
  * the store was not closed cleanly) a segment without an intact footer
- * may hold data that never reached the disk: zero-filled pages inside
- * its size, entries whose data did not make it. Its entries' data CRCs
- * are checked against the data and the segment is cut at the first
- * chunk that fails; the records after the last good entry are kept up to
- * the last whole one before a run of zero bytes (first_zero_run), and a
- * line without newline there is cut, whichever segment it ends. After a kill -9 in the same boot
- * the page cache still holds everything written: only the tail after the
- * last entry is scanned, as before.
+ * may hold data that never reached the disk: load_entries checks its
+ * entries against the data, load_scan cuts what follows them at a run of
+ * zero bytes. After a kill -9 in the same boot the page cache still holds
+ * everything written: only the tail after the last entry is scanned.
  */
 struct tlog_segment *
 tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,

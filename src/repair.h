@@ -32,17 +32,17 @@ tlog_repair_fix(const struct tlog_ctx *ctx, const char *verb)
 	return ctx->ro ? "left as it is (read-only)" : verb;
 }
 
+/* A sealed segment whose data is size plain bytes held elsewhere (a
+ * compressed file): taken from its index's footer if that agrees, with
+ * no data read; NULL otherwise. Not linked anywhere yet. */
+struct tlog_segment *tlog_seg_recover_sealed(struct tlog_partition *p,
+    int dfd, uint64_t base, uint64_t size);
 /*
  * Loads the segment based at base from the partition's directory dfd;
  * returns it (not yet linked) or NULL if it holds nothing worth keeping
  * (its files are then removed, unless read-only). has_idx: its .idx
  * exists; last: it is the newest. *dirty is set when it changed a file.
  */
-/* A sealed segment whose data is size plain bytes held elsewhere (a
- * compressed file): taken from its index's footer if that agrees, with
- * no data read; NULL otherwise. Not linked anywhere yet. */
-struct tlog_segment *tlog_seg_recover_sealed(struct tlog_partition *p,
-    int dfd, uint64_t base, uint64_t size);
 struct tlog_segment *tlog_seg_recover(struct tlog_partition *p,
     const struct tlog_recovery *rc, int dfd, uint64_t base, bool has_idx,
     bool last, const char *where, bool *dirty);
