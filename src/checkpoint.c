@@ -4,19 +4,12 @@
  * a stat per segment file instead of every index (doc/format.md, "The
  * checkpoint").
  *
- * The file: a 24-byte header ("TLOGCKP1", version 2, flags, the
- * close's nonce, which the clean mark repeats), then for each partition
- * its path (u16 length, bytes), its directory's identity (inode number
- * and ctime in ns, u64 each), its count of sealed entries and its flags
- * (u32 each; bit 0: its active segment follows), the sealed entries (64
- * bytes each: base, records, bytes, first_ts, max_ts, the data file's
- * inode number and ctime in ns, index entries as u32, sealed_by, flags
- * (bit 0: compressed, its data file the .log.zst), 2 zero bytes) and
- * the active one (80 bytes: base, records, bytes, first_ts, max_ts, the
- * data file's and the index's inode number and ctime in ns, index
- * entries as u32, 4 zero bytes), then a trailer: the count of partitions
- * (u64) and the CRC-32C of everything before it (u32).
- * Little-endian, like every tlogfs file.
+ * The layout is doc/format.md's table (little-endian). The offsets in an
+ * entry, sealed (CKPT_ENT bytes) or active (CKPT_ACT): base 0, records 8,
+ * bytes 16, first_ts 24, max_ts 32, the data file's inode number 40 and
+ * ctime 48; then a sealed one's index entries 56 (u32), sealed_by 60 and
+ * flags 61, or the active one's index's inode number 56 and ctime 64 and
+ * its index entries 72 (u32).
  */
 #include "config.h"
 
