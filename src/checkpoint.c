@@ -494,7 +494,7 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	struct tlog_segment *seg;
 	struct stat st;
 	unsigned char *b;
-	size_t start = o->len, len, act, ents;
+	size_t start = o->len, len, ents;
 	uint32_t n = 0, flags = 0, i;
 	bool ok = true;
 	int dfd;
@@ -517,24 +517,20 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
 		if (!seg->sealed || n == UINT32_MAX || (periodic &&
-		    (!seg->flushed || seg->trim_pending)))
+		    (!seg->flushed || seg->trim_pending)) ||
+		    (b = out_take(o, CKPT_ENT)) == NULL)
 			break;
-		if ((b = out_take(o, CKPT_ENT)) == NULL) {
-			ok = false;
-			break;
-		}
 		put_sealed(b, seg);
 		n++;
 	}
-	if (ok && !periodic && seg != NULL && !seg->sealed &&
+	if (!periodic && seg != NULL && !seg->sealed &&
 	    seg == TAILQ_LAST(&p->segs, tlog_seglist) &&
 	    tlog_seg_ends_indexed(seg) &&
 	    (b = out_take(o, CKPT_ACT)) != NULL) {
-		act = (size_t)(b - o->b);
 		if (put_active(b, seg, dfd))
 			flags |= CKPT_F_ACTIVE;
 		else
-			o->len = act;
+			o->len -= CKPT_ACT;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
 	/* A sealed segment's file never changes: one stat with no lock held
