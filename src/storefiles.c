@@ -119,15 +119,9 @@ tlog_sf_own_dir(struct tlog_store *s, const char *name, char *err, size_t errlen
 	return -ENOTDIR;
 }
 
-/*
- * A private store (doc/format.md, "A private store"): anyone who could
- * write in the store's directory could plant files the daemon trusts
- * (a FIFO as a partition's .next, another .config). A directory that
- * its group or others may write is refused; one they may only read or
- * enter is made 0700 by a read-write open, said once. The mount root's
- * own mode and owner live in .tlogfs/attr ("MODE UID GID", mode in
- * octal), made from the directory's own at the first open.
- */
+/* Whoever could write in the store's directory could plant files the
+ * daemon trusts: one its group or others may write, or another user's,
+ * is refused (doc/format.md, "A private store"). */
 int
 tlog_sf_private(struct tlog_store *s, char *err, size_t errlen)
 {
@@ -162,10 +156,9 @@ static int
 write_root_attr(struct tlog_store *s, mode_t mode, uid_t uid, gid_t gid)
 {
 	char buf[64];
-	int n;
-
-	n = snprintf(buf, sizeof(buf), "%04o %u %u\n", (unsigned)mode,
+	int n = snprintf(buf, sizeof(buf), "%04o %u %u\n", (unsigned)mode,
 	    (unsigned)uid, (unsigned)gid);
+
 	return tlog_write_atomic(s->tree.dirfd, ".tlogfs/attr", buf, (size_t)n);
 }
 
@@ -184,16 +177,15 @@ tlog_sf_root_attr_load(struct tlog_store *s)
 		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &nl) == 4 &&
 		    nl == '\n' && mode <= 07777 && uid != (unsigned)-1 &&
 		    gid != (unsigned)-1;
-		if (!have)
+		if (have) {
+			s->root_mode = mode;
+			s->root_owner = tlog_owner(uid, gid);
+		} else
 			tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/attr: not "
 			    "\"MODE UID GID\"; the mount root shows the "
 			    "store's own (%04o %u %u)", (unsigned)s->root_mode,
 			    (unsigned)tlog_owner_uid(s->root_owner),
 			    (unsigned)tlog_owner_gid(s->root_owner));
-	}
-	if (have) {
-		s->root_mode = mode;
-		s->root_owner = tlog_owner(uid, gid);
 	}
 	if (s->ctx.ro)
 		return;
@@ -257,13 +249,9 @@ format_open(struct tlog_store *s)
 	    O_NONBLOCK | O_CLOEXEC);
 }
 
-/*
- * A directory without .tlogfs becomes a store only if it is empty (but
- * for lost+found, on a file system's own root): tlogfs never takes over
- * a directory that holds something else, nor changes its mode. Returns
- * the name of the first entry found, NULL if empty (or unreadable: the
- * open fails further on).
- */
+/* The first entry of the store's directory but lost+found (a file
+ * system's own root has one), in buf; NULL if none (or unreadable: the
+ * open fails further on). */
 static const char *
 first_entry(struct tlog_store *s, char *buf, size_t len)
 {
