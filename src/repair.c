@@ -226,69 +226,6 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 	return r;
 }
 
-/* Reads and validates the index: header, entries, footer. */
-static int
-read_index(int dfd, uint64_t base, struct entries *v,
-    struct tlog_footer *foot, bool *has_footer, bool *torn, bool *crcs)
-{
-	unsigned char *buf = NULL;
-	struct tlog_idx_entry e;
-	struct stat st;
-	char name[32];
-	size_t i, n, body;
-	uint64_t hbase;
-	int fd, r = 0;
-
-	*has_footer = false;
-	*torn = false;
-	*crcs = false;
-	tlog_segname_format(base, ".idx", name, sizeof(name));
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return -errno;
-	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR) {
-		r = -EINVAL;
-		goto out;
-	}
-	if ((buf = malloc((size_t)st.st_size)) == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
-	    tlog_idx_decode_header(buf, &hbase) != 0 || hbase != base) {
-		r = -EINVAL;
-		goto out;
-	}
-	*crcs = (tlog_idx_header_flags(buf) & TLOG_IDX_F_DATACRC) != 0;
-	body = (size_t)st.st_size - TLOG_IDX_HDR;
-	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
-	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
-	    foot) == 0 && foot->records <= foot->bytes) {
-		*has_footer = true;
-		body -= TLOG_IDX_FOOT;
-	}
-	n = body / TLOG_IDX_ENT;
-	if (body % TLOG_IDX_ENT)
-		*torn = true;
-	for (i = 0; i < n; i++) {
-		if (tlog_idx_decode_entry(buf + TLOG_IDX_HDR +
-		    i * TLOG_IDX_ENT, &e) != 0 || (v->n > 0 &&
-		    (e.rel < v->e[v->n - 1].rel ||
-		    e.pos < v->e[v->n - 1].pos ||
-		    e.ts < v->e[v->n - 1].ts))) {
-			*torn = true;
-			*has_footer = false;
-			break;
-		}
-		if ((r = entries_push(v, e.rel, e.pos, e.ts)) != 0)
-			goto out;
-		v->e[v->n - 1].crc = e.crc;
-	}
-out:
-	free(buf);
-	close(fd);
-	return r;
-}
-
 /*
  * The clean path: reads only the index's header and footer, and takes the
  * segment as sealed if the footer agrees with the data's size.
@@ -416,6 +353,63 @@ load_stat(struct load *l)
 	return 0;
 }
 
+/* Reads and validates the index: header, entries, footer. */
+static int
+read_index(struct load *l)
+{
+	struct entries *v = &l->v;
+	unsigned char *buf = NULL;
+	struct tlog_idx_entry e;
+	struct stat st;
+	char name[32];
+	size_t i, n, body;
+	uint64_t hbase;
+	int fd, r = 0;
+
+	tlog_segname_format(l->base, ".idx", name, sizeof(name));
+	if ((fd = openat(l->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) ==
+	    -1)
+		return -errno;
+	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR)
+		r = -EINVAL;
+	else if ((buf = malloc((size_t)st.st_size)) == NULL)
+		r = -ENOMEM;
+	else if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
+	    tlog_idx_decode_header(buf, &hbase) != 0 || hbase != l->base)
+		r = -EINVAL;
+	if (r != 0)
+		goto out;
+	l->crcs = (tlog_idx_header_flags(buf) & TLOG_IDX_F_DATACRC) != 0;
+	body = (size_t)st.st_size - TLOG_IDX_HDR;
+	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
+	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
+	    &l->foot) == 0 && l->foot.records <= l->foot.bytes) {
+		l->footer = true;
+		body -= TLOG_IDX_FOOT;
+	}
+	n = body / TLOG_IDX_ENT;
+	if (body % TLOG_IDX_ENT)
+		l->torn = true;
+	for (i = 0; i < n; i++) {
+		if (tlog_idx_decode_entry(buf + TLOG_IDX_HDR +
+		    i * TLOG_IDX_ENT, &e) != 0 || (v->n > 0 &&
+		    (e.rel < v->e[v->n - 1].rel ||
+		    e.pos < v->e[v->n - 1].pos ||
+		    e.ts < v->e[v->n - 1].ts))) {
+			l->torn = true;
+			l->footer = false;
+			break;
+		}
+		if ((r = entries_push(v, e.rel, e.pos, e.ts)) != 0)
+			goto out;
+		v->e[v->n - 1].crc = e.crc;
+	}
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
 /* The index: its footer alone when it agrees with the data (the clean
  * path), else its entries; a corrupt or missing one is rebuilt. */
 static void
@@ -428,8 +422,7 @@ load_index(struct load *l, bool has_idx)
 	    &nidx)) {
 		l->footer = true;
 		l->v.n = nidx;	/* entries not needed */
-	} else if (!has_idx || read_index(l->dfd, l->base, &l->v, &l->foot,
-	    &l->footer, &l->torn, &l->crcs) != 0) {
+	} else if (!has_idx || read_index(l) != 0) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: %s; "
 		    "rebuilding it from the data%s", l->where, l->base,
 		    has_idx ? "corrupt index" : "missing",
