@@ -376,13 +376,16 @@ tlog_ckpt_segment(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 
 struct tlog_segment *
 tlog_ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
-    int dfd)
+    uint64_t base, int dfd)
 {
 	const unsigned char *e = cp->act;
-	uint64_t base = tlog_get64(e), nidx = tlog_get32(e + 72), alloc;
+	uint64_t nidx, alloc;
 	struct tlog_segment *seg;
 	struct stat st;
 
+	if (e == NULL || tlog_get64(e) != base)
+		return NULL;
+	nidx = tlog_get32(e + 72);
 	/* The index: its header and entries, no footer. */
 	if (base + tlog_get64(e + 8) < p->saved_end ||
 	    !same_file(dfd, base, ".idx", e + 56, &st) ||
@@ -405,12 +408,6 @@ tlog_ckpt_active(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 		seg->live->prealloc = alloc;
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
-}
-
-uint64_t
-tlog_ckpt_active_base(const struct tlog_ckpt_part *cp)
-{
-	return tlog_get64(cp->act);
 }
 
 /* A growing buffer; on allocation failure `failed` and nothing more. */

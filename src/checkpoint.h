@@ -79,15 +79,13 @@ uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
 struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
     const struct tlog_ckpt_part *cp, size_t i, int dfd);
 
-/* The active segment of cp (cp->act not NULL), not yet linked, with its
- * append state, if its data file and index in dfd are the ones
- * checkpointed, of the sizes it says, and no saved end (p->saved_end)
- * lies past it; else NULL (or when out of memory), and it is loaded from
- * its files. */
+/* The active segment of cp, not yet linked, with its append state, if
+ * cp records one based at base, its data file and index in dfd are the
+ * ones checkpointed, of the sizes it says, and no saved end
+ * (p->saved_end) lies past it; else NULL (or when out of memory), and it
+ * is loaded from its files. */
 struct tlog_segment *tlog_ckpt_active(struct tlog_partition *p,
-    const struct tlog_ckpt_part *cp, int dfd);
-/* The base of cp's active segment (cp->act not NULL). */
-uint64_t tlog_ckpt_active_base(const struct tlog_ckpt_part *cp);
+    const struct tlog_ckpt_part *cp, uint64_t base, int dfd);
 
 /* Writes the checkpoint of v[0..n) (and the events partition ev, if not
  * NULL) to storefd atomically and durably; 0 or -errno. Each

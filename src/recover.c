@@ -392,10 +392,8 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 		seg = NULL;
 		if (trusted && j < cp.n && f[i].base == tlog_ckpt_base(&cp, j))
 			seg = tlog_ckpt_segment(p, &cp, j++, dfd);
-		if (seg == NULL && trusted && cp.act != NULL &&
-		    i + 1 == lastlog && f[i].base == tlog_ckpt_active_base(&cp) &&
-		    f[i].idx)
-			seg = tlog_ckpt_active(p, &cp, dfd);
+		if (seg == NULL && trusted && i + 1 == lastlog && f[i].idx)
+			seg = tlog_ckpt_active(p, &cp, f[i].base, dfd);
 		if (seg == NULL)
 			seg = from_files(p, rc, dfd, &f[i], i + 1 == lastlog,
 			    where, &dirty);
