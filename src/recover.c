@@ -146,10 +146,10 @@ list_segments(struct tlog_partition *p, DIR *d, const char *where,
 
 /*
  * Whether the checkpoint's sealed segments are what the directory holds:
- * the same directory, each segment with both its files, in order, and nothing older or in between
- * that it does not name (only newer segments, the active one, may be
- * missing from it). Anything else, and the partition is loaded from its
- * files, as without a checkpoint.
+ * the same directory, each segment with both its files, in order, and
+ * nothing older or in between that it does not name (only newer
+ * segments, the active one, may be missing from it). Anything else, and
+ * the partition is loaded from its files, as without a checkpoint.
  */
 static bool
 ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
@@ -220,10 +220,9 @@ skipped_end(struct tlog_partition *p, int dfd, uint64_t base)
  * compression that got as far as its rename. With its .log too (a crash
  * before the .log's unlink), the .log.zst is kept if it is whole and
  * holds what the .log holds (every frame decoded and compared), else it
- * goes; either way exactly one copy
- * stays. Alone, it is loaded from its index's footer, which compression
- * synced before it began. Without an index (an unlink cut short) it goes,
- * as an index without data does.
+ * goes; either way exactly one copy stays. Alone, it is loaded from its
+ * index's footer, which compression synced before it began. Without an
+ * index (an unlink cut short) it goes, as an index without data does.
  */
 static struct tlog_segment *
 zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,

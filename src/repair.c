@@ -96,14 +96,11 @@ data_crcs(int fd, struct tlog_idx_entry *e, size_t k, size_t n, bool check)
 }
 
 /*
- * Where data that never reached the disk begins, past the last verified
- * point `from`: the first run of TLOG_ZERO_RUN or more zero bytes, or
- * size if none. After a power cut a block the file's size covers but
- * whose data was lost reads back as zeros: a whole page, or a torn one
- * (any run of 512-byte sectors, wherever the verified point falls in
- * it). Nothing fsync acknowledged lies past the verified point (an fsync
- * writes an entry), so a record there holding such a run loses nothing
- * acknowledged.
+ * Where data that never reached the disk begins past the last verified
+ * point `from`: the first run of TLOG_ZERO_RUN zero bytes (a lost page,
+ * or any run of torn 512-byte sectors, reads back as zeros), or size if
+ * none. Nothing fsync acknowledged lies past `from` (an fsync writes an
+ * entry), so a record there holding such a run loses nothing acknowledged.
  */
 #define TLOG_ZERO_RUN 16
 
