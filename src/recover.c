@@ -255,19 +255,17 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			    "cut short after its rename; the plain copy %s",
 			    where, name, tlog_repair_fix(ctx, "removed"));
 			tlog_segname_format(f->base, ".log", name, sizeof(name));
-			if (!ctx->ro)
-				unlinkat(dfd, name, 0);
 			seg->zbytes = zsize;
-		} else {
+		} else
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the plain copy "
 			    "is kept and it %s", where, name, r != 0 ?
 			    "torn or its seek table unreadable" :
 			    "does not hold what the plain copy holds (a frame "
 			    "fails its checksum, or differs)",
 			    tlog_repair_fix(ctx, "removed"));
-			if (!ctx->ro)
-				unlinkat(dfd, name, 0);
-		}
+		/* name: the copy that goes. */
+		if (!ctx->ro)
+			unlinkat(dfd, name, 0);
 		*dirty = true;
 		return seg;
 	}
