@@ -307,21 +307,19 @@ skip(struct load *l, const char *what, int err)
 	return -1;
 }
 
-/* Frees what the phases hold; the segment too unless it is kept. */
+/* Frees what the phases hold, once; the segment too unless it is kept. */
 static struct tlog_segment *
 load_finish(struct load *l, bool keep)
 {
 	free(l->v.e);
-	l->v.e = NULL;
 	if (l->fd != -1)
 		close(l->fd);
-	l->fd = -1;
-	if (!keep) {
-		tlog_segment_put(l->seg);
-		l->seg = NULL;
-	} else
+	if (keep) {
 		tlog_seg_idle(l->seg);	/* not listed yet: ours alone */
-	return l->seg;
+		return l->seg;
+	}
+	tlog_segment_put(l->seg);
+	return NULL;
 }
 
 /* The data file's size, without following a link; -1: skip it. */
