@@ -66,9 +66,8 @@ index_cmp(const void *a, const void *b)
 /* What a sealed segment can be: at least one record, each of at least
  * one byte, stamps in order, a trigger that exists, offsets that fit. */
 static bool
-entry_sane(const struct tlog_ckpt_part *cp, size_t i)
+entry_sane(const unsigned char *e)
 {
-	const unsigned char *e = cp->ent + i * CKPT_ENT;
 	uint64_t base = tlog_get64(e), records = tlog_get64(e + 8);
 
 	return records > 0 && records <= tlog_get64(e + 16) &&
@@ -97,14 +96,15 @@ active_sane(const unsigned char *e, uint64_t after)
 }
 
 /* Walks the body: every part in bounds, every part's segments in order
- * without overlap and each one sane, each path once; false on the first
- * thing that is not so. */
+ * without overlap and each one sane; false on the first thing that is
+ * not so. A path named twice is dropped, both times. */
 static bool
 parse(struct tlog_ckpt *c, size_t size)
 {
 	const unsigned char *b = c->buf;
 	size_t pos = CKPT_HDR, end = size - CKPT_TRAILER, i, j, k;
-	uint64_t nparts = tlog_get64(b + end), base, prev;
+	uint64_t nparts = tlog_get64(b + end), prev;
+	const unsigned char *e;
 	uint32_t flags;
 
 	if (nparts > (end - pos) / (3 + CKPT_PART))
@@ -134,10 +134,10 @@ parse(struct tlog_ckpt *c, size_t size)
 		x->part.ent = b + pos;
 		pos += x->part.n * CKPT_ENT;
 		for (i = 0, prev = 0; i < x->part.n; i++) {
-			base = tlog_ckpt_base(&x->part, i);
-			if ((i > 0 && base < prev) || !entry_sane(&x->part, i))
+			e = x->part.ent + i * CKPT_ENT;
+			if ((i > 0 && tlog_get64(e) < prev) || !entry_sane(e))
 				return false;
-			prev = base + tlog_get64(x->part.ent + i * CKPT_ENT + 8);
+			prev = tlog_get64(e) + tlog_get64(e + 8);
 		}
 		if (flags & CKPT_F_ACTIVE) {
 			if (end - pos < CKPT_ACT || !active_sane(b + pos, prev))
