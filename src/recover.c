@@ -445,12 +445,9 @@ recover_worker(void *arg)
 	return NULL;
 }
 
-/*
- * Recovers every partition, on up to 4 threads (one per core): opening a
- * store is mostly system calls, one partition independent of the next.
- * The threads are joined before this returns, so none exists when the
- * daemon forks.
- */
+/* One thread per core, up to 4: opening a store is mostly system calls,
+ * one partition independent of the next. None outlives the call, so none
+ * exists when the daemon forks. */
 void
 tlog_recover_all(struct tlog_partition **v, size_t n, struct tlog_recovery *rc)
 {

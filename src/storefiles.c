@@ -45,12 +45,10 @@ tlog_sf_lock(struct tlog_store *s, char *err, size_t errlen)
 	char buf[32] = "";
 	ssize_t n;
 
-	/*
-	 * A reader takes the lock shared: read-only opens, which change
+	/* A reader takes the lock shared: read-only opens, which change
 	 * nothing, coexist; a writer is kept out while any of them runs,
-	 * and keeps them out, so what a reader shows never moves.
-	 */
-	/* Never through a link, never a FIFO or device planted there. */
+	 * and keeps them out, so what a reader shows never moves. Never
+	 * through a link, never a FIFO or device planted there. */
 	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/lock"))
 		goto bad;
 	s->lockfd = openat(s->tree.dirfd, ".tlogfs/lock", (s->ctx.ro ?
