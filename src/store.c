@@ -60,18 +60,6 @@ tlog_store_conf(struct tlog_store *s)
 	return tlog_level_conf_of(&s->root);
 }
 
-bool
-tlog_store_was_clean(const struct tlog_store *s)
-{
-	return s->rc.was_clean;
-}
-
-bool
-tlog_store_readonly(const struct tlog_store *s)
-{
-	return s->ctx.ro;
-}
-
 const char *
 tlog_store_id(const struct tlog_store *s)
 {
