@@ -177,18 +177,6 @@ store_emit(void *arg, struct tlog_partition *p, struct tlog_event *ev)
 		s->ctx.opts.event(s->ctx.opts.event_arg, ev);
 }
 
-static void
-penv_init(struct tlog_store *s)
-{
-	s->penv.ctx = &s->ctx;
-	s->penv.fdb = &s->fdb;
-	s->penv.q = &s->q;
-	s->penv.emit = store_emit;
-	s->penv.arg = s;
-	s->penv.sched = NULL;
-	s->penv.sched_arg = NULL;
-}
-
 void
 tlog_store_set_sched(struct tlog_store *s, const struct tlog_sched_ops *ops,
     void *arg)
@@ -303,23 +291,21 @@ store_alloc(const struct tlog_store_opts *opts)
 		return NULL;
 	tlog_ctx_init(&s->ctx, opts);
 	s->tree.dirfd = s->lockfd = -1;
-	s->ctx.cap_records = s->ctx.opts.cap_records ? s->ctx.opts.cap_records :
-	    TLOG_CAP_RECORDS;
-	s->ctx.cap_bytes = s->ctx.opts.cap_bytes ? s->ctx.opts.cap_bytes :
-	    TLOG_CAP_BYTES;
 	pthread_rwlock_init(&s->tree.lock, NULL);
 	pthread_mutex_init(&s->admin_lock, NULL);
 	tlog_fdbudget_init(&s->fdb, &s->ctx, s->ctx.opts.max_open_segments,
 	    s->ctx.opts.fd_reserve, s->ctx.opts.workers);
 	tlog_queue_init(&s->q, &s->ctx);
-	penv_init(s);
+	s->penv.ctx = &s->ctx;
+	s->penv.fdb = &s->fdb;
+	s->penv.q = &s->q;
+	s->penv.emit = store_emit;
+	s->penv.arg = s;
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
 	tlog_reg_init(&s->reg, &s->root, &s->penv, &s->q);
 	return s;
 }
 
-/* The nonce the clean close wrote in its mark, which its checkpoint
- * repeats; false if the mark holds none (an older tlogfs's). */
 /*
  * Room for the clean stop (doc/format.md, "reserve"): a close writes the
  * checkpoint and the clean mark, which a full disk would refuse, so that
@@ -495,10 +481,10 @@ tlog_store_close(struct tlog_store *s)
 	for (i = 0; i < n; i++)
 		tlog_partition_put(v[i]);
 	free(v);
-	/* The mark says everything before it is on disk: only then. */
-	/* Created afresh (O_EXCL never follows a link, never opens a FIFO or
-	 * a device): whatever was planted at the name while the store ran
-	 * is unlinked, never written through. */
+	/* The mark says everything before it is on disk: only then. Created
+	 * afresh (O_EXCL never follows a link, never opens a FIFO or a
+	 * device): whatever was planted at the name while the store ran is
+	 * unlinked, never written through. */
 	if (!bad && unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
 	    errno != ENOENT) {
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot replace "
