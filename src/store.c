@@ -7,11 +7,8 @@
  */
 #include "config.h"
 
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
+#include <sys/statvfs.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
