@@ -199,44 +199,22 @@ tlog_store_free_changed(struct tlog_store *s)
 		tlog_free_pressure(arg);
 }
 
+/* arg: the topic whose partitions are rescheduled, NULL for all. */
 static void
 resched_one(struct tlog_partition *p, void *arg)
 {
-	(void)arg;
-	tlog_part_resched(p);
+	if (arg == NULL || tlog_partition_topic(p) == arg)
+		tlog_part_resched(p);
 }
 
-/*
- * A setting changed at a level: every partition it governs gets its due
- * time recomputed. The partitions are collected under the tree lock and
- * visited after it is dropped.
- */
 void
 tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p)
 {
-	struct tlog_dirent *d = NULL;
-	struct tlog_partition *q;
-	size_t n = 0, i;
-
-	if (p != NULL) {
+	if (p != NULL)
 		tlog_part_resched(p);
-		return;
-	}
-	if (t == NULL) {
-		/* The store level: the events partition, then every
-		 * partition of every topic. */
-		each_part(s, true, resched_one, NULL);
-		return;
-	}
-	if (tlog_partition_list(t, &d, &n) != 0)
-		return;
-	for (i = 0; i < n; i++)
-		if ((q = tlog_partition_get(t, d[i].name)) != NULL) {
-			tlog_part_resched(q);
-			tlog_partition_put(q);
-		}
-	free(d);
+	else
+		each_part(s, t == NULL, resched_one, t);
 }
 
 /* Loads every topic and partition directory and recovers partitions. */
