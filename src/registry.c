@@ -377,16 +377,25 @@ tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
 	return 0;
 }
 
-/* Makes an empty level directory ready to be renamed over: ENOTEMPTY if
- * it holds more than its bookkeeping files, which then go. */
+/*
+ * Renames directory from in dirfd to to; over: to is a level's empty
+ * directory, which is replaced (ENOTEMPTY if it holds more than its
+ * bookkeeping files, which then go).
+ */
 static int
-clear_dir(struct tlog_registry *reg, int dirfd, const char *name)
+rename_dir(struct tlog_registry *reg, int dirfd, const char *from,
+    const char *to, bool over)
 {
-	int r = tlog_reg_remove_dir(reg, dirfd, name, name);
+	int r;
 
-	if (r == 0 && mkdirat(dirfd, name, 0700) == -1)
-		r = -errno;
-	return r;
+	if (over) {
+		if ((r = tlog_reg_remove_dir(reg, dirfd, to, to)) != 0)
+			return r;
+		if (mkdirat(dirfd, to, 0700) == -1)
+			return -errno;
+	}
+	/* rename(2) replaces an empty directory atomically. */
+	return renameat(dirfd, from, dirfd, to) == -1 ? -errno : 0;
 }
 
 int
@@ -438,17 +447,13 @@ tlog_reg_topic_rename(struct tlog_registry *reg, const char *from, const char *t
 	if (strcmp(from, to) == 0)
 		goto out;
 	victim = topic_find(reg, to);
-	if (victim != NULL && !RB_EMPTY(&victim->parts)) {
+	if (victim != NULL && !RB_EMPTY(&victim->parts))
 		r = -ENOTEMPTY;
+	else
+		r = rename_dir(reg, reg->root->tree->dirfd, from, to,
+		    victim != NULL);
+	if (r != 0)
 		goto out;
-	}
-	if (victim != NULL && (r = clear_dir(reg, reg->root->tree->dirfd, to)) != 0)
-		goto out;
-	/* rename(2) replaces an empty directory atomically. */
-	if (renameat(reg->root->tree->dirfd, from, reg->root->tree->dirfd, to) == -1) {
-		r = -errno;
-		goto out;
-	}
 	if (victim != NULL) {
 		RB_REMOVE(tlog_topic_tree, &reg->topics, victim);
 		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
@@ -613,19 +618,13 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 		goto out;
 	}
 	victim = part_find(t, to);
-	if (victim != NULL) {
-		r = __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0 ?
-		    -ENOTEMPTY : 0;
-		if (r == 0)
-			r = clear_dir(reg, tfd, to);
-		if (r != 0)
-			goto out;
-	}
-	/* rename(2) replaces an empty directory atomically. */
-	if (renameat(tfd, from, tfd, to) == -1) {
-		r = -errno;
+	if (victim != NULL &&
+	    __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0)
+		r = -ENOTEMPTY;
+	else
+		r = rename_dir(reg, tfd, from, to, victim != NULL);
+	if (r != 0)
 		goto out;
-	}
 	if (victim != NULL) {
 		/* Its appends now find it dead, or its directory replaced. */
 		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
