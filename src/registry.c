@@ -89,22 +89,17 @@ tlog_partition_topic(struct tlog_partition *p)
 	return TLOG_CONTAINER_OF(p->lv.parent, struct tlog_topic, lv);
 }
 
-
-/*
- * After an entry of a level directory changed (mkdir, rmdir, rename),
- * syncs that directory so the change survives a power cut, with no
- * engine lock held. fd is a descriptor of the directory (reg->root->tree->dirfd for
- * the root); it is closed here, unless it is reg->root->tree->dirfd. A failure is
- * logged; the change itself stands.
- */
+/* Called after an entry of directory fd changed (mkdir, rmdir, rename),
+ * with no engine lock held, so that the change survives a power cut. A
+ * failure is logged; the change itself stands. */
 void
 tlog_reg_sync_parent(struct tlog_registry *reg, int fd, const char *what)
 {
 	if (fd < 0)
 		return;
 	if (fsync(fd) == -1 && errno != EINVAL)
-		tlog_ctx_log_err(reg->penv->ctx, "cannot sync the directory holding %s: %s",
-		    what, strerror(errno));
+		tlog_ctx_log_err(reg->penv->ctx, "cannot sync the directory "
+		    "holding %s: %s", what, strerror(errno));
 	if (fd != reg->root->tree->dirfd)
 		close(fd);
 }
@@ -299,10 +294,9 @@ tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
 
 /*
  * The files the engine itself keeps in a level's directory: its config,
- * a partition's saved end offset, cursors and identity, and their
- * temporary copies (an atomic
- * write in flight, or one a crash left behind), and a compressed
- * segment being written.
+ * a partition's saved end offset, cursors and identity, their temporary
+ * copies (an atomic write in flight, or one a crash left behind), and a
+ * compressed segment being written.
  */
 static bool
 is_bookkeeping(const char *name)
@@ -321,12 +315,8 @@ is_bookkeeping(const char *name)
 	return tlog_segname_parse(name, ".log.zst.tmp", &base);
 }
 
-/*
- * Removes the empty level directory name in dirfd: refuses (ENOTEMPTY)
- * if it holds anything but the engine's bookkeeping files, so a refusal
- * loses no setting (the stray is named in one log line); then drops
- * those and the directory.
- */
+/* Nothing is unlinked before every entry is known to be bookkeeping, so
+ * a refusal loses no setting. */
 int
 tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
     const char *shown)
@@ -355,12 +345,13 @@ tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
 		 * (ENOTEMPTY is the answer); anything else, a non-file under
 		 * one of tlogfs's names included, is a stray the operator
 		 * must see (named as `shown`, if not NULL). */
-		if ((!plain || (!tlog_segname_parse(de->d_name, ".log", &base) &&
+		if ((!plain ||
+		    (!tlog_segname_parse(de->d_name, ".log", &base) &&
 		    !tlog_segname_parse(de->d_name, ".idx", &base))) &&
 		    shown != NULL)
-			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot remove "
-			    "%s: it holds %s, which is not tlogfs's", shown,
-			    de->d_name);
+			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot "
+			    "remove %s: it holds %s, which is not tlogfs's",
+			    shown, de->d_name);
 		r = -ENOTEMPTY;
 	}
 	if (r == 0) {
@@ -426,7 +417,8 @@ tlog_reg_topic_remove(struct tlog_registry *reg, const char *name)
 }
 
 int
-tlog_reg_topic_rename(struct tlog_registry *reg, const char *from, const char *to)
+tlog_reg_topic_rename(struct tlog_registry *reg, const char *from,
+    const char *to)
 {
 	struct tlog_topic *t, *victim;
 	bool renamed = false;
@@ -665,7 +657,8 @@ dirent_push(struct tlog_dirent **a, size_t *n, size_t *cap, const char *name,
 }
 
 int
-tlog_reg_topic_list(struct tlog_registry *reg, struct tlog_dirent **out, size_t *n)
+tlog_reg_topic_list(struct tlog_registry *reg, struct tlog_dirent **out,
+    size_t *n)
 {
 	struct tlog_topic *t;
 	size_t cap = 0;
@@ -745,12 +738,13 @@ static int
 open_level(struct tlog_registry *reg, int dirfd, const char *where,
     const char *name)
 {
+	struct tlog_ctx *ctx = reg->penv->ctx;
 	struct stat st;
 	int fd;
 
 	if (tlog_name_check(name) != 0) {
-		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring %s%s: not a valid topic or "
-		    "partition name", where, name);
+		tlog_ctx_log(ctx, LOG_WARNING, "ignoring %s%s: not a valid "
+		    "topic or partition name", where, name);
 		return -1;
 	}
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -759,10 +753,10 @@ open_level(struct tlog_registry *reg, int dirfd, const char *where,
 		return fd;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode))
-		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring %s%s: a symbolic link, "
-		    "never followed", where, name);
+		tlog_ctx_log(ctx, LOG_WARNING, "ignoring %s%s: a symbolic "
+		    "link, never followed", where, name);
 	else
-		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring stray %s%s: not a "
+		tlog_ctx_log(ctx, LOG_WARNING, "ignoring stray %s%s: not a "
 		    "directory", where, name);
 	return -1;
 }
