@@ -191,7 +191,9 @@ tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 	return t;
 }
 
-/* A loaded level's mode and owner; counts the directories made private. */
+/* A loaded level's mode and owner, before its settings are read: what
+ * others put in its directory goes first. Counts the directories made
+ * private. */
 static void
 load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
     const char *where)
@@ -765,11 +767,11 @@ open_level(struct tlog_registry *reg, int dirfd, const char *where,
 static int
 load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 {
+	char where[TLOG_NAME_MAX + 2], path[TLOG_NAME_MAX + 2 + NAME_MAX + 1];
 	struct tlog_partition *p;
 	struct dirent *pe;
-	char where[TLOG_NAME_MAX + 2], path[TLOG_NAME_MAX + 2 + NAME_MAX + 1];
 	DIR *pd;
-	int fd, dup_fd;
+	int fd, dup_fd, r = 0;
 
 	snprintf(where, sizeof(where), "%s/", t->lv.name);
 	if ((dup_fd = dup(tfd)) == -1 || (pd = fdopendir(dup_fd)) == NULL) {
@@ -777,64 +779,56 @@ load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 			close(dup_fd);
 		return -errno;
 	}
-	while ((pe = readdir(pd)) != NULL) {
-		if (pe->d_name[0] == '.')
+	while (r == 0 && (pe = readdir(pd)) != NULL) {
+		if (pe->d_name[0] == '.' ||
+		    (fd = open_level(reg, tfd, where, pe->d_name)) < 0)
 			continue;
-		if ((fd = open_level(reg, tfd, where, pe->d_name)) < 0)
-			continue;
-		if ((p = tlog_part_alloc(&t->lv, pe->d_name, reg->penv)) == NULL) {
-			close(fd);
-			closedir(pd);
-			return -ENOMEM;
+		p = tlog_part_alloc(&t->lv, pe->d_name, reg->penv);
+		if (p == NULL)
+			r = -ENOMEM;
+		else {
+			tlog_level_set_dir(&p->lv, fd);
+			snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
+			load_attr(reg, &p->lv, fd, path);
+			tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
+			    ".config");
+			RB_INSERT(tlog_part_tree, &t->parts, p);
 		}
-		tlog_level_set_dir(&p->lv, fd);
-		snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
-		/* First: what others put there goes before it is read. */
-		load_attr(reg, &p->lv, fd, path);
-		tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
-		    ".config");
 		close(fd);
-		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
 	closedir(pd);
-	return 0;
+	return r;
 }
 
 int
 tlog_reg_load(struct tlog_registry *reg)
 {
+	int dirfd = reg->root->tree->dirfd, fd, r = 0;
 	struct tlog_topic *t;
 	struct dirent *de;
 	DIR *d;
-	int fd, r;
 
-	fd = openat(reg->root->tree->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);
 		return -errno;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    (fd = open_level(reg, dirfd, "", de->d_name)) < 0)
 			continue;
-		if ((fd = open_level(reg, reg->root->tree->dirfd, "", de->d_name)) < 0)
-			continue;
-		if ((t = tlog_topic_alloc(reg, de->d_name)) == NULL) {
-			close(fd);
-			closedir(d);
-			return -ENOMEM;
+		if ((t = tlog_topic_alloc(reg, de->d_name)) == NULL)
+			r = -ENOMEM;
+		else {
+			load_attr(reg, &t->lv, fd, de->d_name);
+			tlog_level_load_conf(&t->lv, reg->penv->ctx, fd,
+			    de->d_name, ".config");
+			RB_INSERT(tlog_topic_tree, &reg->topics, t);
+			r = load_topic(reg, t, fd);
 		}
-		load_attr(reg, &t->lv, fd, de->d_name);
-		tlog_level_load_conf(&t->lv, reg->penv->ctx, fd, de->d_name,
-		    ".config");
-		RB_INSERT(tlog_topic_tree, &reg->topics, t);
-		r = load_topic(reg, t, fd);
 		close(fd);
-		if (r != 0) {
-			closedir(d);
-			return r;
-		}
 	}
 	closedir(d);
-	return 0;
+	return r;
 }
