@@ -101,8 +101,6 @@ tlog_level_conf_all(const struct tlog_level *lv, int64_t v[TLOG_NKEYS])
 			v[k] = tlog_key_default(k);
 }
 
-static struct tlog_conf *own_conf(struct tlog_level *);
-
 int64_t
 tlog_level_own(const struct tlog_level *lv, enum tlog_key k)
 {
@@ -121,12 +119,6 @@ tlog_level_conf_of(const struct tlog_level *lv)
 	return c != NULL ? c : &none;
 }
 
-int
-tlog_level_reserve(struct tlog_level *lv)
-{
-	return own_conf(lv) != NULL ? 0 : -ENOMEM;
-}
-
 /* lv's own settings, made (all unset) if it has none yet. */
 static struct tlog_conf *
 own_conf(struct tlog_level *lv)
@@ -140,6 +132,12 @@ own_conf(struct tlog_level *lv)
 	tlog_conf_init(c);
 	__atomic_store_n(&lv->conf, c, __ATOMIC_RELEASE);
 	return c;
+}
+
+int
+tlog_level_reserve(struct tlog_level *lv)
+{
+	return own_conf(lv) != NULL ? 0 : -ENOMEM;
 }
 
 int
@@ -159,19 +157,13 @@ int
 tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx, int dirfd,
     const char *dir, const char *path)
 {
-	struct tlog_conf nc, *c;
+	struct tlog_conf nc;
 	int i, r;
 
 	r = tlog_conf_load(ctx, dirfd, dir, path, &nc);
 	for (i = 0; i < TLOG_NKEYS; i++)
-		if (nc.v[i] != TLOG_UNSET)
-			break;
-	if (i == TLOG_NKEYS && lv->conf == NULL)
-		return r;
-	if ((c = own_conf(lv)) == NULL)
-		return -ENOMEM;
-	for (i = 0; i < TLOG_NKEYS; i++)
-		tlog_conf_assign(c, i, nc.v[i]);
+		if (tlog_level_assign(lv, i, nc.v[i]) != 0)
+			return -ENOMEM;
 	return r;
 }
 
@@ -448,7 +440,6 @@ tlog_level_unlinkat(struct tlog_level *lv, const char *file)
 {
 	int dfd, r = 0;
 
-	/* The unlink itself runs with no engine lock held. */
 	if ((dfd = tlog_level_dir(lv)) < 0)
 		return dfd;
 	if (unlinkat(dfd, file, 0) == -1)
