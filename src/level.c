@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,9 +201,9 @@ static int
 foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
     const char *where)
 {
+	char to[32], who[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
-	char to[32];
 	int dfd, qfd, r = 0;
 	DIR *d;
 
@@ -226,24 +227,21 @@ foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		    (S_ISDIR(st.st_mode) && lv->parent->parent == NULL))
 			continue;
 		snprintf(to, sizeof(to), "%ju", (uintmax_t)st.st_ino);
+		snprintf(who, sizeof(who), "%s/%s: owned by uid %u, not the "
+		    "daemon's, in a directory others could write", where,
+		    de->d_name, (unsigned)st.st_uid);
 		if (qfd != -1 && renameat(fd, de->d_name, qfd, to) == 0)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: owned by uid "
-			    "%u, not the daemon's, in a directory others could "
-			    "write: not the store's, moved to .tlogfs/foreign/"
-			    "%s", where, de->d_name, (unsigned)st.st_uid, to);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: not the store's, "
+			    "moved to .tlogfs/foreign/%s", who, to);
 		else if (unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ?
 		    AT_REMOVEDIR : 0) == 0)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: owned by uid "
-			    "%u, not the daemon's, in a directory others could "
-			    "write: not the store's, and it could not be moved "
-			    "to .tlogfs/foreign/: removed", where, de->d_name,
-			    (unsigned)st.st_uid);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: not the store's, and "
+			    "it could not be moved to .tlogfs/foreign/: removed",
+			    who);
 		else {
-			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: owned by uid %u, "
-			    "not the daemon's, in a directory others could "
-			    "write: it can be neither moved nor removed (%s); "
-			    "the store is not opened until it is gone", where,
-			    de->d_name, (unsigned)st.st_uid, strerror(errno));
+			tlog_ctx_log(ctx, LOG_ERR, "%s: it can be neither moved "
+			    "nor removed (%s); the store is not opened until it "
+			    "is gone", who, strerror(errno));
 			r = -1;
 		}
 	}
