@@ -212,36 +212,18 @@ load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
 }
 
 /*
- * The mode and owner of lv, a level whose directory fd was just made
- * (made) or adopted: a new one keeps lv's (0755, the daemon's) in its
- * extended attribute, the directory itself 0700; an adopted one is
- * loaded as at open. Without user xattrs, the directory has them.
- */
-static void
-dir_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
-    bool made, const char *where)
-{
-	struct tlog_ctx *ctx = reg->penv->ctx;
-
-	if (!made)
-		load_attr(reg, lv, fd, where);
-	else if (__atomic_load_n(&ctx->attr_on_dir, __ATOMIC_RELAXED) ||
-	    tlog_level_save_attr(fd, lv->mode, lv->owner) == -ENOTSUP) {
-		__atomic_store_n(&ctx->attr_on_dir, true, __ATOMIC_RELAXED);
-		(void)fchmod(fd, lv->mode);
-	}
-}
-
-/*
  * Makes directory name in dirfd for lv, or adopts one that is already
  * there as a real directory (never a symlink or a file in the way):
  * returns an open descriptor of it, or -errno (-EEXIST for anything in
- * the way).
+ * the way). A new one keeps lv's mode and owner (0755, the daemon's) in
+ * its extended attribute, itself 0700 (without user xattrs, the
+ * directory has them); an adopted one's are loaded as at open.
  */
 static int
 make_dir(struct tlog_registry *reg, int dirfd, const char *name,
     struct tlog_level *lv)
 {
+	struct tlog_ctx *ctx = reg->penv->ctx;
 	bool made = true;
 	int fd;
 
@@ -254,7 +236,13 @@ make_dir(struct tlog_registry *reg, int dirfd, const char *name,
 	    O_CLOEXEC);
 	if (fd == -1)
 		return errno == ELOOP || errno == ENOTDIR ? -EEXIST : -errno;
-	dir_attr(reg, lv, fd, made, name);
+	if (!made)
+		load_attr(reg, lv, fd, name);
+	else if (__atomic_load_n(&ctx->attr_on_dir, __ATOMIC_RELAXED) ||
+	    tlog_level_save_attr(fd, lv->mode, lv->owner) == -ENOTSUP) {
+		__atomic_store_n(&ctx->attr_on_dir, true, __ATOMIC_RELAXED);
+		(void)fchmod(fd, lv->mode);
+	}
 	return fd;
 }
 
