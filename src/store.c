@@ -27,12 +27,6 @@
 #include "storefiles.h"
 #include "unlink.h"
 
-int
-tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
-{
-	return fstatvfs(s->tree.dirfd, sv) == -1 ? -errno : 0;
-}
-
 /* ---- what the store answers itself ---- */
 
 int64_t
@@ -63,6 +57,12 @@ tlog_store_id(const struct tlog_store *s)
 	return s->id;
 }
 
+int
+tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
+{
+	return fstatvfs(s->tree.dirfd, sv) == -1 ? -errno : 0;
+}
+
 /* fn on the events partition if ev (and the store has one), then on
  * every partition of every topic, each held by a reference; no lock is
  * held around fn. */
@@ -82,22 +82,6 @@ each_part(struct tlog_store *s, bool ev,
 		tlog_partition_put(v[i]);
 	}
 	free(v);
-}
-
-static void
-mark_synced(struct tlog_partition *p, void *arg)
-{
-	struct tlog_segment *seg;
-
-	(void)arg;
-	pthread_mutex_lock(&p->sd.lock);
-	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (seg->live == NULL)
-			continue;
-		seg->live->sgen = seg->live->wgen;
-		tlog_seg_idle(seg);
-	}
-	pthread_mutex_unlock(&p->sd.lock);
 }
 
 static void
@@ -147,6 +131,24 @@ newest_stamp(struct tlog_partition *p, void *arg)
 
 	if (p->last_ts > *newest)
 		*newest = p->last_ts;
+}
+
+/* After the open's syncfs: each live segment is synced as far as it was
+ * written. */
+static void
+mark_synced(struct tlog_partition *p, void *arg)
+{
+	struct tlog_segment *seg;
+
+	(void)arg;
+	pthread_mutex_lock(&p->sd.lock);
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (seg->live == NULL)
+			continue;
+		seg->live->sgen = seg->live->wgen;
+		tlog_seg_idle(seg);
+	}
+	pthread_mutex_unlock(&p->sd.lock);
 }
 
 /* ---- the hook of the log layer ---- */
@@ -339,9 +341,9 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
 	    strcmp(boot, prev) != 0);
 	if (s->rc.verify && prev[0] != '\0')
-		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
-		    "a reboot: checking unsealed segments against their data",
-		    path);
+		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed "
+		    "cleanly before a reboot: checking unsealed segments "
+		    "against their data", path);
 	if ((r = tlog_sf_own_dir(s, ".tlogfs/events", err, errlen)) != 0)
 		goto fail;
 	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd, "",
@@ -374,8 +376,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		if (syncfs(s->tree.dirfd) == 0)
 			each_part(s, true, mark_synced, NULL);
 		else
-			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; recovery's "
-			    "repairs may not be on disk", path,
+			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; "
+			    "recovery's repairs may not be on disk", path,
 			    strerror(errno));
 	}
 	/* Only now, with every repair on disk: a crash before this point
@@ -384,8 +386,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		n = snprintf(line, sizeof(line), "%s\n", boot);
 		if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/boot", line,
 		    (size_t)n)) != 0)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot record the "
-			    "boot id: %s", path, strerror(-r));
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot "
+			    "record the boot id: %s", path, strerror(-r));
 	}
 	/* Nothing is scheduled yet: whoever opened the store attaches the
 	 * reaper (tlog_reaper_start), which schedules everything then. */
@@ -486,8 +488,8 @@ tlog_store_close(struct tlog_store *s)
 		}
 		close(fd);
 	} else
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything reached the "
-		    "disk; no clean mark", s->path);
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything "
+		    "reached the disk; no clean mark", s->path);
 	store_free(s);
 	return bad || fd == -1 ? -1 : 0;
 }
