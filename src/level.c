@@ -235,13 +235,13 @@ foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 			    "moved to .tlogfs/foreign/%s", who, to);
 		else if (unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ?
 		    AT_REMOVEDIR : 0) == 0)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s: not the store's, and "
-			    "it could not be moved to .tlogfs/foreign/: removed",
-			    who);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: not the store's, "
+			    "and it could not be moved to .tlogfs/foreign/: "
+			    "removed", who);
 		else {
-			tlog_ctx_log(ctx, LOG_ERR, "%s: it can be neither moved "
-			    "nor removed (%s); the store is not opened until it "
-			    "is gone", who, strerror(errno));
+			tlog_ctx_log(ctx, LOG_ERR, "%s: it can be neither "
+			    "moved nor removed (%s); the store is not opened "
+			    "until it is gone", who, strerror(errno));
 			r = -1;
 		}
 	}
