@@ -543,10 +543,11 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	 * first (the directory is not empty: ENOTEMPTY) or finds the
 	 * partition dead when it reaches for its directory (ENOENT).
 	 */
-	r = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0 ? -ENOTEMPTY : 0;
-	if (r == 0 && (tfd = tlog_level_dir_locked(&t->lv)) < 0)
+	if (__atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0)
+		r = -ENOTEMPTY;
+	else if ((tfd = tlog_level_dir_locked(&t->lv)) < 0)
 		r = tfd;
-	else if (r == 0) {
+	else {
 		snprintf(shown, sizeof(shown), "%s/%s", t->lv.name, name);
 		r = tlog_reg_remove_dir(reg, tfd, name, shown);
 	}
