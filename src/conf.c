@@ -29,10 +29,11 @@
  *    "timestamp + retention.ms + segment.ms" sums cannot overflow.
  *
  * The cross-key limit segment.jitter.ms <= segment.ms is checked by
- * tlog_conf_set (levels.c, with tlog_key_upper) against the effective value at the level being set. It is
- * not re-checked when segment.ms changes or at another level, so the
- * engine clamps the jitter. record.max.bytes has no such bound: a record
- * longer than segment.bytes gets a segment of its own (doc/engine.md).
+ * tlog_conf_set (levels.c, with tlog_key_upper) against the effective
+ * value at the level being set. It is not re-checked when segment.ms
+ * changes or at another level, so the engine clamps the jitter.
+ * record.max.bytes has no such bound: a record longer than segment.bytes
+ * gets a segment of its own (doc/engine.md).
  */
 #include "config.h"
 
@@ -482,15 +483,15 @@ load_line(struct tlog_ctx *ctx, const char *path, unsigned lineno,
 	if (k < 0) {
 		quote_value(l + i, kend - i, q, sizeof(q));
 		if (ctx != NULL)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s: line %u: unknown key "
-			    "\"%s\", ignored", path, lineno, q);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: line %u: unknown "
+			    "key \"%s\", ignored", path, lineno, q);
 		return;
 	}
 	if (tlog_key_parse(k, eq + 1, len - (size_t)(eq + 1 - l), &v, err,
 	    sizeof(err)) != 0) {
 		if (ctx != NULL)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s: line %u: %s; ignored",
-			    path, lineno, err);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: line %u: %s; "
+			    "ignored", path, lineno, err);
 		return;
 	}
 	c->v[k] = v;
@@ -500,7 +501,6 @@ int
 tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *dir,
     const char *path, struct tlog_conf *c)
 {
-	struct tlog_conf nc;
 	const char *l, *nl, *end;
 	char *buf = NULL, name[PATH_MAX];
 	size_t len = 0;
@@ -518,16 +518,14 @@ tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *dir,
 	if (r != 0)
 		return r;
 
-	tlog_conf_init(&nc);
 	end = buf + len;
 	for (l = buf; l < end; l = nl + 1) {
 		nl = memchr(l, '\n', (size_t)(end - l));
 		if (nl == NULL)
 			nl = end;
-		load_line(ctx, name, ++lineno, l, (size_t)(nl - l), &nc);
+		load_line(ctx, name, ++lineno, l, (size_t)(nl - l), c);
 	}
 	free(buf);
-	*c = nc;
 	return 0;
 }
 

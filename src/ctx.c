@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "index.h"
 
 void
 tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
@@ -26,6 +27,10 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 	ctx->log.arg = ctx->opts.log_arg;
 	ctx->next_ino = TLOG_ROOT_INO + 1;
 	ctx->free_limit = INT64_MAX;
+	ctx->cap_records = ctx->opts.cap_records != 0 ?
+	    ctx->opts.cap_records : TLOG_CAP_RECORDS;
+	ctx->cap_bytes = ctx->opts.cap_bytes != 0 ? ctx->opts.cap_bytes :
+	    TLOG_CAP_BYTES;
 	ctx->held_max = ctx->opts.held_max != 0 ? ctx->opts.held_max :
 	    TLOG_HELD_MAX;
 	pthread_mutex_init(&ctx->work_lock, NULL);

@@ -102,7 +102,7 @@ struct tlog_ctx {
 	 * (level.h, tlog_level_load_attr); attr_on_dir atomic. */
 	bool attr_on_dir;
 	unsigned attr_moved;
-	bool attr_unsafe;		/* a directory must not be read (said) */
+	bool attr_unsafe;	/* a directory must not be read (said) */
 };
 
 /* What a segment takes of the disk beyond its bytes, for the budget: its
@@ -111,30 +111,6 @@ struct tlog_ctx {
 #define TLOG_SEG_DISK_EXTRA 8192
 
 void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);
-
-/* Calls the test hook, if a test set one (tlog_store_opts.hook). */
-#define TLOG_HOOK(ctx, point, p) do {					\
-	if ((ctx)->opts.hook != NULL)					\
-		(ctx)->opts.hook((ctx)->opts.hook_arg, (point), (p));	\
-} while (0)
-
-/* Appends under way and done since the last check of free space would
- * take it below retention.keep.free. */
-static inline bool
-tlog_ctx_free_short(struct tlog_ctx *ctx)
-{
-	int64_t limit = __atomic_load_n(&ctx->free_limit, __ATOMIC_RELAXED);
-	uint64_t used;
-
-	if (limit == INT64_MAX)
-		return false;
-	TLOG_HOOK(ctx, TLOG_HOOK_FREE_SHORT, NULL);
-	/* In flight first: bytes leave it only once in free_appended. */
-	used = __atomic_load_n(&ctx->free_inflight, __ATOMIC_ACQUIRE);
-	used += __atomic_load_n(&ctx->free_appended, __ATOMIC_RELAXED);
-	used -= __atomic_load_n(&ctx->free_unlinked, __ATOMIC_RELAXED);
-	return (int64_t)used > limit;
-}
 void tlog_ctx_destroy(struct tlog_ctx *ctx);
 /* Engine time (tlog_now); the wall clock if ctx is NULL. */
 int64_t tlog_ctx_now(struct tlog_ctx *ctx);
@@ -171,5 +147,29 @@ uint64_t tlog_ctx_ino(struct tlog_ctx *ctx);
 
 #define TLOG_METRIC_ADD(ctx, field, n) \
 	__atomic_add_fetch(&(ctx)->metrics.field, (n), __ATOMIC_RELAXED)
+
+/* Calls the test hook, if a test set one (tlog_store_opts.hook). */
+#define TLOG_HOOK(ctx, point, p) do {					\
+	if ((ctx)->opts.hook != NULL)					\
+		(ctx)->opts.hook((ctx)->opts.hook_arg, (point), (p));	\
+} while (0)
+
+/* Appends under way and done since the last check of free space would
+ * take it below retention.keep.free. */
+static inline bool
+tlog_ctx_free_short(struct tlog_ctx *ctx)
+{
+	int64_t limit = __atomic_load_n(&ctx->free_limit, __ATOMIC_RELAXED);
+	uint64_t used;
+
+	if (limit == INT64_MAX)
+		return false;
+	TLOG_HOOK(ctx, TLOG_HOOK_FREE_SHORT, NULL);
+	/* In flight first: bytes leave it only once in free_appended. */
+	used = __atomic_load_n(&ctx->free_inflight, __ATOMIC_ACQUIRE);
+	used += __atomic_load_n(&ctx->free_appended, __ATOMIC_RELAXED);
+	used -= __atomic_load_n(&ctx->free_unlinked, __ATOMIC_RELAXED);
+	return (int64_t)used > limit;
+}
 
 #endif /* TLOG_CTX_H */

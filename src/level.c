@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +102,6 @@ tlog_level_conf_all(const struct tlog_level *lv, int64_t v[TLOG_NKEYS])
 			v[k] = tlog_key_default(k);
 }
 
-static struct tlog_conf *own_conf(struct tlog_level *);
-
 int64_t
 tlog_level_own(const struct tlog_level *lv, enum tlog_key k)
 {
@@ -121,12 +120,6 @@ tlog_level_conf_of(const struct tlog_level *lv)
 	return c != NULL ? c : &none;
 }
 
-int
-tlog_level_reserve(struct tlog_level *lv)
-{
-	return own_conf(lv) != NULL ? 0 : -ENOMEM;
-}
-
 /* lv's own settings, made (all unset) if it has none yet. */
 static struct tlog_conf *
 own_conf(struct tlog_level *lv)
@@ -140,6 +133,12 @@ own_conf(struct tlog_level *lv)
 	tlog_conf_init(c);
 	__atomic_store_n(&lv->conf, c, __ATOMIC_RELEASE);
 	return c;
+}
+
+int
+tlog_level_reserve(struct tlog_level *lv)
+{
+	return own_conf(lv) != NULL ? 0 : -ENOMEM;
 }
 
 int
@@ -159,19 +158,13 @@ int
 tlog_level_load_conf(struct tlog_level *lv, struct tlog_ctx *ctx, int dirfd,
     const char *dir, const char *path)
 {
-	struct tlog_conf nc, *c;
+	struct tlog_conf nc;
 	int i, r;
 
 	r = tlog_conf_load(ctx, dirfd, dir, path, &nc);
 	for (i = 0; i < TLOG_NKEYS; i++)
-		if (nc.v[i] != TLOG_UNSET)
-			break;
-	if (i == TLOG_NKEYS && lv->conf == NULL)
-		return r;
-	if ((c = own_conf(lv)) == NULL)
-		return -ENOMEM;
-	for (i = 0; i < TLOG_NKEYS; i++)
-		tlog_conf_assign(c, i, nc.v[i]);
+		if (tlog_level_assign(lv, i, nc.v[i]) != 0)
+			return -ENOMEM;
 	return r;
 }
 
@@ -208,9 +201,9 @@ static int
 foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
     const char *where)
 {
+	char to[32], who[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
-	char to[32];
 	int dfd, qfd, r = 0;
 	DIR *d;
 
@@ -234,24 +227,21 @@ foreign_out(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 		    (S_ISDIR(st.st_mode) && lv->parent->parent == NULL))
 			continue;
 		snprintf(to, sizeof(to), "%ju", (uintmax_t)st.st_ino);
+		snprintf(who, sizeof(who), "%s/%s: owned by uid %u, not the "
+		    "daemon's, in a directory others could write", where,
+		    de->d_name, (unsigned)st.st_uid);
 		if (qfd != -1 && renameat(fd, de->d_name, qfd, to) == 0)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: owned by uid "
-			    "%u, not the daemon's, in a directory others could "
-			    "write: not the store's, moved to .tlogfs/foreign/"
-			    "%s", where, de->d_name, (unsigned)st.st_uid, to);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: not the store's, "
+			    "moved to .tlogfs/foreign/%s", who, to);
 		else if (unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ?
 		    AT_REMOVEDIR : 0) == 0)
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: owned by uid "
-			    "%u, not the daemon's, in a directory others could "
-			    "write: not the store's, and it could not be moved "
-			    "to .tlogfs/foreign/: removed", where, de->d_name,
-			    (unsigned)st.st_uid);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s: not the store's, "
+			    "and it could not be moved to .tlogfs/foreign/: "
+			    "removed", who);
 		else {
-			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: owned by uid %u, "
-			    "not the daemon's, in a directory others could "
-			    "write: it can be neither moved nor removed (%s); "
-			    "the store is not opened until it is gone", where,
-			    de->d_name, (unsigned)st.st_uid, strerror(errno));
+			tlog_ctx_log(ctx, LOG_ERR, "%s: it can be neither "
+			    "moved nor removed (%s); the store is not opened "
+			    "until it is gone", who, strerror(errno));
 			r = -1;
 		}
 	}
@@ -448,7 +438,6 @@ tlog_level_unlinkat(struct tlog_level *lv, const char *file)
 {
 	int dfd, r = 0;
 
-	/* The unlink itself runs with no engine lock held. */
 	if ((dfd = tlog_level_dir(lv)) < 0)
 		return dfd;
 	if (unlinkat(dfd, file, 0) == -1)

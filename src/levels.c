@@ -50,21 +50,6 @@ tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
 	return (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* The directory holding a level's config file, and the file's name in
- * it: a new descriptor, or -errno. Caller holds the tree lock. */
-static int
-conf_dir_locked(struct tlog_store *s, struct tlog_level *lv,
-    const char **file)
-{
-	*file = ".config";
-	if (lv->parent == NULL) {
-		*file = "config";
-		return tlog_open_beneath(s->tree.dirfd, ".tlogfs",
-		    O_RDONLY | O_DIRECTORY, 0);
-	}
-	return tlog_level_dir_locked(lv);
-}
-
 /* Copies a message into the caller's buffer, if there is one. */
 static void
 set_err(char *err, size_t errlen, const char *msg)
@@ -87,7 +72,6 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 	struct tlog_level *lv = level_of(s, t, p);
 	struct tlog_conf copy;
 	char path[PATH_MAX], msg[PATH_MAX + 128];
-	const char *file;
 	int i, r, dfd;
 
 	/* Room for the value first: nothing may fail once the file
@@ -105,13 +89,19 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 		strlcpy(path, ".config", sizeof(path));
 	/* Written through the level's own directory, never a path that a
 	 * rename could make name another level. */
-	if ((dfd = conf_dir_locked(s, lv, &file)) < 0) {
+	if (lv->parent == NULL)
+		dfd = tlog_open_beneath(s->tree.dirfd, ".tlogfs",
+		    O_RDONLY | O_DIRECTORY, 0);
+	else
+		dfd = tlog_level_dir_locked(lv);
+	if (dfd < 0) {
 		r = dfd;
 		snprintf(msg, sizeof(msg), "%s: cannot open the directory of "
 		    "%s: %s", tlog_key_name(k), path, strerror(-r));
 		goto fail;
 	}
-	r = tlog_conf_save(dfd, file, &copy);
+	r = tlog_conf_save(dfd, lv->parent == NULL ? "config" : ".config",
+	    &copy);
 	close(dfd);
 	if (r != 0) {
 		snprintf(msg, sizeof(msg), "%s: cannot save %s: %s",

@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,22 +89,17 @@ tlog_partition_topic(struct tlog_partition *p)
 	return TLOG_CONTAINER_OF(p->lv.parent, struct tlog_topic, lv);
 }
 
-
-/*
- * After an entry of a level directory changed (mkdir, rmdir, rename),
- * syncs that directory so the change survives a power cut, with no
- * engine lock held. fd is a descriptor of the directory (reg->root->tree->dirfd for
- * the root); it is closed here, unless it is reg->root->tree->dirfd. A failure is
- * logged; the change itself stands.
- */
+/* Called after an entry of directory fd changed (mkdir, rmdir, rename),
+ * with no engine lock held, so that the change survives a power cut. A
+ * failure is logged; the change itself stands. */
 void
 tlog_reg_sync_parent(struct tlog_registry *reg, int fd, const char *what)
 {
 	if (fd < 0)
 		return;
 	if (fsync(fd) == -1 && errno != EINVAL)
-		tlog_ctx_log_err(reg->penv->ctx, "cannot sync the directory holding %s: %s",
-		    what, strerror(errno));
+		tlog_ctx_log_err(reg->penv->ctx, "cannot sync the directory "
+		    "holding %s: %s", what, strerror(errno));
 	if (fd != reg->root->tree->dirfd)
 		close(fd);
 }
@@ -197,7 +191,9 @@ tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 	return t;
 }
 
-/* A loaded level's mode and owner; counts the directories made private. */
+/* A loaded level's mode and owner, before its settings are read: what
+ * others put in its directory goes first. Counts the directories made
+ * private. */
 static void
 load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
     const char *where)
@@ -216,36 +212,18 @@ load_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
 }
 
 /*
- * The mode and owner of lv, a level whose directory fd was just made
- * (made) or adopted: a new one keeps lv's (0755, the daemon's) in its
- * extended attribute, the directory itself 0700; an adopted one is
- * loaded as at open. Without user xattrs, the directory has them.
- */
-static void
-dir_attr(struct tlog_registry *reg, struct tlog_level *lv, int fd,
-    bool made, const char *where)
-{
-	struct tlog_ctx *ctx = reg->penv->ctx;
-
-	if (!made)
-		load_attr(reg, lv, fd, where);
-	else if (__atomic_load_n(&ctx->attr_on_dir, __ATOMIC_RELAXED) ||
-	    tlog_level_save_attr(fd, lv->mode, lv->owner) == -ENOTSUP) {
-		__atomic_store_n(&ctx->attr_on_dir, true, __ATOMIC_RELAXED);
-		(void)fchmod(fd, lv->mode);
-	}
-}
-
-/*
  * Makes directory name in dirfd for lv, or adopts one that is already
  * there as a real directory (never a symlink or a file in the way):
  * returns an open descriptor of it, or -errno (-EEXIST for anything in
- * the way).
+ * the way). A new one keeps lv's mode and owner (0755, the daemon's) in
+ * its extended attribute, itself 0700 (without user xattrs, the
+ * directory has them); an adopted one's are loaded as at open.
  */
 static int
 make_dir(struct tlog_registry *reg, int dirfd, const char *name,
     struct tlog_level *lv)
 {
+	struct tlog_ctx *ctx = reg->penv->ctx;
 	bool made = true;
 	int fd;
 
@@ -258,7 +236,13 @@ make_dir(struct tlog_registry *reg, int dirfd, const char *name,
 	    O_CLOEXEC);
 	if (fd == -1)
 		return errno == ELOOP || errno == ENOTDIR ? -EEXIST : -errno;
-	dir_attr(reg, lv, fd, made, name);
+	if (!made)
+		load_attr(reg, lv, fd, name);
+	else if (__atomic_load_n(&ctx->attr_on_dir, __ATOMIC_RELAXED) ||
+	    tlog_level_save_attr(fd, lv->mode, lv->owner) == -ENOTSUP) {
+		__atomic_store_n(&ctx->attr_on_dir, true, __ATOMIC_RELAXED);
+		(void)fchmod(fd, lv->mode);
+	}
 	return fd;
 }
 
@@ -300,10 +284,9 @@ tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
 
 /*
  * The files the engine itself keeps in a level's directory: its config,
- * a partition's saved end offset, cursors and identity, and their
- * temporary copies (an atomic
- * write in flight, or one a crash left behind), and a compressed
- * segment being written.
+ * a partition's saved end offset, cursors and identity, their temporary
+ * copies (an atomic write in flight, or one a crash left behind), and a
+ * compressed segment being written.
  */
 static bool
 is_bookkeeping(const char *name)
@@ -322,12 +305,8 @@ is_bookkeeping(const char *name)
 	return tlog_segname_parse(name, ".log.zst.tmp", &base);
 }
 
-/*
- * Removes the empty level directory name in dirfd: refuses (ENOTEMPTY)
- * if it holds anything but the engine's bookkeeping files, so a refusal
- * loses no setting (the stray is named in one log line); then drops
- * those and the directory.
- */
+/* Nothing is unlinked before every entry is known to be bookkeeping, so
+ * a refusal loses no setting. */
 int
 tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
     const char *shown)
@@ -356,12 +335,13 @@ tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
 		 * (ENOTEMPTY is the answer); anything else, a non-file under
 		 * one of tlogfs's names included, is a stray the operator
 		 * must see (named as `shown`, if not NULL). */
-		if ((!plain || (!tlog_segname_parse(de->d_name, ".log", &base) &&
+		if ((!plain ||
+		    (!tlog_segname_parse(de->d_name, ".log", &base) &&
 		    !tlog_segname_parse(de->d_name, ".idx", &base))) &&
 		    shown != NULL)
-			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot remove "
-			    "%s: it holds %s, which is not tlogfs's", shown,
-			    de->d_name);
+			tlog_ctx_log(reg->penv->ctx, LOG_NOTICE, "cannot "
+			    "remove %s: it holds %s, which is not tlogfs's",
+			    shown, de->d_name);
 		r = -ENOTEMPTY;
 	}
 	if (r == 0) {
@@ -378,16 +358,25 @@ tlog_reg_remove_dir(struct tlog_registry *reg, int dirfd, const char *name,
 	return 0;
 }
 
-/* Makes an empty level directory ready to be renamed over: ENOTEMPTY if
- * it holds more than its bookkeeping files, which then go. */
+/*
+ * Renames directory from in dirfd to to; over: to is a level's empty
+ * directory, which is replaced (ENOTEMPTY if it holds more than its
+ * bookkeeping files, which then go).
+ */
 static int
-clear_dir(struct tlog_registry *reg, int dirfd, const char *name)
+rename_dir(struct tlog_registry *reg, int dirfd, const char *from,
+    const char *to, bool over)
 {
-	int r = tlog_reg_remove_dir(reg, dirfd, name, name);
+	int r;
 
-	if (r == 0 && mkdirat(dirfd, name, 0700) == -1)
-		r = -errno;
-	return r;
+	if (over) {
+		if ((r = tlog_reg_remove_dir(reg, dirfd, to, to)) != 0)
+			return r;
+		if (mkdirat(dirfd, to, 0700) == -1)
+			return -errno;
+	}
+	/* rename(2) replaces an empty directory atomically. */
+	return renameat(dirfd, from, dirfd, to) == -1 ? -errno : 0;
 }
 
 int
@@ -418,7 +407,8 @@ tlog_reg_topic_remove(struct tlog_registry *reg, const char *name)
 }
 
 int
-tlog_reg_topic_rename(struct tlog_registry *reg, const char *from, const char *to)
+tlog_reg_topic_rename(struct tlog_registry *reg, const char *from,
+    const char *to)
 {
 	struct tlog_topic *t, *victim;
 	bool renamed = false;
@@ -439,17 +429,13 @@ tlog_reg_topic_rename(struct tlog_registry *reg, const char *from, const char *t
 	if (strcmp(from, to) == 0)
 		goto out;
 	victim = topic_find(reg, to);
-	if (victim != NULL && !RB_EMPTY(&victim->parts)) {
+	if (victim != NULL && !RB_EMPTY(&victim->parts))
 		r = -ENOTEMPTY;
+	else
+		r = rename_dir(reg, reg->root->tree->dirfd, from, to,
+		    victim != NULL);
+	if (r != 0)
 		goto out;
-	}
-	if (victim != NULL && (r = clear_dir(reg, reg->root->tree->dirfd, to)) != 0)
-		goto out;
-	/* rename(2) replaces an empty directory atomically. */
-	if (renameat(reg->root->tree->dirfd, from, reg->root->tree->dirfd, to) == -1) {
-		r = -errno;
-		goto out;
-	}
 	if (victim != NULL) {
 		RB_REMOVE(tlog_topic_tree, &reg->topics, victim);
 		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
@@ -557,10 +543,11 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 	 * first (the directory is not empty: ENOTEMPTY) or finds the
 	 * partition dead when it reaches for its directory (ENOENT).
 	 */
-	r = __atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0 ? -ENOTEMPTY : 0;
-	if (r == 0 && (tfd = tlog_level_dir_locked(&t->lv)) < 0)
+	if (__atomic_load_n(&p->nsegs, __ATOMIC_ACQUIRE) > 0)
+		r = -ENOTEMPTY;
+	else if ((tfd = tlog_level_dir_locked(&t->lv)) < 0)
 		r = tfd;
-	else if (r == 0) {
+	else {
 		snprintf(shown, sizeof(shown), "%s/%s", t->lv.name, name);
 		r = tlog_reg_remove_dir(reg, tfd, name, shown);
 	}
@@ -614,19 +601,13 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 		goto out;
 	}
 	victim = part_find(t, to);
-	if (victim != NULL) {
-		r = __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0 ?
-		    -ENOTEMPTY : 0;
-		if (r == 0)
-			r = clear_dir(reg, tfd, to);
-		if (r != 0)
-			goto out;
-	}
-	/* rename(2) replaces an empty directory atomically. */
-	if (renameat(tfd, from, tfd, to) == -1) {
-		r = -errno;
+	if (victim != NULL &&
+	    __atomic_load_n(&victim->nsegs, __ATOMIC_ACQUIRE) > 0)
+		r = -ENOTEMPTY;
+	else
+		r = rename_dir(reg, tfd, from, to, victim != NULL);
+	if (r != 0)
 		goto out;
-	}
 	if (victim != NULL) {
 		/* Its appends now find it dead, or its directory replaced. */
 		__atomic_store_n(&victim->lv.dead, true, __ATOMIC_RELEASE);
@@ -667,7 +648,8 @@ dirent_push(struct tlog_dirent **a, size_t *n, size_t *cap, const char *name,
 }
 
 int
-tlog_reg_topic_list(struct tlog_registry *reg, struct tlog_dirent **out, size_t *n)
+tlog_reg_topic_list(struct tlog_registry *reg, struct tlog_dirent **out,
+    size_t *n)
 {
 	struct tlog_topic *t;
 	size_t cap = 0;
@@ -747,12 +729,13 @@ static int
 open_level(struct tlog_registry *reg, int dirfd, const char *where,
     const char *name)
 {
+	struct tlog_ctx *ctx = reg->penv->ctx;
 	struct stat st;
 	int fd;
 
 	if (tlog_name_check(name) != 0) {
-		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring %s%s: not a valid topic or "
-		    "partition name", where, name);
+		tlog_ctx_log(ctx, LOG_WARNING, "ignoring %s%s: not a valid "
+		    "topic or partition name", where, name);
 		return -1;
 	}
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -761,10 +744,10 @@ open_level(struct tlog_registry *reg, int dirfd, const char *where,
 		return fd;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode))
-		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring %s%s: a symbolic link, "
-		    "never followed", where, name);
+		tlog_ctx_log(ctx, LOG_WARNING, "ignoring %s%s: a symbolic "
+		    "link, never followed", where, name);
 	else
-		tlog_ctx_log(reg->penv->ctx, LOG_WARNING, "ignoring stray %s%s: not a "
+		tlog_ctx_log(ctx, LOG_WARNING, "ignoring stray %s%s: not a "
 		    "directory", where, name);
 	return -1;
 }
@@ -773,11 +756,11 @@ open_level(struct tlog_registry *reg, int dirfd, const char *where,
 static int
 load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 {
+	char where[TLOG_NAME_MAX + 2], path[TLOG_NAME_MAX + 2 + NAME_MAX + 1];
 	struct tlog_partition *p;
 	struct dirent *pe;
-	char where[TLOG_NAME_MAX + 2], path[TLOG_NAME_MAX + 2 + NAME_MAX + 1];
 	DIR *pd;
-	int fd, dup_fd;
+	int fd, dup_fd, r = 0;
 
 	snprintf(where, sizeof(where), "%s/", t->lv.name);
 	if ((dup_fd = dup(tfd)) == -1 || (pd = fdopendir(dup_fd)) == NULL) {
@@ -785,64 +768,56 @@ load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
 			close(dup_fd);
 		return -errno;
 	}
-	while ((pe = readdir(pd)) != NULL) {
-		if (pe->d_name[0] == '.')
+	while (r == 0 && (pe = readdir(pd)) != NULL) {
+		if (pe->d_name[0] == '.' ||
+		    (fd = open_level(reg, tfd, where, pe->d_name)) < 0)
 			continue;
-		if ((fd = open_level(reg, tfd, where, pe->d_name)) < 0)
-			continue;
-		if ((p = tlog_part_alloc(&t->lv, pe->d_name, reg->penv)) == NULL) {
-			close(fd);
-			closedir(pd);
-			return -ENOMEM;
+		p = tlog_part_alloc(&t->lv, pe->d_name, reg->penv);
+		if (p == NULL)
+			r = -ENOMEM;
+		else {
+			tlog_level_set_dir(&p->lv, fd);
+			snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
+			load_attr(reg, &p->lv, fd, path);
+			tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
+			    ".config");
+			RB_INSERT(tlog_part_tree, &t->parts, p);
 		}
-		tlog_level_set_dir(&p->lv, fd);
-		snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
-		/* First: what others put there goes before it is read. */
-		load_attr(reg, &p->lv, fd, path);
-		tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
-		    ".config");
 		close(fd);
-		RB_INSERT(tlog_part_tree, &t->parts, p);
 	}
 	closedir(pd);
-	return 0;
+	return r;
 }
 
 int
 tlog_reg_load(struct tlog_registry *reg)
 {
+	int dirfd = reg->root->tree->dirfd, fd, r = 0;
 	struct tlog_topic *t;
 	struct dirent *de;
 	DIR *d;
-	int fd, r;
 
-	fd = openat(reg->root->tree->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);
 		return -errno;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    (fd = open_level(reg, dirfd, "", de->d_name)) < 0)
 			continue;
-		if ((fd = open_level(reg, reg->root->tree->dirfd, "", de->d_name)) < 0)
-			continue;
-		if ((t = tlog_topic_alloc(reg, de->d_name)) == NULL) {
-			close(fd);
-			closedir(d);
-			return -ENOMEM;
+		if ((t = tlog_topic_alloc(reg, de->d_name)) == NULL)
+			r = -ENOMEM;
+		else {
+			load_attr(reg, &t->lv, fd, de->d_name);
+			tlog_level_load_conf(&t->lv, reg->penv->ctx, fd,
+			    de->d_name, ".config");
+			RB_INSERT(tlog_topic_tree, &reg->topics, t);
+			r = load_topic(reg, t, fd);
 		}
-		load_attr(reg, &t->lv, fd, de->d_name);
-		tlog_level_load_conf(&t->lv, reg->penv->ctx, fd, de->d_name,
-		    ".config");
-		RB_INSERT(tlog_topic_tree, &reg->topics, t);
-		r = load_topic(reg, t, fd);
 		close(fd);
-		if (r != 0) {
-			closedir(d);
-			return r;
-		}
 	}
 	closedir(d);
-	return 0;
+	return r;
 }

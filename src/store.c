@@ -7,11 +7,8 @@
  */
 #include "config.h"
 
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
+#include <sys/statvfs.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,12 +26,6 @@
 #include "store.h"
 #include "storefiles.h"
 #include "unlink.h"
-
-int
-tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
-{
-	return fstatvfs(s->tree.dirfd, sv) == -1 ? -errno : 0;
-}
 
 /* ---- what the store answers itself ---- */
 
@@ -60,22 +51,16 @@ tlog_store_conf(struct tlog_store *s)
 	return tlog_level_conf_of(&s->root);
 }
 
-bool
-tlog_store_was_clean(const struct tlog_store *s)
-{
-	return s->rc.was_clean;
-}
-
-bool
-tlog_store_readonly(const struct tlog_store *s)
-{
-	return s->ctx.ro;
-}
-
 const char *
 tlog_store_id(const struct tlog_store *s)
 {
 	return s->id;
+}
+
+int
+tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
+{
+	return fstatvfs(s->tree.dirfd, sv) == -1 ? -errno : 0;
 }
 
 /* fn on the events partition if ev (and the store has one), then on
@@ -97,22 +82,6 @@ each_part(struct tlog_store *s, bool ev,
 		tlog_partition_put(v[i]);
 	}
 	free(v);
-}
-
-static void
-mark_synced(struct tlog_partition *p, void *arg)
-{
-	struct tlog_segment *seg;
-
-	(void)arg;
-	pthread_mutex_lock(&p->sd.lock);
-	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (seg->live == NULL)
-			continue;
-		seg->live->sgen = seg->live->wgen;
-		tlog_seg_idle(seg);
-	}
-	pthread_mutex_unlock(&p->sd.lock);
 }
 
 static void
@@ -164,6 +133,24 @@ newest_stamp(struct tlog_partition *p, void *arg)
 		*newest = p->last_ts;
 }
 
+/* After the open's syncfs: each live segment is synced as far as it was
+ * written. */
+static void
+mark_synced(struct tlog_partition *p, void *arg)
+{
+	struct tlog_segment *seg;
+
+	(void)arg;
+	pthread_mutex_lock(&p->sd.lock);
+	TAILQ_FOREACH(seg, &p->segs, link) {
+		if (seg->live == NULL)
+			continue;
+		seg->live->sgen = seg->live->wgen;
+		tlog_seg_idle(seg);
+	}
+	pthread_mutex_unlock(&p->sd.lock);
+}
+
 /* ---- the hook of the log layer ---- */
 
 /* A seal or a deletion: the names filled in, recorded in .tlogfs/events
@@ -187,18 +174,6 @@ store_emit(void *arg, struct tlog_partition *p, struct tlog_event *ev)
 	tlog_events_record(&s->ev, p, ev);
 	if (s->ctx.opts.event != NULL)
 		s->ctx.opts.event(s->ctx.opts.event_arg, ev);
-}
-
-static void
-penv_init(struct tlog_store *s)
-{
-	s->penv.ctx = &s->ctx;
-	s->penv.fdb = &s->fdb;
-	s->penv.q = &s->q;
-	s->penv.emit = store_emit;
-	s->penv.arg = s;
-	s->penv.sched = NULL;
-	s->penv.sched_arg = NULL;
 }
 
 void
@@ -226,44 +201,22 @@ tlog_store_free_changed(struct tlog_store *s)
 		tlog_free_pressure(arg);
 }
 
+/* arg: the topic whose partitions are rescheduled, NULL for all. */
 static void
 resched_one(struct tlog_partition *p, void *arg)
 {
-	(void)arg;
-	tlog_part_resched(p);
+	if (arg == NULL || tlog_partition_topic(p) == arg)
+		tlog_part_resched(p);
 }
 
-/*
- * A setting changed at a level: every partition it governs gets its due
- * time recomputed. The partitions are collected under the tree lock and
- * visited after it is dropped.
- */
 void
 tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p)
 {
-	struct tlog_dirent *d = NULL;
-	struct tlog_partition *q;
-	size_t n = 0, i;
-
-	if (p != NULL) {
+	if (p != NULL)
 		tlog_part_resched(p);
-		return;
-	}
-	if (t == NULL) {
-		/* The store level: the events partition, then every
-		 * partition of every topic. */
-		each_part(s, true, resched_one, NULL);
-		return;
-	}
-	if (tlog_partition_list(t, &d, &n) != 0)
-		return;
-	for (i = 0; i < n; i++)
-		if ((q = tlog_partition_get(t, d[i].name)) != NULL) {
-			tlog_part_resched(q);
-			tlog_partition_put(q);
-		}
-	free(d);
+	else
+		each_part(s, t == NULL, resched_one, t);
 }
 
 /* Loads every topic and partition directory and recovers partitions. */
@@ -315,23 +268,21 @@ store_alloc(const struct tlog_store_opts *opts)
 		return NULL;
 	tlog_ctx_init(&s->ctx, opts);
 	s->tree.dirfd = s->lockfd = -1;
-	s->ctx.cap_records = s->ctx.opts.cap_records ? s->ctx.opts.cap_records :
-	    TLOG_CAP_RECORDS;
-	s->ctx.cap_bytes = s->ctx.opts.cap_bytes ? s->ctx.opts.cap_bytes :
-	    TLOG_CAP_BYTES;
 	pthread_rwlock_init(&s->tree.lock, NULL);
 	pthread_mutex_init(&s->admin_lock, NULL);
 	tlog_fdbudget_init(&s->fdb, &s->ctx, s->ctx.opts.max_open_segments,
 	    s->ctx.opts.fd_reserve, s->ctx.opts.workers);
 	tlog_queue_init(&s->q, &s->ctx);
-	penv_init(s);
+	s->penv.ctx = &s->ctx;
+	s->penv.fdb = &s->fdb;
+	s->penv.q = &s->q;
+	s->penv.emit = store_emit;
+	s->penv.arg = s;
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
 	tlog_reg_init(&s->reg, &s->root, &s->penv, &s->q);
 	return s;
 }
 
-/* The nonce the clean close wrote in its mark, which its checkpoint
- * repeats; false if the mark holds none (an older tlogfs's). */
 /*
  * Room for the clean stop (doc/format.md, "reserve"): a close writes the
  * checkpoint and the clean mark, which a full disk would refuse, so that
@@ -390,9 +341,9 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
 	    strcmp(boot, prev) != 0);
 	if (s->rc.verify && prev[0] != '\0')
-		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed cleanly before "
-		    "a reboot: checking unsealed segments against their data",
-		    path);
+		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed "
+		    "cleanly before a reboot: checking unsealed segments "
+		    "against their data", path);
 	if ((r = tlog_sf_own_dir(s, ".tlogfs/events", err, errlen)) != 0)
 		goto fail;
 	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd, "",
@@ -425,8 +376,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		if (syncfs(s->tree.dirfd) == 0)
 			each_part(s, true, mark_synced, NULL);
 		else
-			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; recovery's "
-			    "repairs may not be on disk", path,
+			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; "
+			    "recovery's repairs may not be on disk", path,
 			    strerror(errno));
 	}
 	/* Only now, with every repair on disk: a crash before this point
@@ -435,8 +386,8 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		n = snprintf(line, sizeof(line), "%s\n", boot);
 		if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/boot", line,
 		    (size_t)n)) != 0)
-			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot record the "
-			    "boot id: %s", path, strerror(-r));
+			tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot "
+			    "record the boot id: %s", path, strerror(-r));
 	}
 	/* Nothing is scheduled yet: whoever opened the store attaches the
 	 * reaper (tlog_reaper_start), which schedules everything then. */
@@ -507,10 +458,10 @@ tlog_store_close(struct tlog_store *s)
 	for (i = 0; i < n; i++)
 		tlog_partition_put(v[i]);
 	free(v);
-	/* The mark says everything before it is on disk: only then. */
-	/* Created afresh (O_EXCL never follows a link, never opens a FIFO or
-	 * a device): whatever was planted at the name while the store ran
-	 * is unlinked, never written through. */
+	/* The mark says everything before it is on disk: only then. Created
+	 * afresh (O_EXCL never follows a link, never opens a FIFO or a
+	 * device): whatever was planted at the name while the store ran is
+	 * unlinked, never written through. */
 	if (!bad && unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
 	    errno != ENOENT) {
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot replace "
@@ -537,8 +488,8 @@ tlog_store_close(struct tlog_store *s)
 		}
 		close(fd);
 	} else
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything reached the "
-		    "disk; no clean mark", s->path);
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything "
+		    "reached the disk; no clean mark", s->path);
 	store_free(s);
 	return bad || fd == -1 ? -1 : 0;
 }

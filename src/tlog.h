@@ -271,8 +271,6 @@ int tlog_store_close(struct tlog_store *s);
 /* After fork (daemonizing), records the new holder's pid in the lock;
  * nothing when read-only. */
 void tlog_store_update_pid(struct tlog_store *s);
-bool tlog_store_was_clean(const struct tlog_store *s);
-bool tlog_store_readonly(const struct tlog_store *s);
 /*
  * The store's identity: 128 random bits in hex, made when the store is
  * created (or at the first read-write open of a store without one) and

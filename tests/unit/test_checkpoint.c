@@ -17,6 +17,7 @@
 #include "testhelp.h"
 #include "checkpoint.h"
 #include "index.h"
+#include "store.h"
 #include "util.h"
 
 #define LINES 300
@@ -162,7 +163,7 @@ START_TEST(unchanged_partition_taken_after_power_cut)
 	}
 	th_logbuf[0] = '\0';
 	s = th_open(th_dir);
-	ck_assert(!tlog_store_was_clean(s));
+	ck_assert(!s->rc.was_clean);
 	ck_assert_msg(strstr(th_logbuf, "t/0/") == NULL, "log: %s", th_logbuf);
 	p = th_part(s, "t", "0");
 	si = th_segs(p, &n);

@@ -566,7 +566,7 @@ START_TEST(clean_mark_is_durable)
 	th_in_child(clean_close_load, &r, sizeof(r));
 	th_new_boot();
 	s = th_open(th_dir);
-	ck_assert(tlog_store_was_clean(s));
+	ck_assert(s->rc.was_clean);
 	p = th_part(s, "t", "0");
 	d = th_partition_data(p, NULL);
 	ck_assert_str_eq(d, "kept by a clean close\n");

@@ -18,6 +18,7 @@
 
 #include "testhelp.h"
 #include "index.h"
+#include "store.h"
 
 /* Log text the clean second open may print (a notice, not a repair). */
 static const char *allowed_notice;
@@ -467,7 +468,7 @@ START_TEST(clean_open_reads_no_record_data)
 	free(junk);
 	th_logbuf[0] = '\0';
 	s = open_compared(si, n, false, SIZE_MAX);
-	ck_assert(tlog_store_was_clean(s));
+	ck_assert(s->rc.was_clean);
 	ck_assert_msg(th_logbuf[0] == '\0', "log: %s", th_logbuf);
 	free(si);
 	free(lp);
@@ -522,7 +523,7 @@ START_TEST(checkpoint_gone_once_open)
 	ck = ckpt_path();
 	ck_assert_int_eq(access(ck, F_OK), 0);
 	s = th_open(th_dir);
-	ck_assert(tlog_store_was_clean(s));
+	ck_assert(s->rc.was_clean);
 	ck_assert_int_eq(access(ck, F_OK), -1);
 	tlog_store_close(s);
 	ck_assert_int_eq(access(ck, F_OK), 0);
@@ -957,7 +958,7 @@ START_TEST(checkpoint_directory_never_blocks)
 	ck_assert_int_eq(lstat(mark, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	s = th_open(th_dir);
-	ck_assert(tlog_store_was_clean(s));
+	ck_assert(s->rc.was_clean);
 	tlog_store_close(s);
 	ck_assert_int_eq(rmdir(ck), 0);
 	free(mark);

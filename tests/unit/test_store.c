@@ -51,11 +51,11 @@ START_TEST(layout_and_format)
 
 	ck_assert(exists(dir, ".tlogfs/format"));
 	ck_assert(exists(dir, ".tlogfs/lock"));
-	ck_assert(!tlog_store_was_clean(s));
+	ck_assert(!s->rc.was_clean);
 	tlog_store_close(s);
 	ck_assert(exists(dir, ".tlogfs/clean"));
 	s = th_open(dir);
-	ck_assert(tlog_store_was_clean(s));
+	ck_assert(s->rc.was_clean);
 	/* The mark is gone while the store is open: a crash now is seen. */
 	ck_assert(!exists(dir, ".tlogfs/clean"));
 	tlog_store_close(s);
@@ -601,7 +601,7 @@ START_TEST(clean_mark_never_followed)
 	ck_assert_int_eq(lstat(y, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	s = th_open(th_dir);
-	ck_assert(tlog_store_was_clean(s));
+	ck_assert(s->rc.was_clean);
 	ck_assert_int_eq(mkfifo(y, 0644), 0);
 	tlog_store_close(s);
 	ck_assert_int_eq(lstat(y, &st), 0);
@@ -610,7 +610,7 @@ START_TEST(clean_mark_never_followed)
 	ck_assert_int_eq(unlink(y), 0);
 	ck_assert_int_eq(symlink(x, y), 0);
 	s = th_open(th_dir);
-	ck_assert(!tlog_store_was_clean(s));
+	ck_assert(!s->rc.was_clean);
 	tlog_store_close(s);
 	data = th_slurp(x, &len);
 	ck_assert_str_eq(data, "precious\n");
