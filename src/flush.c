@@ -5,14 +5,6 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -108,10 +100,8 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 	}
 	/* New segment files need their directory entries durable too. */
 	if (dir) {
-		if ((dfd = tlog_level_dir(&p->lv)) < 0)
-			r2 = dfd;
-		else {
-			r2 = fsync(dfd) == -1 && errno != EINVAL ? -errno : 0;
+		if ((r2 = dfd = tlog_level_dir(&p->lv)) >= 0) {
+			r2 = tlog_fsync_dir(dfd, ".");
 			close(dfd);
 		}
 		if (r2 != 0) {
