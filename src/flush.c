@@ -56,7 +56,7 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 {
 	struct tlog_segment *seg;
 	struct tlog_seg_io io;
-	bool have_io = false, dir;
+	bool have_io, dir;
 	int r = 0, r2, dfd;
 
 	/* Nothing was written: everything is as durable as it gets (and
@@ -67,27 +67,20 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 	tlog_segdir_io_begin(&p->sd);
 	tlog_segdir_flush(&p->sd, 0, false, &r);
 	pthread_mutex_lock(&p->sd.lock);
+	/* Without its live part the active segment is synced and ends with
+	 * its boundary entry (segment.h). */
 	seg = tlog_part_active(p);
-	if (seg != NULL && seg->records > 0) {
-		/* Without its live part it is synced and ends with its
-		 * boundary entry (segment.h). */
-		struct tlog_seg_live *x = seg->live;
-		bool bound = x != NULL && !(seg->nidx > 0 &&
-		    x->last_idx_rel == seg->records &&
-		    x->last_idx_pos == seg->bytes);
-		bool dirty = x != NULL && x->wgen != x->sgen;
-
-		if ((bound || dirty) &&
-		    (r2 = tlog_seg_open_files(seg, false)) != 0) {
-			if (r == 0)
-				r = r2;
-		} else if (bound || dirty) {
-			if (bound && (r2 = tlog_seg_write_boundary(seg)) != 0 &&
-			    r == 0)
-				r = r2;
-			tlog_seg_io_take(seg, &io, false, false);
-			have_io = true;
-		}
+	have_io = seg != NULL && seg->records > 0 && seg->live != NULL &&
+	    (tlog_seg_needs_boundary(seg) ||
+	    seg->live->wgen != seg->live->sgen);
+	if (have_io && (r2 = tlog_seg_open_files(seg, false)) != 0) {
+		have_io = false;
+		if (r == 0)
+			r = r2;
+	} else if (have_io) {
+		if ((r2 = tlog_seg_write_boundary(seg)) != 0 && r == 0)
+			r = r2;
+		tlog_seg_io_take(seg, &io, false, false);
 	}
 	dir = p->sd.dir_dirty;
 	p->sd.dir_dirty = false;

@@ -291,11 +291,7 @@ tlog_seg_write_boundary(struct tlog_segment *seg)
 	struct tlog_idx_entry e;
 	int r;
 
-	if (x == NULL || seg->records == 0 || (seg->nidx > 0 &&
-	    x->last_idx_rel == seg->records &&
-	    x->last_idx_pos == seg->bytes))
-		return 0;
-	if (x->ifd == -1)
+	if (!tlog_seg_needs_boundary(seg) || x->ifd == -1)
 		return 0;
 	e.rel = (uint32_t)seg->records;
 	e.pos = (uint32_t)seg->bytes;
@@ -410,9 +406,7 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	}
 	if (!io->footer)
 		return;
-	io->bound = seg->records > 0 && !(seg->nidx > 0 &&
-	    x->last_idx_rel == seg->records &&
-	    x->last_idx_pos == seg->bytes);
+	io->bound = tlog_seg_needs_boundary(seg);
 	io->be.rel = (uint32_t)seg->records;
 	io->be.pos = (uint32_t)seg->bytes;
 	io->be.ts = seg->max_ts;

@@ -325,6 +325,16 @@ tlog_seg_prealloc(const struct tlog_segment *seg)
 {
 	return seg->live != NULL ? seg->live->prealloc : 0;
 }
+/* Whether records follow seg's last index entry, so that its end needs a
+ * boundary entry (sd->lock held). An idle segment never needs one. */
+static inline bool
+tlog_seg_needs_boundary(const struct tlog_segment *seg)
+{
+	const struct tlog_seg_live *x = seg->live;
+
+	return x != NULL && seg->records > 0 && !(seg->nidx > 0 &&
+	    x->last_idx_rel == seg->records && x->last_idx_pos == seg->bytes);
+}
 void tlog_seg_ref(struct tlog_segment *seg);
 /* "TOPIC/PART/BASE.log", the segment as log lines name it. */
 void tlog_seg_where(const struct tlog_segment *seg, char *buf, size_t len);
