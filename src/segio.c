@@ -215,35 +215,23 @@ evict_finish(struct evict *ev)
 	ev->n = 0;
 }
 
+/* track: seg's files were just opened; it is listed and the others are
+ * brought within max. Else the table is full: every idle segment's files
+ * we can are closed. */
 static void
-fd_track(struct tlog_segment *seg)
+fd_evict(struct tlog_segment *seg, bool track)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct evict ev;
 
 	ev.n = 0;
 	pthread_mutex_lock(&b->ctx->work_lock);
-	if (!seg->live->fd_listed) {
+	if (track && !seg->live->fd_listed) {
 		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
 		seg->live->fd_listed = 1;
 		b->n++;
 	}
-	if (b->n + b->taken > b->max)
-		fd_evict_locked(b, seg, b->max, &ev);
-	pthread_mutex_unlock(&b->ctx->work_lock);
-	evict_finish(&ev);
-}
-
-/* Out of descriptors: close every idle segment's files we can. */
-static void
-fd_evict_all(struct tlog_segment *self)
-{
-	struct tlog_fdbudget *b = self->sd->fdb;
-	struct evict ev;
-
-	ev.n = 0;
-	pthread_mutex_lock(&b->ctx->work_lock);
-	fd_evict_locked(b, self, 0, &ev);
+	fd_evict_locked(b, seg, track ? b->max : 0, &ev);
 	pthread_mutex_unlock(&b->ctx->work_lock);
 	evict_finish(&ev);
 }
@@ -283,15 +271,23 @@ set_aside(struct tlog_segment *seg, const char *name)
 	return done;
 }
 
-/* Opens name in the segment's directory; with the descriptor table
- * full, idle segments give theirs back and it tries once more. */
+/*
+ * Opens name in the segment's directory. With the descriptor table full
+ * (the daemon's limit is shared with readers), idle segments' files are
+ * closed and the open tried once more: an append or an fsync must not
+ * fail for want of a descriptor while others can be given back. The
+ * guard keeps an eviction's own syncs from evicting in turn.
+ */
 static int
 open_evicting(struct tlog_segment *seg, const char *name, int flags)
 {
+	static __thread bool evicting;
 	int fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 
-	if (fd == -EMFILE || fd == -ENFILE) {
-		fd_evict_all(seg);
+	if ((fd == -EMFILE || fd == -ENFILE) && !evicting) {
+		evicting = true;
+		fd_evict(seg, false);
+		evicting = false;
 		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 	}
 	return fd;
@@ -494,7 +490,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		}
 		seg->nidx = 0;
 	}
-	fd_track(seg);
+	fd_evict(seg, true);
 	return 0;
 fail:
 	tlog_seg_close_files(seg);
@@ -507,43 +503,19 @@ unlink_log:
 	return r;
 }
 
-/*
- * Opens one of the files a sync needs. Out of descriptors (the daemon's
- * limit is shared with readers), idle segments' files are closed and
- * the open tried once more, as for an append: an fsync must not fail
- * for want of a descriptor while others can be given back. The guard
- * keeps an eviction's own syncs from evicting in turn.
- */
-static int
-io_open_one(struct tlog_seg_io *io, const char *ext)
-{
-	static __thread bool evicting;
-	char name[32];
-	int fd;
-
-	tlog_segname_format(io->seg->base, ext, name, sizeof(name));
-	fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
-	if ((fd == -EMFILE || fd == -ENFILE) && !evicting) {
-		evicting = true;
-		fd_evict_all(io->seg);
-		evicting = false;
-		fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
-	}
-	return fd;
-}
-
+/* Opens the files a sync needs that it holds no descriptor of. */
 static int
 io_open(struct tlog_seg_io *io)
 {
 	int fd;
 
 	if (io->fd == -1) {
-		if ((fd = io_open_one(io, ".log")) < 0)
+		if ((fd = open_one(io->seg, ".log", false)) < 0)
 			return fd;
 		io->fd = fd;
 	}
 	if (io->ifd == -1) {
-		if ((fd = io_open_one(io, ".idx")) < 0)
+		if ((fd = open_one(io->seg, ".idx", false)) < 0)
 			return fd;
 		io->ifd = fd;
 	}
