@@ -463,17 +463,14 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	if (x->fd != -1 && x->ifd != -1)
 		return 0;
 	tlog_seg_close_fds(seg, false);
-	if ((x->fd = open_one(seg, ".log", create)) < 0) {
-		r = x->fd;
-		x->fd = -1;
+	if ((r = open_one(seg, ".log", create)) < 0) {
 		tlog_seg_idle(seg);
 		return r;
 	}
-	if ((x->ifd = open_one(seg, ".idx", create)) < 0) {
-		r = x->ifd;
-		x->ifd = -1;
+	x->fd = r;
+	if ((r = open_one(seg, ".idx", create)) < 0)
 		goto fail;
-	}
+	x->ifd = r;
 	if (create) {
 		x->wgen++;
 		seg->sd->dir_dirty = true;
