@@ -3,13 +3,9 @@
  * too) within the store's open-file budget, evicting idle segments'
  * descriptors when it is spent, and the sync that writes a sealed
  * segment's footer after its data (doc/engine.md, "Segment and index";
- * doc/reliability.md).
- *
- * Apart from segment.c, which keeps a segment's state in memory and
- * hands out the work one sync owes (tlog_seg_io_take, _finish): this
- * file is what opens and syncs, and needs that state, never the
- * reverse. An open that finds no descriptor evicts, and an eviction
- * syncs, so the budget and the syncs live together.
+ * doc/reliability.md). It uses segment.c's state, never the reverse; the
+ * budget and the syncs are together as an open that finds no descriptor
+ * evicts, and an eviction syncs.
  */
 #include "config.h"
 
@@ -25,13 +21,6 @@
 
 #include "segment.h"
 
-/*
- * Writes the footers of up to max (0: all) of sd's sealed segments, oldest
- * first, each after its data and entries are synced; sd's disk work
- * begun.
- * Returns how many; the first error goes to *errp, and to the partition
- * for its next fsync if keep_err.
- */
 int
 tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
 {
@@ -66,11 +55,12 @@ reading_cmp(struct tlog_reading *a, struct tlog_reading *b)
 RB_GENERATE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
 
 /*
- * Readers get what the limit leaves after the segments' share (two
- * descriptors each, those a sync took too), the front end's reserve,
- * the store's own files (TLOG_FD_MARGIN) and what each thread that may
- * do disk work at once holds for a moment (TLOG_FD_PER_THREAD); at
- * least one. The work lock held, or the budget not yet shared.
+ * Readers get what the limit leaves, so that appends always find
+ * descriptors: after the segments' share (two descriptors each, those a
+ * sync took too), the front end's reserve, the store's own files
+ * (TLOG_FD_MARGIN) and what each thread that may do disk work at once
+ * holds for a moment (TLOG_FD_PER_THREAD); at least one. The work lock
+ * held, or the budget not yet shared.
  */
 static void
 readers_share(struct tlog_fdbudget *b)
@@ -164,11 +154,8 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 	struct tlog_segdir *sd;
 	int scanned = 0;
 
-	/* Segments whose descriptors a sync holds count (b->taken), but
-	 * those this eviction took are on their way out: it stops once the
-	 * rest fit. So an open beside an eviction in flight evicts others
-	 * in its stead, and only the last eviction's own victims pass the
-	 * budget, until their sync ends. */
+	/* Those a sync holds count (b->taken), but this eviction's own
+	 * victims are on their way out: it stops once the rest fit. */
 	for (v = TAILQ_FIRST(&b->segs); v != NULL &&
 	    b->n + b->taken > budget + ev->n &&
 	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
@@ -443,12 +430,6 @@ tlog_segment_close(struct tlog_segment *seg, int fd)
 	reader_gone(seg);
 }
 
-/*
- * Opens (or creates, for a new active segment) the data and index files.
- * A new index starts with its header. Creation goes through the
- * partition's own directory: a partition that was removed or replaced
- * meanwhile gets -ENOENT and creates nothing.
- */
 int
 tlog_seg_open_files(struct tlog_segment *seg, bool create)
 {
