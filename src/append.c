@@ -402,18 +402,6 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	return 0;
 }
 
-/* The append path's back-pressure: flushes all of p's sealed segments
- * (as its disk work), an error kept for the next fsync. */
-static void
-flush_sealed(struct tlog_partition *p)
-{
-	int err = 0;
-
-	tlog_segdir_io_begin(&p->sd);
-	tlog_segdir_flush(&p->sd, 0, true, &err);
-	tlog_segdir_io_end(&p->sd);
-}
-
 /*
  * One hold of the partition lock: record by record, the roll (roll_check),
  * the ceiling (make_room, unlink_detached) and a new segment, then the
@@ -506,10 +494,15 @@ out:
 	if (pos > 0 && !p->quiet)
 		TLOG_METRIC_ADD(p->ctx, appends, 1);
 	tlog_part_emit(p, &eb);
-	/* Sealing faster than the flusher syncs: the writer waits for the
-	 * disk instead of holding ever more descriptors. */
-	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
-		flush_sealed(p);
+	/* Sealing faster than the flusher syncs: the writer flushes them
+	 * (errors kept for the next fsync) instead of holding ever more
+	 * descriptors. */
+	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) >
+	    MAX_UNSYNCED) {
+		tlog_segdir_io_begin(&p->sd);
+		tlog_segdir_flush(&p->sd, 0, NULL);
+		tlog_segdir_io_end(&p->sd);
+	}
 	*errp = r;
 	return pos;
 }

@@ -22,16 +22,15 @@ int
 tlog_flush_pending(struct tlog_queue *q, int max)
 {
 	struct tlog_partition *p;
-	int done = 0, err;
+	int done = 0;
 	bool more;
 
 	while (max <= 0 || done < max) {
 		if ((p = tlog_queue_flush_pop(q)) == NULL)
 			break;
-		err = 0;
 		tlog_segdir_io_begin(&p->sd);
 		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0,
-		    true, &err);
+		    NULL);
 		tlog_segdir_io_end(&p->sd);
 		pthread_mutex_lock(&p->sd.lock);
 		more = !TAILQ_EMPTY(&p->sd.unsynced);
@@ -65,7 +64,7 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 	if (p->ctx->ro)
 		return 0;
 	tlog_segdir_io_begin(&p->sd);
-	tlog_segdir_flush(&p->sd, 0, false, &r);
+	tlog_segdir_flush(&p->sd, 0, &r);
 	pthread_mutex_lock(&p->sd.lock);
 	/* Without its live part the active segment is synced and ends with
 	 * its boundary entry (segment.h). */

@@ -22,7 +22,7 @@
 #include "segment.h"
 
 int
-tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
+tlog_segdir_flush(struct tlog_segdir *sd, int max, int *errp)
 {
 	struct tlog_segment *seg;
 	struct tlog_seg_io io;
@@ -36,8 +36,8 @@ tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
 		if (seg == NULL)
 			break;
 		r = tlog_seg_io_run(&io, true);
-		tlog_seg_io_finish(&io, r, keep_err);
-		if (r != 0 && *errp == 0)
+		tlog_seg_io_finish(&io, r, errp == NULL);
+		if (r != 0 && errp != NULL && *errp == 0)
 			*errp = r;
 		n++;
 	}

@@ -265,10 +265,9 @@ void tlog_segdir_io_begin(struct tlog_segdir *sd);
 void tlog_segdir_io_end(struct tlog_segdir *sd);
 /* Writes the footers of up to max (0: all) sealed segments, oldest first,
  * each after its data and entries are synced; sd's disk work begun. Returns
- * how many; the first error goes to *errp, and to sd->sync_err for the
- * next fsync if keep_err. */
-int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
-    int *errp);
+ * how many; the first error goes to *errp, or, errp NULL, each to
+ * sd->sync_err for the next fsync. */
+int tlog_segdir_flush(struct tlog_segdir *sd, int max, int *errp);
 /* Drops the unsynced list without writing (store teardown). */
 void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
 
