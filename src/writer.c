@@ -199,17 +199,6 @@ tlog_writer_fsync(struct tlog_writer *w, bool datasync)
 	return r != 0 ? r : tlog_partition_fsync(w->part, datasync);
 }
 
-size_t
-tlog_writer_held(struct tlog_writer *w)
-{
-	size_t n;
-
-	pthread_mutex_lock(&w->lock);
-	n = w->nheld;
-	pthread_mutex_unlock(&w->lock);
-	return n;
-}
-
 int
 tlog_writer_close(struct tlog_writer *w)
 {
