@@ -12,11 +12,9 @@
 #include "flush.h"
 
 /*
- * The flusher's step: takes queued partitions, oldest first, and writes
- * the footers of at most max (max <= 0: all) of their sealed segments,
- * each after its data and index are synced, as that partition's disk
- * work (no lock held). Errors are kept for the partition's next fsync. A
- * partition with more left is queued again, behind the others.
+ * The flusher's step (flush.h): each queued partition's footers as its
+ * disk work (no lock held), errors kept for its next fsync; one with more
+ * left is queued again, behind the others.
  */
 int
 tlog_flush_pending(struct tlog_queue *q, int max)
@@ -43,12 +41,11 @@ tlog_flush_pending(struct tlog_queue *q, int max)
 }
 
 /*
- * Returns once every record appended before the call is durable: the
- * sealed segments not yet flushed (each as the flusher does it), then the
- * active segment (a boundary entry for all of its data, then data and
- * index synced), then the directory if a segment file was created since
- * it was last synced. An error kept from the flusher or an eviction is
- * returned here, once.
+ * In order: the sealed segments not yet flushed (each as the flusher does
+ * it), the active segment (a boundary entry for all of its data, then
+ * data and index synced), the directory if a segment file was created
+ * since it was last synced. An error kept from the flusher or an
+ * eviction is returned here, once.
  */
 int
 tlog_partition_fsync(struct tlog_partition *p, bool datasync)
@@ -58,9 +55,9 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 	bool have_io, dir;
 	int r = 0, r2, dfd;
 
-	/* Nothing was written: everything is as durable as it gets (and
-	 * the boundary entry an fsync writes would change the store). */
 	TLOG_METRIC_ADD(p->ctx, fsyncs, 1);
+	/* Read-only: nothing was written, and the boundary entry an fsync
+	 * writes would change the store. */
 	if (p->ctx->ro)
 		return 0;
 	tlog_segdir_io_begin(&p->sd);
@@ -113,8 +110,7 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 	return r;
 }
 
-/* Makes everything durable (as fsync) and closes the files (clean
- * shutdown); 0 or the first error. */
+/* fsync's result; the files are closed whatever it is. */
 int
 tlog_part_close(struct tlog_partition *p)
 {
