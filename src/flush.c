@@ -88,22 +88,16 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 			r = r2;
 	}
 	/* New segment files need their directory entries durable too. */
-	if (dir) {
-		if ((r2 = dfd = tlog_level_dir(&p->lv)) >= 0) {
-			r2 = tlog_fsync_dir(dfd, ".");
-			close(dfd);
-		}
-		if (r2 != 0) {
-			pthread_mutex_lock(&p->sd.lock);
-			p->sd.dir_dirty = true;
-			pthread_mutex_unlock(&p->sd.lock);
-			if (r == 0)
-				r = r2;
-		}
+	r2 = 0;
+	if (dir && (r2 = dfd = tlog_level_dir(&p->lv)) >= 0) {
+		r2 = tlog_fsync_dir(dfd, ".");
+		close(dfd);
 	}
 	pthread_mutex_lock(&p->sd.lock);
+	if (r2 != 0)
+		p->sd.dir_dirty = true;		/* for the next fsync */
 	if (r == 0)
-		r = p->sd.sync_err;
+		r = r2 != 0 ? r2 : p->sd.sync_err;
 	p->sd.sync_err = 0;
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_segdir_io_end(&p->sd);
