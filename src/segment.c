@@ -425,12 +425,12 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 		seg->flushed = 1;
 		__atomic_add_fetch(&sd->ctx->ckpt_changes, 1,
 		    __ATOMIC_RELAXED);
-	}
-	if (x != NULL && io->footer && r == 0 && io->bound) {
-		seg->nidx = (uint32_t)io->nidx;
-		x->last_idx_rel = io->be.rel;
-		x->last_idx_pos = io->be.pos;
-		x->run_crc = 0;
+		if (x != NULL && io->bound) {
+			seg->nidx = (uint32_t)io->nidx;
+			x->last_idx_rel = io->be.rel;
+			x->last_idx_pos = io->be.pos;
+			x->run_crc = 0;
+		}
 	}
 	if (r != 0 && keep_err && sd->sync_err == 0)
 		sd->sync_err = r;
