@@ -4,13 +4,11 @@
  * and the runs of records written with one pwrite each (doc/engine.md,
  * "Partition"; doc/reaper.md for the ceiling and retention.keep.free).
  *
- * The append path takes the partition lock once per call, reads the clock
- * once, decides the roll before each record, and writes runs of records
- * with one pwrite each. It never unlinks a file: detached segments go to
- * the unlink queue. Events (seals) are emitted after the lock is dropped.
- * It calls partition.c's sealing and detaching and the queues directly
- * (the log layer), and reaches the store layer above only through
- * p->env's hooks.
+ * The partition lock is held across a call (append_once) and dropped only
+ * to unlink detached segments' files (unlink_detached): no unlink runs
+ * under it. Events (seals) are emitted after it is dropped. It calls
+ * partition.c's sealing and detaching and the queues directly (the log
+ * layer), and reaches the store layer above only through p->env's hooks.
  */
 #include "config.h"
 
@@ -27,8 +25,6 @@
 
 #define MAX_PENDING_IDX 128
 #define MAX_UNSYNCED 8		/* sealed segments waiting for the flusher */
-
-/* ---- the append path ---- */
 
 struct limits {
 	int64_t seg_bytes;	/* size trigger, with the ceiling's eighth */
@@ -94,17 +90,11 @@ run_crc(struct run *run, const char *buf, size_t to)
 	return run->crc;
 }
 
-static uint64_t
-run_records(const struct tlog_segment *seg, const struct run *r)
-{
-	return seg->records + r->nrec;
-}
-
 static enum tlog_trigger
 roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
     const struct run *run, size_t rlen, int64_t ts, const struct limits *l)
 {
-	uint64_t recs = run_records(seg, run);
+	uint64_t recs = seg->records + run->nrec;
 	uint64_t bytes = seg->bytes + run->len;
 	int64_t first = seg->records ? seg->first_ts : ts;
 
@@ -130,7 +120,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 	if (run->len == 0 && run->nrec == 0)
 		return 0;
 	if ((r = tlog_seg_open_files(seg, false)) != 0)
-		goto fail;
+		goto out;
 	seg->live->wgen++;
 	TLOG_HOOK(p->ctx, TLOG_HOOK_WRITE, p);
 	r = tlog_pwrite_all(seg->live->fd, buf + run->start, run->len,
@@ -144,7 +134,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 		if (ftruncate(seg->live->fd, (off_t)seg->bytes) == -1)
 			tlog_ctx_log_err(p->ctx, "cannot cut a failed append: %s",
 			    strerror(errno));
-		goto fail;
+		goto out;
 	}
 	if (seg->records == 0)
 		seg->first_ts = ts;
@@ -160,8 +150,7 @@ run_flush(struct tlog_partition *p, struct run *run, const char *buf,
 		TLOG_METRIC_ADD(p->ctx, bytes, run->len);
 	}
 	run->start += run->len;
-	r = 0;
-fail:
+out:
 	/* On failure start stays put: it counts committed bytes only. */
 	run->len = 0;
 	run->nrec = 0;
@@ -384,7 +373,7 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	if (run->nidx + 2 > MAX_PENDING_IDX &&
 	    (r = run_flush(p, run, buf, ts)) != 0)
 		return r;
-	rel = run_records(seg, run);
+	rel = seg->records + run->nrec;
 	at = seg->bytes + run->len;
 	/* Each entry carries the CRC of the data since the one before
 	 * (doc/format.md), computed as the records go by. */
@@ -413,24 +402,11 @@ run_add(struct tlog_partition *p, struct tlog_segment *seg, struct run *run,
 	return 0;
 }
 
-/* The append path's back-pressure: flushes all of p's sealed segments
- * (as its disk work), an error kept for the next fsync. */
-static void
-flush_sealed(struct tlog_partition *p)
-{
-	int err = 0;
-
-	tlog_segdir_io_begin(&p->sd);
-	tlog_segdir_flush(&p->sd, 0, true, &err);
-	tlog_segdir_io_end(&p->sd);
-}
-
 /*
- * Longer than the rest on purpose: one hold of the partition lock per
- * call, and a loop that decides, record by record, the roll (roll_check),
- * the ceiling (make_room, unlink_detached) and a new segment before
- * adding the record (run_add); splitting the loop would spread that one
- * decision over functions that each need all of its state.
+ * One hold of the partition lock: record by record, the roll (roll_check),
+ * the ceiling (make_room, unlink_detached) and a new segment, then the
+ * record (run_add). Returns the bytes taken; *flushp: it stopped past
+ * MAX_UNSYNCED sealed segments, the rest to go in another call.
  */
 static size_t
 append_once(struct tlog_partition *p, const char *buf, size_t len,
@@ -518,10 +494,15 @@ out:
 	if (pos > 0 && !p->quiet)
 		TLOG_METRIC_ADD(p->ctx, appends, 1);
 	tlog_part_emit(p, &eb);
-	/* Sealing faster than the flusher syncs: the writer waits for the
-	 * disk instead of holding ever more descriptors. */
-	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) > MAX_UNSYNCED)
-		flush_sealed(p);
+	/* Sealing faster than the flusher syncs: the writer flushes them
+	 * (errors kept for the next fsync) instead of holding ever more
+	 * descriptors. */
+	if (__atomic_load_n(&p->sd.nunsynced, __ATOMIC_RELAXED) >
+	    MAX_UNSYNCED) {
+		tlog_segdir_io_begin(&p->sd);
+		tlog_segdir_flush(&p->sd, 0, NULL);
+		tlog_segdir_io_end(&p->sd);
+	}
 	*errp = r;
 	return pos;
 }
@@ -550,14 +531,14 @@ append_all(struct tlog_partition *p, const char *buf, size_t len,
 }
 
 /*
- * A full disk with retention.keep.free set: the scheduler frees space
- * (oldest data store-wide) with no lock held, and the records not
- * written are tried once more; the one in flight was cut whole. The
- * events partition never reclaims: the reclaim's own events go there.
- * Then the pressure check: past ctx->free_check appended bytes, the
- * reaper is told to look at free space. Before it all, back-pressure:
- * the bytes are counted as under way, and an append that would take
- * free space below the floor waits for the scheduler to free it.
+ * With retention.keep.free set, the bytes are first counted as under
+ * way, and an append that would take free space below the floor waits
+ * for the scheduler to free it (back-pressure); on a full disk the
+ * scheduler frees space (oldest data store-wide) with no lock held, and
+ * the records not written are tried once more; the one in flight was cut
+ * whole. The events partition never reclaims: the reclaim's own events
+ * go there. Last the pressure check: past ctx->free_check appended
+ * bytes, the reaper is told to look at free space.
  */
 size_t
 tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,

@@ -5,14 +5,6 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -20,26 +12,23 @@
 #include "flush.h"
 
 /*
- * The flusher's step: takes queued partitions, oldest first, and writes
- * the footers of at most max (max <= 0: all) of their sealed segments,
- * each after its data and index are synced, as that partition's disk
- * work (no lock held). Errors are kept for the partition's next fsync. A
- * partition with more left is queued again, behind the others.
+ * The flusher's step (flush.h): each queued partition's footers as its
+ * disk work (no lock held), errors kept for its next fsync; one with more
+ * left is queued again, behind the others.
  */
 int
 tlog_flush_pending(struct tlog_queue *q, int max)
 {
 	struct tlog_partition *p;
-	int done = 0, err;
+	int done = 0;
 	bool more;
 
 	while (max <= 0 || done < max) {
 		if ((p = tlog_queue_flush_pop(q)) == NULL)
 			break;
-		err = 0;
 		tlog_segdir_io_begin(&p->sd);
 		done += tlog_segdir_flush(&p->sd, max > 0 ? max - done : 0,
-		    true, &err);
+		    NULL);
 		tlog_segdir_io_end(&p->sd);
 		pthread_mutex_lock(&p->sd.lock);
 		more = !TAILQ_EMPTY(&p->sd.unsynced);
@@ -52,50 +41,42 @@ tlog_flush_pending(struct tlog_queue *q, int max)
 }
 
 /*
- * Returns once every record appended before the call is durable: the
- * sealed segments not yet flushed (each as the flusher does it), then the
- * active segment (a boundary entry for all of its data, then data and
- * index synced), then the directory if a segment file was created since
- * it was last synced. An error kept from the flusher or an eviction is
- * returned here, once.
+ * In order: the sealed segments not yet flushed (each as the flusher does
+ * it), the active segment (a boundary entry for all of its data, then
+ * data and index synced), the directory if a segment file was created
+ * since it was last synced. An error kept from the flusher or an
+ * eviction is returned here, once.
  */
 int
 tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 {
 	struct tlog_segment *seg;
 	struct tlog_seg_io io;
-	bool have_io = false, dir;
+	bool have_io, dir;
 	int r = 0, r2, dfd;
 
-	/* Nothing was written: everything is as durable as it gets (and
-	 * the boundary entry an fsync writes would change the store). */
 	TLOG_METRIC_ADD(p->ctx, fsyncs, 1);
+	/* Read-only: nothing was written, and the boundary entry an fsync
+	 * writes would change the store. */
 	if (p->ctx->ro)
 		return 0;
 	tlog_segdir_io_begin(&p->sd);
-	tlog_segdir_flush(&p->sd, 0, false, &r);
+	tlog_segdir_flush(&p->sd, 0, &r);
 	pthread_mutex_lock(&p->sd.lock);
+	/* Without its live part the active segment is synced and ends with
+	 * its boundary entry (segment.h). */
 	seg = tlog_part_active(p);
-	if (seg != NULL && seg->records > 0) {
-		/* Without its live part it is synced and ends with its
-		 * boundary entry (segment.h). */
-		struct tlog_seg_live *x = seg->live;
-		bool bound = x != NULL && !(seg->nidx > 0 &&
-		    x->last_idx_rel == seg->records &&
-		    x->last_idx_pos == seg->bytes);
-		bool dirty = x != NULL && x->wgen != x->sgen;
-
-		if ((bound || dirty) &&
-		    (r2 = tlog_seg_open_files(seg, false)) != 0) {
-			if (r == 0)
-				r = r2;
-		} else if (bound || dirty) {
-			if (bound && (r2 = tlog_seg_write_boundary(seg)) != 0 &&
-			    r == 0)
-				r = r2;
-			tlog_seg_io_take(seg, &io, false, false);
-			have_io = true;
-		}
+	have_io = seg != NULL && seg->records > 0 && seg->live != NULL &&
+	    (tlog_seg_needs_boundary(seg) ||
+	    seg->live->wgen != seg->live->sgen);
+	if (have_io && (r2 = tlog_seg_open_files(seg, false)) != 0) {
+		have_io = false;
+		if (r == 0)
+			r = r2;
+	} else if (have_io) {
+		if ((r2 = tlog_seg_write_boundary(seg)) != 0 && r == 0)
+			r = r2;
+		tlog_seg_io_take(seg, &io, false, false);
 	}
 	dir = p->sd.dir_dirty;
 	p->sd.dir_dirty = false;
@@ -107,32 +88,23 @@ tlog_partition_fsync(struct tlog_partition *p, bool datasync)
 			r = r2;
 	}
 	/* New segment files need their directory entries durable too. */
-	if (dir) {
-		if ((dfd = tlog_level_dir(&p->lv)) < 0)
-			r2 = dfd;
-		else {
-			r2 = fsync(dfd) == -1 && errno != EINVAL ? -errno : 0;
-			close(dfd);
-		}
-		if (r2 != 0) {
-			pthread_mutex_lock(&p->sd.lock);
-			p->sd.dir_dirty = true;
-			pthread_mutex_unlock(&p->sd.lock);
-			if (r == 0)
-				r = r2;
-		}
+	r2 = 0;
+	if (dir && (r2 = dfd = tlog_level_dir(&p->lv)) >= 0) {
+		r2 = tlog_fsync_dir(dfd, ".");
+		close(dfd);
 	}
 	pthread_mutex_lock(&p->sd.lock);
+	if (r2 != 0)
+		p->sd.dir_dirty = true;		/* for the next fsync */
 	if (r == 0)
-		r = p->sd.sync_err;
+		r = r2 != 0 ? r2 : p->sd.sync_err;
 	p->sd.sync_err = 0;
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_segdir_io_end(&p->sd);
 	return r;
 }
 
-/* Makes everything durable (as fsync) and closes the files (clean
- * shutdown); 0 or the first error. */
+/* fsync's result; the files are closed whatever it is. */
 int
 tlog_part_close(struct tlog_partition *p)
 {

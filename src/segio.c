@@ -3,13 +3,9 @@
  * too) within the store's open-file budget, evicting idle segments'
  * descriptors when it is spent, and the sync that writes a sealed
  * segment's footer after its data (doc/engine.md, "Segment and index";
- * doc/reliability.md).
- *
- * Apart from segment.c, which keeps a segment's state in memory and
- * hands out the work one sync owes (tlog_seg_io_take, _finish): this
- * file is what opens and syncs, and needs that state, never the
- * reverse. An open that finds no descriptor evicts, and an eviction
- * syncs, so the budget and the syncs live together.
+ * doc/reliability.md). It uses segment.c's state, never the reverse; the
+ * budget and the syncs are together as an open that finds no descriptor
+ * evicts, and an eviction syncs.
  */
 #include "config.h"
 
@@ -25,15 +21,8 @@
 
 #include "segment.h"
 
-/*
- * Writes the footers of up to max (0: all) of sd's sealed segments, oldest
- * first, each after its data and entries are synced; sd's disk work
- * begun.
- * Returns how many; the first error goes to *errp, and to the partition
- * for its next fsync if keep_err.
- */
 int
-tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
+tlog_segdir_flush(struct tlog_segdir *sd, int max, int *errp)
 {
 	struct tlog_segment *seg;
 	struct tlog_seg_io io;
@@ -47,8 +36,8 @@ tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err, int *errp)
 		if (seg == NULL)
 			break;
 		r = tlog_seg_io_run(&io, true);
-		tlog_seg_io_finish(&io, r, keep_err);
-		if (r != 0 && *errp == 0)
+		tlog_seg_io_finish(&io, r, errp == NULL);
+		if (r != 0 && errp != NULL && *errp == 0)
 			*errp = r;
 		n++;
 	}
@@ -66,11 +55,12 @@ reading_cmp(struct tlog_reading *a, struct tlog_reading *b)
 RB_GENERATE(tlog_reading_tree, tlog_reading, entry, reading_cmp)
 
 /*
- * Readers get what the limit leaves after the segments' share (two
- * descriptors each, those a sync took too), the front end's reserve,
- * the store's own files (TLOG_FD_MARGIN) and what each thread that may
- * do disk work at once holds for a moment (TLOG_FD_PER_THREAD); at
- * least one. The work lock held, or the budget not yet shared.
+ * Readers get what the limit leaves, so that appends always find
+ * descriptors: after the segments' share (two descriptors each, those a
+ * sync took too), the front end's reserve, the store's own files
+ * (TLOG_FD_MARGIN) and what each thread that may do disk work at once
+ * holds for a moment (TLOG_FD_PER_THREAD); at least one. The work lock
+ * held, or the budget not yet shared.
  */
 static void
 readers_share(struct tlog_fdbudget *b)
@@ -164,11 +154,8 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 	struct tlog_segdir *sd;
 	int scanned = 0;
 
-	/* Segments whose descriptors a sync holds count (b->taken), but
-	 * those this eviction took are on their way out: it stops once the
-	 * rest fit. So an open beside an eviction in flight evicts others
-	 * in its stead, and only the last eviction's own victims pass the
-	 * budget, until their sync ends. */
+	/* Those a sync holds count (b->taken), but this eviction's own
+	 * victims are on their way out: it stops once the rest fit. */
 	for (v = TAILQ_FIRST(&b->segs); v != NULL &&
 	    b->n + b->taken > budget + ev->n &&
 	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
@@ -215,35 +202,23 @@ evict_finish(struct evict *ev)
 	ev->n = 0;
 }
 
+/* track: seg's files were just opened; it is listed and the others are
+ * brought within max. Else the table is full: every idle segment's files
+ * we can are closed. */
 static void
-fd_track(struct tlog_segment *seg)
+fd_evict(struct tlog_segment *seg, bool track)
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct evict ev;
 
 	ev.n = 0;
 	pthread_mutex_lock(&b->ctx->work_lock);
-	if (!seg->live->fd_listed) {
+	if (track && !seg->live->fd_listed) {
 		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
 		seg->live->fd_listed = 1;
 		b->n++;
 	}
-	if (b->n + b->taken > b->max)
-		fd_evict_locked(b, seg, b->max, &ev);
-	pthread_mutex_unlock(&b->ctx->work_lock);
-	evict_finish(&ev);
-}
-
-/* Out of descriptors: close every idle segment's files we can. */
-static void
-fd_evict_all(struct tlog_segment *self)
-{
-	struct tlog_fdbudget *b = self->sd->fdb;
-	struct evict ev;
-
-	ev.n = 0;
-	pthread_mutex_lock(&b->ctx->work_lock);
-	fd_evict_locked(b, self, 0, &ev);
+	fd_evict_locked(b, seg, track ? b->max : 0, &ev);
 	pthread_mutex_unlock(&b->ctx->work_lock);
 	evict_finish(&ev);
 }
@@ -283,15 +258,23 @@ set_aside(struct tlog_segment *seg, const char *name)
 	return done;
 }
 
-/* Opens name in the segment's directory; with the descriptor table
- * full, idle segments give theirs back and it tries once more. */
+/*
+ * Opens name in the segment's directory. With the descriptor table full
+ * (the daemon's limit is shared with readers), idle segments' files are
+ * closed and the open tried once more: an append or an fsync must not
+ * fail for want of a descriptor while others can be given back. The
+ * guard keeps an eviction's own syncs from evicting in turn.
+ */
 static int
 open_evicting(struct tlog_segment *seg, const char *name, int flags)
 {
+	static __thread bool evicting;
 	int fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 
-	if (fd == -EMFILE || fd == -ENFILE) {
-		fd_evict_all(seg);
+	if ((fd == -EMFILE || fd == -ENFILE) && !evicting) {
+		evicting = true;
+		fd_evict(seg, false);
+		evicting = false;
 		fd = tlog_level_openat(seg->sd->lv, name, flags, 0644);
 	}
 	return fd;
@@ -447,12 +430,6 @@ tlog_segment_close(struct tlog_segment *seg, int fd)
 	reader_gone(seg);
 }
 
-/*
- * Opens (or creates, for a new active segment) the data and index files.
- * A new index starts with its header. Creation goes through the
- * partition's own directory: a partition that was removed or replaced
- * meanwhile gets -ENOENT and creates nothing.
- */
 int
 tlog_seg_open_files(struct tlog_segment *seg, bool create)
 {
@@ -467,17 +444,14 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	if (x->fd != -1 && x->ifd != -1)
 		return 0;
 	tlog_seg_close_fds(seg, false);
-	if ((x->fd = open_one(seg, ".log", create)) < 0) {
-		r = x->fd;
-		x->fd = -1;
+	if ((r = open_one(seg, ".log", create)) < 0) {
 		tlog_seg_idle(seg);
 		return r;
 	}
-	if ((x->ifd = open_one(seg, ".idx", create)) < 0) {
-		r = x->ifd;
-		x->ifd = -1;
+	x->fd = r;
+	if ((r = open_one(seg, ".idx", create)) < 0)
 		goto fail;
-	}
+	x->ifd = r;
 	if (create) {
 		x->wgen++;
 		seg->sd->dir_dirty = true;
@@ -494,7 +468,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		}
 		seg->nidx = 0;
 	}
-	fd_track(seg);
+	fd_evict(seg, true);
 	return 0;
 fail:
 	tlog_seg_close_files(seg);
@@ -507,43 +481,19 @@ unlink_log:
 	return r;
 }
 
-/*
- * Opens one of the files a sync needs. Out of descriptors (the daemon's
- * limit is shared with readers), idle segments' files are closed and
- * the open tried once more, as for an append: an fsync must not fail
- * for want of a descriptor while others can be given back. The guard
- * keeps an eviction's own syncs from evicting in turn.
- */
-static int
-io_open_one(struct tlog_seg_io *io, const char *ext)
-{
-	static __thread bool evicting;
-	char name[32];
-	int fd;
-
-	tlog_segname_format(io->seg->base, ext, name, sizeof(name));
-	fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
-	if ((fd == -EMFILE || fd == -ENFILE) && !evicting) {
-		evicting = true;
-		fd_evict_all(io->seg);
-		evicting = false;
-		fd = tlog_level_openat(io->seg->sd->lv, name, O_RDWR, 0);
-	}
-	return fd;
-}
-
+/* Opens the files a sync needs that it holds no descriptor of. */
 static int
 io_open(struct tlog_seg_io *io)
 {
 	int fd;
 
 	if (io->fd == -1) {
-		if ((fd = io_open_one(io, ".log")) < 0)
+		if ((fd = open_one(io->seg, ".log", false)) < 0)
 			return fd;
 		io->fd = fd;
 	}
 	if (io->ifd == -1) {
-		if ((fd = io_open_one(io, ".idx")) < 0)
+		if ((fd = open_one(io->seg, ".idx", false)) < 0)
 			return fd;
 		io->ifd = fd;
 	}

@@ -1,14 +1,8 @@
 /*
- * segment.c - one segment in memory: its references and live part,
- * closing its files, index appends, sealing (the footer is owed, not
- * written), trimming preallocated space, and the bookkeeping of a sync:
- * what it owes, taken under the lock, and what it did. Opening the
- * files, the open-file budget and a sync's disk work are segio.c's;
- * reads and look-ups segread.c's.
- *
- * A segment's counters (records, bytes, timestamps) change only under its
- * partition's lock; bytes is also read atomically by readers, which never
- * see past the last whole record.
+ * segment.c - one segment in memory (segment.h): its references and live
+ * part, closing its files, index appends, sealing (the footer is owed,
+ * not written), trimming preallocated space, and the bookkeeping of a
+ * sync: what it owes, taken under the lock, and what it did.
  */
 #include "config.h"
 
@@ -140,9 +134,6 @@ tlog_seg_idle(struct tlog_segment *seg)
 	    x->fd_listed || x->foot_pending || x->wgen != x->sgen ||
 	    x->mem_idx != NULL)
 		return;
-	/* The active segment's append state must be what tlog_seg_live
-	 * makes again: no jitter or reservation, no data after its last
-	 * index entry, which ends it (or no entry and no record). */
 	if (!seg->sealed && (x->jitter != 0 || x->prealloc != 0 ||
 	    !tlog_seg_ends_indexed(seg)))
 		return;
@@ -214,9 +205,6 @@ fd_unlist(struct tlog_segment *seg, bool locked, bool take)
 		pthread_mutex_unlock(&b->ctx->work_lock);
 }
 
-/* Closes a segment's files; the caller holds its partition's lock (or
- * the only reference), and the work lock when `locked`. The live
- * part stays: the caller decides when it may go (tlog_seg_idle). */
 void
 tlog_seg_close_fds(struct tlog_segment *seg, bool locked)
 {
@@ -261,8 +249,6 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 		    (off_t)(TLOG_IDX_HDR + (uint64_t)seg->nidx * TLOG_IDX_ENT));
 		if (w != (ssize_t)(k * TLOG_IDX_ENT)) {
 			r = w == -1 ? -errno : -ENOSPC;
-			/* All or nothing: cut what this call wrote, so the
-			 * index never names data the caller takes back. */
 			seg->nidx = (uint32_t)nidx0;
 			x->last_idx_rel = rel0;
 			x->last_idx_pos = pos0;
@@ -280,10 +266,6 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 	return 0;
 }
 
-/*
- * Records where the segment ends (rel = records, pos = bytes), so a mount
- * knows the end of the data without reading it.
- */
 int
 tlog_seg_write_boundary(struct tlog_segment *seg)
 {
@@ -291,11 +273,7 @@ tlog_seg_write_boundary(struct tlog_segment *seg)
 	struct tlog_idx_entry e;
 	int r;
 
-	if (x == NULL || seg->records == 0 || (seg->nidx > 0 &&
-	    x->last_idx_rel == seg->records &&
-	    x->last_idx_pos == seg->bytes))
-		return 0;
-	if (x->ifd == -1)
+	if (!tlog_seg_needs_boundary(seg) || x->ifd == -1)
 		return 0;
 	e.rel = (uint32_t)seg->records;
 	e.pos = (uint32_t)seg->bytes;
@@ -306,7 +284,6 @@ tlog_seg_write_boundary(struct tlog_segment *seg)
 	return r;
 }
 
-/* Gives back space reserved beyond the data; retried later on failure. */
 int
 tlog_seg_trim(struct tlog_segment *seg)
 {
@@ -333,13 +310,6 @@ tlog_seg_trim(struct tlog_segment *seg)
 	return r;
 }
 
-/*
- * Seals, in memory: from now on the segment never changes. The footer
- * waits until the data is on disk (a footer is trusted without reading
- * the data): the segment stays on its partition's unsynced list, with
- * its descriptors, until the flusher, an fsync or an eviction writes it
- * (tlog_seg_io_run). Only the preallocated space is given back now.
- */
 int
 tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why)
 {
@@ -410,9 +380,7 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	}
 	if (!io->footer)
 		return;
-	io->bound = seg->records > 0 && !(seg->nidx > 0 &&
-	    x->last_idx_rel == seg->records &&
-	    x->last_idx_pos == seg->bytes);
+	io->bound = tlog_seg_needs_boundary(seg);
 	io->be.rel = (uint32_t)seg->records;
 	io->be.pos = (uint32_t)seg->bytes;
 	io->be.ts = seg->max_ts;
@@ -457,12 +425,12 @@ tlog_seg_io_finish(struct tlog_seg_io *io, int r, bool keep_err)
 		seg->flushed = 1;
 		__atomic_add_fetch(&sd->ctx->ckpt_changes, 1,
 		    __ATOMIC_RELAXED);
-	}
-	if (x != NULL && io->footer && r == 0 && io->bound) {
-		seg->nidx = (uint32_t)io->nidx;
-		x->last_idx_rel = io->be.rel;
-		x->last_idx_pos = io->be.pos;
-		x->run_crc = 0;
+		if (x != NULL && io->bound) {
+			seg->nidx = (uint32_t)io->nidx;
+			x->last_idx_rel = io->be.rel;
+			x->last_idx_pos = io->be.pos;
+			x->run_crc = 0;
+		}
 	}
 	if (r != 0 && keep_err && sd->sync_err == 0)
 		sd->sync_err = r;
@@ -487,8 +455,6 @@ tlog_segment_dead(struct tlog_segment *seg)
 	return dead;
 }
 
-/* The span after which a segment seals on time: segment.ms less its
- * jitter, never below 1 ms. */
 int64_t
 tlog_seg_span(const struct tlog_segment *seg, int64_t seg_ms)
 {

@@ -30,24 +30,22 @@ struct tlog_segment;
 
 /*
  * What a segment needs only while it is written, has open files or owes
- * the disk something: the active segment's append state, descriptors,
- * durability bookkeeping. A sealed, idle segment (most of a store's) has
+ * the disk something. A sealed, idle segment (most of a store's) has
  * none, which keeps it small (doc/performance.md, "Memory").
  *
- * Its lifetime, the whole rule: it is made, read, written and freed only
- * under the partition's lock (sd->lock), or by the only holder of a
- * segment not yet on any list (creation, recovery). It exists while the
- * segment has a descriptor open or is on the open-file budget's list,
- * has writes no sync covered yet (wgen != sgen), waits for its footer,
- * holds a read-only open's repaired index, or is active with append
- * state tlog_seg_live could not make again (a jitter, a reservation,
- * data after its last index entry); tlog_seg_idle frees it, under the
- * lock, once none of that holds. So code that holds sd->lock and sees
- * one of those conditions may use seg->live, and the append path makes
- * it (tlog_seg_live) before it reads it; nothing may keep a pointer to
- * it past the unlock. The budget's eviction reads the list links with
- * only the work lock (ctx->work_lock) held: a listed segment's live part
- * cannot go, as only tlog_seg_close_fds, under it too, unlists it.
+ * Its lifetime: it is made, read, written and freed only under sd->lock,
+ * or by the only holder of a segment on no list yet (creation,
+ * recovery). It exists while the segment has a descriptor open or is on
+ * the open-file budget's list, has writes no sync covered yet (wgen !=
+ * sgen), waits for its footer, holds a read-only open's repaired index,
+ * or is active with append state tlog_seg_live could not make again (a
+ * jitter, a reservation, data after its last index entry); tlog_seg_idle
+ * frees it once none of that holds. So code that holds sd->lock and sees
+ * one of those conditions may use seg->live, the append path makes it
+ * (tlog_seg_live) before it reads it, and nothing keeps a pointer to it
+ * past the unlock. The budget's eviction reads the list links with only
+ * the work lock (ctx->work_lock) held: a listed segment's live part
+ * cannot go, as it is unlisted only under that lock too (fd_unlist).
  */
 struct tlog_seg_live {
 	int64_t jitter;		/* taken off segment.ms, drawn at creation */
@@ -72,11 +70,9 @@ struct tlog_seg_live {
 	TAILQ_ENTRY(tlog_segment) synclink;	/* the unsynced list */
 };
 
-/*
- * The list heads below link segments through their live part: the
- * queue(3) macros take `live->fdlink` and `live->synclink` as the field,
- * which is why a listed segment always has one.
- */
+/* The budget's and the unsynced lists link segments through their live
+ * part (the queue(3) field is live->fdlink, live->synclink): a listed
+ * segment always has one. */
 struct tlog_segment {
 	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
 	struct tlog_segdir *sd;		/* its partition's; referenced */
@@ -96,9 +92,7 @@ struct tlog_segment {
 	uint32_t zbytes;
 	int64_t first_ts;
 	int64_t max_ts;
-	/* Committed; a record takes at least one byte and a segment less
-	 * than 4 GiB (the index's positions are 32 bits). */
-	uint32_t records;
+	uint32_t records;	/* committed; at most bytes (32 bits) */
 	uint32_t nidx;		/* index entries in the file */
 	int refs;		/* atomic count; the last put frees */
 	unsigned zbad_said : 1;	/* a corrupt frame was said (sd->lock) */
@@ -192,9 +186,7 @@ struct tlog_fdbudget {
 	int64_t full_said;	/* engine ms of the last "out of descriptors"
 				 * line (atomic) */
 	/* Descriptors readers hold (tlog_segment_open), by segment, and
-	 * the most they may: what the limit leaves after the segments'
-	 * share and a margin (tlog_fdbudget_init), so appends always find
-	 * descriptors. Under lock. */
+	 * the most they may (readers_share, segio.c). */
 	struct tlog_reading_tree reading;
 	size_t readers;
 	size_t readers_max;
@@ -204,9 +196,7 @@ struct tlog_fdbudget {
 	size_t limit;
 	size_t reserve;
 	size_t threads;
-	/* The frame cache lives here for the same reason: store-wide
-	 * state of the segment layer under the work lock. */
-	struct tlog_zcache zc;
+	struct tlog_zcache zc;		/* the frame cache */
 };
 
 /* Sets up and frees the frame cache (zread.c); max 0: the default. */
@@ -231,7 +221,6 @@ ssize_t tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf,
 /* tlog_segment_read's work, plain or compressed; *bad as above. */
 ssize_t tlog_seg_read(struct tlog_segment *seg, int fd, void *buf,
     size_t len, off_t pos, uint64_t *bad, uint64_t *badlen);
-
 
 /*
  * What the segments of one partition share; the partition embeds it
@@ -276,10 +265,9 @@ void tlog_segdir_io_begin(struct tlog_segdir *sd);
 void tlog_segdir_io_end(struct tlog_segdir *sd);
 /* Writes the footers of up to max (0: all) sealed segments, oldest first,
  * each after its data and entries are synced; sd's disk work begun. Returns
- * how many; the first error goes to *errp, and to sd->sync_err for the
- * next fsync if keep_err. */
-int tlog_segdir_flush(struct tlog_segdir *sd, int max, bool keep_err,
-    int *errp);
+ * how many; the first error goes to *errp, or, errp NULL, each to
+ * sd->sync_err for the next fsync. */
+int tlog_segdir_flush(struct tlog_segdir *sd, int max, int *errp);
 /* Drops the unsynced list without writing (store teardown). */
 void tlog_segdir_drop_unsynced(struct tlog_segdir *sd);
 
@@ -318,30 +306,49 @@ bool tlog_seg_ends_indexed(const struct tlog_segment *seg);
 /* Closes seg's files and frees its live part, whatever it holds: for
  * the last reference (segment on no list). */
 void tlog_seg_drop_live(struct tlog_segment *seg);
-/* What the segment holds reserved beyond nothing: its preallocation, 0
- * once sealed (sd->lock held). */
+/* The space seg holds reserved: its preallocation, 0 once sealed
+ * (sd->lock held). */
 static inline uint64_t
 tlog_seg_prealloc(const struct tlog_segment *seg)
 {
 	return seg->live != NULL ? seg->live->prealloc : 0;
 }
+/* Whether records follow seg's last index entry, so that its end needs a
+ * boundary entry (sd->lock held). An idle segment never needs one. */
+static inline bool
+tlog_seg_needs_boundary(const struct tlog_segment *seg)
+{
+	const struct tlog_seg_live *x = seg->live;
+
+	return x != NULL && seg->records > 0 && !(seg->nidx > 0 &&
+	    x->last_idx_rel == seg->records && x->last_idx_pos == seg->bytes);
+}
 void tlog_seg_ref(struct tlog_segment *seg);
 /* "TOPIC/PART/BASE.log", the segment as log lines name it. */
 void tlog_seg_where(const struct tlog_segment *seg, char *buf, size_t len);
 #define TLOG_SEG_WHERE_MAX (2 * TLOG_NAME_MAX + 32)
-/* Opens (or creates, for a new active segment) the data and index files,
- * through the partition's own directory. */
+/* Opens (or creates, for a new active segment: the index with its
+ * header) the data and index files. Through the partition's own
+ * directory: a partition removed or replaced meanwhile gets -ENOENT and
+ * creates nothing. */
 int tlog_seg_open_files(struct tlog_segment *seg, bool create);
-void tlog_seg_close_files(struct tlog_segment *seg);
-/* Closes seg's files, keeps its live part; the work lock held if locked. */
+/* Closes seg's files; the caller holds sd->lock (or the only reference),
+ * and the work lock if locked. close_fds keeps the live part, for the
+ * caller to free (tlog_seg_idle); close_files frees it if it may. */
 void tlog_seg_close_fds(struct tlog_segment *seg, bool locked);
-/* All or nothing: on a short write the index is cut back. */
+void tlog_seg_close_files(struct tlog_segment *seg);
+/* All or nothing: on a failed write the index is cut back, so it never
+ * names data the caller takes back. */
 int tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n);
-/* An entry where the segment ends, unless the last one is there. */
+/* An entry where the data ends (rel = records, pos = bytes), if
+ * tlog_seg_needs_boundary and the index is open: a mount then knows the
+ * end of the data without reading it. */
 int tlog_seg_write_boundary(struct tlog_segment *seg);
-/* Seals in memory and puts the segment on the unsynced list: its footer
- * waits for the flusher (sd->lock held). */
+/* Seals in memory (sd->lock held): the segment never changes again. Its
+ * footer waits, on the unsynced list with its descriptors, until the
+ * flusher, an fsync or an eviction has synced the data (tlog_seg_io_run);
+ * only the preallocated space is given back now. */
 int tlog_seg_seal(struct tlog_segment *seg, enum tlog_trigger why);
 /* Gives back space reserved beyond the data; retried later on failure. */
 int tlog_seg_trim(struct tlog_segment *seg);
@@ -364,9 +371,8 @@ int tlog_seg_find_time(struct tlog_segment *seg, int64_t t,
  * Disk work on one segment, done without its partition's lock:
  * descriptors and what must be written, taken under the lock
  * (tlog_seg_io_take), the syncs and the footer (tlog_seg_io_run, the
- * partition's disk work begun: tlog_segdir_io_begin), the result recorded under the lock again
- * (tlog_seg_io_finish). The footer is written only after the data and
- * the index entries are on disk.
+ * partition's disk work begun: tlog_segdir_io_begin), the result
+ * recorded under the lock again (tlog_seg_io_finish).
  */
 struct tlog_seg_io {
 	struct tlog_segment *seg;	/* referenced */

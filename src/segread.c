@@ -57,11 +57,12 @@ static int
 seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
     size_t *n)
 {
-	struct tlog_idx_entry *e;
+	struct tlog_idx_entry *e = NULL;
 	unsigned char *buf;
 	char name[32];
-	size_t cnt, i, got = 0;
+	size_t cnt, got;
 	ssize_t r;
+	bool mem;
 	int fd;
 
 	*out = NULL;
@@ -70,18 +71,13 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 	 * live part that holds it is the lock's). */
 	pthread_mutex_lock(&seg->sd->lock);
 	cnt = seg->nidx;
-	e = NULL;
-	if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL &&
-	    (e = reallocarray(NULL, cnt, sizeof(*e))) != NULL)
+	mem = cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL;
+	if (mem && (e = reallocarray(NULL, cnt, sizeof(*e))) != NULL)
 		memcpy(e, seg->live->mem_idx, cnt * sizeof(*e));
-	else if (cnt > 0 && seg->live != NULL && seg->live->mem_idx != NULL)
-		cnt = SIZE_MAX;
 	pthread_mutex_unlock(&seg->sd->lock);
-	if (cnt == SIZE_MAX)
+	if (mem && e == NULL)
 		return -ENOMEM;
-	if (cnt == 0)
-		return 0;
-	if (e != NULL) {
+	if (cnt == 0 || mem) {
 		*out = e;
 		*n = cnt;
 		return 0;
@@ -100,14 +96,11 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 	}
 	r = pread(fd, buf, cnt * TLOG_IDX_ENT, TLOG_IDX_HDR);
 	close(fd);
-	if (r > 0) {
-		for (i = 0; i < (size_t)r / TLOG_IDX_ENT; i++) {
-			if (tlog_idx_decode_entry(buf + i * TLOG_IDX_ENT,
-			    &e[got]) != 0)
-				break;
-			got++;
-		}
-	}
+	/* Up to the first entry that fails its CRC. */
+	for (got = 0; r > 0 && got < (size_t)r / TLOG_IDX_ENT; got++)
+		if (tlog_idx_decode_entry(buf + got * TLOG_IDX_ENT,
+		    &e[got]) != 0)
+			break;
 	free(buf);
 	*out = e;
 	*n = got;

@@ -522,7 +522,6 @@ int tlog_writer_fsync(struct tlog_writer *w, bool datasync);
 /* Flush and free; returns the flush's result. Held bytes lost because
  * the partition is gone are logged, with the partition and their size. */
 int tlog_writer_close(struct tlog_writer *w);
-size_t tlog_writer_held(struct tlog_writer *w);
 
 /*
  * fsync(2) of any file of the partition: returns once every record

@@ -9,9 +9,8 @@
  * line is cut there. So whoever may write a partition cannot fill the
  * daemon's memory (past the limit, each open file holds at most
  * TLOG_HELD_SMALL more), and no line of up to TLOG_HELD_SMALL is ever
- * cut for another writer's sake. A held
- * record that cannot be stored is dropped, never retried: the error is
- * reported once and the writer goes on with the next record.
+ * cut for another writer's sake. A held record that cannot be stored is
+ * dropped, never retried (flush_held).
  */
 #include "config.h"
 
@@ -100,7 +99,8 @@ over_limit(struct tlog_writer *w)
  * Appends everything held as one or more records; 0 or -errno. On an
  * error the record that failed is refused and dropped (the partition
  * logs it): kept, it would fail again at every later write, fsync and
- * close of this file, and the writer would never work again.
+ * close of this file, and the writer would never work again. The error
+ * is reported once; the writer goes on with the next record.
  */
 static int
 flush_held(struct tlog_writer *w)
@@ -120,11 +120,6 @@ flush_held(struct tlog_writer *w)
 	return err;
 }
 
-/*
- * Returns len, or, when an error stops it after some records were
- * appended, the count of this write's bytes they took (a short write: the
- * caller retries the rest), or a negative errno when nothing was taken.
- */
 ssize_t
 tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 {
@@ -197,17 +192,6 @@ tlog_writer_fsync(struct tlog_writer *w, bool datasync)
 	int r = tlog_writer_flush(w);
 
 	return r != 0 ? r : tlog_partition_fsync(w->part, datasync);
-}
-
-size_t
-tlog_writer_held(struct tlog_writer *w)
-{
-	size_t n;
-
-	pthread_mutex_lock(&w->lock);
-	n = w->nheld;
-	pthread_mutex_unlock(&w->lock);
-	return n;
 }
 
 int
