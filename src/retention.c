@@ -55,17 +55,6 @@ idle_due_of(struct tlog_partition *p)
 	return seg != NULL && seg->records > 0 ? idle_due_locked(p, seg) : -1;
 }
 
-int64_t
-tlog_part_idle_due(struct tlog_partition *p)
-{
-	int64_t due;
-
-	pthread_mutex_lock(&p->sd.lock);
-	due = idle_due_of(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	return due;
-}
-
 int
 tlog_part_seal_idle(struct tlog_partition *p)
 {
@@ -128,17 +117,6 @@ expire_due_of(struct tlog_partition *p)
 
 	return seg != NULL && seg->records > 0 ?
 	    tlog_part_expires_at(seg->max_ts, rms) : -1;
-}
-
-int64_t
-tlog_part_expire_due(struct tlog_partition *p)
-{
-	int64_t due;
-
-	pthread_mutex_lock(&p->sd.lock);
-	due = expire_due_of(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	return due;
 }
 
 /*
@@ -344,12 +322,12 @@ tlog_part_free_oldest(struct tlog_partition *p, struct tlog_evbuf *eb)
 }
 
 int64_t
-tlog_part_due(struct tlog_partition *p)
+tlog_part_due(struct tlog_partition *p, enum tlog_due which)
 {
 	int64_t due;
 
 	pthread_mutex_lock(&p->sd.lock);
-	due = tlog_part_due_locked(p);
+	due = which == TLOG_DUE_IDLE ? idle_due_of(p) : tlog_part_due_locked(p);
 	pthread_mutex_unlock(&p->sd.lock);
 	return due;
 }
