@@ -236,46 +236,6 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 	}
 }
 
-struct tlog_partition *
-tlog_reaper_free_top(struct tlog_store *s)
-{
-	struct tlog_reaper *r = reaper_of(s);
-	struct tlog_heap_node *top;
-	struct tlog_partition *p, *drop;
-	struct tlog_segment *seg;
-	int64_t key;
-
-	if (r == NULL)
-		return NULL;
-	for (;;) {
-		pthread_mutex_lock(&r->ctx->work_lock);
-		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
-			pthread_mutex_unlock(&r->ctx->work_lock);
-			return NULL;
-		}
-		p = fpart_of(top);
-		tlog_part_ref(p);
-		pthread_mutex_unlock(&r->ctx->work_lock);
-		pthread_mutex_lock(&p->sd.lock);
-		seg = TAILQ_FIRST(&p->segs);
-		key = tlog_free_key_locked(p);
-		if (seg != NULL && seg->records == 0)
-			key = -1;
-		pthread_mutex_lock(&r->ctx->work_lock);
-		if (tlog_heap_holds(&p->fheap) && key == p->fheap.key) {
-			pthread_mutex_unlock(&r->ctx->work_lock);
-			pthread_mutex_unlock(&p->sd.lock);
-			return p;
-		}
-		drop = tlog_heap_holds(&p->fheap) ? tlog_free_update(r, p, key) :
-		    NULL;
-		pthread_mutex_unlock(&r->ctx->work_lock);
-		pthread_mutex_unlock(&p->sd.lock);
-		tlog_partition_put(drop);
-		tlog_partition_put(p);
-	}
-}
-
 /*
  * Publishes the appends' budget (tlog_ctx_free_short) from a free space
  * avail read after the count of appends and before the count of unlinks
