@@ -37,7 +37,7 @@
 #define FREE_SYNC_MAX 4		/* segments an append's ENOSPC may take */
 #define FREE_CHECK_MIN (256 * 1024)	/* appended bytes between checks */
 
-/* ---- the free heap (ctx->work_lock held) ---- */
+/* ---- the heaps (ctx->work_lock held) ---- */
 
 /*
  * p's key in the free heap (p->sd.lock held), -1 if it has no segment.
@@ -65,22 +65,26 @@ tlog_free_key_locked(struct tlog_partition *p)
 	return k;
 }
 
-/* Sets p's free key (-1: out); returns the reference to drop, if any. */
 struct tlog_partition *
-tlog_free_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t key)
+tlog_reaper_set(struct tlog_reaper *r, struct tlog_heap *h,
+    struct tlog_partition *p, int64_t key)
 {
+	struct tlog_heap_node *x = h == &r->heap ? &p->sched : &p->fheap;
+
 	if (key < 0 || tlog_level_dead(&p->lv)) {
-		if (!tlog_heap_holds(&p->fheap))
+		if (!tlog_heap_holds(x))
 			return NULL;
-		tlog_heap_remove(&r->fheap, &p->fheap);
+		tlog_heap_remove(h, x);
+		x->key = -1;
 		return p;
 	}
-	p->fheap.key = key;
-	if (tlog_heap_holds(&p->fheap))
-		tlog_heap_fix(&r->fheap, &p->fheap);
-	else if (tlog_heap_insert(&r->fheap, &p->fheap) != 0)
-		tlog_ctx_log_err(r->ctx, "reaper: out of memory keeping a "
-		    "partition for retention.keep.free");
+	x->key = key;
+	if (tlog_heap_holds(x))
+		tlog_heap_fix(h, x);
+	else if (tlog_heap_insert(h, x) != 0)
+		tlog_ctx_log_err(r->ctx, "reaper: out of memory %s",
+		    h == &r->heap ? "scheduling a partition" :
+		    "keeping a partition for retention.keep.free");
 	else
 		tlog_part_ref(p);
 	return NULL;
@@ -98,7 +102,7 @@ tlog_free_sealed(void *arg, struct tlog_partition *p)
 
 	pthread_mutex_lock(&r->ctx->work_lock);
 	if (key >= 0 && !tlog_level_dead(&p->lv))
-		tlog_free_update(r, p, key);
+		tlog_reaper_set(r, &r->fheap, p, key);
 	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
@@ -212,7 +216,7 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 		pthread_mutex_lock(&r->ctx->work_lock);
 		if (!tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
 		    key < 0) {
-			drop = tlog_free_update(r, p, key);
+			drop = tlog_reaper_set(r, &r->fheap, p, key);
 			pthread_mutex_unlock(&r->ctx->work_lock);
 			pthread_mutex_unlock(&p->sd.lock);
 			tlog_partition_put(drop);
@@ -223,7 +227,7 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 		bytes = tlog_part_free_oldest(p, &eb);
 		key = tlog_free_key_locked(p);
 		pthread_mutex_lock(&r->ctx->work_lock);
-		drop = tlog_free_update(r, p, key);
+		drop = tlog_reaper_set(r, &r->fheap, p, key);
 		pthread_mutex_unlock(&r->ctx->work_lock);
 		pthread_mutex_unlock(&p->sd.lock);
 		tlog_part_emit(p, &eb);

@@ -55,9 +55,11 @@ fpart_of(struct tlog_heap_node *x)
 
 /* p's key in the free heap, -1 if it has no segment (p->sd.lock held). */
 int64_t tlog_free_key_locked(struct tlog_partition *p);
-/* Sets p's free key (-1: out; ctx->work_lock held); the reference to drop. */
-struct tlog_partition *tlog_free_update(struct tlog_reaper *r,
-    struct tlog_partition *p, int64_t key);
+/* Sets p's key in h, r->heap (the due time) or r->fheap (the free key);
+ * -1, or p dead, takes p out. Each partition in a heap holds a reference:
+ * returns the one to drop if p left h. ctx->work_lock held. */
+struct tlog_partition *tlog_reaper_set(struct tlog_reaper *r,
+    struct tlog_heap *h, struct tlog_partition *p, int64_t key);
 /* TLOG_SCHED_SEALED: p's free key, p->sd.lock held. */
 void tlog_free_sealed(void *arg, struct tlog_partition *p);
 /* The pressure hook: appends ask the reaper thread for a check. */

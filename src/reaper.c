@@ -56,36 +56,20 @@ part_of(struct tlog_heap_node *x)
 
 /* ---- the heap (ctx->work_lock held) ---- */
 
-/* Sets p's due time (-1: unscheduled); returns the reference to drop, if
- * p left the heap. */
+/* tlog_reaper_set on the due-time heap; wakes the thread if the earliest
+ * due time moved earlier: p is the top now, and the heap was empty or
+ * its old top later (an equal key never displaces the top). */
 static struct tlog_partition *
 heap_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t due)
 {
 	struct tlog_heap_node *top = tlog_heap_top(&r->heap);
-	bool was_top = top == &p->sched;
 	int64_t old_top = top != NULL ? top->key : -1;
+	struct tlog_partition *drop = tlog_reaper_set(r, &r->heap, p, due);
 
-	if (due < 0 || tlog_level_dead(&p->lv)) {
-		if (!tlog_heap_holds(&p->sched))
-			return NULL;
-		tlog_heap_remove(&r->heap, &p->sched);
-		p->sched.key = -1;
-		return p;
-	}
-	p->sched.key = due;
-	if (!tlog_heap_holds(&p->sched)) {
-		if (tlog_heap_insert(&r->heap, &p->sched) != 0)
-			tlog_ctx_log_err(r->ctx, "reaper: out of memory "
-			    "scheduling a partition");
-		else
-			tlog_part_ref(p);
-	} else
-		tlog_heap_fix(&r->heap, &p->sched);
-	/* Wake the thread if the earliest due time moved earlier. */
 	if (tlog_heap_top(&r->heap) == &p->sched &&
-	    (!was_top || due < old_top || old_top < 0))
+	    (due < old_top || old_top < 0))
 		pthread_cond_broadcast(&r->cond);
-	return NULL;
+	return drop;
 }
 
 /* ---- the scheduler's hooks (struct tlog_sched_ops) ---- */
@@ -121,7 +105,7 @@ reaper_resched(void *arg, struct tlog_partition *p)
 	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
 	pthread_mutex_lock(&r->ctx->work_lock);
 	drop = heap_update(r, p, due);
-	fdrop = tlog_free_update(r, p, key);
+	fdrop = tlog_reaper_set(r, &r->fheap, p, key);
 	pthread_mutex_unlock(&r->ctx->work_lock);
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_partition_put(drop);
@@ -136,7 +120,7 @@ reaper_unsched(void *arg, struct tlog_partition *p)
 
 	pthread_mutex_lock(&r->ctx->work_lock);
 	drop = heap_update(r, p, -1);
-	fdrop = tlog_free_update(r, p, -1);
+	fdrop = tlog_reaper_set(r, &r->fheap, p, -1);
 	pthread_mutex_unlock(&r->ctx->work_lock);
 	tlog_partition_put(drop);
 	tlog_partition_put(fdrop);
