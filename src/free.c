@@ -340,8 +340,9 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 	return n;
 }
 
-void
-tlog_free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
+/* Logs what a pass detached, if anything; who says why it ran. */
+static void
+free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
     const char *who, uint64_t t0)
 {
 	if (st->segments == 0)
@@ -397,19 +398,22 @@ tlog_free_reclaim(void *arg, struct tlog_partition *p)
 		n += tlog_unlink_pending(&r->s->q, 0);
 		TLOG_METRIC_ADD(r->ctx, free_sync, 1);
 	}
-	tlog_free_log(r, &st, "an append hit ENOSPC:", t0);
+	free_log(r, &st, "an append hit ENOSPC:", t0);
 	return n;
 }
 
 /*
- * After a pass for keep.free: the unlinker is woken for its segments (it
- * unlinks them in the order they were detached, so the events keep the
- * oldest-first order). A pass that found nothing more to delete says so
- * (other files fill the disk).
+ * After a pass for keep.free that detached segments: counted and logged,
+ * and the unlinker is woken for them (it unlinks them in the order they
+ * were detached, so the events keep the oldest-first order). A pass that
+ * found nothing more to delete says so (other files fill the disk).
  */
 void
-tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st)
+tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st,
+    const char *who, uint64_t t0)
 {
+	TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
+	free_log(r, st, who, t0);
 	tlog_store_wakeup(r->s);
 	if (st->exhausted)
 		tlog_ctx_log_err(r->ctx, "reaper: retention.keep.free %" PRId64
@@ -445,11 +449,9 @@ tlog_free_wait(void *arg)
 		n = tlog_ctx_free_short(r->ctx) ?
 		    free_pass(r, FREE_PASS_MAX, false, &st) : 0;
 		pthread_mutex_unlock(&r->s->admin_lock);
-		if (n > 0) {
-			TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
-			tlog_free_log(r, &st, "appends wait for free space:", t0);
-			tlog_free_settle(r, &st);
-		}
+		if (n > 0)
+			tlog_free_settle(r, &st, "appends wait for free space:",
+			    t0);
 		pthread_mutex_lock(&q->ctx->work_lock);
 		while (tlog_ctx_free_short(r->ctx) &&
 		    __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED) > 0 &&

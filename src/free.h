@@ -74,11 +74,10 @@ void tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
 /* For the metrics: free space on the store's file system and the floor
  * retention.keep.free sets on it (-1: none); 0 or -errno. */
 int tlog_free_gauges(struct tlog_store *s, uint64_t *avail, int64_t *floor);
-/* Logs what a pass detached, if anything. */
-void tlog_free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
+/* After a pass that detached segments (who: why it ran, t0: when it
+ * began): counts and logs it, wakes the unlinker; says so if nothing was
+ * left. */
+void tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st,
     const char *who, uint64_t t0);
-/* After a pass: wakes the unlinker; says so if nothing was left. */
-void tlog_free_settle(struct tlog_reaper *r,
-    const struct tlog_free_stats *st);
 
 #endif /* TLOG_FREE_H */

@@ -356,11 +356,8 @@ reaper_main(void *arg)
 			pthread_mutex_unlock(&r->ctx->work_lock);
 			t0 = tlog_mono_ns();
 			k = tlog_reaper_free(r->s, &fst);
-			if (k > 0) {
-				TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
-				tlog_free_log(r, &fst, "free space", t0);
-				tlog_free_settle(r, &fst);
-			}
+			if (k > 0)
+				tlog_free_settle(r, &fst, "free space", t0);
 			pthread_mutex_lock(&r->ctx->work_lock);
 			/* A full pass left more to do: the next one at once
 			 * (it takes the oldest data, what the time rule
