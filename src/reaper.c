@@ -1,34 +1,26 @@
 /*
- * reaper.c - retention on time: a min-heap of partitions keyed by the
- * earliest moment each can yield work, and one thread that sleeps until
- * the top of the heap is due.
+ * reaper.c - retention on time (doc/reaper.md): a min-heap of partitions
+ * keyed by their due time (tlog_part_due_locked: the earliest moment
+ * each can yield work), and one thread that sleeps until the top of the
+ * heap is due.
  *
- * A partition's due time is the earlier of its idle seal (active segment's
- * first record + segment.ms less jitter) and its time rule (oldest
- * segment's newest record + retention.ms + 1 ms) and its consumed rule
- * (the same with retention.consumed.ms, once every cursor passed that
- * segment; a cursor commit reschedules). Due times move earlier
- * only when a segment is created or a setting changes, and both push the
- * partition forward here; appends into an existing segment only move them
- * later, so the append path never touches the heap. A partition popped
- * early (its due moved later) is put back at its true due time.
+ * Due times move earlier only when a segment is created or a setting
+ * changes, and both push the partition forward here; appends into an
+ * existing segment only move them later, so the append path never
+ * touches the heap. A partition popped early (its due moved later) is
+ * put back at its true due time.
  *
- * Each wake-up pops only the due partitions: its cost is the work, not the
- * partition count. Each gets one bounded step under its own lock (at most
- * REAP_BATCH segments detached); one with more left is due again at once
- * and goes after the others. Unlinks happen elsewhere, with no lock held
- * (the unlink queue, unlink.c).
+ * Each wake-up pops only the due partitions: its cost is the work, not
+ * the partition count. Each gets one bounded step (at most REAP_BATCH
+ * segments detached); one with more left is due again at once and goes
+ * after the others. Unlinks happen elsewhere, with no lock held
+ * (unlink.c).
  *
- * The reaper is not part of the store's life cycle: whoever opens the
- * store attaches it (tlog_reaper_attach, or tlog_reaper_start for the
- * thread too), and from then on the partitions reach it through the
- * scheduler's two calls the store keeps (struct tlog_sched_ops: sched
- * and space). A reaper still attached when the store closes is detached
- * by the store (tlog_reaper_detach, same layer).
- *
- * retention.keep.free (the free heap, reclaiming passes, back-pressure)
- * is free.c, beside it: its calls are in this file's space(), its
- * passes run on this thread, and the two share struct tlog_reaper.
+ * Whoever opens the store attaches the reaper (tlog_reaper_attach, or
+ * tlog_reaper_start with its thread); the partitions reach it through
+ * the scheduler's calls the store keeps (struct tlog_sched_ops), and the
+ * store's close detaches it if it is still attached. retention.keep.free
+ * is free.c, which shares struct tlog_reaper and runs on this thread.
  */
 #include "config.h"
 
@@ -344,9 +336,8 @@ reaper_main(void *arg)
 			continue;
 		}
 		/* Disk pressure: when appends passed their share of the
-		 * floor, and once a tick while the key is set (off, the
-		 * thread sleeps until something is due, as ever; setting
-		 * it calls tlog_free_pressure). */
+		 * floor, and once a tick while the key is set (setting it
+		 * calls tlog_free_pressure). */
 		on = tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) !=
 		    -1;
 		if (r->pressure || (on && (now - r->free_last >= FREE_TICK_MS ||
@@ -379,8 +370,7 @@ reaper_main(void *arg)
 			 * wall clock, noticed by whichever thread read the
 			 * clock first, can make due times computed before it
 			 * late (resched_after_step), and nothing else would
-			 * wake this thread for it. A wake-up that finds
-			 * nothing due is a clock read and a compare. */
+			 * wake this thread for it. */
 			if (due - now > 1000)
 				due = now + 1000;
 			tlog_deadline(due - now, &ts);
@@ -478,8 +468,6 @@ tlog_reaper_stop(struct tlog_store *s)
 		reaper_join(r);
 }
 
-/* The thread is stopped, the store forgets the reaper, and the heap's
- * references go. */
 void
 tlog_reaper_detach(struct tlog_store *s)
 {
