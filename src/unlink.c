@@ -70,8 +70,10 @@ out:
 static int
 unlink_one(struct tlog_segment *seg)
 {
+	static const char *const ext[] = { ".log", ".log.zst", ".idx" };
 	char name[32];
 	int dfd, r = 0;
+	size_t i;
 
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		/* A removed partition's directory went with its files (it
@@ -81,15 +83,11 @@ unlink_one(struct tlog_segment *seg)
 	/* The data, plain or compressed (or both, while a compression
 	 * ends), then the index: an index without data is what a crash
 	 * in between leaves, and recovery removes it. */
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
-	tlog_segname_format(seg->base, ".log.zst", name, sizeof(name));
-	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
-	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]) && r == 0; i++) {
+		tlog_segname_format(seg->base, ext[i], name, sizeof(name));
+		if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+			r = -errno;
+	}
 	close(dfd);
 	return r;
 }
@@ -98,19 +96,19 @@ unlink_one(struct tlog_segment *seg)
 static void
 emit_deleted(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	struct tlog_event ev;
+	struct tlog_event ev = {
+		.kind = TLOG_EV_DELETE,
+		.ts = tlog_ctx_now(p->ctx),
+		.segment_ino = seg->ino,
+		.base = seg->base,
+		.records = seg->records,
+		.bytes = seg->bytes,
+		.first_ts = seg->first_ts,
+		.max_ts = seg->max_ts,
+		.trigger = seg->sealed_by,
+		.rule = seg->rule,
+	};
 
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = TLOG_EV_DELETE;
-	ev.ts = tlog_ctx_now(p->ctx);
-	ev.segment_ino = seg->ino;
-	ev.base = seg->base;
-	ev.records = seg->records;
-	ev.bytes = seg->bytes;
-	ev.first_ts = seg->first_ts;
-	ev.max_ts = seg->max_ts;
-	ev.trigger = seg->sealed_by;
-	ev.rule = seg->rule;
 	TLOG_METRIC_ADD(p->ctx, deletions[seg->rule], 1);
 	__atomic_add_fetch(&p->ctx->ckpt_changes, 1, __ATOMIC_RELAXED);
 	TLOG_METRIC_ADD(p->ctx, deleted_bytes, seg->bytes);
