@@ -4,8 +4,7 @@
  * suspend), or the clocks a test injects. Engine time follows elapsed
  * time from an anchor; a step of the wall clock re-anchors it, so it
  * never jumps, and while the wall clock is behind it runs at half speed
- * until the wall clock catches up. The only reads of system clocks for
- * time of day are here.
+ * until the wall clock catches up.
  */
 #include "config.h"
 
@@ -58,12 +57,10 @@ struct piece {
 };
 
 /*
- * A read copies the piece without a lock, between two loads of seq
- * (odd while an anchor changes it): the copy is good if both loads
- * saw the same even value, as no anchor then started or ended while the
- * read ran (a seqlock). No fences (ThreadSanitizer does not know them):
- * the piece is stored with release and loaded with acquire, so a load
- * that sees a new value makes the second load of seq see it odd or past.
+ * The seqlock's read side (clock.h). No fences (ThreadSanitizer does not
+ * know them): the piece is stored with release and loaded with acquire,
+ * so a load that sees a new value makes the second load of seq see it
+ * odd or past.
  */
 static unsigned
 piece_begin(struct tlog_clock *c, struct piece *pc)
