@@ -39,7 +39,6 @@
 /* ---- the heaps (ctx->work_lock held) ---- */
 
 /*
- * p's key in the free heap (p->sd.lock held), -1 if it has no segment.
  * An active segment's max_ts only grows and a detach only leaves newer
  * segments, so a key can only go stale low, which costs a retry when it
  * reaches the top (free_one); a seal (the only way down) updates it at
@@ -258,11 +257,12 @@ tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
 }
 
 /*
- * One reclaiming pass (the store's admin_lock held): if free space, counting the
- * bytes of detached segments not yet unlinked as free already (they
- * will be) and those of appends under way as used, is below the floor,
- * detaches oldest segments until it is above floor + floor / 16, at
- * most max of them; at least one if force. Returns the count detached.
+ * One reclaiming pass (the store's admin_lock held): if free space,
+ * counting the bytes of detached segments not yet unlinked as free
+ * already (they will be) and those of appends under way as used, is
+ * below the floor, detaches oldest segments until it is above floor +
+ * floor / 16, at most max of them; at least one if force. Returns the
+ * count detached.
  */
 static int
 free_pass(struct tlog_reaper *r, int max, bool force,

@@ -84,9 +84,7 @@ struct tlog_part_env {
 struct tlog_partition {
 	/* Set when made, then only read. lv: name, topic (the parent),
 	 * settings, inode, references, dead flag, and the identity of its
-	 * own directory: a path that names another directory (after a
-	 * rename over it, or rmdir + mkdir) is never used to reach this
-	 * partition's files (the names under the tree lock, the rest
+	 * own directory (level.h; the names under the tree lock, the rest
 	 * atomic). */
 	struct tlog_level lv;
 	const struct tlog_part_env *env;	/* the store's */

@@ -1,6 +1,6 @@
 /*
  * unlink.c - draining the unlink queue (queue.h): the files of detached
- * segments are unlinked with no engine lock held, .log then .idx, after
+ * segments are unlinked with no engine lock held, data then index, after
  * the partition's end offset is made to outlive them, and only then is
  * the deletion event emitted. The drainers: the front end's unlinker
  * (tlog_unlink_pending), the size ceiling on the appender's thread and
@@ -196,13 +196,8 @@ tlog_unlink_pending(struct tlog_queue *q, int max)
 	return done;
 }
 
-/*
- * Waits until no file of p's deleted segments is left, or, with limit >=
- * 0, until they hold at most limit bytes: unlinks those still queued
- * itself, and waits for those another thread is unlinking. So rm -r of a
- * partition works at once after its segments were deleted, and the size
- * ceiling holds on disk (tlog_unlink_part).
- */
+/* So rm -r of a partition works at once after its segments were deleted,
+ * and the size ceiling holds on disk (tlog_unlink_part). */
 int
 tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
     int64_t limit)
