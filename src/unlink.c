@@ -24,7 +24,7 @@ save_end(struct tlog_partition *p, uint64_t need)
 	struct tlog_segment *last;
 	char buf[32];
 	uint64_t end;
-	bool witness, dir;
+	bool witness = false, dir = false;
 	int n, dfd, r = 0;
 
 	tlog_segdir_io_begin(&p->sd);
@@ -46,12 +46,8 @@ save_end(struct tlog_partition *p, uint64_t need)
 		goto out;
 	}
 	if (witness) {
-		if (dir && fsync(dfd) == -1 && errno != EINVAL) {
+		if (dir && fsync(dfd) == -1 && errno != EINVAL)
 			r = -errno;
-			pthread_mutex_lock(&p->sd.lock);
-			p->sd.dir_dirty = true;
-			pthread_mutex_unlock(&p->sd.lock);
-		}
 	} else {
 		n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
 		if ((r = tlog_write_atomic(dfd, ".next", buf, (size_t)n)) == 0)
@@ -62,6 +58,12 @@ save_end(struct tlog_partition *p, uint64_t need)
 		    "partition before deleting a segment: %s", strerror(-r));
 	close(dfd);
 out:
+	/* The directory's sync taken above and not done is still owed. */
+	if (r != 0 && witness && dir) {
+		pthread_mutex_lock(&p->sd.lock);
+		p->sd.dir_dirty = true;
+		pthread_mutex_unlock(&p->sd.lock);
+	}
 	tlog_segdir_io_end(&p->sd);
 	return r;
 }
