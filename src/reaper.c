@@ -445,10 +445,12 @@ tlog_reaper_start(struct tlog_store *s)
 	return 0;
 }
 
-static void
-reaper_join(struct tlog_reaper *r)
+void
+tlog_reaper_stop(struct tlog_store *s)
 {
-	if (!r->running)
+	struct tlog_reaper *r = reaper_of(s);
+
+	if (r == NULL || !r->running)
 		return;
 	pthread_mutex_lock(&r->ctx->work_lock);
 	r->stop = true;
@@ -460,15 +462,6 @@ reaper_join(struct tlog_reaper *r)
 }
 
 void
-tlog_reaper_stop(struct tlog_store *s)
-{
-	struct tlog_reaper *r = reaper_of(s);
-
-	if (r != NULL)
-		reaper_join(r);
-}
-
-void
 tlog_reaper_detach(struct tlog_store *s)
 {
 	struct tlog_reaper *r = reaper_of(s);
@@ -476,7 +469,7 @@ tlog_reaper_detach(struct tlog_store *s)
 
 	if (r == NULL)
 		return;
-	reaper_join(r);
+	tlog_reaper_stop(s);
 	tlog_store_set_sched(r->s, NULL, NULL);
 	while ((top = tlog_heap_top(&r->heap)) != NULL) {
 		tlog_heap_remove(&r->heap, top);
