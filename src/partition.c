@@ -2,11 +2,8 @@
  * partition.c - a partition: its run of segments, its settings and the
  * scheduler's calls for it, sealing, and detaching segments for deletion
  * (time rule, size rule, manual); statistics and segment look-ups. The
- * append path, which calls all of that, is append.c.
- *
- * Sealed and detached segments go to the store's queues (queue.c, same
- * layer); the events and the scheduler, in the store layer above, it
- * reaches only through the hooks in p->env, which the store fills in.
+ * append path, which calls all of that, is append.c. Its place among
+ * the layers: partition.h.
  */
 #include "config.h"
 
