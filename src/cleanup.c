@@ -50,16 +50,16 @@ static void
 emit_cleaned(struct tlog_partition *p, const char *topic, const char *name,
     int64_t now, int64_t last)
 {
-	struct tlog_event ev;
+	struct tlog_event ev = {
+		.kind = TLOG_EV_PART_DELETE,
+		.ts = now,
+		.max_ts = last,
+	};
 
 	tlog_ctx_log(p->ctx, LOG_INFO, "removed partition %s/%s: empty, "
 	    "unwritten for %" PRId64 " ms (partition.cleanup.ms %" PRId64
 	    ")", topic, name, now - last,
 	    tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS));
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = TLOG_EV_PART_DELETE;
-	ev.ts = now;
-	ev.max_ts = last;
 	p->env->emit(p->env->arg, p, &ev);
 }
 
@@ -74,8 +74,7 @@ emit_cleaned(struct tlog_partition *p, const char *topic, const char *name,
  * (ENOENT), and a writer opened after the check writes nothing but
  * ENOENT. Taking a partition lock under the tree lock held for writing
  * breaks the lock order, so it is only tried (an append holding it may
- * be waiting for the tree lock): -EAGAIN, try again later. Returns 1 if
- * removed, 0 if kept, or -errno.
+ * be waiting for the tree lock): -EAGAIN, try again later.
  */
 int
 tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,

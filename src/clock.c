@@ -4,8 +4,7 @@
  * suspend), or the clocks a test injects. Engine time follows elapsed
  * time from an anchor; a step of the wall clock re-anchors it, so it
  * never jumps, and while the wall clock is behind it runs at half speed
- * until the wall clock catches up. The only reads of system clocks for
- * time of day are here.
+ * until the wall clock catches up.
  */
 #include "config.h"
 
@@ -58,12 +57,10 @@ struct piece {
 };
 
 /*
- * A read copies the piece without a lock, between two loads of seq
- * (odd while an anchor changes it): the copy is good if both loads
- * saw the same even value, as no anchor then started or ended while the
- * read ran (a seqlock). No fences (ThreadSanitizer does not know them):
- * the piece is stored with release and loaded with acquire, so a load
- * that sees a new value makes the second load of seq see it odd or past.
+ * The seqlock's read side (clock.h). No fences (ThreadSanitizer does not
+ * know them): the piece is stored with release and loaded with acquire,
+ * so a load that sees a new value makes the second load of seq see it
+ * odd or past.
  */
 static unsigned
 piece_begin(struct tlog_clock *c, struct piece *pc)
@@ -161,15 +158,6 @@ tlog_clock_anchor(struct tlog_clock *c, int64_t newest)
 		    "clock catches up", e - w, slow / 1000);
 }
 
-/* What a read found of the wall clock against the current piece. */
-enum step {
-	STEP_NONE,	/* within CLOCK_STEP_MS: no step */
-	STEP_KEEP,	/* a step: engine time keeps to elapsed time */
-	STEP_SLOW,	/* a step back behind engine time: half speed */
-	STEP_FOLLOW	/* a step forward past engine time that was ahead
-			   of the wall clock: engine time follows it */
-};
-
 /* Engine time e at wall w and boot m from the piece pc; the wall clock's
  * distance to boot time against the piece's (a step if large). */
 static int64_t
@@ -191,70 +179,53 @@ is_step(int64_t step)
 /*
  * With seq claimed (no anchor can run): reads again and, at a step of
  * the wall clock, starts a new piece from the current engine time, so
- * engine time never jumps; else gives the claim back. A forward step
- * that takes the wall clock from behind engine time to past it ends a
- * catch-up: the wall clock was the one wrong (booted behind and set
- * right by NTP, or a backward glitch corrected), and engine time follows
- * it, or what is stamped until the next restart would be stamped that
- * much too old, and go that much early after it; deletion time does not
- * follow (c->lag). Returns what it did; *e and *w are the read, *stepp
- * the step, *slowp the slow stretch.
+ * engine time never jumps, and tells the step once the piece is
+ * published; else gives the claim back. A forward step that takes the
+ * wall clock from behind engine time to past it ends a catch-up: the
+ * wall clock was the one wrong (booted behind and set right by NTP, or a
+ * backward glitch corrected), and engine time follows it, or what is
+ * stamped until the next restart would be stamped that much too old, and
+ * go that much early after it; deletion time does not follow (c->lag).
+ * *e and *w are the read.
  */
-static enum step
-take_step(struct tlog_clock *c, int64_t *e, int64_t *w, int64_t *stepp,
-    int64_t *slowp)
+static void
+take_step(struct tlog_clock *c, int64_t *e, int64_t *w)
 {
 	struct piece pc;
-	int64_t m, step;
+	int64_t m, step, by, slow;
+	const char *dir;
 	bool follow;
 
 	(void)piece_begin(c, &pc);
 	step = read_piece(c, &pc, w, &m, e);
-	*stepp = step;
 	if (!is_step(step)) {
 		__atomic_add_fetch(&c->seq, 1, __ATOMIC_RELEASE);
-		return STEP_NONE;
+		return;
 	}
 	follow = step > 0 && m + pc.off < *e && *w > *e;
 	if (follow) {
 		__atomic_add_fetch(&c->lag, *w - *e, __ATOMIC_RELEASE);
 		*e = *w;
 	}
-	*slowp = anchor_claimed(c, *e, *w, m);
+	slow = anchor_claimed(c, *e, *w, m);
 	__atomic_add_fetch(&c->steps, 1, __ATOMIC_RELEASE);
-	return follow ? STEP_FOLLOW : *slowp > 0 ? STEP_SLOW : STEP_KEEP;
-}
-
-/* Tells a step, after the new piece is published. */
-static void
-say_step(struct tlog_clock *c, enum step k, int64_t step, int64_t e,
-    int64_t w, int64_t slow)
-{
-	const char *dir = step > 0 ? "forward" : "back";
-	int64_t by = step > 0 ? step : -step;
-
-	switch (k) {
-	case STEP_NONE:
-		break;
-	case STEP_FOLLOW:
+	dir = step > 0 ? "forward" : "back";
+	by = step > 0 ? step : -step;
+	if (follow)
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
 		    "stepped forward by %" PRId64 " ms, past engine time, "
 		    "which was ahead of it: engine time follows it", step);
-		break;
-	case STEP_SLOW:
+	else if (slow > 0)
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
 		    "stepped %s by %" PRId64 " ms and is %" PRId64 " ms "
 		    "behind engine time: engine time runs at half speed for "
-		    "%" PRId64 " s, until it catches up", dir, by, e - w,
+		    "%" PRId64 " s, until it catches up", dir, by, *e - *w,
 		    slow / 1000);
-		break;
-	case STEP_KEEP:
+	else
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
 		    "stepped %s by %" PRId64 " ms: engine time keeps to "
 		    "elapsed time, %" PRId64 " ms behind the wall clock until "
-		    "a restart", dir, by, w - e);
-		break;
-	}
+		    "a restart", dir, by, *w - *e);
 }
 
 /*
@@ -267,8 +238,7 @@ static int64_t
 clock_read(struct tlog_clock *c, int64_t *wallp)
 {
 	struct piece pc;
-	int64_t w, m, e, step, slow = 0;
-	enum step k;
+	int64_t w, m, e, step;
 	unsigned s;
 
 	for (;;) {
@@ -281,8 +251,7 @@ clock_read(struct tlog_clock *c, int64_t *wallp)
 		if (!is_step(step))
 			break;
 		if (claim(c, s)) {
-			k = take_step(c, &e, &w, &step, &slow);
-			say_step(c, k, step, e, w, slow);
+			take_step(c, &e, &w);
 			break;
 		}
 	}

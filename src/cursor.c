@@ -166,9 +166,8 @@ static int
 commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
 {
 	struct tlog_cursor *old;
-	int r;
-
 	char where[2 * TLOG_NAME_MAX + 2];
+	int r;
 
 	if ((r = persist(p, v, n)) != 0) {
 		free(v);
@@ -331,7 +330,7 @@ tlog_partition_cursor_list(struct tlog_partition *p, struct tlog_cursor **out,
 }
 
 /* Parses a .cursors file's text into a sorted, malloc'd array; NULL
- * with *why set if it is damaged. */
+ * with *why set if it is damaged (*why is left alone otherwise). */
 static struct tlog_cursor *
 parse_file(char *buf, size_t len, size_t *nout, const char **why)
 {
@@ -340,7 +339,6 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 	size_t n = 0, i, ml = strlen(CURSORS_MAGIC);
 	unsigned int crc;
 
-	*why = NULL;
 	if (len < ml || memcmp(buf, CURSORS_MAGIC, ml) != 0) {
 		*why = "no header";
 		return NULL;
@@ -513,7 +511,6 @@ part_id_load(struct tlog_partition *p)
 {
 	char id[TLOG_STORE_ID_LEN + 1], buf[TLOG_STORE_ID_LEN + 24];
 	char where[2 * TLOG_NAME_MAX + 2], *v;
-	const char *why = NULL;
 	struct stat st;
 	int dfd, r;
 
@@ -534,16 +531,12 @@ part_id_load(struct tlog_partition *p)
 		r = none(p);
 		goto out;
 	}
-	if (r == -EINVAL)
-		why = "is not an identity";
-	else if (r == -ESTALE)
-		why = "was made for another directory (a copy of another "
-		    "partition's?)";
-	if (r != 0 && why != NULL)
+	if (r == -EINVAL || r == -ESTALE)
 		tlog_ctx_log(p->ctx, LOG_WARNING, "%s/%s %s; %s", where,
-		    TLOG_PART_ID_FILE, why, p->ctx->ro ? "read-only: the "
-		    "partition has no identity" : "the partition gets a new "
-		    "identity");
+		    TLOG_PART_ID_FILE, r == -EINVAL ? "is not an identity" :
+		    "was made for another directory (a copy of another "
+		    "partition's?)", p->ctx->ro ? "read-only: the partition "
+		    "has no identity" : "the partition gets a new identity");
 	if (r != 0 && p->ctx->ro) {
 		r = none(p);
 		goto out;

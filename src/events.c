@@ -8,10 +8,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "events.h"
@@ -86,27 +84,26 @@ tlog_events_record(struct tlog_events *e, struct tlog_partition *p,
 
 	if (e->p == NULL || p == e->p)
 		return;
-	if (ev->kind == TLOG_EV_PART_DELETE) {
+	if (ev->kind == TLOG_EV_PART_DELETE)
 		n = snprintf(line, sizeof(line), "{\"ts\":%" PRId64
 		    ",\"event\":\"partition_deleted\",\"topic\":\"%s\","
 		    "\"partition\":\"%s\",\"last_write_ts\":%" PRId64
 		    ",\"rule\":\"cleanup\"}\n", ev->ts, ev->topic,
 		    ev->partition, ev->max_ts);
-		goto append;
-	}
-	n = snprintf(line, sizeof(line),
-	    "{\"ts\":%" PRId64 ",\"event\":\"%s\",\"topic\":\"%s\","
-	    "\"partition\":\"%s\",\"segment\":\"%020" PRIu64 "\","
-	    "\"base\":%" PRIu64 ",\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
-	    ",\"first_ts\":%" PRId64 ",\"max_ts\":%" PRId64 ",\"%s\":\"%s\"}\n",
-	    ev->ts, ev->kind == TLOG_EV_SEAL ? "seal" :
-	    ev->kind == TLOG_EV_CORRUPT ? "corrupt" : "delete", ev->topic,
-	    ev->partition, ev->base, ev->base, ev->records, ev->bytes,
-	    ev->first_ts, ev->max_ts,
-	    ev->kind == TLOG_EV_SEAL ? "trigger" : "rule",
-	    ev->kind == TLOG_EV_SEAL ? tlog_trigger_name(ev->trigger) :
-	    tlog_rule_name(ev->rule));
-append:
+	else
+		n = snprintf(line, sizeof(line),
+		    "{\"ts\":%" PRId64 ",\"event\":\"%s\",\"topic\":\"%s\","
+		    "\"partition\":\"%s\",\"segment\":\"%020" PRIu64 "\","
+		    "\"base\":%" PRIu64 ",\"records\":%" PRIu64
+		    ",\"bytes\":%" PRIu64 ",\"first_ts\":%" PRId64
+		    ",\"max_ts\":%" PRId64 ",\"%s\":\"%s\"}\n",
+		    ev->ts, ev->kind == TLOG_EV_SEAL ? "seal" :
+		    ev->kind == TLOG_EV_CORRUPT ? "corrupt" : "delete",
+		    ev->topic, ev->partition, ev->base, ev->base, ev->records,
+		    ev->bytes, ev->first_ts, ev->max_ts,
+		    ev->kind == TLOG_EV_SEAL ? "trigger" : "rule",
+		    ev->kind == TLOG_EV_SEAL ?
+		    tlog_trigger_name(ev->trigger) : tlog_rule_name(ev->rule));
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
 	tlog_part_append(e->p, line, (size_t)n, true, &r);

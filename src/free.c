@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
@@ -37,10 +36,9 @@
 #define FREE_SYNC_MAX 4		/* segments an append's ENOSPC may take */
 #define FREE_CHECK_MIN (256 * 1024)	/* appended bytes between checks */
 
-/* ---- the free heap (ctx->work_lock held) ---- */
+/* ---- the heaps (ctx->work_lock held) ---- */
 
 /*
- * p's key in the free heap (p->sd.lock held), -1 if it has no segment.
  * An active segment's max_ts only grows and a detach only leaves newer
  * segments, so a key can only go stale low, which costs a retry when it
  * reaches the top (free_one); a seal (the only way down) updates it at
@@ -65,22 +63,26 @@ tlog_free_key_locked(struct tlog_partition *p)
 	return k;
 }
 
-/* Sets p's free key (-1: out); returns the reference to drop, if any. */
 struct tlog_partition *
-tlog_free_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t key)
+tlog_reaper_set(struct tlog_reaper *r, struct tlog_heap *h,
+    struct tlog_partition *p, int64_t key)
 {
+	struct tlog_heap_node *x = h == &r->heap ? &p->sched : &p->fheap;
+
 	if (key < 0 || tlog_level_dead(&p->lv)) {
-		if (!tlog_heap_holds(&p->fheap))
+		if (!tlog_heap_holds(x))
 			return NULL;
-		tlog_heap_remove(&r->fheap, &p->fheap);
+		tlog_heap_remove(h, x);
+		x->key = -1;
 		return p;
 	}
-	p->fheap.key = key;
-	if (tlog_heap_holds(&p->fheap))
-		tlog_heap_fix(&r->fheap, &p->fheap);
-	else if (tlog_heap_insert(&r->fheap, &p->fheap) != 0)
-		tlog_ctx_log_err(r->ctx, "reaper: out of memory keeping a "
-		    "partition for retention.keep.free");
+	x->key = key;
+	if (tlog_heap_holds(x))
+		tlog_heap_fix(h, x);
+	else if (tlog_heap_insert(h, x) != 0)
+		tlog_ctx_log_err(r->ctx, "reaper: out of memory %s",
+		    h == &r->heap ? "scheduling a partition" :
+		    "keeping a partition for retention.keep.free");
 	else
 		tlog_part_ref(p);
 	return NULL;
@@ -98,7 +100,7 @@ tlog_free_sealed(void *arg, struct tlog_partition *p)
 
 	pthread_mutex_lock(&r->ctx->work_lock);
 	if (key >= 0 && !tlog_level_dead(&p->lv))
-		tlog_free_update(r, p, key);
+		tlog_reaper_set(r, &r->fheap, p, key);
 	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
@@ -212,7 +214,7 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 		pthread_mutex_lock(&r->ctx->work_lock);
 		if (!tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
 		    key < 0) {
-			drop = tlog_free_update(r, p, key);
+			drop = tlog_reaper_set(r, &r->fheap, p, key);
 			pthread_mutex_unlock(&r->ctx->work_lock);
 			pthread_mutex_unlock(&p->sd.lock);
 			tlog_partition_put(drop);
@@ -223,7 +225,7 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 		bytes = tlog_part_free_oldest(p, &eb);
 		key = tlog_free_key_locked(p);
 		pthread_mutex_lock(&r->ctx->work_lock);
-		drop = tlog_free_update(r, p, key);
+		drop = tlog_reaper_set(r, &r->fheap, p, key);
 		pthread_mutex_unlock(&r->ctx->work_lock);
 		pthread_mutex_unlock(&p->sd.lock);
 		tlog_part_emit(p, &eb);
@@ -233,46 +235,6 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 		*pp = p;
 		tlog_partition_put(p);
 		return bytes;
-	}
-}
-
-struct tlog_partition *
-tlog_reaper_free_top(struct tlog_store *s)
-{
-	struct tlog_reaper *r = reaper_of(s);
-	struct tlog_heap_node *top;
-	struct tlog_partition *p, *drop;
-	struct tlog_segment *seg;
-	int64_t key;
-
-	if (r == NULL)
-		return NULL;
-	for (;;) {
-		pthread_mutex_lock(&r->ctx->work_lock);
-		if ((top = tlog_heap_top(&r->fheap)) == NULL) {
-			pthread_mutex_unlock(&r->ctx->work_lock);
-			return NULL;
-		}
-		p = fpart_of(top);
-		tlog_part_ref(p);
-		pthread_mutex_unlock(&r->ctx->work_lock);
-		pthread_mutex_lock(&p->sd.lock);
-		seg = TAILQ_FIRST(&p->segs);
-		key = tlog_free_key_locked(p);
-		if (seg != NULL && seg->records == 0)
-			key = -1;
-		pthread_mutex_lock(&r->ctx->work_lock);
-		if (tlog_heap_holds(&p->fheap) && key == p->fheap.key) {
-			pthread_mutex_unlock(&r->ctx->work_lock);
-			pthread_mutex_unlock(&p->sd.lock);
-			return p;
-		}
-		drop = tlog_heap_holds(&p->fheap) ? tlog_free_update(r, p, key) :
-		    NULL;
-		pthread_mutex_unlock(&r->ctx->work_lock);
-		pthread_mutex_unlock(&p->sd.lock);
-		tlog_partition_put(drop);
-		tlog_partition_put(p);
 	}
 }
 
@@ -295,11 +257,12 @@ tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
 }
 
 /*
- * One reclaiming pass (the store's admin_lock held): if free space, counting the
- * bytes of detached segments not yet unlinked as free already (they
- * will be) and those of appends under way as used, is below the floor,
- * detaches oldest segments until it is above floor + floor / 16, at
- * most max of them; at least one if force. Returns the count detached.
+ * One reclaiming pass (the store's admin_lock held): if free space,
+ * counting the bytes of detached segments not yet unlinked as free
+ * already (they will be) and those of appends under way as used, is
+ * below the floor, detaches oldest segments until it is above floor +
+ * floor / 16, at most max of them; at least one if force. Returns the
+ * count detached.
  */
 static int
 free_pass(struct tlog_reaper *r, int max, bool force,
@@ -376,8 +339,9 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 	return n;
 }
 
-void
-tlog_free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
+/* Logs what a pass detached, if anything; who says why it ran. */
+static void
+free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
     const char *who, uint64_t t0)
 {
 	if (st->segments == 0)
@@ -433,19 +397,22 @@ tlog_free_reclaim(void *arg, struct tlog_partition *p)
 		n += tlog_unlink_pending(&r->s->q, 0);
 		TLOG_METRIC_ADD(r->ctx, free_sync, 1);
 	}
-	tlog_free_log(r, &st, "an append hit ENOSPC:", t0);
+	free_log(r, &st, "an append hit ENOSPC:", t0);
 	return n;
 }
 
 /*
- * After a pass for keep.free: the unlinker is woken for its segments (it
- * unlinks them in the order they were detached, so the events keep the
- * oldest-first order). A pass that found nothing more to delete says so
- * (other files fill the disk).
+ * After a pass for keep.free that detached segments: counted and logged,
+ * and the unlinker is woken for them (it unlinks them in the order they
+ * were detached, so the events keep the oldest-first order). A pass that
+ * found nothing more to delete says so (other files fill the disk).
  */
 void
-tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st)
+tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st,
+    const char *who, uint64_t t0)
 {
+	TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
+	free_log(r, st, who, t0);
 	tlog_store_wakeup(r->s);
 	if (st->exhausted)
 		tlog_ctx_log_err(r->ctx, "reaper: retention.keep.free %" PRId64
@@ -481,11 +448,9 @@ tlog_free_wait(void *arg)
 		n = tlog_ctx_free_short(r->ctx) ?
 		    free_pass(r, FREE_PASS_MAX, false, &st) : 0;
 		pthread_mutex_unlock(&r->s->admin_lock);
-		if (n > 0) {
-			TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
-			tlog_free_log(r, &st, "appends wait for free space:", t0);
-			tlog_free_settle(r, &st);
-		}
+		if (n > 0)
+			tlog_free_settle(r, &st, "appends wait for free space:",
+			    t0);
 		pthread_mutex_lock(&q->ctx->work_lock);
 		while (tlog_ctx_free_short(r->ctx) &&
 		    __atomic_load_n(&q->pending_bytes, __ATOMIC_RELAXED) > 0 &&

@@ -55,9 +55,11 @@ fpart_of(struct tlog_heap_node *x)
 
 /* p's key in the free heap, -1 if it has no segment (p->sd.lock held). */
 int64_t tlog_free_key_locked(struct tlog_partition *p);
-/* Sets p's free key (-1: out; ctx->work_lock held); the reference to drop. */
-struct tlog_partition *tlog_free_update(struct tlog_reaper *r,
-    struct tlog_partition *p, int64_t key);
+/* Sets p's key in h, r->heap (the due time) or r->fheap (the free key);
+ * -1, or p dead, takes p out. Each partition in a heap holds a reference:
+ * returns the one to drop if p left h. ctx->work_lock held. */
+struct tlog_partition *tlog_reaper_set(struct tlog_reaper *r,
+    struct tlog_heap *h, struct tlog_partition *p, int64_t key);
 /* TLOG_SCHED_SEALED: p's free key, p->sd.lock held. */
 void tlog_free_sealed(void *arg, struct tlog_partition *p);
 /* The pressure hook: appends ask the reaper thread for a check. */
@@ -72,11 +74,10 @@ void tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,
 /* For the metrics: free space on the store's file system and the floor
  * retention.keep.free sets on it (-1: none); 0 or -errno. */
 int tlog_free_gauges(struct tlog_store *s, uint64_t *avail, int64_t *floor);
-/* Logs what a pass detached, if anything. */
-void tlog_free_log(struct tlog_reaper *r, const struct tlog_free_stats *st,
+/* After a pass that detached segments (who: why it ran, t0: when it
+ * began): counts and logs it, wakes the unlinker; says so if nothing was
+ * left. */
+void tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st,
     const char *who, uint64_t t0);
-/* After a pass: wakes the unlinker; says so if nothing was left. */
-void tlog_free_settle(struct tlog_reaper *r,
-    const struct tlog_free_stats *st);
 
 #endif /* TLOG_FREE_H */

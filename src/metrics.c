@@ -4,17 +4,11 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <syslog.h>
-#include <unistd.h>
 
 #include "free.h"
 #include "reaper.h"
@@ -26,11 +20,7 @@ struct sbuf {
 	int err;
 };
 
-static void
-sb_printf(struct sbuf *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
+static void __attribute__((format(printf, 2, 3)))
 sb_printf(struct sbuf *sb, const char *fmt, ...)
 {
 	va_list ap;
@@ -65,18 +55,34 @@ get(const uint64_t *v)
 	return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
 
+/* A metric's HELP and TYPE lines. */
+static void
+meta(struct sbuf *sb, const char *name, const char *help, const char *type)
+{
+	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s %s\n", name, help,
+	    name, type);
+}
+
 static void
 counter(struct sbuf *sb, const char *name, const char *help, uint64_t v)
 {
-	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s counter\n"
-	    "tlogfs_%s %" PRIu64 "\n", name, help, name, name, v);
+	meta(sb, name, help, "counter");
+	sb_printf(sb, "tlogfs_%s %" PRIu64 "\n", name, v);
+}
+
+/* A counter of seconds, from nanoseconds. */
+static void
+seconds(struct sbuf *sb, const char *name, const char *help, uint64_t ns)
+{
+	meta(sb, name, help, "counter");
+	sb_printf(sb, "tlogfs_%s %.9f\n", name, (double)ns / 1e9);
 }
 
 static void
 gauge(struct sbuf *sb, const char *name, const char *help, double v)
 {
-	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s gauge\n"
-	    "tlogfs_%s %.9g\n", name, help, name, name, v);
+	meta(sb, name, help, "gauge");
+	sb_printf(sb, "tlogfs_%s %.9g\n", name, v);
 }
 
 /*
@@ -93,9 +99,8 @@ cursor_lags(struct tlog_store *s, struct sbuf *sb)
 	uint64_t lag;
 	size_t n, i, nc, k;
 
-	sb_printf(sb, "# HELP tlogfs_cursor_lag_records Records a cursor is "
-	    "behind its partition's end.\n# TYPE tlogfs_cursor_lag_records "
-	    "gauge\n");
+	meta(sb, "cursor_lag_records", "Records a cursor is behind its "
+	    "partition's end.", "gauge");
 	if (tlog_reg_partitions(&s->reg, &v, &n) != 0) {
 		sb->err = -ENOMEM;
 		return;
@@ -124,25 +129,22 @@ int
 tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 {
 	struct tlog_metrics *m = &s->ctx.metrics;
-	struct sbuf sb = { NULL, 0, 0, 0 };
+	struct sbuf sb = { malloc(4096), 0, 4096, 0 };
 	uint64_t avail;
 	int64_t floor;
 	int i;
 
-	if ((sb.b = malloc(4096)) == NULL)
+	if (sb.b == NULL)
 		return -ENOMEM;
-	sb.cap = 4096;
 	counter(&sb, "appends_total", "Append calls that stored records.",
 	    get(&m->appends));
 	counter(&sb, "records_total", "Records appended.", get(&m->records));
 	counter(&sb, "bytes_total", "Bytes appended.", get(&m->bytes));
-	sb_printf(&sb, "# HELP tlogfs_rolls_total Segments sealed, by "
-	    "trigger.\n# TYPE tlogfs_rolls_total counter\n");
+	meta(&sb, "rolls_total", "Segments sealed, by trigger.", "counter");
 	for (i = 1; i < TLOG_NTRIGGERS; i++)
 		sb_printf(&sb, "tlogfs_rolls_total{trigger=\"%s\"} %" PRIu64
 		    "\n", tlog_trigger_name(i), get(&m->rolls[i]));
-	sb_printf(&sb, "# HELP tlogfs_deletions_total Segments deleted, by "
-	    "rule.\n# TYPE tlogfs_deletions_total counter\n");
+	meta(&sb, "deletions_total", "Segments deleted, by rule.", "counter");
 	for (i = 0; i < TLOG_NRULES; i++)
 		sb_printf(&sb, "tlogfs_deletions_total{rule=\"%s\"} %" PRIu64
 		    "\n", tlog_rule_name(i), get(&m->deletions[i]));
@@ -164,10 +166,8 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	gauge(&sb, "reaper_last_due_partitions",
 	    "Due partitions visited by the last wake-up.",
 	    (double)get(&m->reaper_last_due));
-	sb_printf(&sb, "# HELP tlogfs_reaper_cycle_seconds_total Time spent "
-	    "in reaper wake-ups.\n# TYPE tlogfs_reaper_cycle_seconds_total "
-	    "counter\ntlogfs_reaper_cycle_seconds_total %.9f\n",
-	    (double)get(&m->reaper_ns) / 1e9);
+	seconds(&sb, "reaper_cycle_seconds_total", "Time spent in reaper "
+	    "wake-ups.", get(&m->reaper_ns));
 	gauge(&sb, "reaper_last_cycle_seconds",
 	    "Duration of the last reaper wake-up.",
 	    (double)get(&m->reaper_last_ns) / 1e9);
@@ -192,10 +192,8 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    "segments compressed.", get(&m->z_in));
 	counter(&sb, "compressed_out_bytes_total", "Their compressed size.",
 	    get(&m->z_out));
-	sb_printf(&sb, "# HELP tlogfs_compress_seconds_total Time spent "
-	    "compressing.\n# TYPE tlogfs_compress_seconds_total counter\n"
-	    "tlogfs_compress_seconds_total %.9f\n",
-	    (double)get(&m->z_ns) / 1e9);
+	seconds(&sb, "compress_seconds_total", "Time spent compressing.",
+	    get(&m->z_ns));
 	gauge(&sb, "compress_backlog_segments", "Sealed segments waiting "
 	    "to be compressed.", (double)tlog_queue_zqueued(&s->q));
 	gauge(&sb, "compress_backlog_bytes", "Their plain bytes.",

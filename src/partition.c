@@ -2,23 +2,38 @@
  * partition.c - a partition: its run of segments, its settings and the
  * scheduler's calls for it, sealing, and detaching segments for deletion
  * (time rule, size rule, manual); statistics and segment look-ups. The
- * append path, which calls all of that, is append.c.
- *
- * Sealed and detached segments go to the store's queues (queue.c, same
- * layer); the events and the scheduler, in the store layer above, it
- * reaches only through the hooks in p->env, which the store fills in.
+ * append path, which calls all of that, is append.c. Its place among
+ * the layers: partition.h.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "partition.h"
 #include "compress.h"
 #include "queue.h"
 
-static void part_free(struct tlog_level *lv);
+static void
+part_free(struct tlog_level *lv)
+{
+	struct tlog_partition *p = TLOG_CONTAINER_OF(lv, struct tlog_partition,
+	    lv);
+	struct tlog_segment *seg;
+
+	/* Segments hold a reference, so the list is empty here unless the
+	 * store is being torn down, which releases them first. */
+	while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+		TAILQ_REMOVE(&p->segs, seg, link);
+		tlog_seg_drop_live(seg);
+		free(seg);
+	}
+	free(p->cursors);
+	free(p->id);
+	tlog_segdir_destroy(&p->sd);
+	tlog_level_destroy(&p->lv);
+	free(p);
+}
 
 struct tlog_partition *
 tlog_part_alloc(struct tlog_level *parent, const char *name,
@@ -26,8 +41,7 @@ tlog_part_alloc(struct tlog_level *parent, const char *name,
 {
 	struct tlog_partition *p;
 
-	p = calloc(1, sizeof(*p));
-	if (p == NULL)
+	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->env = env;
 	p->ctx = env->ctx;
@@ -57,27 +71,6 @@ tlog_partition_put(struct tlog_partition *p)
 {
 	if (p != NULL)
 		tlog_level_put(&p->lv);
-}
-
-static void
-part_free(struct tlog_level *lv)
-{
-	struct tlog_partition *p = TLOG_CONTAINER_OF(lv, struct tlog_partition,
-	    lv);
-	struct tlog_segment *seg;
-
-	/* Segments hold a reference, so the list is empty here unless the
-	 * store is being torn down, which releases them first. */
-	while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
-		TAILQ_REMOVE(&p->segs, seg, link);
-		tlog_seg_drop_live(seg);
-		free(seg);
-	}
-	free(p->cursors);
-	free(p->id);
-	tlog_segdir_destroy(&p->sd);
-	tlog_level_destroy(&p->lv);
-	free(p);
 }
 
 uint64_t
@@ -168,23 +161,22 @@ static void
 evbuf_add_seal(struct tlog_evbuf *b, struct tlog_segment *seg,
     enum tlog_trigger why, int64_t now)
 {
-	struct tlog_event *e;
 	void *nv;
 
-	if ((nv = tlog_grow(b->ev, &b->cap, b->n, sizeof(*e), 4)) == NULL)
+	if ((nv = tlog_grow(b->ev, &b->cap, b->n, sizeof(*b->ev), 4)) == NULL)
 		return;		/* the event is lost, not the data */
 	b->ev = nv;
-	e = &b->ev[b->n++];
-	memset(e, 0, sizeof(*e));
-	e->kind = TLOG_EV_SEAL;
-	e->ts = now;
-	e->segment_ino = seg->ino;
-	e->base = seg->base;
-	e->records = seg->records;
-	e->bytes = seg->bytes;
-	e->first_ts = seg->first_ts;
-	e->max_ts = seg->max_ts;
-	e->trigger = why;
+	b->ev[b->n++] = (struct tlog_event){
+		.kind = TLOG_EV_SEAL,
+		.ts = now,
+		.segment_ino = seg->ino,
+		.base = seg->base,
+		.records = seg->records,
+		.bytes = seg->bytes,
+		.first_ts = seg->first_ts,
+		.max_ts = seg->max_ts,
+		.trigger = why,
+	};
 }
 
 void
@@ -333,15 +325,16 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	    tlog_part_expires_at(info->max_ts, rms) : -1;
 }
 
+/* p's segment based at base, or its unsealed one if active: referenced,
+ * or NULL. */
 static struct tlog_segment *
-seg_find(struct tlog_partition *p, bool (*match)(struct tlog_segment *,
-    uint64_t), uint64_t key)
+seg_find(struct tlog_partition *p, bool active, uint64_t base)
 {
 	struct tlog_segment *seg;
 
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link)
-		if (match(seg, key))
+		if (active ? !seg->sealed : seg->base == base)
 			break;
 	if (seg != NULL)
 		tlog_seg_ref(seg);
@@ -349,27 +342,14 @@ seg_find(struct tlog_partition *p, bool (*match)(struct tlog_segment *,
 	return seg;
 }
 
-static bool
-match_base(struct tlog_segment *seg, uint64_t key)
-{
-	return seg->base == key;
-}
-
-static bool
-match_active(struct tlog_segment *seg, uint64_t key)
-{
-	(void)key;
-	return !seg->sealed;
-}
-
 struct tlog_segment *
 tlog_segment_get(struct tlog_partition *p, uint64_t base)
 {
-	return seg_find(p, match_base, base);
+	return seg_find(p, false, base);
 }
 
 struct tlog_segment *
 tlog_segment_get_active(struct tlog_partition *p)
 {
-	return seg_find(p, match_active, 0);
+	return seg_find(p, true, 0);
 }

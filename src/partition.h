@@ -59,12 +59,8 @@ struct tlog_sched_ops {
 	    enum tlog_space_ask ask);
 };
 
-/*
- * What every partition of a store shares: the context, the open-file
- * budget, the queues, and the hooks through which a partition reaches
- * the store layer above it, which the store fills in at open (and the
- * reaper, sched and sched_arg, while it is attached).
- */
+/* What every partition of a store shares, filled in by the store at open
+ * (sched and sched_arg by the reaper, while it is attached). */
 struct tlog_part_env {
 	struct tlog_ctx *ctx;
 	struct tlog_fdbudget *fdb;
@@ -84,9 +80,7 @@ struct tlog_part_env {
 struct tlog_partition {
 	/* Set when made, then only read. lv: name, topic (the parent),
 	 * settings, inode, references, dead flag, and the identity of its
-	 * own directory: a path that names another directory (after a
-	 * rename over it, or rmdir + mkdir) is never used to reach this
-	 * partition's files (the names under the tree lock, the rest
+	 * own directory (level.h; the names under the tree lock, the rest
 	 * atomic). */
 	struct tlog_level lv;
 	const struct tlog_part_env *env;	/* the store's */

@@ -1,34 +1,26 @@
 /*
- * reaper.c - retention on time: a min-heap of partitions keyed by the
- * earliest moment each can yield work, and one thread that sleeps until
- * the top of the heap is due.
+ * reaper.c - retention on time (doc/reaper.md): a min-heap of partitions
+ * keyed by their due time (tlog_part_due_locked: the earliest moment
+ * each can yield work), and one thread that sleeps until the top of the
+ * heap is due.
  *
- * A partition's due time is the earlier of its idle seal (active segment's
- * first record + segment.ms less jitter) and its time rule (oldest
- * segment's newest record + retention.ms + 1 ms) and its consumed rule
- * (the same with retention.consumed.ms, once every cursor passed that
- * segment; a cursor commit reschedules). Due times move earlier
- * only when a segment is created or a setting changes, and both push the
- * partition forward here; appends into an existing segment only move them
- * later, so the append path never touches the heap. A partition popped
- * early (its due moved later) is put back at its true due time.
+ * Due times move earlier only when a segment is created or a setting
+ * changes, and both push the partition forward here; appends into an
+ * existing segment only move them later, so the append path never
+ * touches the heap. A partition popped early (its due moved later) is
+ * put back at its true due time.
  *
- * Each wake-up pops only the due partitions: its cost is the work, not the
- * partition count. Each gets one bounded step under its own lock (at most
- * REAP_BATCH segments detached); one with more left is due again at once
- * and goes after the others. Unlinks happen elsewhere, with no lock held
- * (the unlink queue, unlink.c).
+ * Each wake-up pops only the due partitions: its cost is the work, not
+ * the partition count. Each gets one bounded step (at most REAP_BATCH
+ * segments detached); one with more left is due again at once and goes
+ * after the others. Unlinks happen elsewhere, with no lock held
+ * (unlink.c).
  *
- * The reaper is not part of the store's life cycle: whoever opens the
- * store attaches it (tlog_reaper_attach, or tlog_reaper_start for the
- * thread too), and from then on the partitions reach it through the
- * scheduler's two calls the store keeps (struct tlog_sched_ops: sched
- * and space). A reaper still attached when the store closes is detached
- * by the store (tlog_reaper_detach, same layer).
- *
- * retention.keep.free (the free heap, reclaiming passes, back-pressure)
- * is free.c, beside it: its calls are in this file's space(), its
- * passes run on this thread, and the two share struct tlog_reaper.
+ * Whoever opens the store attaches the reaper (tlog_reaper_attach, or
+ * tlog_reaper_start with its thread); the partitions reach it through
+ * the scheduler's calls the store keeps (struct tlog_sched_ops), and the
+ * store's close detaches it if it is still attached. retention.keep.free
+ * is free.c, which shares struct tlog_reaper and runs on this thread.
  */
 #include "config.h"
 
@@ -56,36 +48,20 @@ part_of(struct tlog_heap_node *x)
 
 /* ---- the heap (ctx->work_lock held) ---- */
 
-/* Sets p's due time (-1: unscheduled); returns the reference to drop, if
- * p left the heap. */
+/* tlog_reaper_set on the due-time heap; wakes the thread if the earliest
+ * due time moved earlier: p is the top now, and the heap was empty or
+ * its old top later (an equal key never displaces the top). */
 static struct tlog_partition *
 heap_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t due)
 {
 	struct tlog_heap_node *top = tlog_heap_top(&r->heap);
-	bool was_top = top == &p->sched;
 	int64_t old_top = top != NULL ? top->key : -1;
+	struct tlog_partition *drop = tlog_reaper_set(r, &r->heap, p, due);
 
-	if (due < 0 || tlog_level_dead(&p->lv)) {
-		if (!tlog_heap_holds(&p->sched))
-			return NULL;
-		tlog_heap_remove(&r->heap, &p->sched);
-		p->sched.key = -1;
-		return p;
-	}
-	p->sched.key = due;
-	if (!tlog_heap_holds(&p->sched)) {
-		if (tlog_heap_insert(&r->heap, &p->sched) != 0)
-			tlog_ctx_log_err(r->ctx, "reaper: out of memory "
-			    "scheduling a partition");
-		else
-			tlog_part_ref(p);
-	} else
-		tlog_heap_fix(&r->heap, &p->sched);
-	/* Wake the thread if the earliest due time moved earlier. */
 	if (tlog_heap_top(&r->heap) == &p->sched &&
-	    (!was_top || due < old_top || old_top < 0))
+	    (due < old_top || old_top < 0))
 		pthread_cond_broadcast(&r->cond);
-	return NULL;
+	return drop;
 }
 
 /* ---- the scheduler's hooks (struct tlog_sched_ops) ---- */
@@ -121,7 +97,7 @@ reaper_resched(void *arg, struct tlog_partition *p)
 	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
 	pthread_mutex_lock(&r->ctx->work_lock);
 	drop = heap_update(r, p, due);
-	fdrop = tlog_free_update(r, p, key);
+	fdrop = tlog_reaper_set(r, &r->fheap, p, key);
 	pthread_mutex_unlock(&r->ctx->work_lock);
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_partition_put(drop);
@@ -136,7 +112,7 @@ reaper_unsched(void *arg, struct tlog_partition *p)
 
 	pthread_mutex_lock(&r->ctx->work_lock);
 	drop = heap_update(r, p, -1);
-	fdrop = tlog_free_update(r, p, -1);
+	fdrop = tlog_reaper_set(r, &r->fheap, p, -1);
 	pthread_mutex_unlock(&r->ctx->work_lock);
 	tlog_partition_put(drop);
 	tlog_partition_put(fdrop);
@@ -360,9 +336,8 @@ reaper_main(void *arg)
 			continue;
 		}
 		/* Disk pressure: when appends passed their share of the
-		 * floor, and once a tick while the key is set (off, the
-		 * thread sleeps until something is due, as ever; setting
-		 * it calls tlog_free_pressure). */
+		 * floor, and once a tick while the key is set (setting it
+		 * calls tlog_free_pressure). */
 		on = tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) !=
 		    -1;
 		if (r->pressure || (on && (now - r->free_last >= FREE_TICK_MS ||
@@ -372,11 +347,8 @@ reaper_main(void *arg)
 			pthread_mutex_unlock(&r->ctx->work_lock);
 			t0 = tlog_mono_ns();
 			k = tlog_reaper_free(r->s, &fst);
-			if (k > 0) {
-				TLOG_METRIC_ADD(r->ctx, free_cycles, 1);
-				tlog_free_log(r, &fst, "free space", t0);
-				tlog_free_settle(r, &fst);
-			}
+			if (k > 0)
+				tlog_free_settle(r, &fst, "free space", t0);
 			pthread_mutex_lock(&r->ctx->work_lock);
 			/* A full pass left more to do: the next one at once
 			 * (it takes the oldest data, what the time rule
@@ -398,8 +370,7 @@ reaper_main(void *arg)
 			 * wall clock, noticed by whichever thread read the
 			 * clock first, can make due times computed before it
 			 * late (resched_after_step), and nothing else would
-			 * wake this thread for it. A wake-up that finds
-			 * nothing due is a clock read and a compare. */
+			 * wake this thread for it. */
 			if (due - now > 1000)
 				due = now + 1000;
 			tlog_deadline(due - now, &ts);
@@ -474,10 +445,12 @@ tlog_reaper_start(struct tlog_store *s)
 	return 0;
 }
 
-static void
-reaper_join(struct tlog_reaper *r)
+void
+tlog_reaper_stop(struct tlog_store *s)
 {
-	if (!r->running)
+	struct tlog_reaper *r = reaper_of(s);
+
+	if (r == NULL || !r->running)
 		return;
 	pthread_mutex_lock(&r->ctx->work_lock);
 	r->stop = true;
@@ -489,17 +462,6 @@ reaper_join(struct tlog_reaper *r)
 }
 
 void
-tlog_reaper_stop(struct tlog_store *s)
-{
-	struct tlog_reaper *r = reaper_of(s);
-
-	if (r != NULL)
-		reaper_join(r);
-}
-
-/* The thread is stopped, the store forgets the reaper, and the heap's
- * references go. */
-void
 tlog_reaper_detach(struct tlog_store *s)
 {
 	struct tlog_reaper *r = reaper_of(s);
@@ -507,7 +469,7 @@ tlog_reaper_detach(struct tlog_store *s)
 
 	if (r == NULL)
 		return;
-	reaper_join(r);
+	tlog_reaper_stop(s);
 	tlog_store_set_sched(r->s, NULL, NULL);
 	while ((top = tlog_heap_top(&r->heap)) != NULL) {
 		tlog_heap_remove(&r->heap, top);

@@ -57,9 +57,6 @@ struct tlog_free_stats {
  * last) until free space reaches floor + floor / 16. Returns the count.
  */
 int tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st);
-/* The partition the next reclaim would take from (referenced; NULL if
- * none), for tests; its key is fixed first. */
-struct tlog_partition *tlog_reaper_free_top(struct tlog_store *s);
 /* Detaches the reaper from s (stopping its thread), as the store's close
  * does if it is still attached. It frees the reaper with no grace
  * period: no other engine call on s may run meanwhile. */

@@ -55,17 +55,6 @@ idle_due_of(struct tlog_partition *p)
 	return seg != NULL && seg->records > 0 ? idle_due_locked(p, seg) : -1;
 }
 
-int64_t
-tlog_part_idle_due(struct tlog_partition *p)
-{
-	int64_t due;
-
-	pthread_mutex_lock(&p->sd.lock);
-	due = idle_due_of(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	return due;
-}
-
 int
 tlog_part_seal_idle(struct tlog_partition *p)
 {
@@ -128,17 +117,6 @@ expire_due_of(struct tlog_partition *p)
 
 	return seg != NULL && seg->records > 0 ?
 	    tlog_part_expires_at(seg->max_ts, rms) : -1;
-}
-
-int64_t
-tlog_part_expire_due(struct tlog_partition *p)
-{
-	int64_t due;
-
-	pthread_mutex_lock(&p->sd.lock);
-	due = expire_due_of(p);
-	pthread_mutex_unlock(&p->sd.lock);
-	return due;
 }
 
 /*
@@ -207,6 +185,13 @@ tlog_part_cleanup_due_locked(struct tlog_partition *p)
 	return last + cm + 1;
 }
 
+/* The earlier of two due times, a negative one being never. */
+static int64_t
+earlier(int64_t a, int64_t b)
+{
+	return a < 0 || (b >= 0 && b < a) ? b : a;
+}
+
 int64_t
 tlog_part_due_locked(struct tlog_partition *p)
 {
@@ -224,21 +209,11 @@ tlog_part_due_locked(struct tlog_partition *p)
 	/* An empty partition has no idle seal nor time rule. */
 	if (clean >= 0)
 		return clean;
-	if (con >= 0 && (exp < 0 || con < exp))
-		exp = con;
-	if (idle < 0)
-		return exp;
-	if (exp < 0)
-		return idle;
-	return idle < exp ? idle : exp;
+	return earlier(idle, earlier(con, exp));
 }
 
-/*
- * The size rule off the append path, for a partition over a ceiling that
- * was lowered (or found over it at open): the reaper's bounded step. As
- * in make_room, oldest first, the active segment last (sealed first), an
- * empty one's reservation given back.
- */
+/* Also for a ceiling found exceeded at open. As make_room does (append.c),
+ * an empty active segment gives back its reservation, if it has one. */
 int
 tlog_part_enforce_size(struct tlog_partition *p, int max,
     uint64_t *bytes)
@@ -344,12 +319,12 @@ tlog_part_free_oldest(struct tlog_partition *p, struct tlog_evbuf *eb)
 }
 
 int64_t
-tlog_part_due(struct tlog_partition *p)
+tlog_part_due(struct tlog_partition *p, enum tlog_due which)
 {
 	int64_t due;
 
 	pthread_mutex_lock(&p->sd.lock);
-	due = tlog_part_due_locked(p);
+	due = which == TLOG_DUE_IDLE ? idle_due_of(p) : tlog_part_due_locked(p);
 	pthread_mutex_unlock(&p->sd.lock);
 	return due;
 }

@@ -15,9 +15,6 @@
  * (less its jitter) and nothing was appended for min(segment.ms, 1 s).
  * Returns 1 if it sealed, 0 if not due. */
 int tlog_part_seal_idle(struct tlog_partition *p);
-/* Earliest engine time at which the idle trigger can fire; -1 if there
- * is no non-empty active segment. */
-int64_t tlog_part_idle_due(struct tlog_partition *p);
 /* Time rule: detaches, oldest first, at most max segments whose
  * now - max_ts > retention.ms, stopping at the first young one; an
  * expired active segment is sealed first. Returns the count detached,
@@ -29,8 +26,6 @@ int tlog_part_expire(struct tlog_partition *p, int max, uint64_t *bytes);
  * not; a wholly consumed active segment is sealed first. Nothing without
  * a cursor. Returns the count detached (rule consumed). */
 int tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes);
-/* Earliest time the time rule can delete something; -1 if never. */
-int64_t tlog_part_expire_due(struct tlog_partition *p);
 /* Size rule for a partition over retention.bytes without an append (the
  * ceiling was lowered): detaches, oldest first, at most max segments
  * until its bytes are within the ceiling; the active segment, last, is
@@ -47,10 +42,14 @@ int64_t tlog_part_cleanup_due_locked(struct tlog_partition *p);
  * 0 if p holds no record. */
 uint64_t tlog_part_free_oldest(struct tlog_partition *p,
     struct tlog_evbuf *eb);
-/* Due time of p: the earliest of its idle seal, its time rule and its
- * consumed rule, 0 while it is over its ceiling, its cleanup when empty;
- * -1 if none. _locked: p->sd.lock held. */
-int64_t tlog_part_due(struct tlog_partition *p);
+/* Due time of p (p->sd.lock held): the earliest of its idle seal, its
+ * time rule and its consumed rule, 0 while it is over its ceiling, its
+ * cleanup when empty; -1 if none. */
 int64_t tlog_part_due_locked(struct tlog_partition *p);
+/* For tests, under p's lock: TLOG_DUE_ALL, tlog_part_due_locked; or
+ * TLOG_DUE_IDLE, the earliest engine time at which the idle seal can
+ * fire (-1 if there is no non-empty active segment). */
+enum tlog_due { TLOG_DUE_ALL, TLOG_DUE_IDLE };
+int64_t tlog_part_due(struct tlog_partition *p, enum tlog_due which);
 
 #endif /* TLOG_RETENTION_H */

@@ -1,6 +1,6 @@
 /*
  * unlink.c - draining the unlink queue (queue.h): the files of detached
- * segments are unlinked with no engine lock held, .log then .idx, after
+ * segments are unlinked with no engine lock held, data then index, after
  * the partition's end offset is made to outlive them, and only then is
  * the deletion event emitted. The drainers: the front end's unlinker
  * (tlog_unlink_pending), the size ceiling on the appender's thread and
@@ -11,7 +11,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,7 +24,7 @@ save_end(struct tlog_partition *p, uint64_t need)
 	struct tlog_segment *last;
 	char buf[32];
 	uint64_t end;
-	bool witness, dir;
+	bool witness = false, dir = false;
 	int n, dfd, r = 0;
 
 	tlog_segdir_io_begin(&p->sd);
@@ -47,12 +46,8 @@ save_end(struct tlog_partition *p, uint64_t need)
 		goto out;
 	}
 	if (witness) {
-		if (dir && fsync(dfd) == -1 && errno != EINVAL) {
+		if (dir && fsync(dfd) == -1 && errno != EINVAL)
 			r = -errno;
-			pthread_mutex_lock(&p->sd.lock);
-			p->sd.dir_dirty = true;
-			pthread_mutex_unlock(&p->sd.lock);
-		}
 	} else {
 		n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
 		if ((r = tlog_write_atomic(dfd, ".next", buf, (size_t)n)) == 0)
@@ -63,6 +58,12 @@ save_end(struct tlog_partition *p, uint64_t need)
 		    "partition before deleting a segment: %s", strerror(-r));
 	close(dfd);
 out:
+	/* The directory's sync taken above and not done is still owed. */
+	if (r != 0 && witness && dir) {
+		pthread_mutex_lock(&p->sd.lock);
+		p->sd.dir_dirty = true;
+		pthread_mutex_unlock(&p->sd.lock);
+	}
 	tlog_segdir_io_end(&p->sd);
 	return r;
 }
@@ -70,8 +71,10 @@ out:
 static int
 unlink_one(struct tlog_segment *seg)
 {
+	static const char *const ext[] = { ".log", ".log.zst", ".idx" };
 	char name[32];
 	int dfd, r = 0;
+	size_t i;
 
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		/* A removed partition's directory went with its files (it
@@ -81,15 +84,11 @@ unlink_one(struct tlog_segment *seg)
 	/* The data, plain or compressed (or both, while a compression
 	 * ends), then the index: an index without data is what a crash
 	 * in between leaves, and recovery removes it. */
-	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
-	tlog_segname_format(seg->base, ".log.zst", name, sizeof(name));
-	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
-	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
-	if (r == 0 && unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
-		r = -errno;
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]) && r == 0; i++) {
+		tlog_segname_format(seg->base, ext[i], name, sizeof(name));
+		if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+			r = -errno;
+	}
 	close(dfd);
 	return r;
 }
@@ -98,19 +97,19 @@ unlink_one(struct tlog_segment *seg)
 static void
 emit_deleted(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	struct tlog_event ev;
+	struct tlog_event ev = {
+		.kind = TLOG_EV_DELETE,
+		.ts = tlog_ctx_now(p->ctx),
+		.segment_ino = seg->ino,
+		.base = seg->base,
+		.records = seg->records,
+		.bytes = seg->bytes,
+		.first_ts = seg->first_ts,
+		.max_ts = seg->max_ts,
+		.trigger = seg->sealed_by,
+		.rule = seg->rule,
+	};
 
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = TLOG_EV_DELETE;
-	ev.ts = tlog_ctx_now(p->ctx);
-	ev.segment_ino = seg->ino;
-	ev.base = seg->base;
-	ev.records = seg->records;
-	ev.bytes = seg->bytes;
-	ev.first_ts = seg->first_ts;
-	ev.max_ts = seg->max_ts;
-	ev.trigger = seg->sealed_by;
-	ev.rule = seg->rule;
 	TLOG_METRIC_ADD(p->ctx, deletions[seg->rule], 1);
 	__atomic_add_fetch(&p->ctx->ckpt_changes, 1, __ATOMIC_RELAXED);
 	TLOG_METRIC_ADD(p->ctx, deleted_bytes, seg->bytes);
@@ -199,13 +198,8 @@ tlog_unlink_pending(struct tlog_queue *q, int max)
 	return done;
 }
 
-/*
- * Waits until no file of p's deleted segments is left, or, with limit >=
- * 0, until they hold at most limit bytes: unlinks those still queued
- * itself, and waits for those another thread is unlinking. So rm -r of a
- * partition works at once after its segments were deleted, and the size
- * ceiling holds on disk (tlog_unlink_part).
- */
+/* So rm -r of a partition works at once after its segments were deleted,
+ * and the size ceiling holds on disk (tlog_unlink_part). */
 int
 tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
     int64_t limit)

@@ -226,7 +226,7 @@ START_TEST(backward_step_keeps_stamps_increasing)
 	free(si);
 	/* Idle: the active segment seals 2 s (engine) after its first
 	 * record, 4 s of real time at half speed; not before. */
-	ck_assert_int_eq(tlog_part_idle_due(p), T0 + 4000);
+	ck_assert_int_eq(tlog_part_due(p, TLOG_DUE_IDLE), T0 + 4000);
 	elapse(2 * (T0 + 4000 - tlog_now(th_S)) - 2);
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 0);
@@ -560,12 +560,12 @@ START_TEST(a_step_another_thread_saw_reaches_the_sleeping_reaper)
 	(void)tlog_now(th_S);
 	set_clocks(w - 24 * HOUR + 2000, b + 2000);
 	tlog_part_resched(p);			/* half a day late */
-	ck_assert_int_gt(tlog_part_due(p), x + HOUR);
+	ck_assert_int_gt(tlog_part_due(p, TLOG_DUE_ALL), x + HOUR);
 	set_clocks(w + 2000, b + 2000);		/* set right */
 	(void)tlog_now(th_S);
-	ck_assert(key_becomes(p, tlog_part_due(p)));
+	ck_assert(key_becomes(p, tlog_part_due(p, TLOG_DUE_ALL)));
 	/* With the 1 s the glitch's 2 s at half speed cost engine time. */
-	ck_assert_int_eq(tlog_part_due(p), x + 1000);
+	ck_assert_int_eq(tlog_part_due(p, TLOG_DUE_ALL), x + 1000);
 	tlog_reaper_stop(th_S);
 	tlog_partition_put(q);
 	tlog_partition_put(p);

@@ -713,7 +713,8 @@ START_TEST(consumed_one_cursor_straddling)
 	ck_assert_int_eq(set(th_P, "a", "15"), 0);
 	/* Due once the first segment's newest record (TH_T0 + 9) is
 	 * older than 1 s. */
-	ck_assert_int_eq(tlog_part_due(th_P), TH_T0 + 9 + 1000 + 1);
+	ck_assert_int_eq(tlog_part_due(th_P, TLOG_DUE_ALL),
+	    TH_T0 + 9 + 1000 + 1);
 	ck_assert_int_eq(tlog_reaper_next_due(th_S), TH_T0 + 9 + 1001);
 	th_clock = TH_T0 + 9 + 1000;
 	tlog_reaper_cycle(th_S, &st);
@@ -727,10 +728,12 @@ START_TEST(consumed_one_cursor_straddling)
 	ck_assert_int_eq(tlog_store_unlink_pending(th_S, 0), 1);
 	ck_assert_uint_eq(consumed_metric(), 1);
 	/* The straddled segment is not due: no fruitless visits. */
-	ck_assert_int_eq(tlog_part_due(th_P), TH_T0 + 20 + 604800000LL);
+	ck_assert_int_eq(tlog_part_due(th_P, TLOG_DUE_ALL),
+	    TH_T0 + 20 + 604800000LL);
 	/* Exactly at its end, it is passed (base + records <= cursor). */
 	ck_assert_int_eq(set(th_P, "a", "20"), 0);
-	ck_assert_int_eq(tlog_part_due(th_P), TH_T0 + 19 + 1001);
+	ck_assert_int_eq(tlog_part_due(th_P, TLOG_DUE_ALL),
+	    TH_T0 + 19 + 1001);
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.consumed, 1);
 	ck_assert_uint_eq(first_base(th_P), 20);

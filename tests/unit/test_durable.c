@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -252,6 +253,63 @@ START_TEST(deletion_end_offset_is_durable)
 	th_in_child(delete_load, &r, sizeof(r));
 	th_new_boot();
 	ck_assert_uint_eq(end_after_reopen(), 4);
+}
+END_TEST
+
+/* The descriptor limit before no_fd_hook lowers it to none as the
+ * unlinker takes its segment: the end offset's step (save_end) cannot
+ * open the partition's directory. */
+static struct rlimit nofile;
+
+static void
+no_fd_hook(void *arg, int point, struct tlog_partition *p)
+{
+	struct rlimit none = { 0, nofile.rlim_max };
+
+	(void)arg;
+	(void)p;
+	if (point == TLOG_HOOK_UNLINK)
+		setrlimit(RLIMIT_NOFILE, &none);
+}
+
+static void
+dir_sync_load(void *arg)
+{
+	struct tlog_store_opts o;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+
+	(void)arg;
+	th_dur_start(th_dir);
+	memset(&o, 0, sizeof(o));
+	o.hook = no_fd_hook;
+	s = th_keep(th_open_opts(th_dir, &o));
+	p = th_part(s, "t", "0");
+	w = th_keep(tlog_writer_open(p));
+	th_put(w, "r0\n");
+	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	th_put(w, "r1\n");	/* a new segment: the directory changed */
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+	/* EMFILE: the segment goes back in the queue. */
+	ck_assert_int_eq(tlog_store_unlink_pending(s, 0), 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &nofile), 0);
+	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	th_powercut(th_dir, 1, TH_CUT_ZERO);
+}
+
+/* A deletion that could not open the directory to keep the end offset
+ * (the newer segment's name keeps it) leaves the directory's sync to the
+ * next fsync, which then makes the newer segment's files durable. */
+START_TEST(failed_deletion_leaves_dir_sync_to_fsync)
+{
+	int r = 0;
+
+	th_in_child(dir_sync_load, &r, sizeof(r));
+	th_new_boot();
+	ck_assert_uint_eq(end_after_reopen(), 2);
 }
 END_TEST
 
@@ -1084,6 +1142,7 @@ main(void)
 	TH_CASE(s, rm_current_keeps_end_offset);
 	TH_CASE(s, racing_drainers_keep_end_offset);
 	TH_CASE(s, deletion_end_offset_is_durable);
+	TH_CASE(s, failed_deletion_leaves_dir_sync_to_fsync);
 	TH_CASE(s, deleted_segment_back_after_cut_takes_no_append);
 	TH_CASE(s, ceiling_segment_back_after_cut_takes_no_append);
 	TH_CASE(s, short_segment_back_after_cut_is_sealed);

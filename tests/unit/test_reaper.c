@@ -101,7 +101,7 @@ START_TEST(idle_partition_empties_on_schedule)
 	ck_assert_uint_eq(st.sealed, 1);
 	ck_assert_uint_eq(st.expired, 0);
 	/* Deletion is due retention.ms after the newest record. */
-	ck_assert_int_eq(tlog_part_due(p), t0 + 3001);
+	ck_assert_int_eq(tlog_part_due(p, TLOG_DUE_ALL), t0 + 3001);
 	th_clock = t0 + 3000;
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(th_nsegs(p), 1);
@@ -109,7 +109,7 @@ START_TEST(idle_partition_empties_on_schedule)
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.expired, 1);
 	ck_assert_uint_eq(th_nsegs(p), 0);
-	ck_assert_int_eq(tlog_part_due(p), -1);
+	ck_assert_int_eq(tlog_part_due(p, TLOG_DUE_ALL), -1);
 	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
 }
@@ -144,7 +144,7 @@ START_TEST(config_change_reschedules)
 	th_clock = t0 + 7 * 86400000LL;
 	tlog_reaper_cycle(th_S, &st);
 	ck_assert_uint_eq(st.sealed, 1);
-	ck_assert_int_eq(tlog_part_due(p), -1);
+	ck_assert_int_eq(tlog_part_due(p, TLOG_DUE_ALL), -1);
 	ck_assert(!tlog_heap_holds(&p->sched));
 	tlog_partition_put(p);
 }
