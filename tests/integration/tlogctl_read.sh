@@ -235,6 +235,23 @@ tl_is "with status 1" 1 "$?"
 tl_is "and one line saying so" "tlogctl: $MNT/mv/0: the partition was removed" \
     "$(cat "$TMP/mverr")"
 
+# ---- --follow: a record without newline, then more before the check ----
+# A short read that ends at a record without newline is whole even when
+# more arrives before tlogctl looks at the size (the hook appends then).
+mkdir -p "$MNT/nl/0"
+printf 'first' >>"$MNT/nl/0/current"
+TLOGCTL_TEST_SHORT_READ_CMD="printf 'second\\n' >>'$MNT/nl/0/current'" \
+    "$TL_BUILD/tests/hooks/tlogctl" read --follow "$MNT/nl/0" \
+    >"$TMP/nl.out" 2>"$TMP/nl.err" &
+NPID=$!
+both() { [ "$(cat "$TMP/nl.out")" = firstsecond ]; }
+tl_check "follow: a record without newline then more: both printed" \
+    tl_wait_for 10 both
+tl_check "and the reader still follows" kill -0 "$NPID"
+kill "$NPID" 2>/dev/null
+wait "$NPID" 2>/dev/null
+tl_is "and said nothing" "" "$(cat "$TMP/nl.err")"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing but the reaper's lines" \
     '^tlogfs: reaper: [0-9]+ segments .* expired from'
