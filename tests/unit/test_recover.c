@@ -305,26 +305,6 @@ START_TEST(truncated_segment_data)
 }
 END_TEST
 
-START_TEST(flipped_footer_rebuilt)
-{
-	char *ip0;
-	int fd;
-	unsigned char c;
-	struct stat st;
-
-	crash_after_writes();
-	ip0 = seg_path(0, ".idx");
-	ck_assert_int_eq(stat(ip0, &st), 0);
-	fd = open(ip0, O_RDWR);
-	ck_assert_int_eq(pread(fd, &c, 1, st.st_size - 20), 1);
-	c ^= 0xff;
-	ck_assert_int_eq(pwrite(fd, &c, 1, st.st_size - 20), 1);
-	close(fd);
-	reopen_and_check(expect, nexpect, true);
-	free(ip0);
-}
-END_TEST
-
 /* The store cleanly closed once after the crash; the segments' info. */
 static struct tlog_seginfo *
 close_cleanly(size_t *n)
@@ -348,18 +328,15 @@ ckpt_path(void)
 	return p;
 }
 
-/* A footer whose CRC holds but whose counts cannot be (more records than
- * bytes) is no seal: after a power cut (no clean mark, a new boot, no
- * checkpoint) the segment is loaded from its data, as with a footer that
- * fails its CRC, and no record is lost. */
-START_TEST(footer_with_more_records_than_bytes_rebuilt)
+/* After the crash, a clean close (every footer written), then the
+ * checkpoint and the clean mark gone and a new boot: the next open is a
+ * power cut's, and checks every footer. Returns the first segment's
+ * index path. */
+static char *
+footers_then_power_cut(void)
 {
-	unsigned char b[TLOG_IDX_FOOT];
-	struct tlog_footer f;
-	struct stat st;
-	char *ip0, *ck;
 	size_t n;
-	int fd;
+	char *ck;
 
 	crash_after_writes();
 	free(close_cleanly(&n));
@@ -370,20 +347,78 @@ START_TEST(footer_with_more_records_than_bytes_rebuilt)
 	ck_assert_int_eq(unlink(ck), 0);
 	free(ck);
 	th_new_boot();
-	ip0 = seg_path(0, ".idx");
+	return seg_path(0, ".idx");
+}
+
+/* Reads the first segment's footer, lets change() alter its bytes (and
+ * the decoded footer), writes them back and checks the reopen rebuilds
+ * the segment from its data: no record lost, the stamps its data gives,
+ * sealed by recovery. */
+static void
+footer_altered_rebuilt(void (*change)(unsigned char *, struct tlog_footer *))
+{
+	unsigned char b[TLOG_IDX_FOOT];
+	struct tlog_footer f, was;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_seginfo *si;
+	struct stat st;
+	char *ip0 = footers_then_power_cut();
+	size_t n;
+	int fd;
+
 	ck_assert_int_eq(stat(ip0, &st), 0);
 	fd = open(ip0, O_RDWR);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pread(fd, b, sizeof(b), st.st_size - TLOG_IDX_FOOT),
 	    (ssize_t)sizeof(b));
 	ck_assert_int_eq(tlog_idx_decode_footer(b, &f), 0);
-	f.records = f.bytes + 1;
-	tlog_idx_encode_footer(b, &f);
+	was = f;
+	change(b, &f);
 	ck_assert_int_eq(pwrite(fd, b, sizeof(b), st.st_size - TLOG_IDX_FOOT),
 	    (ssize_t)sizeof(b));
 	close(fd);
 	reopen_and_check(expect, nexpect, true);
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	si = th_segs(p, &n);
+	tlog_partition_put(p);
+	ck_assert_uint_eq(si[0].records, was.records);
+	ck_assert_int_eq(si[0].first_ts, was.first_ts);
+	ck_assert_int_eq(si[0].max_ts, was.max_ts);
+	ck_assert_int_eq(si[0].sealed_by, TLOG_TRIG_RECOVERY);
+	free(si);
+	tlog_store_close(s);
 	free(ip0);
+}
+
+/* A footer that fails its CRC is no seal: after a power cut the segment
+ * is loaded from its data, and no record is lost. */
+static void
+flip_byte(unsigned char *b, struct tlog_footer *f)
+{
+	(void)f;
+	b[TLOG_IDX_FOOT - 20] ^= 0xff;
+}
+
+START_TEST(flipped_footer_rebuilt)
+{
+	footer_altered_rebuilt(flip_byte);
+}
+END_TEST
+
+/* A footer whose CRC holds but whose counts cannot be (more records than
+ * bytes) is no seal either. */
+static void
+more_records_than_bytes(unsigned char *b, struct tlog_footer *f)
+{
+	f->records = f->bytes + 1;
+	tlog_idx_encode_footer(b, f);
+}
+
+START_TEST(footer_with_more_records_than_bytes_rebuilt)
+{
+	footer_altered_rebuilt(more_records_than_bytes);
 }
 END_TEST
 
