@@ -150,17 +150,12 @@ START_TEST(unchanged_partition_taken_after_power_cut)
 	struct tlog_store *s;
 	struct tlog_partition *p;
 	struct tlog_seginfo *si;
-	char path[4096];
 	size_t n, i;
 
 	memset(&r, 0, sizeof(r));
 	th_in_child(load, &r, sizeof(r));
 	th_new_boot();
-	for (i = 0; i < r.sealed_before; i++) {
-		snprintf(path, sizeof(path), "%s/t/0/%020llu.idx", th_dir,
-		    (unsigned long long)r.bases[i]);
-		ck_assert_int_eq(truncate(path, 0), 0);
-	}
+	th_empty_indexes(r.bases, r.sealed_before);
 	th_logbuf[0] = '\0';
 	s = th_open(th_dir);
 	ck_assert(!s->rc.was_clean);
@@ -360,33 +355,16 @@ zreload(void *arg)
  */
 START_TEST(checkpoint_takes_compressed_segments_loaded_from_files)
 {
-	struct tlog_seginfo *si;
 	struct res r;
-	char path[4096];
-	size_t n, len, elen;
+	size_t len, elen;
 	char *d, *e;
-	unsigned i;
 
 	memset(&r, 0, sizeof(r));
 	th_in_child(zload, &r, sizeof(r));
 	ck_assert(!th_exists(TLOG_CKPT_PATH));
 	th_in_child(zreload, &r, sizeof(r));
 	ck_assert_uint_ge(r.sealed_before, 4);
-	for (i = 0; i < r.sealed_before; i++) {
-		snprintf(path, sizeof(path), "%s/t/0/%020llu.idx", th_dir,
-		    (unsigned long long)r.bases[i]);
-		ck_assert_int_eq(truncate(path, 0), 0);
-	}
-	th_logbuf[0] = '\0';
-	th_open_tp(NULL);
-	ck_assert_msg(strstr(th_logbuf, "t/0/") == NULL, "log: %s", th_logbuf);
-	si = th_segs(th_P, &n);
-	ck_assert_uint_eq(n, r.sealed_before);
-	for (i = 0; i < n; i++) {
-		ck_assert_uint_eq(si[i].base, r.bases[i]);
-		ck_assert_uint_gt(si[i].zbytes, 0);
-	}
-	free(si);
+	free(th_open_indexes_emptied(r.bases, r.sealed_before));
 	d = th_partition_data(th_P, &len);
 	e = lines(0, 0, LINES, &elen);
 	ck_assert_uint_eq(len, elen);

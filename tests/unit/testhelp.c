@@ -284,6 +284,38 @@ th_segs(struct tlog_partition *p, size_t *n)
 	return si;
 }
 
+void
+th_empty_indexes(const uint64_t *bases, size_t n)
+{
+	char path[4096];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/t/0/%020llu.idx", th_dir,
+		    (unsigned long long)bases[i]);
+		ck_assert_int_eq(truncate(path, 0), 0);
+	}
+}
+
+struct tlog_seginfo *
+th_open_indexes_emptied(const uint64_t *bases, size_t n)
+{
+	struct tlog_seginfo *si;
+	size_t i, k;
+
+	th_empty_indexes(bases, n);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_msg(strstr(th_logbuf, "t/0/") == NULL, "log: %s", th_logbuf);
+	si = th_segs(th_P, &k);
+	ck_assert_uint_eq(k, n);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(si[i].base, bases[i]);
+		ck_assert_uint_gt(si[i].zbytes, 0);
+	}
+	return si;
+}
+
 size_t
 th_nsegs(struct tlog_partition *p)
 {

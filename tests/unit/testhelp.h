@@ -68,6 +68,12 @@ void th_open_tp(struct tlog_store_opts *o);
 void th_close(void);
 /* p's segments (tlog_partition_segments); the caller frees. */
 struct tlog_seginfo *th_segs(struct tlog_partition *p, size_t *n);
+/* Empties the indexes of t/0's segments at bases[0..n). */
+void th_empty_indexes(const uint64_t *bases, size_t n);
+/* th_empty_indexes, then opens th_S and th_P, and checks that the open logged nothing of t/0 and found those n
+ * segments, each compressed: they came from the checkpoint. Returns
+ * th_P's segments; the caller frees. */
+struct tlog_seginfo *th_open_indexes_emptied(const uint64_t *bases, size_t n);
 /* p's segment count. */
 size_t th_nsegs(struct tlog_partition *p);
 /* The descriptors this process has open (/proc/self/fd). */
