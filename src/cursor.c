@@ -334,7 +334,7 @@ tlog_partition_cursor_list(struct tlog_partition *p, struct tlog_cursor **out,
 static struct tlog_cursor *
 parse_file(char *buf, size_t len, size_t *nout, const char **why)
 {
-	struct tlog_cursor *v = NULL;
+	struct tlog_cursor *v = NULL, *nv;
 	char *line, *next, *sp, *crcline;
 	size_t n = 0, i, ml = strlen(CURSORS_MAGIC);
 	unsigned int crc;
@@ -367,9 +367,15 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 			*next++ = '\0';
 		else
 			next = crcline;
-		v = reallocarray(v, n + 1, sizeof(*v));	/* small files */
-		if (v == NULL || (sp = strchr(line, ' ')) == NULL) {
-			*why = v == NULL ? "out of memory" : "bad line";
+		/* Small files: grown one entry at a time. */
+		if ((nv = reallocarray(v, n + 1, sizeof(*v))) == NULL) {
+			*why = "out of memory";
+			free(v);
+			return NULL;
+		}
+		v = nv;
+		if ((sp = strchr(line, ' ')) == NULL) {
+			*why = "bad line";
 			free(v);
 			return NULL;
 		}
