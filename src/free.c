@@ -181,13 +181,14 @@ free_arm(struct tlog_reaper *r, int64_t floor)
 /*
  * Detaches the store's oldest segment (the free heap's top, its key
  * checked under the partition's lock: a stale one is fixed and the top
- * looked at again). Returns its bytes, 0 if nothing is left; *pp is its
- * partition (not referenced: compare only). Empty partitions (an empty
- * active segment) leave the heap; the next segment brings them back.
- * The store's admin_lock held, no partition lock.
+ * looked at again). Returns its bytes, 0 if nothing is left; *first says
+ * whether it is the first this pass (r->pass) took from its partition.
+ * Empty partitions (an empty active segment) leave the heap; the next
+ * segment brings them back. The store's admin_lock held, no partition
+ * lock.
  */
 static uint64_t
-free_one(struct tlog_reaper *r, struct tlog_partition **pp)
+free_one(struct tlog_reaper *r, bool *first)
 {
 	struct tlog_heap_node *top;
 	struct tlog_partition *p, *drop;
@@ -232,7 +233,8 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 		tlog_partition_put(drop);
 		/* The time rule's due time may have moved. */
 		tlog_part_resched(p);
-		*pp = p;
+		*first = p->free_pass != r->pass;
+		p->free_pass = r->pass;
 		tlog_partition_put(p);
 		return bytes;
 	}
@@ -268,10 +270,9 @@ static int
 free_pass(struct tlog_reaper *r, int max, bool force,
     struct tlog_free_stats *st)
 {
-	struct tlog_partition *p, *last[64];
 	uint64_t avail, size, have, b, inflight, appended, unlinked;
 	int64_t floor;
-	size_t nlast = 0, i;
+	bool first;
 	int e, n = 0;
 
 	if (tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) == -1) {
@@ -319,8 +320,9 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 	if (have >= (uint64_t)floor && !force)
 		return 0;
 	st->target = (uint64_t)floor + (uint64_t)floor / 16;
+	r->pass++;
 	while (n < max && (have < st->target || (force && n == 0))) {
-		if ((b = free_one(r, &p)) == 0) {
+		if ((b = free_one(r, &first)) == 0) {
 			st->exhausted = true;
 			break;
 		}
@@ -328,13 +330,8 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 		st->bytes += b;
 		st->segments++;
 		n++;
-		for (i = 0; i < nlast && last[i] != p; i++)
-			;
-		if (i == nlast) {
+		if (first)
 			st->partitions++;
-			if (nlast < sizeof(last) / sizeof(last[0]))
-				last[nlast++] = p;
-		}
 	}
 	return n;
 }

@@ -34,6 +34,8 @@ struct tlog_reaper {
 	struct tlog_heap fheap;
 	bool held_said;			/* the readers' held bytes were
 					   logged (admin_lock) */
+	uint64_t pass;			/* the reclaiming passes, numbered
+					   (admin_lock; p->free_pass) */
 	bool pressure;			/* appends asked for a check */
 	int64_t free_last;		/* last check, engine time */
 	unsigned steps;			/* the clock's steps when every due

@@ -130,6 +130,9 @@ struct tlog_partition {
 	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */
 	struct tlog_heap_node fheap;	/* the free-space heap: key = oldest
 					   segment's max_ts */
+	/* The store's admin_lock: the last keep.free pass that took from
+	 * it (free.c). */
+	uint64_t free_pass;
 
 	/* The tree lock: its topic's tree (registry.c). */
 	RB_ENTRY(tlog_partition) entry;
