@@ -1,15 +1,11 @@
 /*
- * free.c - retention.keep.free, the reaper's free-space policy: a second
- * heap of partitions by their oldest segment's newest record, the
- * reclaiming passes that detach the store's oldest segments while free
- * space is below the floor, and the appends' side of it: the budget they
- * check, the back-pressure that makes them wait, and the reclaim of an
- * append that hit ENOSPC (doc/reaper.md, "Disk pressure").
- *
- * It shares the reaper's state (struct tlog_reaper, free.h) and runs on
- * its thread and in its hooks, in the same layer as reaper.c: the reaper
- * calls it, and it reaches the reaper back only through the store's
- * scheduler hooks (tlog_part_resched).
+ * free.c - retention.keep.free, the reaper's free-space policy
+ * (doc/reaper.md, "Disk pressure"): a second heap of partitions by their
+ * oldest segment's newest record, the reclaiming passes that detach the
+ * store's oldest segments while free space is below the floor, and the
+ * appends' side of it: their budget, the back-pressure that makes them
+ * wait, and the reclaim of an append that hit ENOSPC. It shares the
+ * reaper's state (free.h) and runs on its thread and in its hooks.
  */
 #include "config.h"
 
@@ -25,11 +21,8 @@
 #include "retention.h"
 #include "unlink.h"
 
-/*
- * retention.keep.free (doc/reaper.md, "Disk pressure"). The free heap's
- * key puts sealed segments first, then active ones (sealed only when no
- * sealed one is left), the events partition after everyone.
- */
+/* The free heap's key puts sealed segments first, then active ones
+ * (sealed only when no sealed one is left), the events partition last. */
 #define FREE_ACTIVE ((int64_t)1 << 60)
 #define FREE_EVENTS ((int64_t)1 << 61)
 #define FREE_WAIT_MS 2000	/* the longest an append waits for space */
@@ -90,8 +83,7 @@ tlog_reaper_set(struct tlog_reaper *r, struct tlog_heap *h,
 
 /* ---- the scheduler's hooks for retention.keep.free ---- */
 
-/* A new segment (the earlier hook) or a seal: p's free key, p->sd.lock
- * held. A partition that had none enters the free heap here. */
+/* A partition that had no key enters the free heap here. */
 void
 tlog_free_sealed(void *arg, struct tlog_partition *p)
 {
@@ -398,12 +390,8 @@ tlog_free_reclaim(void *arg, struct tlog_partition *p)
 	return n;
 }
 
-/*
- * After a pass for keep.free that detached segments: counted and logged,
- * and the unlinker is woken for them (it unlinks them in the order they
- * were detached, so the events keep the oldest-first order). A pass that
- * found nothing more to delete says so (other files fill the disk).
- */
+/* The unlinker unlinks them in the order they were detached, so the
+ * events keep the oldest-first order. */
 void
 tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st,
     const char *who, uint64_t t0)
