@@ -91,12 +91,6 @@ tlog_partition_conf(struct tlog_partition *p)
 	return tlog_level_conf_of(&p->lv);
 }
 
-void
-tlog_part_name(struct tlog_partition *p, char *buf, size_t len)
-{
-	tlog_level_name(&p->lv, buf, len);
-}
-
 int64_t
 tlog_part_conf(struct tlog_partition *p, enum tlog_key k)
 {
