@@ -18,6 +18,9 @@
 
 #include "unlink.h"
 
+/* Makes p's end offset, at least need, durable before the files that
+ * held it go: a newer segment's name witnesses it (its directory entry
+ * synced if still owed), else .next is written. */
 static int
 save_end(struct tlog_partition *p, uint64_t need)
 {
