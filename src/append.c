@@ -350,7 +350,7 @@ unlink_detached(struct tlog_partition *p, struct run *run, const char *buf,
 	if ((r = run_flush(p, run, buf, ts)) != 0)
 		return r;
 	pthread_mutex_unlock(&p->sd.lock);
-	tlog_unlink_part(p->env->q, p, (uint64_t)l->seg_bytes);
+	tlog_unlink_drain(p->env->q, p, l->seg_bytes);
 	pthread_mutex_lock(&p->sd.lock);
 	return __atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE) ? -ENOENT : 0;
 }

@@ -334,7 +334,7 @@ tlog_partition_cursor_list(struct tlog_partition *p, struct tlog_cursor **out,
 static struct tlog_cursor *
 parse_file(char *buf, size_t len, size_t *nout, const char **why)
 {
-	struct tlog_cursor *v = NULL;
+	struct tlog_cursor *v = NULL, *nv;
 	char *line, *next, *sp, *crcline;
 	size_t n = 0, i, ml = strlen(CURSORS_MAGIC);
 	unsigned int crc;
@@ -367,20 +367,19 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 			*next++ = '\0';
 		else
 			next = crcline;
-		v = reallocarray(v, n + 1, sizeof(*v));	/* small files */
-		if (v == NULL || (sp = strchr(line, ' ')) == NULL) {
-			*why = v == NULL ? "out of memory" : "bad line";
-			free(v);
-			return NULL;
+		/* Small files: grown one entry at a time. */
+		if ((nv = reallocarray(v, n + 1, sizeof(*v))) == NULL) {
+			*why = "out of memory";
+			goto fail;
 		}
+		v = nv;
+		if ((sp = strchr(line, ' ')) == NULL)
+			goto bad_line;
 		*sp = '\0';
 		if (!name_ok(line) ||
 		    !tlog_parse_offset(sp + 1, strlen(sp + 1), &v[n].offset) ||
-		    v[n].offset > TLOG_CURSOR_OFFSET_MAX) {
-			*why = "bad line";
-			free(v);
-			return NULL;
-		}
+		    v[n].offset > TLOG_CURSOR_OFFSET_MAX)
+			goto bad_line;
 		strlcpy(v[n].name, line, sizeof(v[n].name));
 		n++;
 	}
@@ -389,11 +388,15 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 	for (i = 1; i < n; i++)
 		if (strcmp(v[i - 1].name, v[i].name) == 0) {
 			*why = "a name twice";
-			free(v);
-			return NULL;
+			goto fail;
 		}
 	*nout = n;
 	return v;
+bad_line:
+	*why = "bad line";
+fail:
+	free(v);
+	return NULL;
 }
 
 void

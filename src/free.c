@@ -1,15 +1,11 @@
 /*
- * free.c - retention.keep.free, the reaper's free-space policy: a second
- * heap of partitions by their oldest segment's newest record, the
- * reclaiming passes that detach the store's oldest segments while free
- * space is below the floor, and the appends' side of it: the budget they
- * check, the back-pressure that makes them wait, and the reclaim of an
- * append that hit ENOSPC (doc/reaper.md, "Disk pressure").
- *
- * It shares the reaper's state (struct tlog_reaper, free.h) and runs on
- * its thread and in its hooks, in the same layer as reaper.c: the reaper
- * calls it, and it reaches the reaper back only through the store's
- * scheduler hooks (tlog_part_resched).
+ * free.c - retention.keep.free, the reaper's free-space policy
+ * (doc/reaper.md, "Disk pressure"): a second heap of partitions by their
+ * oldest segment's newest record, the reclaiming passes that detach the
+ * store's oldest segments while free space is below the floor, and the
+ * appends' side of it: their budget, the back-pressure that makes them
+ * wait, and the reclaim of an append that hit ENOSPC. It shares the
+ * reaper's state (free.h) and runs on its thread and in its hooks.
  */
 #include "config.h"
 
@@ -25,11 +21,8 @@
 #include "retention.h"
 #include "unlink.h"
 
-/*
- * retention.keep.free (doc/reaper.md, "Disk pressure"). The free heap's
- * key puts sealed segments first, then active ones (sealed only when no
- * sealed one is left), the events partition after everyone.
- */
+/* The free heap's key puts sealed segments first, then active ones
+ * (sealed only when no sealed one is left), the events partition last. */
 #define FREE_ACTIVE ((int64_t)1 << 60)
 #define FREE_EVENTS ((int64_t)1 << 61)
 #define FREE_WAIT_MS 2000	/* the longest an append waits for space */
@@ -90,8 +83,7 @@ tlog_reaper_set(struct tlog_reaper *r, struct tlog_heap *h,
 
 /* ---- the scheduler's hooks for retention.keep.free ---- */
 
-/* A new segment (the earlier hook) or a seal: p's free key, p->sd.lock
- * held. A partition that had none enters the free heap here. */
+/* A partition that had no key enters the free heap here. */
 void
 tlog_free_sealed(void *arg, struct tlog_partition *p)
 {
@@ -181,13 +173,14 @@ free_arm(struct tlog_reaper *r, int64_t floor)
 /*
  * Detaches the store's oldest segment (the free heap's top, its key
  * checked under the partition's lock: a stale one is fixed and the top
- * looked at again). Returns its bytes, 0 if nothing is left; *pp is its
- * partition (not referenced: compare only). Empty partitions (an empty
- * active segment) leave the heap; the next segment brings them back.
- * The store's admin_lock held, no partition lock.
+ * looked at again). Returns its bytes, 0 if nothing is left; *first says
+ * whether it is the first this pass (r->pass) took from its partition.
+ * Empty partitions (an empty active segment) leave the heap; the next
+ * segment brings them back. The store's admin_lock held, no partition
+ * lock.
  */
 static uint64_t
-free_one(struct tlog_reaper *r, struct tlog_partition **pp)
+free_one(struct tlog_reaper *r, bool *first)
 {
 	struct tlog_heap_node *top;
 	struct tlog_partition *p, *drop;
@@ -232,7 +225,8 @@ free_one(struct tlog_reaper *r, struct tlog_partition **pp)
 		tlog_partition_put(drop);
 		/* The time rule's due time may have moved. */
 		tlog_part_resched(p);
-		*pp = p;
+		*first = p->free_pass != r->pass;
+		p->free_pass = r->pass;
 		tlog_partition_put(p);
 		return bytes;
 	}
@@ -268,10 +262,9 @@ static int
 free_pass(struct tlog_reaper *r, int max, bool force,
     struct tlog_free_stats *st)
 {
-	struct tlog_partition *p, *last[64];
 	uint64_t avail, size, have, b, inflight, appended, unlinked;
 	int64_t floor;
-	size_t nlast = 0, i;
+	bool first;
 	int e, n = 0;
 
 	if (tlog_level_conf(&r->s->root, TLOG_RETENTION_KEEP_FREE) == -1) {
@@ -319,8 +312,9 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 	if (have >= (uint64_t)floor && !force)
 		return 0;
 	st->target = (uint64_t)floor + (uint64_t)floor / 16;
+	r->pass++;
 	while (n < max && (have < st->target || (force && n == 0))) {
-		if ((b = free_one(r, &p)) == 0) {
+		if ((b = free_one(r, &first)) == 0) {
 			st->exhausted = true;
 			break;
 		}
@@ -328,13 +322,8 @@ free_pass(struct tlog_reaper *r, int max, bool force,
 		st->bytes += b;
 		st->segments++;
 		n++;
-		for (i = 0; i < nlast && last[i] != p; i++)
-			;
-		if (i == nlast) {
+		if (first)
 			st->partitions++;
-			if (nlast < sizeof(last) / sizeof(last[0]))
-				last[nlast++] = p;
-		}
 	}
 	return n;
 }
@@ -401,12 +390,8 @@ tlog_free_reclaim(void *arg, struct tlog_partition *p)
 	return n;
 }
 
-/*
- * After a pass for keep.free that detached segments: counted and logged,
- * and the unlinker is woken for them (it unlinks them in the order they
- * were detached, so the events keep the oldest-first order). A pass that
- * found nothing more to delete says so (other files fill the disk).
- */
+/* The unlinker unlinks them in the order they were detached, so the
+ * events keep the oldest-first order. */
 void
 tlog_free_settle(struct tlog_reaper *r, const struct tlog_free_stats *st,
     const char *who, uint64_t t0)

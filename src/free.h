@@ -34,6 +34,8 @@ struct tlog_reaper {
 	struct tlog_heap fheap;
 	bool held_said;			/* the readers' held bytes were
 					   logged (admin_lock) */
+	uint64_t pass;			/* the reclaiming passes, numbered
+					   (admin_lock; p->free_pass) */
 	bool pressure;			/* appends asked for a check */
 	int64_t free_last;		/* last check, engine time */
 	unsigned steps;			/* the clock's steps when every due
@@ -60,7 +62,8 @@ int64_t tlog_free_key_locked(struct tlog_partition *p);
  * returns the one to drop if p left h. ctx->work_lock held. */
 struct tlog_partition *tlog_reaper_set(struct tlog_reaper *r,
     struct tlog_heap *h, struct tlog_partition *p, int64_t key);
-/* TLOG_SCHED_SEALED: p's free key, p->sd.lock held. */
+/* A new segment or a seal (TLOG_SCHED_EARLIER, TLOG_SCHED_SEALED): p's
+ * free key, p->sd.lock held. */
 void tlog_free_sealed(void *arg, struct tlog_partition *p);
 /* The pressure hook: appends ask the reaper thread for a check. */
 void tlog_free_pressure(void *arg);

@@ -110,7 +110,7 @@ cursor_lags(struct tlog_store *s, struct sbuf *sb)
 		    tlog_partition_cursor_list(v[i], &c, &nc) == 0) {
 			tlog_topic_name(tlog_partition_topic(v[i]), topic,
 			    sizeof(topic));
-			tlog_part_name(v[i], part, sizeof(part));
+			tlog_level_name(&v[i]->lv, part, sizeof(part));
 			for (k = 0; k < nc; k++)
 				if (tlog_partition_cursor_lag(v[i], c[k].name,
 				    &lag) == 0)

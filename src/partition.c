@@ -91,12 +91,6 @@ tlog_partition_conf(struct tlog_partition *p)
 	return tlog_level_conf_of(&p->lv);
 }
 
-void
-tlog_part_name(struct tlog_partition *p, char *buf, size_t len)
-{
-	tlog_level_name(&p->lv, buf, len);
-}
-
 int64_t
 tlog_part_conf(struct tlog_partition *p, enum tlog_key k)
 {
@@ -264,6 +258,23 @@ tlog_partition_stats(struct tlog_partition *p, struct tlog_part_stats *st)
 	pthread_mutex_unlock(&p->sd.lock);
 }
 
+/* seg's info as it stands, its expiry aside (p->sd.lock held). */
+static void
+seginfo_locked(struct tlog_segment *seg, struct tlog_seginfo *info)
+{
+	info->ino = seg->ino;
+	info->base = seg->base;
+	info->records = seg->records;
+	info->bytes = seg->bytes;
+	info->alloc = tlog_seg_prealloc(seg) > seg->bytes ?
+	    tlog_seg_prealloc(seg) : seg->bytes;
+	info->zbytes = seg->zbytes;
+	info->first_ts = seg->first_ts;
+	info->max_ts = seg->max_ts;
+	info->sealed = seg->sealed;
+	info->sealed_by = seg->sealed_by;
+}
+
 int
 tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
     size_t *n)
@@ -280,17 +291,9 @@ tlog_partition_segments(struct tlog_partition *p, struct tlog_seginfo **out,
 		return -ENOMEM;
 	}
 	TAILQ_FOREACH(seg, &p->segs, link) {
-		a[i].ino = seg->ino;
-		a[i].base = seg->base;
-		a[i].records = seg->records;
-		a[i].bytes = seg->bytes;
-		a[i].alloc = tlog_seg_prealloc(seg) > seg->bytes ?
-		    tlog_seg_prealloc(seg) : seg->bytes;
-		a[i].zbytes = seg->zbytes;
-		a[i].first_ts = seg->records ? seg->first_ts : -1;
-		a[i].max_ts = seg->records ? seg->max_ts : -1;
-		a[i].sealed = seg->sealed;
-		a[i].sealed_by = seg->sealed_by;
+		seginfo_locked(seg, &a[i]);
+		if (seg->records == 0)
+			a[i].first_ts = a[i].max_ts = -1;
 		a[i].expires_at = seg->records ?
 		    tlog_part_expires_at(seg->max_ts, rms) : -1;
 		i++;
@@ -308,17 +311,7 @@ tlog_segment_info(struct tlog_segment *seg, struct tlog_seginfo *info)
 	int64_t rms;
 
 	pthread_mutex_lock(&p->sd.lock);
-	info->ino = seg->ino;
-	info->base = seg->base;
-	info->records = seg->records;
-	info->bytes = seg->bytes;
-	info->alloc = tlog_seg_prealloc(seg) > seg->bytes ?
-	    tlog_seg_prealloc(seg) : seg->bytes;
-	info->zbytes = seg->zbytes;
-	info->first_ts = seg->first_ts;
-	info->max_ts = seg->max_ts;
-	info->sealed = seg->sealed;
-	info->sealed_by = seg->sealed_by;
+	seginfo_locked(seg, info);
 	pthread_mutex_unlock(&p->sd.lock);
 	rms = tlog_part_conf(p, TLOG_RETENTION_MS);
 	info->expires_at = info->max_ts >= 0 ?

@@ -130,6 +130,9 @@ struct tlog_partition {
 	struct tlog_heap_node sched;	/* the reaper's heap: key = due time */
 	struct tlog_heap_node fheap;	/* the free-space heap: key = oldest
 					   segment's max_ts */
+	/* The store's admin_lock: the last keep.free pass that took from
+	 * it (free.c). */
+	uint64_t free_pass;
 
 	/* The tree lock: its topic's tree (registry.c). */
 	RB_ENTRY(tlog_partition) entry;
@@ -145,8 +148,6 @@ struct tlog_partition *tlog_part_alloc(struct tlog_level *parent,
 void tlog_part_ref(struct tlog_partition *p);
 /* Effective value of a key for p: partition, topic, store, built-in. */
 int64_t tlog_part_conf(struct tlog_partition *p, enum tlog_key k);
-/* Copies the current name. */
-void tlog_part_name(struct tlog_partition *p, char *buf, size_t len);
 
 /* p's bytes on disk (p->sd.lock held). */
 static inline uint64_t

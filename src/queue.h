@@ -1,10 +1,10 @@
 /*
  * queue.h - a store's background work: the unlink queue (detached
- * segments whose files wait to be unlinked) and the flush queue
- * (partitions whose sealed segments wait for their footers). Drained by
- * unlink.c and flush.c, under the store's work lock (ctx->work_lock,
- * ctx.h). One condition serves both queues, so the
- * front end's unlinker thread waits for either (tlog_store_unlink_wait).
+ * segments whose files wait to be unlinked), the flush queue (partitions
+ * whose sealed segments wait for their footers) and the compress queue.
+ * Drained by unlink.c, flush.c and compress.c, under the store's work
+ * lock (ctx->work_lock, ctx.h). One condition serves all three, so the
+ * front end's unlinker thread waits for any (tlog_store_unlink_wait).
  * (The order of the locks: doc/engine.md, "Threads and locks".)
  */
 #ifndef TLOG_QUEUE_H

@@ -7,20 +7,15 @@
  * Due times move earlier only when a segment is created or a setting
  * changes, and both push the partition forward here; appends into an
  * existing segment only move them later, so the append path never
- * touches the heap. A partition popped early (its due moved later) is
- * put back at its true due time.
+ * touches the heap. A wake-up pops only the due partitions and gives
+ * each one bounded step (at most REAP_BATCH segments detached; one with
+ * more left is due again at once). Unlinks happen elsewhere, with no
+ * lock held (unlink.c).
  *
- * Each wake-up pops only the due partitions: its cost is the work, not
- * the partition count. Each gets one bounded step (at most REAP_BATCH
- * segments detached); one with more left is due again at once and goes
- * after the others. Unlinks happen elsewhere, with no lock held
- * (unlink.c).
- *
- * Whoever opens the store attaches the reaper (tlog_reaper_attach, or
- * tlog_reaper_start with its thread); the partitions reach it through
- * the scheduler's calls the store keeps (struct tlog_sched_ops), and the
- * store's close detaches it if it is still attached. retention.keep.free
- * is free.c, which shares struct tlog_reaper and runs on this thread.
+ * Whoever opens the store attaches the reaper; partitions reach it
+ * through the scheduler's calls (struct tlog_sched_ops).
+ * retention.keep.free is free.c, which shares struct tlog_reaper and
+ * runs on this thread.
  */
 #include "config.h"
 
@@ -67,10 +62,9 @@ heap_update(struct tlog_reaper *r, struct tlog_partition *p, int64_t due)
 /* ---- the scheduler's hooks (struct tlog_sched_ops) ---- */
 
 static void
-reaper_sched_earlier(void *arg, struct tlog_partition *p, int64_t due)
+reaper_sched_earlier(struct tlog_reaper *r, struct tlog_partition *p,
+    int64_t due)
 {
-	struct tlog_reaper *r = arg;
-
 	pthread_mutex_lock(&r->ctx->work_lock);
 	if (!tlog_level_dead(&p->lv) && (!tlog_heap_holds(&p->sched) ||
 	    due < p->sched.key))
@@ -79,41 +73,30 @@ reaper_sched_earlier(void *arg, struct tlog_partition *p, int64_t due)
 }
 
 /*
- * The due time is computed and applied under the partition's lock: an
- * append that creates a segment (and schedules the partition) in between
- * would otherwise be undone by a stale "never", and the partition would
- * leave the schedule for good while it has data.
+ * p's due time and free key. They are computed and applied under the
+ * partition's lock: an append that creates a segment (and schedules the
+ * partition) in between would otherwise be undone by a stale "never",
+ * and the partition would leave the schedule for good while it has data.
+ * A partition gone leaves both heaps, with no partition lock held.
  */
 static void
-reaper_resched(void *arg, struct tlog_partition *p)
+reaper_resched(struct tlog_reaper *r, struct tlog_partition *p, bool gone)
 {
-	struct tlog_reaper *r = arg;
 	struct tlog_partition *drop, *fdrop;
-	int64_t due, key;
+	int64_t due = -1, key = -1;
 
-	pthread_mutex_lock(&p->sd.lock);
-	due = tlog_part_due_locked(p);
-	key = tlog_free_key_locked(p);
-	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
+	if (!gone) {
+		pthread_mutex_lock(&p->sd.lock);
+		due = tlog_part_due_locked(p);
+		key = tlog_free_key_locked(p);
+		TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
+	}
 	pthread_mutex_lock(&r->ctx->work_lock);
 	drop = heap_update(r, p, due);
 	fdrop = tlog_reaper_set(r, &r->fheap, p, key);
 	pthread_mutex_unlock(&r->ctx->work_lock);
-	pthread_mutex_unlock(&p->sd.lock);
-	tlog_partition_put(drop);
-	tlog_partition_put(fdrop);
-}
-
-static void
-reaper_unsched(void *arg, struct tlog_partition *p)
-{
-	struct tlog_reaper *r = arg;
-	struct tlog_partition *drop, *fdrop;
-
-	pthread_mutex_lock(&r->ctx->work_lock);
-	drop = heap_update(r, p, -1);
-	fdrop = tlog_reaper_set(r, &r->fheap, p, -1);
-	pthread_mutex_unlock(&r->ctx->work_lock);
+	if (!gone)
+		pthread_mutex_unlock(&p->sd.lock);
 	tlog_partition_put(drop);
 	tlog_partition_put(fdrop);
 }
@@ -131,10 +114,8 @@ reaper_sched(void *arg, struct tlog_partition *p, enum tlog_sched_why why,
 		tlog_free_sealed(arg, p);
 		break;
 	case TLOG_SCHED_AGAIN:
-		reaper_resched(arg, p);
-		break;
 	case TLOG_SCHED_GONE:
-		reaper_unsched(arg, p);
+		reaper_resched(arg, p, why == TLOG_SCHED_GONE);
 		break;
 	}
 }
@@ -166,7 +147,7 @@ static const struct tlog_sched_ops reaper_ops = {
 static size_t
 pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 {
-	struct tlog_partition **due = NULL, *p;
+	struct tlog_partition **due = NULL;
 	struct tlog_heap_node *top;
 	size_t n = 0, cap = 0;
 
@@ -177,10 +158,7 @@ pop_due(struct tlog_reaper *r, int64_t now, struct tlog_partition ***out)
 		if (nd == NULL)
 			break;
 		due = nd;
-		p = part_of(top);
-		tlog_heap_remove(&r->heap, top);
-		p->sched.key = -1;
-		due[n++] = p;
+		due[n++] = tlog_reaper_set(r, &r->heap, part_of(top), -1);
 	}
 	pthread_mutex_unlock(&r->ctx->work_lock);
 	*out = due;
@@ -255,7 +233,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 			    1000 : tlog_part_conf(p,
 			    TLOG_PARTITION_CLEANUP_MS)));
 		else
-			reaper_resched(r, p);
+			reaper_resched(r, p, false);
 		tlog_partition_put(p);
 	}
 	free(due);
@@ -471,14 +449,12 @@ tlog_reaper_detach(struct tlog_store *s)
 		return;
 	tlog_reaper_stop(s);
 	tlog_store_set_sched(r->s, NULL, NULL);
-	while ((top = tlog_heap_top(&r->heap)) != NULL) {
-		tlog_heap_remove(&r->heap, top);
-		tlog_partition_put(part_of(top));
-	}
-	while ((top = tlog_heap_top(&r->fheap)) != NULL) {
-		tlog_heap_remove(&r->fheap, top);
-		tlog_partition_put(fpart_of(top));
-	}
+	while ((top = tlog_heap_top(&r->heap)) != NULL)
+		tlog_partition_put(tlog_reaper_set(r, &r->heap, part_of(top),
+		    -1));
+	while ((top = tlog_heap_top(&r->fheap)) != NULL)
+		tlog_partition_put(tlog_reaper_set(r, &r->fheap, fpart_of(top),
+		    -1));
 	__atomic_store_n(&r->ctx->free_check, 0, __ATOMIC_RELAXED);
 	tlog_free_budget(r, -1, 0, 0, 0);
 	tlog_heap_destroy(&r->heap);

@@ -109,16 +109,6 @@ tlog_partition_delete(struct tlog_partition *p, uint64_t base)
 	return r;
 }
 
-static int64_t
-expire_due_of(struct tlog_partition *p)
-{
-	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
-	int64_t rms = tlog_part_conf(p, TLOG_RETENTION_MS);
-
-	return seg != NULL && seg->records > 0 ?
-	    tlog_part_expires_at(seg->max_ts, rms) : -1;
-}
-
 /*
  * The consumed rule (doc/reaper.md): the oldest segment goes once every
  * cursor has passed it (base + records <= the slowest cursor) and its
@@ -133,14 +123,17 @@ consumed_locked(struct tlog_partition *p, struct tlog_segment *seg)
 	    seg->base + seg->records <= p->cursor_floor;
 }
 
+/* When p's oldest segment goes under the time rule (ms: retention.ms) or
+ * the consumed rule (retention.consumed.ms); -1: never. */
 static int64_t
-consumed_due_of(struct tlog_partition *p)
+oldest_due_of(struct tlog_partition *p, int64_t ms, bool consumed)
 {
 	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
-	int64_t cms = tlog_part_conf(p, TLOG_RETENTION_CONSUMED_MS);
 
-	return cms >= 0 && seg != NULL && consumed_locked(p, seg) ?
-	    tlog_part_expires_at(seg->max_ts, cms) : -1;
+	if (seg == NULL || seg->records == 0 ||
+	    (consumed && !consumed_locked(p, seg)))
+		return -1;
+	return tlog_part_expires_at(seg->max_ts, ms);
 }
 
 /*
@@ -198,8 +191,10 @@ tlog_part_due_locked(struct tlog_partition *p)
 	/* The deletion rules are judged by deletion time (doc/engine.md,
 	 * "The clock"): their due times in engine time, the schedule's. */
 	int64_t idle = idle_due_of(p);
-	int64_t exp = tlog_ctx_del_due(p->ctx, expire_due_of(p));
-	int64_t con = tlog_ctx_del_due(p->ctx, consumed_due_of(p));
+	int64_t exp = tlog_ctx_del_due(p->ctx, oldest_due_of(p,
+	    tlog_part_conf(p, TLOG_RETENTION_MS), false));
+	int64_t con = tlog_ctx_del_due(p->ctx, oldest_due_of(p,
+	    tlog_part_conf(p, TLOG_RETENTION_CONSUMED_MS), true));
 	int64_t clean = tlog_ctx_del_due(p->ctx,
 	    tlog_part_cleanup_due_locked(p));
 
@@ -212,50 +207,28 @@ tlog_part_due_locked(struct tlog_partition *p)
 	return earlier(idle, earlier(con, exp));
 }
 
-/* Also for a ceiling found exceeded at open. As make_room does (append.c),
- * an empty active segment gives back its reservation, if it has one. */
-int
-tlog_part_enforce_size(struct tlog_partition *p, int max,
-    uint64_t *bytes)
+/* Detaches seg, p's oldest segment, sealing it first if it is the active
+ * one (p->sd.lock held); returns its bytes. */
+static uint64_t
+take(struct tlog_partition *p, struct tlog_segment *seg, enum tlog_rule rule,
+    struct tlog_evbuf *eb, int64_t now)
 {
-	struct tlog_segment *old;
-	struct tlog_evbuf eb = { 0 };
-	int64_t rb = tlog_part_conf(p, TLOG_RETENTION_BYTES);
-	int64_t now = tlog_ctx_now(p->ctx);
-	int n = 0;
+	uint64_t bytes;
 
-	if (p->ctx->ro)
-		return -EROFS;
-	if (rb < 0)
-		return 0;
-	pthread_mutex_lock(&p->sd.lock);
-	while (n < max && over_ceiling(p, rb) &&
-	    (old = TAILQ_FIRST(&p->segs)) != NULL) {
-		if (!old->sealed) {
-			if (old->records == 0 && tlog_seg_prealloc(old) == 0)
-				break;
-			if (old->records == 0) {
-				old->live->prealloc = 0;
-				old->trim_pending = 1;
-				tlog_seg_trim(old);
-				continue;
-			}
-			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
-		}
-		if (bytes != NULL)
-			*bytes += old->bytes;
-		tlog_part_detach(p, old, TLOG_RULE_SIZE);
-		n++;
-	}
-	pthread_mutex_unlock(&p->sd.lock);
-	tlog_part_emit(p, &eb);
-	return n;
+	if (!seg->sealed)
+		tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb, now);
+	bytes = seg->bytes;
+	tlog_part_detach(p, seg, rule);
+	return bytes;
 }
 
 /*
- * The time rule (key retention.ms, rule time) and the consumed rule (key
- * retention.consumed.ms, rule consumed, only what every cursor passed):
- * oldest first, each segment whose time under key is up.
+ * The rules that take oldest segments under one hold of p's lock: the
+ * size rule for a ceiling lowered since the last append or found exceeded
+ * at open (key retention.bytes, rule size), the time rule (retention.ms,
+ * rule time) and the consumed rule (retention.consumed.ms, rule consumed,
+ * only what every cursor passed). At most max, stopping at the first
+ * segment the rule keeps.
  */
 static int
 take_old(struct tlog_partition *p, int max, uint64_t *bytes,
@@ -263,30 +236,46 @@ take_old(struct tlog_partition *p, int max, uint64_t *bytes,
 {
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
-	int64_t ms = tlog_part_conf(p, key);
-	int64_t now = tlog_ctx_now(p->ctx), del = tlog_ctx_del_now(p->ctx);
+	int64_t v = tlog_part_conf(p, key), now = tlog_ctx_now(p->ctx);
+	int64_t del = rule == TLOG_RULE_SIZE ? 0 : tlog_ctx_del_now(p->ctx);
+	int64_t due;
+	uint64_t sum = 0;
 	int n = 0;
 
 	if (p->ctx->ro)
 		return -EROFS;
-	if (ms < 0)
+	if (v < 0)
 		return 0;
 	pthread_mutex_lock(&p->sd.lock);
 	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
-		if (seg->records == 0 || (rule == TLOG_RULE_CONSUMED &&
-		    !consumed_locked(p, seg)) ||
-		    del < tlog_part_expires_at(seg->max_ts, ms))
+		if (rule == TLOG_RULE_SIZE ? !over_ceiling(p, v) :
+		    (due = oldest_due_of(p, v, rule == TLOG_RULE_CONSUMED)) < 0 ||
+		    del < due)
 			break;
-		if (!seg->sealed)
-			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, &eb, now);
-		if (bytes != NULL)
-			*bytes += seg->bytes;
-		tlog_part_detach(p, seg, rule);
+		/* As make_room does (append.c), an empty active segment
+		 * over the ceiling gives back its reservation, if any. */
+		if (!seg->sealed && seg->records == 0) {
+			if (tlog_seg_prealloc(seg) == 0)
+				break;
+			seg->live->prealloc = 0;
+			seg->trim_pending = 1;
+			tlog_seg_trim(seg);
+			continue;
+		}
+		sum += take(p, seg, rule, &eb, now);
 		n++;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_part_emit(p, &eb);
+	if (bytes != NULL)
+		*bytes += sum;
 	return n;
+}
+
+int
+tlog_part_enforce_size(struct tlog_partition *p, int max, uint64_t *bytes)
+{
+	return take_old(p, max, bytes, TLOG_RETENTION_BYTES, TLOG_RULE_SIZE);
 }
 
 int
@@ -306,16 +295,10 @@ uint64_t
 tlog_part_free_oldest(struct tlog_partition *p, struct tlog_evbuf *eb)
 {
 	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
-	uint64_t bytes;
 
 	if (seg == NULL || seg->records == 0)
 		return 0;
-	if (!seg->sealed)
-		tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb,
-		    tlog_ctx_now(p->ctx));
-	bytes = seg->bytes;
-	tlog_part_detach(p, seg, TLOG_RULE_FREE);
-	return bytes;
+	return take(p, seg, TLOG_RULE_FREE, eb, tlog_ctx_now(p->ctx));
 }
 
 int64_t

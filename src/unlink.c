@@ -18,6 +18,9 @@
 
 #include "unlink.h"
 
+/* Makes p's end offset, at least need, durable before the files that
+ * held it go: a newer segment's name witnesses it (its directory entry
+ * synced if still owed), else .next is written. */
 static int
 save_end(struct tlog_partition *p, uint64_t need)
 {
@@ -198,15 +201,20 @@ tlog_unlink_pending(struct tlog_queue *q, int max)
 	return done;
 }
 
-/* So rm -r of a partition works at once after its segments were deleted,
- * and the size ceiling holds on disk (tlog_unlink_part). */
+/*
+ * So rm -r of a partition works at once after its segments were deleted
+ * (limit -1), and the size ceiling holds on disk (limit >= 0: on the
+ * appender's thread, through the same unlink_seg as the unlinker's). A
+ * failed unlink is requeued and ends it: an append never waits on a
+ * backing store that refuses unlinks.
+ */
 int
 tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
     int64_t limit)
 {
 	struct tlog_segment *seg;
 	bool hooked = limit >= 0;
-	int r;
+	int r = 0;
 
 	for (;;) {
 		pthread_mutex_lock(&q->ctx->work_lock);
@@ -214,7 +222,7 @@ tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
 		    __atomic_load_n(&p->pending_bytes, __ATOMIC_RELAXED) <=
 		    (uint64_t)limit)) {
 			pthread_mutex_unlock(&q->ctx->work_lock);
-			return 0;
+			break;
 		}
 		TAILQ_FOREACH(seg, &q->unlinkq, link)
 			if (seg->sd == &p->sd)
@@ -224,7 +232,7 @@ tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
 			q->nunlink--;
 			pthread_mutex_unlock(&q->ctx->work_lock);
 			if ((r = unlink_seg(q, seg)) != 0)
-				return r;
+				break;
 			continue;
 		}
 		if (!hooked) {
@@ -238,19 +246,8 @@ tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
 		pthread_cond_wait(&q->cond, &q->ctx->work_lock);
 		pthread_mutex_unlock(&q->ctx->work_lock);
 	}
-}
-
-/*
- * The size ceiling's unlinks, on the appender's thread, through the same
- * unlink_seg as the unlinker's. A failed unlink is requeued and ends it:
- * an append never waits on a backing store that refuses unlinks.
- */
-void
-tlog_unlink_part(struct tlog_queue *q, struct tlog_partition *p,
-    uint64_t limit)
-{
-	tlog_unlink_drain(q, p, limit > INT64_MAX ? INT64_MAX :
-	    (int64_t)limit);
-	/* The unlinker thread sends the kernel its notices. */
-	tlog_queue_wakeup(q);
+	/* The ceiling's: the unlinker thread sends the kernel its notices. */
+	if (limit >= 0)
+		tlog_queue_wakeup(q);
+	return r;
 }

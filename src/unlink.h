@@ -14,12 +14,10 @@
 /* Unlinks up to max queued segments (max <= 0: all); returns how many. */
 int tlog_unlink_pending(struct tlog_queue *q, int max);
 /* Until none of p's detached segments is left (limit < 0), or they hold
- * at most limit bytes: unlinks p's queued ones on this thread and waits
- * for those another thread is unlinking. 0, or an unlink's error. */
+ * at most limit bytes (the size ceiling's, which then wakes the unlinker
+ * thread): unlinks p's queued ones on this thread and waits for those
+ * another thread is unlinking. 0, or an unlink's error. */
 int tlog_unlink_drain(struct tlog_queue *q, struct tlog_partition *p,
     int64_t limit);
-/* The size ceiling's drain, then wakes the unlinker thread. */
-void tlog_unlink_part(struct tlog_queue *q, struct tlog_partition *p,
-    uint64_t limit);
 
 #endif /* TLOG_UNLINK_H */

@@ -272,6 +272,36 @@ START_TEST(hysteresis_and_pending)
 }
 END_TEST
 
+/* A pass counts each partition it took from once, however many it
+ * visits: 70 partitions, two segments each, taken in two rounds. */
+START_TEST(pass_counts_each_partition_once)
+{
+	struct tlog_partition *p[70];
+	struct tlog_free_stats st;
+	char name[16];
+	int i, round;
+
+	for (i = 0; i < 70; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		p[i] = th_part(th_S, name, "0");
+	}
+	for (round = 0; round < 2; round++)
+		for (i = 0; i < 70; i++) {
+			rec(p[i], 'x');
+			seal(p[i]);
+			th_clock += 1000;
+		}
+	keep_free("1M");
+	/* Exactly the 140 segments short of the target. */
+	fake_avail = 1048576 + 1048576 / 16 - 140 * 1200;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 140);
+	ck_assert_uint_eq(st.segments, 140);
+	ck_assert_uint_eq(st.partitions, 70);
+	for (i = 0; i < 70; i++)
+		tlog_partition_put(p[i]);
+}
+END_TEST
+
 /*
  * A reader holding a deleted segment open keeps its bytes on the disk
  * (the fake disk's free space does not move): they count as coming
@@ -690,6 +720,8 @@ main(void)
 	th_case(su, "order_after_other_deletions", order_after_other_deletions);
 	th_case(su, "removed_partition_leaves", removed_partition_leaves);
 	th_case(su, "hysteresis_and_pending", hysteresis_and_pending);
+	th_case(su, "pass_counts_each_partition_once",
+	    pass_counts_each_partition_once);
 	th_case(su, "percent_and_off", percent_and_off);
 	th_case(su, "bytes_held_by_readers_are_not_chased",
 	    bytes_held_by_readers_are_not_chased);

@@ -326,7 +326,7 @@ race_hook(void *arg, int point, struct tlog_partition *p)
 
 	if (point != TLOG_HOOK_NEW_SEGMENT || rc->fired)
 		return;
-	tlog_part_name(p, name, sizeof(name));
+	tlog_level_name(&p->lv, name, sizeof(name));
 	if (strcmp(name, "a") != 0)
 		return;
 	rc->fired = 1;
