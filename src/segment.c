@@ -232,10 +232,9 @@ tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n)
 {
 	unsigned char buf[64 * TLOG_IDX_ENT];
+	const struct tlog_idx_entry *last = &e[n - 1];
 	struct tlog_seg_live *x = seg->live;
 	uint64_t nidx0 = seg->nidx;
-	uint32_t rel0 = x->last_idx_rel;
-	uint32_t pos0 = x->last_idx_pos;
 	size_t i, k;
 	ssize_t w;
 	int r;
@@ -250,19 +249,17 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 		if (w != (ssize_t)(k * TLOG_IDX_ENT)) {
 			r = w == -1 ? -errno : -ENOSPC;
 			seg->nidx = (uint32_t)nidx0;
-			x->last_idx_rel = rel0;
-			x->last_idx_pos = pos0;
 			if (ftruncate(x->ifd, (off_t)(TLOG_IDX_HDR +
 			    nidx0 * TLOG_IDX_ENT)) == -1)
 				return -EIO;
 			return r;
 		}
 		seg->nidx += (uint32_t)k;
-		x->last_idx_rel = e[k - 1].rel;
-		x->last_idx_pos = e[k - 1].pos;
 		e += k;
 		n -= k;
 	}
+	x->last_idx_rel = last->rel;
+	x->last_idx_pos = last->pos;
 	return 0;
 }
 
@@ -275,10 +272,8 @@ tlog_seg_write_boundary(struct tlog_segment *seg)
 
 	if (!tlog_seg_needs_boundary(seg) || x->ifd == -1)
 		return 0;
-	e.rel = (uint32_t)seg->records;
-	e.pos = (uint32_t)seg->bytes;
-	e.ts = seg->max_ts;
-	e.crc = x->run_crc;
+	e = (struct tlog_idx_entry){ seg->records, seg->bytes, seg->max_ts,
+	    x->run_crc };
 	if ((r = tlog_seg_write_entries(seg, &e, 1)) == 0)
 		x->run_crc = 0;
 	return r;
@@ -381,15 +376,10 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	if (!io->footer)
 		return;
 	io->bound = tlog_seg_needs_boundary(seg);
-	io->be.rel = (uint32_t)seg->records;
-	io->be.pos = (uint32_t)seg->bytes;
-	io->be.ts = seg->max_ts;
-	io->be.crc = x->run_crc;
-	io->f.records = seg->records;
-	io->f.bytes = seg->bytes;
-	io->f.first_ts = seg->first_ts;
-	io->f.max_ts = seg->max_ts;
-	io->f.sealed_by = seg->sealed_by;
+	io->be = (struct tlog_idx_entry){ seg->records, seg->bytes,
+	    seg->max_ts, x->run_crc };
+	io->f = (struct tlog_footer){ seg->records, seg->bytes,
+	    seg->first_ts, seg->max_ts, seg->sealed_by };
 }
 
 void

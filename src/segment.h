@@ -337,8 +337,8 @@ int tlog_seg_open_files(struct tlog_segment *seg, bool create);
  * caller to free (tlog_seg_idle); close_files frees it if it may. */
 void tlog_seg_close_fds(struct tlog_segment *seg, bool locked);
 void tlog_seg_close_files(struct tlog_segment *seg);
-/* All or nothing: on a failed write the index is cut back, so it never
- * names data the caller takes back. */
+/* All or nothing (n > 0): on a failed write the index is cut back, so it
+ * never names data the caller takes back. */
 int tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n);
 /* An entry where the data ends (rel = records, pos = bytes), if
