@@ -175,7 +175,7 @@ struct tlog_zcache {
  * tlog_seg_io_finish closes them. An open that finds the budget spent
  * while a sync still holds descriptors evicts others in their stead:
  * only the last eviction's own victims pass it, until their sync ends
- * (fd_evict_locked).
+ * (fd_evict).
  */
 struct tlog_fdbudget {
 	struct tlog_ctx *ctx;		/* its work_lock guards the budget */
