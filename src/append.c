@@ -158,39 +158,18 @@ out:
 	return r;
 }
 
-static void
-draw_jitter(struct tlog_segment *seg, const struct limits *l)
-{
-	uint64_t j;
-
-	if (l->jitter <= 0)
-		return;
-	j = ((uint64_t)arc4random() << 32) | arc4random();
-	seg->live->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
-}
-
 /*
- * A new segment can bring the partition's due time forward: its idle seal,
- * and, for a partition that had nothing, its time rule.
+ * A new segment at the partition's end, with its jitter and reservation.
+ * It can bring the partition's due time forward: its idle seal, and, for
+ * a partition that had nothing, its time rule.
  */
-static void
-sched_new_segment(struct tlog_partition *p, struct tlog_segment *seg,
-    const struct limits *l, int64_t ts, bool was_empty)
-{
-	int64_t due = ts + tlog_seg_span(seg, l->seg_ms);
-	int64_t exp = tlog_ctx_del_due(p->ctx, tlog_part_expires_at(ts,
-	    tlog_part_conf(p, TLOG_RETENTION_MS)));
-
-	if (was_empty && exp >= 0 && exp < due)
-		due = exp;
-	tlog_part_sched_earlier(p, due);
-}
-
 static int
 new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 {
 	bool was_empty = TAILQ_EMPTY(&p->segs);
 	struct tlog_segment *seg;
+	int64_t due, exp;
+	uint64_t j;
 	int r, tries = 0;
 
 	for (;;) {
@@ -207,7 +186,10 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 			return r;
 		p->next_offset++;
 	}
-	draw_jitter(seg, l);
+	if (l->jitter > 0) {
+		j = ((uint64_t)arc4random() << 32) | arc4random();
+		seg->live->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
+	}
 	if (l->prealloc) {
 		if (fallocate(seg->live->fd, FALLOC_FL_KEEP_SIZE, 0,
 		    (off_t)l->seg_bytes) == 0)
@@ -218,7 +200,12 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 	}
 	TAILQ_INSERT_TAIL(&p->segs, seg, link);
 	__atomic_add_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
-	sched_new_segment(p, seg, l, ts, was_empty);
+	due = ts + tlog_seg_span(seg, l->seg_ms);
+	exp = tlog_ctx_del_due(p->ctx, tlog_part_expires_at(ts,
+	    tlog_part_conf(p, TLOG_RETENTION_MS)));
+	if (was_empty && exp >= 0 && exp < due)
+		due = exp;
+	tlog_part_sched_earlier(p, due);
 	return 0;
 }
 
