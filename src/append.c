@@ -60,24 +60,11 @@ struct run {
 	size_t start;		/* offset in the caller's buffer */
 	size_t len;
 	uint64_t nrec;
-	struct tlog_idx_entry idx[MAX_PENDING_IDX];
+	struct tlog_idx_entry *idx;	/* MAX_PENDING_IDX, nidx of them set */
 	size_t nidx;
 	uint32_t crc;		/* data since the last entry, queued or not, */
 	size_t crc_at;		/* up to here in the caller's buffer */
 };
-
-/* Everything but the entries: zeroing those (3 KiB) would be most of the
- * work of a one-line append, and only the first nidx are ever read. */
-static void
-run_init(struct run *run)
-{
-	run->start = 0;
-	run->len = 0;
-	run->nrec = 0;
-	run->nidx = 0;
-	run->crc = 0;
-	run->crc_at = 0;
-}
 
 /* The run's data CRC brought up to buffer offset `to`: computed per
  * chunk between entries, not per record, so a bulk write of short lines
@@ -399,10 +386,13 @@ static size_t
 append_once(struct tlog_partition *p, const char *buf, size_t len,
     bool tail_is_record, int *errp, bool *flushp)
 {
+	/* Not zeroed: that (3 KiB) would be most of the work of a one-line
+	 * append, and only the first run.nidx are ever read. */
+	struct tlog_idx_entry idx[MAX_PENDING_IDX];
+	struct run run = { .idx = idx };
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
 	struct limits l;
-	struct run run;
 	enum tlog_trigger trig;
 	size_t pos = 0, rlen;
 	int64_t ts;
@@ -413,7 +403,6 @@ append_once(struct tlog_partition *p, const char *buf, size_t len,
 		*errp = -EROFS;
 		return 0;
 	}
-	run_init(&run);
 	get_limits(p, &l);
 	pthread_mutex_lock(&p->sd.lock);
 	if (__atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE)) {
