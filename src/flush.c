@@ -1,7 +1,6 @@
 /*
- * flush.c - durability (doc/engine.md, "fsync and the flusher"): the
- * flusher, which writes the footers of sealed segments once their data is
- * on disk, fsync of a partition, and a partition's part of a clean close.
+ * flush.c - durability (flush.h; doc/engine.md, "fsync and the flusher"):
+ * a sealed segment's footer is written only once its data is on disk.
  */
 #include "config.h"
 

@@ -70,9 +70,6 @@ struct tlog_seg_live {
 	TAILQ_ENTRY(tlog_segment) synclink;	/* the unsynced list */
 };
 
-/* The budget's and the unsynced lists link segments through their live
- * part (the queue(3) field is live->fdlink, live->synclink): a listed
- * segment always has one. */
 struct tlog_segment {
 	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
 	struct tlog_segdir *sd;		/* its partition's; referenced */
@@ -124,7 +121,6 @@ tlog_seg_disk(const struct tlog_segment *seg)
 /* Its files were just unlinked: if readers still hold the data, the disk
  * gets its bytes back only when they close (ctx->free_held). */
 void tlog_seg_unlinked(struct tlog_segment *seg);
-TAILQ_HEAD(tlog_fdlist, tlog_segment);
 
 /* The segments readers hold descriptors of (tlog_segment_open), one node
  * each, kept apart so that the many segments nobody reads cost nothing:
@@ -179,7 +175,7 @@ struct tlog_zcache {
  */
 struct tlog_fdbudget {
 	struct tlog_ctx *ctx;		/* its work_lock guards the budget */
-	struct tlog_fdlist segs;
+	struct tlog_seglist segs;	/* linked through live->fdlink */
 	size_t n;
 	size_t taken;
 	size_t max;
