@@ -115,8 +115,7 @@ tlog_part_close(struct tlog_partition *p)
 		    "at close: %s", strerror(-r));
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (seg->trim_pending)
-			tlog_seg_trim(seg);
+		tlog_seg_trim(seg);
 		tlog_seg_close_files(seg);
 	}
 	pthread_mutex_unlock(&p->sd.lock);

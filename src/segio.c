@@ -468,25 +468,6 @@ unlink_log:
 	return r;
 }
 
-/* Opens the files a sync needs that it holds no descriptor of. */
-static int
-io_open(struct tlog_seg_io *io)
-{
-	int fd;
-
-	if (io->fd == -1) {
-		if ((fd = open_one(io->seg, ".log", false)) < 0)
-			return fd;
-		io->fd = fd;
-	}
-	if (io->ifd == -1) {
-		if ((fd = open_one(io->seg, ".idx", false)) < 0)
-			return fd;
-		io->ifd = fd;
-	}
-	return 0;
-}
-
 /*
  * The order is what makes a power cut safe: the data, then the index
  * entries that describe it (a boundary entry at the end of a sealed
@@ -506,8 +487,17 @@ tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 
 	if (!io->sync && !io->footer)
 		return 0;
-	if ((r = io_open(io)) != 0)
-		return r;
+	/* The files it holds no descriptor of. */
+	if (io->fd == -1) {
+		if ((r = open_one(io->seg, ".log", false)) < 0)
+			return r;
+		io->fd = r;
+	}
+	if (io->ifd == -1) {
+		if ((r = open_one(io->seg, ".idx", false)) < 0)
+			return r;
+		io->ifd = r;
+	}
 	if (io->sync && (datasync ? fdatasync(io->fd) : fsync(io->fd)) == -1)
 		return -errno;
 	if (io->bound) {
