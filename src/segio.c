@@ -453,7 +453,6 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 			tlog_level_unlinkat(seg->sd->lv, name);
 			goto unlink_log;
 		}
-		seg->nidx = 0;
 	}
 	fd_evict(seg, true);
 	return 0;
