@@ -6,9 +6,8 @@
  *
  * The partition lock is held across a call (append_once) and dropped only
  * to unlink detached segments' files (unlink_detached): no unlink runs
- * under it. Events (seals) are emitted after it is dropped. It calls
- * partition.c's sealing and detaching and the queues directly (the log
- * layer), and reaches the store layer above only through p->env's hooks.
+ * under it. Events (seals) are emitted after it is dropped. The layers it
+ * may call: partition.h.
  */
 #include "config.h"
 

@@ -79,14 +79,10 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
 	struct rlimit rl;
 	bool limited;
 
-	b->ctx = ctx;
+	*b = (struct tlog_fdbudget){ .ctx = ctx, .max = max,
+	    .reserve = reserve, .threads = workers > 0 ? workers : 1 };
 	TAILQ_INIT(&b->segs);
-	b->n = 0;
-	b->taken = 0;
-	b->max = max;
-	b->full_said = 0;
 	RB_INIT(&b->reading);
-	b->readers = 0;
 	/* Without its cache a compressed segment reads nothing (ENOMEM
 	 * then, from its first read). */
 	(void)tlog_zcache_init(&b->zc, ctx->opts.frame_cache);
@@ -98,8 +94,6 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
 			b->max = 16;
 	}
 	b->limit = limited ? (size_t)rl.rlim_cur : 0;
-	b->reserve = reserve;
-	b->threads = workers > 0 ? workers : 1;
 	readers_share(b);
 }
 

@@ -20,10 +20,7 @@ void
 tlog_segdir_init(struct tlog_segdir *sd, struct tlog_ctx *ctx,
     struct tlog_level *lv, struct tlog_fdbudget *fdb)
 {
-	memset(sd, 0, sizeof(*sd));
-	sd->ctx = ctx;
-	sd->lv = lv;
-	sd->fdb = fdb;
+	*sd = (struct tlog_segdir){ .ctx = ctx, .lv = lv, .fdb = fdb };
 	pthread_mutex_init(&sd->lock, NULL);
 	TAILQ_INIT(&sd->unsynced);
 }
@@ -343,10 +340,8 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	struct tlog_segdir *sd = seg->sd;
 	struct tlog_seg_live *x = seg->live;
 
-	memset(io, 0, sizeof(*io));
-	io->seg = seg;
-	io->fd = io->ifd = -1;
-	io->nidx = seg->nidx;
+	*io = (struct tlog_seg_io){ .seg = seg, .fd = -1, .ifd = -1,
+	    .nidx = seg->nidx };
 	/* Idle: nothing to sync, no footer owed (the live part's rule). */
 	if (x == NULL) {
 		tlog_seg_ref(seg);
