@@ -403,10 +403,7 @@ tlog_segment_open(struct tlog_segment *seg)
 void
 tlog_segment_close(struct tlog_segment *seg, int fd)
 {
-	struct tlog_zcache *zc = &seg->sd->fdb->zc;
-
-	if (tlog_zfd_is(zc, fd))
-		tlog_zfd_mark(zc, fd, false);
+	(void)tlog_zfd_mark(&seg->sd->fdb->zc, fd, false);
 	close(fd);
 	reader_gone(seg);
 }
