@@ -6,9 +6,8 @@
  *
  * The partition lock is held across a call (append_once) and dropped only
  * to unlink detached segments' files (unlink_detached): no unlink runs
- * under it. Events (seals) are emitted after it is dropped. It calls
- * partition.c's sealing and detaching and the queues directly (the log
- * layer), and reaches the store layer above only through p->env's hooks.
+ * under it. Events (seals) are emitted after it is dropped. The layers it
+ * may call: partition.h.
  */
 #include "config.h"
 
@@ -60,24 +59,11 @@ struct run {
 	size_t start;		/* offset in the caller's buffer */
 	size_t len;
 	uint64_t nrec;
-	struct tlog_idx_entry idx[MAX_PENDING_IDX];
+	struct tlog_idx_entry *idx;	/* MAX_PENDING_IDX, nidx of them set */
 	size_t nidx;
 	uint32_t crc;		/* data since the last entry, queued or not, */
 	size_t crc_at;		/* up to here in the caller's buffer */
 };
-
-/* Everything but the entries: zeroing those (3 KiB) would be most of the
- * work of a one-line append, and only the first nidx are ever read. */
-static void
-run_init(struct run *run)
-{
-	run->start = 0;
-	run->len = 0;
-	run->nrec = 0;
-	run->nidx = 0;
-	run->crc = 0;
-	run->crc_at = 0;
-}
 
 /* The run's data CRC brought up to buffer offset `to`: computed per
  * chunk between entries, not per record, so a bulk write of short lines
@@ -158,39 +144,18 @@ out:
 	return r;
 }
 
-static void
-draw_jitter(struct tlog_segment *seg, const struct limits *l)
-{
-	uint64_t j;
-
-	if (l->jitter <= 0)
-		return;
-	j = ((uint64_t)arc4random() << 32) | arc4random();
-	seg->live->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
-}
-
 /*
- * A new segment can bring the partition's due time forward: its idle seal,
- * and, for a partition that had nothing, its time rule.
+ * A new segment at the partition's end, with its jitter and reservation.
+ * It can bring the partition's due time forward: its idle seal, and, for
+ * a partition that had nothing, its time rule.
  */
-static void
-sched_new_segment(struct tlog_partition *p, struct tlog_segment *seg,
-    const struct limits *l, int64_t ts, bool was_empty)
-{
-	int64_t due = ts + tlog_seg_span(seg, l->seg_ms);
-	int64_t exp = tlog_ctx_del_due(p->ctx, tlog_part_expires_at(ts,
-	    tlog_part_conf(p, TLOG_RETENTION_MS)));
-
-	if (was_empty && exp >= 0 && exp < due)
-		due = exp;
-	tlog_part_sched_earlier(p, due);
-}
-
 static int
 new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 {
 	bool was_empty = TAILQ_EMPTY(&p->segs);
 	struct tlog_segment *seg;
+	int64_t due, exp;
+	uint64_t j;
 	int r, tries = 0;
 
 	for (;;) {
@@ -207,7 +172,10 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 			return r;
 		p->next_offset++;
 	}
-	draw_jitter(seg, l);
+	if (l->jitter > 0) {
+		j = ((uint64_t)arc4random() << 32) | arc4random();
+		seg->live->jitter = (int64_t)(j % ((uint64_t)l->jitter + 1));
+	}
 	if (l->prealloc) {
 		if (fallocate(seg->live->fd, FALLOC_FL_KEEP_SIZE, 0,
 		    (off_t)l->seg_bytes) == 0)
@@ -218,7 +186,12 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 	}
 	TAILQ_INSERT_TAIL(&p->segs, seg, link);
 	__atomic_add_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
-	sched_new_segment(p, seg, l, ts, was_empty);
+	due = ts + tlog_seg_span(seg, l->seg_ms);
+	exp = tlog_ctx_del_due(p->ctx, tlog_part_expires_at(ts,
+	    tlog_part_conf(p, TLOG_RETENTION_MS)));
+	if (was_empty && exp >= 0 && exp < due)
+		due = exp;
+	tlog_part_sched_earlier(p, due);
 	return 0;
 }
 
@@ -412,10 +385,13 @@ static size_t
 append_once(struct tlog_partition *p, const char *buf, size_t len,
     bool tail_is_record, int *errp, bool *flushp)
 {
+	/* Not zeroed: that (3 KiB) would be most of the work of a one-line
+	 * append, and only the first run.nidx are ever read. */
+	struct tlog_idx_entry idx[MAX_PENDING_IDX];
+	struct run run = { .idx = idx };
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
 	struct limits l;
-	struct run run;
 	enum tlog_trigger trig;
 	size_t pos = 0, rlen;
 	int64_t ts;
@@ -426,7 +402,6 @@ append_once(struct tlog_partition *p, const char *buf, size_t len,
 		*errp = -EROFS;
 		return 0;
 	}
-	run_init(&run);
 	get_limits(p, &l);
 	pthread_mutex_lock(&p->sd.lock);
 	if (__atomic_load_n(&p->lv.dead, __ATOMIC_ACQUIRE)) {

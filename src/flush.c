@@ -1,7 +1,6 @@
 /*
- * flush.c - durability (doc/engine.md, "fsync and the flusher"): the
- * flusher, which writes the footers of sealed segments once their data is
- * on disk, fsync of a partition, and a partition's part of a clean close.
+ * flush.c - durability (flush.h; doc/engine.md, "fsync and the flusher"):
+ * a sealed segment's footer is written only once its data is on disk.
  */
 #include "config.h"
 
@@ -116,8 +115,7 @@ tlog_part_close(struct tlog_partition *p)
 		    "at close: %s", strerror(-r));
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
-		if (seg->trim_pending)
-			tlog_seg_trim(seg);
+		tlog_seg_trim(seg);
 		tlog_seg_close_files(seg);
 	}
 	pthread_mutex_unlock(&p->sd.lock);

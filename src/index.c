@@ -1,14 +1,7 @@
 /*
- * index.c - encoding of the sparse index file (doc/format.md).
- *
- * An index file is a 24-byte header, then 24-byte entries (offset relative
- * to the segment's base, data position, timestamp), then, once the segment
- * is sealed, a 48-byte footer. Every entry and the footer carry a CRC-32C,
- * so a torn or corrupt tail is recognised and cut rather than trusted;
- * with TLOG_IDX_F_DATACRC in the header, each entry also carries the
- * CRC-32C of the data since the previous entry, which recovery checks
- * after a power cut.
- * All integers are little-endian.
+ * index.c - the sparse index file's byte encoding (index.h, doc/format.md):
+ * a torn or corrupt entry or footer fails its CRC-32C and is cut rather
+ * than trusted; recovery checks the entries' data CRCs after a power cut.
  */
 #include "config.h"
 

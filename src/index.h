@@ -1,9 +1,7 @@
 /*
  * index.h - the sparse index file's byte encoding (doc/format.md): a
- * 24-byte header, 24-byte entries, and a 48-byte footer once the segment
- * is sealed. Every entry and the footer carry a CRC-32C; with
- * TLOG_IDX_F_DATACRC each entry also carries the CRC-32C of the data since
- * the entry before. All integers are little-endian.
+ * header, entries, and a footer once the segment is sealed, each entry
+ * and the footer with its CRC-32C. All integers are little-endian.
  */
 #ifndef TLOG_INDEX_H
 #define TLOG_INDEX_H

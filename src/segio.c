@@ -79,14 +79,10 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
 	struct rlimit rl;
 	bool limited;
 
-	b->ctx = ctx;
+	*b = (struct tlog_fdbudget){ .ctx = ctx, .max = max,
+	    .reserve = reserve, .threads = workers > 0 ? workers : 1 };
 	TAILQ_INIT(&b->segs);
-	b->n = 0;
-	b->taken = 0;
-	b->max = max;
-	b->full_said = 0;
 	RB_INIT(&b->reading);
-	b->readers = 0;
 	/* Without its cache a compressed segment reads nothing (ENOMEM
 	 * then, from its first read). */
 	(void)tlog_zcache_init(&b->zc, ctx->opts.frame_cache);
@@ -98,8 +94,6 @@ tlog_fdbudget_init(struct tlog_fdbudget *b, struct tlog_ctx *ctx,
 			b->max = 16;
 	}
 	b->limit = limited ? (size_t)rl.rlim_cur : 0;
-	b->reserve = reserve;
-	b->threads = workers > 0 ? workers : 1;
 	readers_share(b);
 }
 
@@ -128,6 +122,30 @@ tlog_fdbudget_destroy(struct tlog_fdbudget *b)
 	tlog_zcache_destroy(&b->zc);
 }
 
+#define EVICT_MAX 16
+
+/* The disk work of n evicted segments; the work lock not held. */
+static void
+evict_finish(struct tlog_seg_io *io, size_t n)
+{
+	struct tlog_segdir *sd;
+	size_t i;
+	int r;
+
+	if (n > 0)
+		TLOG_HOOK(io[0].seg->sd->ctx, TLOG_HOOK_EVICT, NULL);
+	for (i = 0; i < n; i++) {
+		sd = io[i].seg->sd;
+		/* The last reference to the segment may go with io: its
+		 * partition must outlive the unlock. */
+		tlog_level_ref(sd->lv);
+		r = tlog_seg_io_run(&io[i], true);
+		tlog_seg_io_finish(&io[i], r, true);
+		tlog_segdir_io_end(sd);
+		tlog_level_put(sd->lv);
+	}
+}
+
 /*
  * Keeps the descriptors of segments within the budget: 100,000
  * partitions cannot all hold their files open. The least recently opened
@@ -138,37 +156,42 @@ tlog_fdbudget_destroy(struct tlog_fdbudget *b)
  * its partition's disk work and with no lock held, so that a close
  * never drops a writeback error: it is kept for the partition's next
  * fsync.
+ *
+ * track: seg's files were just opened; it is listed and the others are
+ * brought within max. Else the table is full: every idle segment's files
+ * we can are closed.
  */
-#define EVICT_MAX 16
-
-struct evict {
-	struct tlog_seg_io io[EVICT_MAX];
-	size_t n;
-};
-
 static void
-fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
-    size_t budget, struct evict *ev)
+fd_evict(struct tlog_segment *seg, bool track)
 {
+	struct tlog_fdbudget *b = seg->sd->fdb;
+	size_t budget = track ? b->max : 0, n = 0;
+	struct tlog_seg_io io[EVICT_MAX];
 	struct tlog_segment *v, *next;
 	struct tlog_segdir *sd;
 	int scanned = 0;
 
+	pthread_mutex_lock(&b->ctx->work_lock);
+	if (track && !seg->live->fd_listed) {
+		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
+		seg->live->fd_listed = 1;
+		b->n++;
+	}
 	/* Those a sync holds count (b->taken), but this eviction's own
 	 * victims are on their way out: it stops once the rest fit. */
 	for (v = TAILQ_FIRST(&b->segs); v != NULL &&
-	    b->n + b->taken > budget + ev->n &&
-	    scanned < 128 && ev->n < EVICT_MAX; v = next, scanned++) {
+	    b->n + b->taken > budget + n &&
+	    scanned < 128 && n < EVICT_MAX; v = next, scanned++) {
 		next = TAILQ_NEXT(v, live->fdlink);
 		sd = v->sd;
 		/* Under the work lock, which guards io_busy: a partition
 		 * whose disk work is not under way cannot start it until
 		 * this is done. */
-		if (v == self || sd->io_busy ||
+		if (v == seg || sd->io_busy ||
 		    pthread_mutex_trylock(&sd->lock) != 0)
 			continue;
 		if (v->live->foot_pending || v->live->wgen != v->live->sgen) {
-			tlog_seg_io_take(v, &ev->io[ev->n++], true, true);
+			tlog_seg_io_take(v, &io[n++], true, true);
 			sd->io_busy = true;	/* ended by evict_finish */
 			pthread_mutex_unlock(&sd->lock);
 			continue;
@@ -177,50 +200,8 @@ fd_evict_locked(struct tlog_fdbudget *b, struct tlog_segment *self,
 		tlog_seg_idle(v);
 		pthread_mutex_unlock(&sd->lock);
 	}
-}
-
-/* The disk work of the evicted segments; the work lock not held. */
-static void
-evict_finish(struct evict *ev)
-{
-	struct tlog_segdir *sd;
-	size_t i;
-	int r;
-
-	if (ev->n > 0)
-		TLOG_HOOK(ev->io[0].seg->sd->ctx, TLOG_HOOK_EVICT, NULL);
-	for (i = 0; i < ev->n; i++) {
-		sd = ev->io[i].seg->sd;
-		/* The last reference to the segment may go with io: its
-		 * partition must outlive the unlock. */
-		tlog_level_ref(sd->lv);
-		r = tlog_seg_io_run(&ev->io[i], true);
-		tlog_seg_io_finish(&ev->io[i], r, true);
-		tlog_segdir_io_end(sd);
-		tlog_level_put(sd->lv);
-	}
-	ev->n = 0;
-}
-
-/* track: seg's files were just opened; it is listed and the others are
- * brought within max. Else the table is full: every idle segment's files
- * we can are closed. */
-static void
-fd_evict(struct tlog_segment *seg, bool track)
-{
-	struct tlog_fdbudget *b = seg->sd->fdb;
-	struct evict ev;
-
-	ev.n = 0;
-	pthread_mutex_lock(&b->ctx->work_lock);
-	if (track && !seg->live->fd_listed) {
-		TAILQ_INSERT_TAIL(&b->segs, seg, live->fdlink);
-		seg->live->fd_listed = 1;
-		b->n++;
-	}
-	fd_evict_locked(b, seg, track ? b->max : 0, &ev);
 	pthread_mutex_unlock(&b->ctx->work_lock);
-	evict_finish(&ev);
+	evict_finish(io, n);
 }
 
 /*
@@ -422,10 +403,7 @@ tlog_segment_open(struct tlog_segment *seg)
 void
 tlog_segment_close(struct tlog_segment *seg, int fd)
 {
-	struct tlog_zcache *zc = &seg->sd->fdb->zc;
-
-	if (tlog_zfd_is(zc, fd))
-		tlog_zfd_mark(zc, fd, false);
+	(void)tlog_zfd_mark(&seg->sd->fdb->zc, fd, false);
 	close(fd);
 	reader_gone(seg);
 }
@@ -466,7 +444,6 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 			tlog_level_unlinkat(seg->sd->lv, name);
 			goto unlink_log;
 		}
-		seg->nidx = 0;
 	}
 	fd_evict(seg, true);
 	return 0;
@@ -479,25 +456,6 @@ unlink_log:
 		tlog_level_unlinkat(seg->sd->lv, name);
 	}
 	return r;
-}
-
-/* Opens the files a sync needs that it holds no descriptor of. */
-static int
-io_open(struct tlog_seg_io *io)
-{
-	int fd;
-
-	if (io->fd == -1) {
-		if ((fd = open_one(io->seg, ".log", false)) < 0)
-			return fd;
-		io->fd = fd;
-	}
-	if (io->ifd == -1) {
-		if ((fd = open_one(io->seg, ".idx", false)) < 0)
-			return fd;
-		io->ifd = fd;
-	}
-	return 0;
 }
 
 /*
@@ -519,8 +477,17 @@ tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 
 	if (!io->sync && !io->footer)
 		return 0;
-	if ((r = io_open(io)) != 0)
-		return r;
+	/* The files it holds no descriptor of. */
+	if (io->fd == -1) {
+		if ((r = open_one(io->seg, ".log", false)) < 0)
+			return r;
+		io->fd = r;
+	}
+	if (io->ifd == -1) {
+		if ((r = open_one(io->seg, ".idx", false)) < 0)
+			return r;
+		io->ifd = r;
+	}
 	if (io->sync && (datasync ? fdatasync(io->fd) : fsync(io->fd)) == -1)
 		return -errno;
 	if (io->bound) {

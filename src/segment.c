@@ -20,10 +20,7 @@ void
 tlog_segdir_init(struct tlog_segdir *sd, struct tlog_ctx *ctx,
     struct tlog_level *lv, struct tlog_fdbudget *fdb)
 {
-	memset(sd, 0, sizeof(*sd));
-	sd->ctx = ctx;
-	sd->lv = lv;
-	sd->fdb = fdb;
+	*sd = (struct tlog_segdir){ .ctx = ctx, .lv = lv, .fdb = fdb };
 	pthread_mutex_init(&sd->lock, NULL);
 	TAILQ_INIT(&sd->unsynced);
 }
@@ -232,10 +229,9 @@ tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n)
 {
 	unsigned char buf[64 * TLOG_IDX_ENT];
+	const struct tlog_idx_entry *last = &e[n - 1];
 	struct tlog_seg_live *x = seg->live;
 	uint64_t nidx0 = seg->nidx;
-	uint32_t rel0 = x->last_idx_rel;
-	uint32_t pos0 = x->last_idx_pos;
 	size_t i, k;
 	ssize_t w;
 	int r;
@@ -250,19 +246,17 @@ tlog_seg_write_entries(struct tlog_segment *seg,
 		if (w != (ssize_t)(k * TLOG_IDX_ENT)) {
 			r = w == -1 ? -errno : -ENOSPC;
 			seg->nidx = (uint32_t)nidx0;
-			x->last_idx_rel = rel0;
-			x->last_idx_pos = pos0;
 			if (ftruncate(x->ifd, (off_t)(TLOG_IDX_HDR +
 			    nidx0 * TLOG_IDX_ENT)) == -1)
 				return -EIO;
 			return r;
 		}
 		seg->nidx += (uint32_t)k;
-		x->last_idx_rel = e[k - 1].rel;
-		x->last_idx_pos = e[k - 1].pos;
 		e += k;
 		n -= k;
 	}
+	x->last_idx_rel = last->rel;
+	x->last_idx_pos = last->pos;
 	return 0;
 }
 
@@ -275,10 +269,8 @@ tlog_seg_write_boundary(struct tlog_segment *seg)
 
 	if (!tlog_seg_needs_boundary(seg) || x->ifd == -1)
 		return 0;
-	e.rel = (uint32_t)seg->records;
-	e.pos = (uint32_t)seg->bytes;
-	e.ts = seg->max_ts;
-	e.crc = x->run_crc;
+	e = (struct tlog_idx_entry){ seg->records, seg->bytes, seg->max_ts,
+	    x->run_crc };
 	if ((r = tlog_seg_write_entries(seg, &e, 1)) == 0)
 		x->run_crc = 0;
 	return r;
@@ -348,10 +340,8 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	struct tlog_segdir *sd = seg->sd;
 	struct tlog_seg_live *x = seg->live;
 
-	memset(io, 0, sizeof(*io));
-	io->seg = seg;
-	io->fd = io->ifd = -1;
-	io->nidx = seg->nidx;
+	*io = (struct tlog_seg_io){ .seg = seg, .fd = -1, .ifd = -1,
+	    .nidx = seg->nidx };
 	/* Idle: nothing to sync, no footer owed (the live part's rule). */
 	if (x == NULL) {
 		tlog_seg_ref(seg);
@@ -381,15 +371,10 @@ tlog_seg_io_take(struct tlog_segment *seg, struct tlog_seg_io *io,
 	if (!io->footer)
 		return;
 	io->bound = tlog_seg_needs_boundary(seg);
-	io->be.rel = (uint32_t)seg->records;
-	io->be.pos = (uint32_t)seg->bytes;
-	io->be.ts = seg->max_ts;
-	io->be.crc = x->run_crc;
-	io->f.records = seg->records;
-	io->f.bytes = seg->bytes;
-	io->f.first_ts = seg->first_ts;
-	io->f.max_ts = seg->max_ts;
-	io->f.sealed_by = seg->sealed_by;
+	io->be = (struct tlog_idx_entry){ seg->records, seg->bytes,
+	    seg->max_ts, x->run_crc };
+	io->f = (struct tlog_footer){ seg->records, seg->bytes,
+	    seg->first_ts, seg->max_ts, seg->sealed_by };
 }
 
 void

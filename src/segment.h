@@ -70,9 +70,6 @@ struct tlog_seg_live {
 	TAILQ_ENTRY(tlog_segment) synclink;	/* the unsynced list */
 };
 
-/* The budget's and the unsynced lists link segments through their live
- * part (the queue(3) field is live->fdlink, live->synclink): a listed
- * segment always has one. */
 struct tlog_segment {
 	TAILQ_ENTRY(tlog_segment) link;	/* partition's list / unlink queue */
 	struct tlog_segdir *sd;		/* its partition's; referenced */
@@ -124,7 +121,6 @@ tlog_seg_disk(const struct tlog_segment *seg)
 /* Its files were just unlinked: if readers still hold the data, the disk
  * gets its bytes back only when they close (ctx->free_held). */
 void tlog_seg_unlinked(struct tlog_segment *seg);
-TAILQ_HEAD(tlog_fdlist, tlog_segment);
 
 /* The segments readers hold descriptors of (tlog_segment_open), one node
  * each, kept apart so that the many segments nobody reads cost nothing:
@@ -175,11 +171,11 @@ struct tlog_zcache {
  * tlog_seg_io_finish closes them. An open that finds the budget spent
  * while a sync still holds descriptors evicts others in their stead:
  * only the last eviction's own victims pass it, until their sync ends
- * (fd_evict_locked).
+ * (fd_evict).
  */
 struct tlog_fdbudget {
 	struct tlog_ctx *ctx;		/* its work_lock guards the budget */
-	struct tlog_fdlist segs;
+	struct tlog_seglist segs;	/* linked through live->fdlink */
 	size_t n;
 	size_t taken;
 	size_t max;
@@ -337,8 +333,8 @@ int tlog_seg_open_files(struct tlog_segment *seg, bool create);
  * caller to free (tlog_seg_idle); close_files frees it if it may. */
 void tlog_seg_close_fds(struct tlog_segment *seg, bool locked);
 void tlog_seg_close_files(struct tlog_segment *seg);
-/* All or nothing: on a failed write the index is cut back, so it never
- * names data the caller takes back. */
+/* All or nothing (n > 0): on a failed write the index is cut back, so it
+ * never names data the caller takes back. */
 int tlog_seg_write_entries(struct tlog_segment *seg,
     const struct tlog_idx_entry *e, size_t n);
 /* An entry where the data ends (rel = records, pos = bytes), if

@@ -143,20 +143,16 @@ tlog_writer_write(struct tlog_writer *w, const void *data, size_t len)
 		nl = memchr(buf, '\n', take);
 		if (nl != NULL)
 			take = (size_t)(nl - buf) + 1;
-		if ((e = hold(w, buf, take)) != 0) {
-			r = e;
+		if ((r = hold(w, buf, take)) != 0)
 			goto out;
-		}
 		if (nl == NULL && w->nheld < (size_t)max && !over_limit(w)) {
 			r = (ssize_t)len;	/* all of it held */
 			goto out;
 		}
-		if ((e = flush_held(w)) != 0) {
-			/* The record this write completed is refused, with
-			 * the bytes it took; the rest is not taken. */
-			r = e;
+		/* A record this write completed that is refused goes
+		 * with the bytes it took; the rest is not taken. */
+		if ((r = flush_held(w)) != 0)
 			goto out;
-		}
 	}
 	done = tlog_part_append(w->part, buf + take, len - take, false, &e);
 	/* Nothing after a failed record is held or taken. */
