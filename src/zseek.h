@@ -45,7 +45,6 @@ struct tlog_zw {
 	void *cctx;
 	int fd;
 	uint64_t zpos;			/* bytes written to fd */
-	uint64_t in;			/* plain bytes taken */
 	struct tlog_zs_entry *e;
 	size_t n, cap;
 	void *zbuf;
@@ -55,7 +54,7 @@ struct tlog_zw {
 /* 0 or -ENOMEM; level 1..19. */
 int tlog_zw_init(struct tlog_zw *w, int fd, int level);
 /* Reads the next frame's plain bytes from infd at *pos (below end) into
- * buf (TLOG_ZS_FRAME bytes), cuts it (zs_cut) and writes it;
+ * buf (TLOG_ZS_FRAME bytes), cuts it at a record's end and writes it;
  * advances *pos. 0 or -errno (-EIO: the file ended early). */
 int tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
     void *buf);
