@@ -189,6 +189,17 @@ put(struct tlog_fdbudget *b, struct tlog_zent *e)
 		zent_free(e);
 }
 
+/* e if err is 0; else NULL, *r = err and e's reference dropped. */
+static struct tlog_zent *
+ok_or_put(struct tlog_fdbudget *b, struct tlog_zent *e, int err, int *r)
+{
+	if (err == 0)
+		return e;
+	put(b, e);
+	*r = err;
+	return NULL;
+}
+
 /* Puts e in the cache with its reference and the caller's (work lock
  * held). */
 static void
@@ -323,11 +334,7 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 		pthread_mutex_unlock(&b->ctx->work_lock);
 		free(n);
 		__atomic_add_fetch(&zc->hits, 1, __ATOMIC_RELAXED);
-		if (err == 0)
-			return e;
-		put(b, e);
-		*r = err;
-		return NULL;
+		return ok_or_put(b, e, err, r);
 	}
 	if (zc->hash != NULL)
 		link_locked(zc, n);
@@ -354,11 +361,7 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 	pthread_cond_broadcast(&zc->cond);
 	pthread_mutex_unlock(&b->ctx->work_lock);
 	free_list(gone);
-	if (err == 0)
-		return n;
-	put(b, n);
-	*r = err;
-	return NULL;
+	return ok_or_put(b, n, err, r);
 }
 
 /* Waits for e, which another reader is decoding: e, or NULL and *r if
@@ -373,11 +376,7 @@ wait_frame(struct tlog_fdbudget *b, struct tlog_zent *e, int *r)
 		pthread_cond_wait(&b->zc.cond, &b->ctx->work_lock);
 	err = e->err;
 	pthread_mutex_unlock(&b->ctx->work_lock);
-	if (err == 0)
-		return e;
-	put(b, e);
-	*r = err;
-	return NULL;
+	return ok_or_put(b, e, err, r);
 }
 
 ssize_t
@@ -401,7 +400,7 @@ tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
 	if (end > t->pos[t->n])
 		end = t->pos[t->n];
 	stop = end < pos + len ? end : pos + len;
-	while (r == 0 && (at = pos + done) < stop) {
+	while ((at = pos + done) < stop) {
 		/* The frames the rest of the read needs, a batch at a time:
 		 * first those no other reader decodes, then the others. */
 		first = tlog_zs_frame_at(t, at);
@@ -416,20 +415,18 @@ tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
 			    NULL)
 				fail = j;
 		if (r != 0) {
-			k = first + fail;
 			if (r == -EBADMSG) {
-				*bad = t->pos[k];
-				*badlen = t->pos[k + 1] - t->pos[k];
+				*bad = t->pos[first + fail];
+				*badlen = t->pos[first + fail + 1] - *bad;
 				r = -EIO;
 			}
 			for (j = 0; j < nb; j++)
-				if (j != fail && fe[j] != NULL)
+				if (j != fail)
 					put(b, fe[j]);
 			/* The whole read fails: a short one would look
 			 * like the end of the file (to the kernel too), and
 			 * the reader would never learn of the frames after
 			 * it. */
-			done = 0;
 			break;
 		}
 		for (j = 0; j < nb; j++) {
