@@ -328,13 +328,14 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 	n->loading = true;
 	*later = false;
 	pthread_mutex_lock(&b->ctx->work_lock);
+	/* Found: decoded or being decoded (a failed entry left the cache
+	 * when its decoding ended). */
 	if ((e = find_locked(zc, seg->ino, i)) != NULL) {
 		*later = e->loading;
-		err = e->err;
 		pthread_mutex_unlock(&b->ctx->work_lock);
 		free(n);
 		__atomic_add_fetch(&zc->hits, 1, __ATOMIC_RELAXED);
-		return ok_or_put(b, e, err, r);
+		return e;
 	}
 	if (zc->hash != NULL)
 		link_locked(zc, n);
