@@ -271,47 +271,43 @@ tlog_compress_pending(struct tlog_queue *q, int max)
 
 /* ---- reads: a corrupt frame is said once, with its event ---- */
 
-static void
-corrupt_said(struct tlog_segment *seg, uint64_t at, uint64_t len)
+ssize_t
+tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
+    off_t pos)
 {
-	struct tlog_partition *p = tlog_seg_part(seg);
+	struct tlog_partition *p;
 	char where[TLOG_SEG_WHERE_MAX];
 	struct tlog_event ev;
+	uint64_t bad, badlen;
 	bool first;
+	ssize_t r;
 
+	r = tlog_seg_read(seg, fd, buf, len, pos, &bad, &badlen);
+	if (bad == UINT64_MAX)
+		return r;
+	p = tlog_seg_part(seg);
 	pthread_mutex_lock(&p->sd.lock);
 	first = !seg->zbad_said;
 	seg->zbad_said = 1;
 	pthread_mutex_unlock(&p->sd.lock);
 	if (!first)
-		return;
+		return r;
 	tlog_seg_where(seg, where, sizeof(where));
 	tlog_ctx_log(p->ctx, LOG_ERR, "%s: a compressed frame (plain bytes "
 	    "%" PRIu64 "..%" PRIu64 ") fails its checksum: its records are "
-	    "lost, the other frames are still served", where, at, at + len);
+	    "lost, the other frames are still served", where, bad,
+	    bad + badlen);
 	memset(&ev, 0, sizeof(ev));
 	ev.kind = TLOG_EV_CORRUPT;
 	ev.ts = tlog_ctx_now(p->ctx);
 	ev.segment_ino = seg->ino;
 	ev.base = seg->base;
-	ev.bytes = len;
+	ev.bytes = badlen;
 	ev.first_ts = seg->first_ts;
 	ev.max_ts = seg->max_ts;
 	ev.rule = TLOG_RULE_CORRUPT;
 	TLOG_METRIC_ADD(p->ctx, deletions[TLOG_RULE_CORRUPT], 1);
 	p->env->emit(p->env->arg, p, &ev);
-}
-
-ssize_t
-tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
-    off_t pos)
-{
-	uint64_t bad, badlen;
-	ssize_t r;
-
-	r = tlog_seg_read(seg, fd, buf, len, pos, &bad, &badlen);
-	if (bad != UINT64_MAX)
-		corrupt_said(seg, bad, badlen);
 	return r;
 }
 
