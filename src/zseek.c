@@ -86,7 +86,7 @@ tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
 {
 	uint64_t left = end - *pos;
 	size_t len = left > TLOG_ZS_FRAME ? TLOG_ZS_FRAME : (size_t)left;
-	struct tlog_zs_entry *e;
+	unsigned char *e;
 	const char *nl;
 	size_t z;
 	int r;
@@ -99,7 +99,7 @@ tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
 	 * whole frame (a record longer than one). */
 	if (len < left && (nl = memrchr(buf, '\n', len)) != NULL)
 		len = (size_t)(nl - (const char *)buf) + 1;
-	if ((e = tlog_grow(w->e, &w->cap, w->n, sizeof(*e), 64)) == NULL)
+	if ((e = tlog_grow(w->e, &w->cap, w->n, ENTRY_SIZE, 64)) == NULL)
 		return -ENOMEM;
 	w->e = e;
 	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, buf, len);
@@ -107,11 +107,11 @@ tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
 		return -EIO;
 	if ((r = tlog_pwrite_all(w->fd, w->zbuf, z, (off_t)w->zpos)) != 0)
 		return r;
-	e = &w->e[w->n++];
-	e->zsize = (uint32_t)z;
-	e->size = (uint32_t)len;
+	e = w->e + w->n++ * ENTRY_SIZE;
+	tlog_put32(e, (uint32_t)z);
+	tlog_put32(e + 4, (uint32_t)len);
 	/* The frame's trailer is the checksum the table repeats. */
-	e->sum = tlog_get32((const unsigned char *)w->zbuf + z - 4);
+	memcpy(e + 8, (const unsigned char *)w->zbuf + z - 4, 4);
 	w->zpos += z;
 	*pos += len;
 	return 0;
@@ -120,7 +120,7 @@ tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
 int
 tlog_zw_finish(struct tlog_zw *w)
 {
-	size_t len = 8 + w->n * ENTRY_SIZE + TLOG_ZS_FOOT, i;
+	size_t len = 8 + w->n * ENTRY_SIZE + TLOG_ZS_FOOT;
 	unsigned char *b, *p;
 	int r;
 
@@ -130,11 +130,9 @@ tlog_zw_finish(struct tlog_zw *w)
 		return -ENOMEM;
 	tlog_put32(b, TLOG_ZS_SKIP_MAGIC);
 	tlog_put32(b + 4, (uint32_t)(len - 8));
-	for (i = 0, p = b + 8; i < w->n; i++, p += ENTRY_SIZE) {
-		tlog_put32(p, w->e[i].zsize);
-		tlog_put32(p + 4, w->e[i].size);
-		tlog_put32(p + 8, w->e[i].sum);
-	}
+	if (w->n > 0)
+		memcpy(b + 8, w->e, w->n * ENTRY_SIZE);
+	p = b + 8 + w->n * ENTRY_SIZE;
 	tlog_put32(p, (uint32_t)w->n);
 	p[4] = TLOG_ZS_F_SUM;
 	tlog_put32(p + 5, TLOG_ZS_MAGIC);
@@ -178,7 +176,7 @@ tlog_zs_load(int fd, struct tlog_zs **out)
 	if (tlog_get32(foot + 5) != TLOG_ZS_MAGIC || (d & 0x7c) != 0)
 		return -EBADMSG;
 	n = tlog_get32(foot);
-	esz = (d & TLOG_ZS_F_SUM) ? 12 : 8;
+	esz = (d & TLOG_ZS_F_SUM) ? ENTRY_SIZE : 8;
 	tlen = 8 + n * esz + TLOG_ZS_FOOT;
 	if (tlen > fsize)
 		return -EBADMSG;

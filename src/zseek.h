@@ -34,18 +34,12 @@
 #define TLOG_ZS_FOOT 9
 #define TLOG_ZS_F_SUM 0x80
 
-struct tlog_zs_entry {
-	uint32_t zsize;
-	uint32_t size;
-	uint32_t sum;
-};
-
 /* A writer: frames appended to fd, which it writes from its start. */
 struct tlog_zw {
 	void *cctx;
 	int fd;
 	uint64_t zpos;			/* bytes written to fd */
-	struct tlog_zs_entry *e;
+	unsigned char *e;		/* the table's entries, as written */
 	size_t n, cap;
 	void *zbuf;
 	size_t zcap;
