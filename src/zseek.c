@@ -48,19 +48,17 @@ pread_all(int fd, void *buf, size_t len, uint64_t at, int short_err)
 int
 tlog_zw_init(struct tlog_zw *w, int fd, int level)
 {
-	ZSTD_CCtx *c;
-
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
-	if ((c = ZSTD_createCCtx()) == NULL)
+	if ((w->cctx = ZSTD_createCCtx()) == NULL)
 		return -ENOMEM;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel,
-	    level)) || ZSTD_isError(ZSTD_CCtx_setParameter(c,
-	    ZSTD_c_checksumFlag, 1))) {
-		ZSTD_freeCCtx(c);
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx,
+	    ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag,
+	    1))) {
+		tlog_zw_free(w);
 		return -EINVAL;
 	}
-	w->cctx = c;
 	w->zcap = ZSTD_compressBound(TLOG_ZS_FRAME);
 	if ((w->zbuf = malloc(w->zcap)) == NULL) {
 		tlog_zw_free(w);
@@ -149,7 +147,6 @@ tlog_zs_free(struct tlog_zs *t)
 	if (t == NULL)
 		return;
 	free(t->pos);
-	free(t->zpos);
 	free(t);
 }
 
@@ -190,9 +187,9 @@ tlog_zs_load(int fd, struct tlog_zs **out)
 		goto out;
 	r = -ENOMEM;
 	if ((t = calloc(1, sizeof(*t))) == NULL ||
-	    (t->pos = calloc(n + 1, sizeof(uint64_t))) == NULL ||
-	    (t->zpos = calloc(n + 1, sizeof(uint64_t))) == NULL)
+	    (t->pos = calloc(2 * (n + 1), sizeof(uint64_t))) == NULL)
 		goto out;
+	t->zpos = t->pos + n + 1;
 	t->n = (uint32_t)n;
 	r = -EBADMSG;
 	for (i = 0; i < n; i++) {

@@ -58,7 +58,7 @@ void tlog_zw_free(struct tlog_zw *w);
 
 /* A loaded seek table: frame i holds plain bytes [pos[i], pos[i+1]) at
  * [zpos[i], zpos[i+1]) of the file; pos[n] is the plain size, zpos[n]
- * where the table starts. */
+ * where the table starts. zpos follows pos in one allocation. */
 struct tlog_zs {
 	uint32_t n;
 	uint64_t *pos;
