@@ -96,20 +96,16 @@ zjob_start(struct tlog_zjob *j)
 	if (r != 0)
 		return zjob_drop(j, r, "syncing its index");
 	tlog_segname_format(seg->base, ".log", name, sizeof(name));
-	if ((j->in = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0) {
-		r = j->in;
-		j->in = -1;
-		return zjob_drop(j, r, "its data");
-	}
+	if ((fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0)
+		return zjob_drop(j, fd, "its data");
+	j->in = fd;
 	tlog_segname_format(seg->base, ".log.zst.tmp", name, sizeof(name));
 	/* A leftover of a stopped job is written over. */
 	tlog_level_unlinkat(seg->sd->lv, name);
-	if ((j->out = tlog_level_openat(seg->sd->lv, name, O_WRONLY |
-	    O_CREAT | O_EXCL, 0644)) < 0) {
-		r = j->out;
-		j->out = -1;
-		return zjob_drop(j, r, name);
-	}
+	if ((fd = tlog_level_openat(seg->sd->lv, name, O_WRONLY | O_CREAT |
+	    O_EXCL, 0644)) < 0)
+		return zjob_drop(j, fd, name);
+	j->out = fd;
 	if ((j->buf = malloc(TLOG_ZS_FRAME)) == NULL)
 		return zjob_drop(j, -ENOMEM, "memory");
 	if ((r = tlog_zw_init(&j->w, j->out, seg->zlevel)) != 0)
@@ -235,17 +231,10 @@ zjob_step(struct tlog_zjob *j)
 #define ZNICE 10
 static bool znice_off;		/* atomic flag, only ever set */
 
-static int
+static bool
 znice(int to)
 {
-	pid_t tid = (pid_t)syscall(SYS_gettid);
-	int was;
-
-	errno = 0;
-	was = getpriority(PRIO_PROCESS, (id_t)tid);
-	if (errno != 0 || setpriority(PRIO_PROCESS, (id_t)tid, to) != 0)
-		return INT_MIN;
-	return was;
+	return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), to) == 0;
 }
 
 int
@@ -261,28 +250,19 @@ tlog_compress_pending(struct tlog_queue *q, int max)
 	if (!__atomic_load_n(&znice_off, __ATOMIC_RELAXED)) {
 		errno = 0;
 		was = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
-		if (errno != 0 || was + ZNICE > 19 ||
-		    znice(was + ZNICE) == INT_MIN)
+		if (errno != 0 || was + ZNICE > 19 || !znice(was + ZNICE))
 			was = INT_MIN;
 	}
-	while (max <= 0 || done < max) {
-		if ((j = tlog_queue_zpop(q)) == NULL)
-			break;
-		st = zjob_step(j);
-		if (st == STEP_MORE) {
+	while ((max <= 0 || done < max) && (j = tlog_queue_zpop(q)) != NULL) {
+		if ((st = zjob_step(j)) == STEP_DONE)
+			tlog_zjob_free(q, j);
+		else
 			tlog_queue_zpush(q, j);
-			done++;
-			continue;
-		}
-		if (st == STEP_LATER) {
-			/* Its footer first: the flusher's next round. */
-			tlog_queue_zpush(q, j);
-			break;
-		}
-		tlog_zjob_free(q, j);
+		if (st == STEP_LATER)
+			break;	/* its footer first: the flusher's next round */
 		done++;
 	}
-	if (was != INT_MIN && znice(was) == INT_MIN) {
+	if (was != INT_MIN && !znice(was)) {
 		/* Not allowed back up: stay where it was from now on. */
 		__atomic_store_n(&znice_off, true, __ATOMIC_RELAXED);
 	}
@@ -291,47 +271,43 @@ tlog_compress_pending(struct tlog_queue *q, int max)
 
 /* ---- reads: a corrupt frame is said once, with its event ---- */
 
-static void
-corrupt_said(struct tlog_segment *seg, uint64_t at, uint64_t len)
+ssize_t
+tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
+    off_t pos)
 {
-	struct tlog_partition *p = tlog_seg_part(seg);
+	struct tlog_partition *p;
 	char where[TLOG_SEG_WHERE_MAX];
 	struct tlog_event ev;
+	uint64_t bad, badlen;
 	bool first;
+	ssize_t r;
 
+	r = tlog_seg_read(seg, fd, buf, len, pos, &bad, &badlen);
+	if (bad == UINT64_MAX)
+		return r;
+	p = tlog_seg_part(seg);
 	pthread_mutex_lock(&p->sd.lock);
 	first = !seg->zbad_said;
 	seg->zbad_said = 1;
 	pthread_mutex_unlock(&p->sd.lock);
 	if (!first)
-		return;
+		return r;
 	tlog_seg_where(seg, where, sizeof(where));
 	tlog_ctx_log(p->ctx, LOG_ERR, "%s: a compressed frame (plain bytes "
 	    "%" PRIu64 "..%" PRIu64 ") fails its checksum: its records are "
-	    "lost, the other frames are still served", where, at, at + len);
+	    "lost, the other frames are still served", where, bad,
+	    bad + badlen);
 	memset(&ev, 0, sizeof(ev));
 	ev.kind = TLOG_EV_CORRUPT;
 	ev.ts = tlog_ctx_now(p->ctx);
 	ev.segment_ino = seg->ino;
 	ev.base = seg->base;
-	ev.bytes = len;
+	ev.bytes = badlen;
 	ev.first_ts = seg->first_ts;
 	ev.max_ts = seg->max_ts;
 	ev.rule = TLOG_RULE_CORRUPT;
 	TLOG_METRIC_ADD(p->ctx, deletions[TLOG_RULE_CORRUPT], 1);
 	p->env->emit(p->env->arg, p, &ev);
-}
-
-ssize_t
-tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
-    off_t pos)
-{
-	uint64_t bad, badlen;
-	ssize_t r;
-
-	r = tlog_seg_read(seg, fd, buf, len, pos, &bad, &badlen);
-	if (bad != UINT64_MAX)
-		corrupt_said(seg, bad, badlen);
 	return r;
 }
 
@@ -376,8 +352,7 @@ tlog_seg_zsame(int dfd, uint64_t base)
 out:
 	free(a);
 	free(b);
-	if (t != NULL)
-		tlog_zs_free(t);
+	tlog_zs_free(t);
 	if (zfd != -1)
 		close(zfd);
 	if (fd != -1)

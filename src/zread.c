@@ -19,7 +19,7 @@
 #include "segment.h"
 #include "zseek.h"
 
-#define TABLE_FRAME UINT32_MAX
+#define TABLE_FRAME UINT32_MAX	/* the entry of a segment's seek table */
 #define ZBATCH 8	/* frames one read holds at a time */
 
 struct tlog_zent {
@@ -164,19 +164,6 @@ unhash(struct tlog_zcache *zc, struct tlog_zent *e)
 	e->cached = false;
 }
 
-static struct tlog_zent *
-get(struct tlog_fdbudget *b, uint64_t ino, uint32_t frame)
-{
-	struct tlog_zent *e;
-
-	pthread_mutex_lock(&b->ctx->work_lock);
-	e = find_locked(&b->zc, ino, frame);
-	pthread_mutex_unlock(&b->ctx->work_lock);
-	__atomic_add_fetch(e != NULL ? &b->zc.hits : &b->zc.misses, 1,
-	    __ATOMIC_RELAXED);
-	return e;
-}
-
 static void
 put(struct tlog_fdbudget *b, struct tlog_zent *e)
 {
@@ -187,6 +174,17 @@ put(struct tlog_fdbudget *b, struct tlog_zent *e)
 	pthread_mutex_unlock(&b->ctx->work_lock);
 	if (last)
 		zent_free(e);
+}
+
+/* e if err is 0; else NULL, *r = err and e's reference dropped. */
+static struct tlog_zent *
+ok_or_put(struct tlog_fdbudget *b, struct tlog_zent *e, int err, int *r)
+{
+	if (err == 0)
+		return e;
+	put(b, e);
+	*r = err;
+	return NULL;
 }
 
 /* Puts e in the cache with its reference and the caller's (work lock
@@ -223,74 +221,12 @@ evict_locked(struct tlog_zcache *zc, struct tlog_zent *keep)
 	return gone;
 }
 
-static void
-free_list(struct tlog_zent *v)
-{
-	struct tlog_zent *next;
-
-	for (; v != NULL; v = next) {
-		next = v->next;
-		zent_free(v);
-	}
-}
-
 /*
- * Caches a new entry (one reference, the caller's, plus the cache's) and
- * evicts the least recently used past the cache's size; an entry another
- * reader cached meanwhile wins and the new one is freed. Returns the
- * entry to use.
- */
-static struct tlog_zent *
-insert(struct tlog_fdbudget *b, struct tlog_zent *e)
-{
-	struct tlog_zcache *zc = &b->zc;
-	struct tlog_zent *old, *gone;
-
-	if (zc->hash == NULL) {
-		e->refs = 1;	/* no cache: the caller's alone */
-		return e;
-	}
-	pthread_mutex_lock(&b->ctx->work_lock);
-	if ((old = find_locked(zc, e->ino, e->frame)) != NULL) {
-		pthread_mutex_unlock(&b->ctx->work_lock);
-		zent_free(e);
-		return old;
-	}
-	link_locked(zc, e);
-	gone = evict_locked(zc, e);
-	pthread_mutex_unlock(&b->ctx->work_lock);
-	free_list(gone);
-	return e;
-}
-
-/* The segment's seek table, referenced; NULL and *r on failure. */
-static struct tlog_zent *
-get_table(struct tlog_segment *seg, int fd, int *r)
-{
-	struct tlog_fdbudget *b = seg->sd->fdb;
-	struct tlog_zent *e;
-
-	if ((e = get(b, seg->ino, TABLE_FRAME)) != NULL)
-		return e;
-	if ((e = calloc(1, sizeof(*e))) == NULL) {
-		*r = -ENOMEM;
-		return NULL;
-	}
-	if ((*r = tlog_zs_load(fd, &e->table)) != 0) {
-		free(e);
-		return NULL;
-	}
-	e->ino = seg->ino;
-	e->frame = TABLE_FRAME;
-	e->cost = sizeof(*e) + 2 * (e->table->n + 1) * sizeof(uint64_t);
-	return insert(b, e);
-}
-
-/*
- * Frame i decoded, referenced; NULL and *r on failure (-EBADMSG: it
- * fails its checksum). The first reader to miss it decodes it, with no
+ * Frame i decoded, or with i TABLE_FRAME (t NULL) the seek table loaded,
+ * referenced; NULL and *r on failure (-EBADMSG: it fails its checksum,
+ * or the table is torn). The first reader to miss it decodes it, with no
  * lock held, from an entry put in the cache at once; readers that find
- * that entry wait for it (wait_frame), so no frame is decoded twice at
+ * that entry wait for it (wait_frame), so nothing is decoded twice at
  * a time: the kernel's readahead sends several reads of one file
  * together. An entry another reader is decoding is returned as it is,
  * with *later set, for the caller to wait for once it has decoded the
@@ -303,8 +239,8 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 {
 	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_zcache *zc = &b->zc;
-	struct tlog_zent *e, *n, *gone;
-	size_t size = (size_t)(t->pos[i + 1] - t->pos[i]);
+	struct tlog_zent *e, *n, *v, *gone;
+	size_t size;
 	int err;
 
 	if ((n = calloc(1, sizeof(*n))) == NULL) {
@@ -317,17 +253,14 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 	n->loading = true;
 	*later = false;
 	pthread_mutex_lock(&b->ctx->work_lock);
+	/* Found: decoded or being decoded (a failed entry left the cache
+	 * when its decoding ended). */
 	if ((e = find_locked(zc, seg->ino, i)) != NULL) {
 		*later = e->loading;
-		err = e->err;
 		pthread_mutex_unlock(&b->ctx->work_lock);
 		free(n);
 		__atomic_add_fetch(&zc->hits, 1, __ATOMIC_RELAXED);
-		if (err == 0)
-			return e;
-		put(b, e);
-		*r = err;
-		return NULL;
+		return e;
 	}
 	if (zc->hash != NULL)
 		link_locked(zc, n);
@@ -335,10 +268,15 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 		n->refs = 1;	/* no cache: the caller's alone */
 	pthread_mutex_unlock(&b->ctx->work_lock);
 	__atomic_add_fetch(&zc->misses, 1, __ATOMIC_RELAXED);
-	if ((n->data = malloc(size)) == NULL)
-		err = -ENOMEM;
-	else
-		err = tlog_zs_read_frame(fd, t, i, n->data);
+	if (i == TABLE_FRAME) {
+		err = tlog_zs_load(fd, &n->table);
+		size = err ? 0 : 2 * (n->table->n + 1) * sizeof(uint64_t);
+	} else {
+		size = (size_t)(t->pos[i + 1] - t->pos[i]);
+		n->data = malloc(size);
+		err = n->data == NULL ? -ENOMEM :
+		    tlog_zs_read_frame(fd, t, i, n->data);
+	}
 	pthread_mutex_lock(&b->ctx->work_lock);
 	n->loading = false;
 	n->err = err;
@@ -353,12 +291,11 @@ get_frame(struct tlog_segment *seg, int fd, const struct tlog_zs *t,
 	}
 	pthread_cond_broadcast(&zc->cond);
 	pthread_mutex_unlock(&b->ctx->work_lock);
-	free_list(gone);
-	if (err == 0)
-		return n;
-	put(b, n);
-	*r = err;
-	return NULL;
+	for (; gone != NULL; gone = v) {
+		v = gone->next;
+		zent_free(gone);
+	}
+	return ok_or_put(b, n, err, r);
 }
 
 /* Waits for e, which another reader is decoding: e, or NULL and *r if
@@ -373,11 +310,7 @@ wait_frame(struct tlog_fdbudget *b, struct tlog_zent *e, int *r)
 		pthread_cond_wait(&b->zc.cond, &b->ctx->work_lock);
 	err = e->err;
 	pthread_mutex_unlock(&b->ctx->work_lock);
-	if (err == 0)
-		return e;
-	put(b, e);
-	*r = err;
-	return NULL;
+	return ok_or_put(b, e, err, r);
 }
 
 ssize_t
@@ -387,7 +320,7 @@ tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
 	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_zent *te, *fe[ZBATCH];
 	const struct tlog_zs *t;
-	bool later[ZBATCH];
+	bool later[ZBATCH], tlater;
 	size_t done = 0, n;
 	uint64_t at, off, stop;
 	uint32_t first, j, k, nb, fail;
@@ -395,13 +328,16 @@ tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
 
 	*bad = UINT64_MAX;
 	*badlen = 0;
-	if ((te = get_table(seg, fd, &r)) == NULL)
+	if ((te = get_frame(seg, fd, NULL, TABLE_FRAME, &r, &tlater)) !=
+	    NULL && tlater)
+		te = wait_frame(b, te, &r);
+	if (te == NULL)
 		return r == -EBADMSG ? -EIO : r;
 	t = te->table;
 	if (end > t->pos[t->n])
 		end = t->pos[t->n];
 	stop = end < pos + len ? end : pos + len;
-	while (r == 0 && (at = pos + done) < stop) {
+	while ((at = pos + done) < stop) {
 		/* The frames the rest of the read needs, a batch at a time:
 		 * first those no other reader decodes, then the others. */
 		first = tlog_zs_frame_at(t, at);
@@ -416,20 +352,18 @@ tlog_seg_zread(struct tlog_segment *seg, int fd, void *buf, size_t len,
 			    NULL)
 				fail = j;
 		if (r != 0) {
-			k = first + fail;
 			if (r == -EBADMSG) {
-				*bad = t->pos[k];
-				*badlen = t->pos[k + 1] - t->pos[k];
+				*bad = t->pos[first + fail];
+				*badlen = t->pos[first + fail + 1] - *bad;
 				r = -EIO;
 			}
 			for (j = 0; j < nb; j++)
-				if (j != fail && fe[j] != NULL)
+				if (j != fail)
 					put(b, fe[j]);
 			/* The whole read fails: a short one would look
 			 * like the end of the file (to the kernel too), and
 			 * the reader would never learn of the frames after
 			 * it. */
-			done = 0;
 			break;
 		}
 		for (j = 0; j < nb; j++) {

@@ -23,8 +23,9 @@
 
 #define ENTRY_SIZE 12
 
+/* len bytes at at; short: the file ended before them. 0 or -errno. */
 static int
-pread_all(int fd, void *buf, size_t len, uint64_t at)
+pread_all(int fd, void *buf, size_t len, uint64_t at, int short_err)
 {
 	size_t done = 0;
 	ssize_t n;
@@ -38,7 +39,7 @@ pread_all(int fd, void *buf, size_t len, uint64_t at)
 			return -errno;
 		}
 		if (n == 0)
-			return -EIO;
+			return short_err;
 		done += (size_t)n;
 	}
 	return 0;
@@ -47,19 +48,17 @@ pread_all(int fd, void *buf, size_t len, uint64_t at)
 int
 tlog_zw_init(struct tlog_zw *w, int fd, int level)
 {
-	ZSTD_CCtx *c;
-
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
-	if ((c = ZSTD_createCCtx()) == NULL)
+	if ((w->cctx = ZSTD_createCCtx()) == NULL)
 		return -ENOMEM;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel,
-	    level)) || ZSTD_isError(ZSTD_CCtx_setParameter(c,
-	    ZSTD_c_checksumFlag, 1))) {
-		ZSTD_freeCCtx(c);
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx,
+	    ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag,
+	    1))) {
+		tlog_zw_free(w);
 		return -EINVAL;
 	}
-	w->cctx = c;
 	w->zcap = ZSTD_compressBound(TLOG_ZS_FRAME);
 	if ((w->zbuf = malloc(w->zcap)) == NULL) {
 		tlog_zw_free(w);
@@ -79,75 +78,47 @@ tlog_zw_free(struct tlog_zw *w)
 	w->e = NULL;
 }
 
-/* One frame of len (1 .. TLOG_ZS_FRAME) plain bytes; 0 or -errno. */
-static int
-zw_frame(struct tlog_zw *w, const void *src, size_t len)
-{
-	struct tlog_zs_entry *e;
-	size_t z;
-	int r;
-
-	if (len == 0 || len > TLOG_ZS_FRAME)
-		return -EINVAL;
-	if ((e = tlog_grow(w->e, &w->cap, w->n, sizeof(*e), 64)) == NULL)
-		return -ENOMEM;
-	w->e = e;
-	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, len);
-	if (ZSTD_isError(z) || z < 4)
-		return -EIO;
-	if ((r = tlog_pwrite_all(w->fd, w->zbuf, z, (off_t)w->zpos)) != 0)
-		return r;
-	e = &w->e[w->n++];
-	e->zsize = (uint32_t)z;
-	e->size = (uint32_t)len;
-	/* The frame's trailer is the checksum the table repeats. */
-	e->sum = tlog_get32((const unsigned char *)w->zbuf + z - 4);
-	w->zpos += z;
-	w->in += len;
-	return 0;
-}
-
-/* How many of the len bytes at buf the next frame takes: all if they are
- * the last (and fit), else through the last newline within
- * TLOG_ZS_FRAME, else TLOG_ZS_FRAME (a record longer than a frame). */
-static size_t
-zs_cut(const char *buf, size_t len, bool last)
-{
-	const char *nl;
-
-	if (len <= TLOG_ZS_FRAME && last)
-		return len;
-	if (len > TLOG_ZS_FRAME)
-		len = TLOG_ZS_FRAME;
-	if ((nl = memrchr(buf, '\n', len)) == NULL)
-		return len;
-	return (size_t)(nl - buf) + 1;
-}
-
 int
 tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
     void *buf)
 {
 	uint64_t left = end - *pos;
-	size_t want = left > TLOG_ZS_FRAME ? TLOG_ZS_FRAME : (size_t)left;
-	size_t cut;
+	size_t len = left > TLOG_ZS_FRAME ? TLOG_ZS_FRAME : (size_t)left;
+	unsigned char *e;
+	const char *nl;
+	size_t z;
 	int r;
 
 	if (*pos >= end)
 		return -EINVAL;
-	if ((r = pread_all(infd, buf, want, *pos)) != 0)
+	if ((r = pread_all(infd, buf, len, *pos, -EIO)) != 0)
 		return r;
-	cut = zs_cut(buf, want, want == left);
-	if ((r = zw_frame(w, buf, cut)) != 0)
+	/* All the rest if it fits, else through the last newline, else a
+	 * whole frame (a record longer than one). */
+	if (len < left && (nl = memrchr(buf, '\n', len)) != NULL)
+		len = (size_t)(nl - (const char *)buf) + 1;
+	if ((e = tlog_grow(w->e, &w->cap, w->n, ENTRY_SIZE, 64)) == NULL)
+		return -ENOMEM;
+	w->e = e;
+	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, buf, len);
+	if (ZSTD_isError(z) || z < 4)
+		return -EIO;
+	if ((r = tlog_pwrite_all(w->fd, w->zbuf, z, (off_t)w->zpos)) != 0)
 		return r;
-	*pos += cut;
+	e = w->e + w->n++ * ENTRY_SIZE;
+	tlog_put32(e, (uint32_t)z);
+	tlog_put32(e + 4, (uint32_t)len);
+	/* The frame's trailer is the checksum the table repeats. */
+	memcpy(e + 8, (const unsigned char *)w->zbuf + z - 4, 4);
+	w->zpos += z;
+	*pos += len;
 	return 0;
 }
 
 int
 tlog_zw_finish(struct tlog_zw *w)
 {
-	size_t len = 8 + w->n * ENTRY_SIZE + TLOG_ZS_FOOT, i;
+	size_t len = 8 + w->n * ENTRY_SIZE + TLOG_ZS_FOOT;
 	unsigned char *b, *p;
 	int r;
 
@@ -157,11 +128,9 @@ tlog_zw_finish(struct tlog_zw *w)
 		return -ENOMEM;
 	tlog_put32(b, TLOG_ZS_SKIP_MAGIC);
 	tlog_put32(b + 4, (uint32_t)(len - 8));
-	for (i = 0, p = b + 8; i < w->n; i++, p += ENTRY_SIZE) {
-		tlog_put32(p, w->e[i].zsize);
-		tlog_put32(p + 4, w->e[i].size);
-		tlog_put32(p + 8, w->e[i].sum);
-	}
+	if (w->n > 0)
+		memcpy(b + 8, w->e, w->n * ENTRY_SIZE);
+	p = b + 8 + w->n * ENTRY_SIZE;
 	tlog_put32(p, (uint32_t)w->n);
 	p[4] = TLOG_ZS_F_SUM;
 	tlog_put32(p + 5, TLOG_ZS_MAGIC);
@@ -178,7 +147,6 @@ tlog_zs_free(struct tlog_zs *t)
 	if (t == NULL)
 		return;
 	free(t->pos);
-	free(t->zpos);
 	free(t);
 }
 
@@ -198,31 +166,30 @@ tlog_zs_load(int fd, struct tlog_zs **out)
 	fsize = (uint64_t)st.st_size;
 	if (fsize < 8 + TLOG_ZS_FOOT)
 		return -EBADMSG;
-	if ((r = pread_all(fd, foot, sizeof(foot), fsize - sizeof(foot))) != 0)
-		return r == -EIO ? -EBADMSG : r;
+	if ((r = pread_all(fd, foot, sizeof(foot), fsize - sizeof(foot),
+	    -EBADMSG)) != 0)
+		return r;
 	d = foot[4];
 	if (tlog_get32(foot + 5) != TLOG_ZS_MAGIC || (d & 0x7c) != 0)
 		return -EBADMSG;
 	n = tlog_get32(foot);
-	esz = (d & TLOG_ZS_F_SUM) ? 12 : 8;
+	esz = (d & TLOG_ZS_F_SUM) ? ENTRY_SIZE : 8;
 	tlen = 8 + n * esz + TLOG_ZS_FOOT;
 	if (tlen > fsize)
 		return -EBADMSG;
 	if ((b = malloc(tlen)) == NULL)
 		return -ENOMEM;
-	if ((r = pread_all(fd, b, tlen, fsize - tlen)) != 0) {
-		r = r == -EIO ? -EBADMSG : r;
+	if ((r = pread_all(fd, b, tlen, fsize - tlen, -EBADMSG)) != 0)
 		goto out;
-	}
 	r = -EBADMSG;
 	if (tlog_get32(b) != TLOG_ZS_SKIP_MAGIC ||
 	    tlog_get32(b + 4) != tlen - 8)
 		goto out;
 	r = -ENOMEM;
 	if ((t = calloc(1, sizeof(*t))) == NULL ||
-	    (t->pos = calloc(n + 1, sizeof(uint64_t))) == NULL ||
-	    (t->zpos = calloc(n + 1, sizeof(uint64_t))) == NULL)
+	    (t->pos = calloc(2 * (n + 1), sizeof(uint64_t))) == NULL)
 		goto out;
+	t->zpos = t->pos + n + 1;
 	t->n = (uint32_t)n;
 	r = -EBADMSG;
 	for (i = 0; i < n; i++) {
@@ -304,7 +271,7 @@ tlog_zs_read_frame(int fd, const struct tlog_zs *t, uint32_t i, void *dst)
 	ZSTD_DCtx *d;
 	bool own;
 	size_t zs, ps, got;
-	void *src;
+	unsigned char *src;
 	int r;
 
 	if (i >= t->n)
@@ -313,29 +280,27 @@ tlog_zs_read_frame(int fd, const struct tlog_zs *t, uint32_t i, void *dst)
 	ps = (size_t)(t->pos[i + 1] - t->pos[i]);
 	if ((src = malloc(zs)) == NULL)
 		return -ENOMEM;
-	if ((r = pread_all(fd, src, zs, t->zpos[i])) != 0) {
-		free(src);
-		return r == -EIO ? -EBADMSG : r;
-	}
+	if ((r = pread_all(fd, src, zs, t->zpos[i], -EBADMSG)) != 0)
+		goto out;
 	/* One whole frame of exactly its size, its checksum verified by
 	 * libzstd (a frame without one is not ours). */
+	r = -EBADMSG;
 	if (zs < 6 || tlog_get32(src) != ZSTD_MAGICNUMBER ||
-	    !(((unsigned char *)src)[4] & 0x04) ||
-	    ZSTD_findFrameCompressedSize(src, zs) != zs ||
-	    ZSTD_getFrameContentSize(src, zs) != ps) {
-		free(src);
-		return -EBADMSG;
-	}
-	if ((d = dctx_get(&own)) == NULL) {
-		free(src);
-		return -ENOMEM;
-	}
+	    !(src[4] & 0x04) || ZSTD_findFrameCompressedSize(src, zs) != zs ||
+	    ZSTD_getFrameContentSize(src, zs) != ps)
+		goto out;
+	r = -ENOMEM;
+	if ((d = dctx_get(&own)) == NULL)
+		goto out;
 	got = ZSTD_decompressDCtx(d, dst, ps, src, zs);
 	if (own)
 		ZSTD_freeDCtx(d);
-	free(src);
 	if (ZSTD_isError(got))
-		return ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ?
+		r = ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ?
 		    -ENOMEM : -EBADMSG;
-	return got == ps ? 0 : -EBADMSG;
+	else
+		r = got == ps ? 0 : -EBADMSG;
+out:
+	free(src);
+	return r;
 }

@@ -34,19 +34,12 @@
 #define TLOG_ZS_FOOT 9
 #define TLOG_ZS_F_SUM 0x80
 
-struct tlog_zs_entry {
-	uint32_t zsize;
-	uint32_t size;
-	uint32_t sum;
-};
-
 /* A writer: frames appended to fd, which it writes from its start. */
 struct tlog_zw {
 	void *cctx;
 	int fd;
 	uint64_t zpos;			/* bytes written to fd */
-	uint64_t in;			/* plain bytes taken */
-	struct tlog_zs_entry *e;
+	unsigned char *e;		/* the table's entries, as written */
 	size_t n, cap;
 	void *zbuf;
 	size_t zcap;
@@ -55,7 +48,7 @@ struct tlog_zw {
 /* 0 or -ENOMEM; level 1..19. */
 int tlog_zw_init(struct tlog_zw *w, int fd, int level);
 /* Reads the next frame's plain bytes from infd at *pos (below end) into
- * buf (TLOG_ZS_FRAME bytes), cuts it (zs_cut) and writes it;
+ * buf (TLOG_ZS_FRAME bytes), cuts it at a record's end and writes it;
  * advances *pos. 0 or -errno (-EIO: the file ended early). */
 int tlog_zw_from(struct tlog_zw *w, int infd, uint64_t *pos, uint64_t end,
     void *buf);
@@ -65,7 +58,7 @@ void tlog_zw_free(struct tlog_zw *w);
 
 /* A loaded seek table: frame i holds plain bytes [pos[i], pos[i+1]) at
  * [zpos[i], zpos[i+1]) of the file; pos[n] is the plain size, zpos[n]
- * where the table starts. */
+ * where the table starts. zpos follows pos in one allocation. */
 struct tlog_zs {
 	uint32_t n;
 	uint64_t *pos;
