@@ -71,18 +71,12 @@ tlog_ctx_ino(struct tlog_ctx *ctx)
 }
 
 void
-tlog_ctx_vlog(struct tlog_ctx *ctx, int prio, const char *fmt, va_list ap)
-{
-	tlog_sink_vlog(ctx != NULL ? &ctx->log : NULL, prio, fmt, ap);
-}
-
-void
 tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	tlog_ctx_vlog(ctx, prio, fmt, ap);
+	tlog_sink_vlog(ctx != NULL ? &ctx->log : NULL, prio, fmt, ap);
 	va_end(ap);
 }
 
