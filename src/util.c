@@ -164,11 +164,6 @@ tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 	return ~crc_sw(~crc, buf, len);
 }
 
-/*
- * fsync(2) of the directory dirfd/path ("." for dirfd itself), so that
- * entries created, renamed or removed in it survive a power cut. A file
- * system that cannot sync directories (EINVAL) counts as done.
- */
 int
 tlog_fsync_dir(int dirfd, const char *path)
 {
