@@ -37,8 +37,7 @@ tlog_events_open(struct tlog_events *e, struct tlog_registry *reg,
 		return -ENOMEM;
 	}
 	p->quiet = true;
-	fd = tlog_open_beneath(dirfd, ".tlogfs/events",
-	    O_RDONLY | O_DIRECTORY, 0);
+	fd = tlog_open_beneath(dirfd, ".tlogfs/events", O_RDONLY | O_DIRECTORY);
 	if (fd == -ENOENT && ctx->ro)
 		goto out;
 	if (fd < 0) {

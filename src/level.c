@@ -367,8 +367,7 @@ tlog_level_dir_locked(struct tlog_level *lv)
 		return -ENOENT;
 	if ((r = tlog_level_path(lv, path, sizeof(path))) != 0)
 		return r;
-	fd = tlog_open_beneath(lv->tree->dirfd, path, O_RDONLY | O_DIRECTORY,
-	    0);
+	fd = tlog_open_beneath(lv->tree->dirfd, path, O_RDONLY | O_DIRECTORY);
 	if (fd >= 0 && lv->has_id && (fstat(fd, &st) == -1 ||
 	    st.st_dev != lv->dev || st.st_ino != lv->dino)) {
 		close(fd);

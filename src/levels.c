@@ -91,7 +91,7 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 	 * rename could make name another level. */
 	if (lv->parent == NULL)
 		dfd = tlog_open_beneath(s->tree.dirfd, ".tlogfs",
-		    O_RDONLY | O_DIRECTORY, 0);
+		    O_RDONLY | O_DIRECTORY);
 	else
 		dfd = tlog_level_dir_locked(lv);
 	if (dfd < 0) {

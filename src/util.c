@@ -171,8 +171,8 @@ tlog_fsync_dir(int dirfd, const char *path)
 
 	if (strcmp(path, ".") == 0)
 		fd = dirfd;
-	else if ((fd = tlog_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY,
-	    0)) < 0)
+	else if ((fd = tlog_open_beneath(dirfd, path,
+	    O_RDONLY | O_DIRECTORY)) < 0)
 		return fd;
 	if (fsync(fd) == -1 && errno != EINVAL)
 		r = -errno;
@@ -329,7 +329,7 @@ tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
  * it (5.6 and later), else one component at a time with O_NOFOLLOW.
  */
 int
-tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+tlog_open_beneath(int dirfd, const char *path, int flags)
 {
 	struct open_how how;
 	char comp[TLOG_NAME_MAX + 1];
@@ -339,7 +339,6 @@ tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 
 	memset(&how, 0, sizeof(how));
 	how.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW);
-	how.mode = (flags & O_CREAT) ? mode : 0;
 	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 	    RESOLVE_NO_MAGICLINKS;
 	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
@@ -373,7 +372,7 @@ tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 		next = -EINVAL;
 		goto fail;
 	}
-	next = openat(fd, c, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	next = openat(fd, c, flags | O_CLOEXEC | O_NOFOLLOW);
 	if (next == -1)
 		next = -errno;
 fail:

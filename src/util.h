@@ -44,8 +44,9 @@ int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
  * doubling from first): v, or a larger copy of it; NULL when out of
  * memory (v and *cap untouched). */
 void *tlog_grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
-/* openat(2) below dirfd that never follows a symbolic link; -errno. */
-int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* openat(2) below dirfd that never follows a symbolic link; -errno.
+ * Opens only (no O_CREAT, so no mode). */
+int tlog_open_beneath(int dirfd, const char *path, int flags);
 /* Something other than a regular file has the name (a link, a FIFO, a
  * device, a directory): looked at with lstat, never opened, so that no
  * device's driver is reached. */
