@@ -129,7 +129,7 @@ tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
     const char *file, int flags)
 {
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	/* A look first, so that no device's driver is ever opened; the
 	 * open and fstat below catch a swap in between. */
@@ -144,17 +144,14 @@ tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
 			    errno == ENXIO ? S_IFIFO : S_IFDIR);
 		return -errno;
 	}
-	if (fstat(fd, &st) == -1) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return stray(ctx, dir, file, st.st_mode);
-	}
-	return fd;
+	if (fstat(fd, &st) == -1)
+		r = -errno;
+	else if (S_ISREG(st.st_mode))
+		return fd;
+	else
+		r = stray(ctx, dir, file, st.st_mode);
+	close(fd);
+	return r;
 }
 
 ssize_t
