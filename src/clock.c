@@ -127,13 +127,8 @@ void
 tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
     int64_t (*boot)(void *), void *arg, const struct tlog_sink *log)
 {
-	c->wall = wall;
-	c->boot = boot;
-	c->arg = arg;
-	c->log = log;
-	c->seq = 0;
-	c->steps = 0;
-	c->lag = 0;
+	*c = (struct tlog_clock){ .wall = wall, .boot = boot, .arg = arg,
+	    .log = log };
 	tlog_clock_anchor(c, -1);
 }
 
