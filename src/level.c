@@ -45,11 +45,8 @@ void
 tlog_level_destroy(struct tlog_level *lv)
 {
 	free(lv->name);
-	lv->name = NULL;
 	free(lv->conf);
-	lv->conf = NULL;
 	tlog_level_put(lv->parent);
-	lv->parent = NULL;
 }
 
 void

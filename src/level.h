@@ -64,7 +64,7 @@ struct tlog_level {
 int tlog_level_init(struct tlog_level *lv, struct tlog_tree *tree,
     struct tlog_level *parent, const char *name, uint64_t ino,
     void (*free_fn)(struct tlog_level *));
-/* For the free callback: drops the name and the parent's reference. */
+/* Just before lv's memory goes: drops its name, settings and parent. */
 void tlog_level_destroy(struct tlog_level *lv);
 void tlog_level_ref(struct tlog_level *lv);
 void tlog_level_put(struct tlog_level *lv);
