@@ -405,8 +405,6 @@ tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
 
 	if ((dfd = tlog_level_dir(lv)) < 0)
 		return dfd;
-	if (strcmp(file, ".") == 0)
-		return dfd;
 	fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
 	    mode);
 	if (fd == -1)
