@@ -247,16 +247,14 @@ tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
 	if (fstat(fd, st) == -1)
 		r = -errno;
 	close(fd);
-	if (r != 0 || ((t != NULL || p != NULL) &&
+	if (r != 0 || (lv->parent != NULL &&
 	    __atomic_load_n(&s->ctx.attr_on_dir, __ATOMIC_RELAXED)))
 		return r;
-	if (t == NULL && p == NULL) {
-		mode = __atomic_load_n(&s->root_mode, __ATOMIC_RELAXED);
-		owner = __atomic_load_n(&s->root_owner, __ATOMIC_RELAXED);
-	} else {
-		mode = __atomic_load_n(&lv->mode, __ATOMIC_RELAXED);
-		owner = __atomic_load_n(&lv->owner, __ATOMIC_RELAXED);
-	}
+	/* The store's own are kept apart (tlog_store_root_attr). */
+	mode = __atomic_load_n(lv->parent == NULL ? &s->root_mode : &lv->mode,
+	    __ATOMIC_RELAXED);
+	owner = __atomic_load_n(lv->parent == NULL ? &s->root_owner :
+	    &lv->owner, __ATOMIC_RELAXED);
 	st->st_mode = (st->st_mode & S_IFMT) | mode;
 	st->st_uid = tlog_owner_uid(owner);
 	st->st_gid = tlog_owner_gid(owner);
