@@ -1,8 +1,6 @@
 /*
- * util.c - small pieces every engine file uses: CRC-32C, atomic file
- * replacement, opening below a directory, name rules, the segment-name
- * codec, the names of triggers and rules, monotonic waits, and the log
- * sink. Nothing here knows a store (see ctx.c for what a store shares).
+ * util.c - the small pieces of util.h every engine file uses, and the
+ * names of triggers and rules (tlog.h). Nothing here knows a store.
  */
 #include "config.h"
 
