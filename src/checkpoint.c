@@ -183,7 +183,7 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 		goto bad;
 	}
 	fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY | O_NONBLOCK |
-	    O_CLOEXEC, 0);
+	    O_CLOEXEC);
 	if (fd == -ENOENT)
 		return NULL;
 	if (fd < 0) {

@@ -127,13 +127,8 @@ void
 tlog_clock_init(struct tlog_clock *c, int64_t (*wall)(void *),
     int64_t (*boot)(void *), void *arg, const struct tlog_sink *log)
 {
-	c->wall = wall;
-	c->boot = boot;
-	c->arg = arg;
-	c->log = log;
-	c->seq = 0;
-	c->steps = 0;
-	c->lag = 0;
+	*c = (struct tlog_clock){ .wall = wall, .boot = boot, .arg = arg,
+	    .log = log };
 	tlog_clock_anchor(c, -1);
 }
 
@@ -170,12 +165,6 @@ read_piece(struct tlog_clock *c, struct piece *pc, int64_t *w,
 	return (*w - *m) - pc->off;
 }
 
-static bool
-is_step(int64_t step)
-{
-	return step > CLOCK_STEP_MS || step < -CLOCK_STEP_MS;
-}
-
 /*
  * With seq claimed (no anchor can run): reads again and, at a step of
  * the wall clock, starts a new piece from the current engine time, so
@@ -192,13 +181,13 @@ static void
 take_step(struct tlog_clock *c, int64_t *e, int64_t *w)
 {
 	struct piece pc;
-	int64_t m, step, by, slow;
+	int64_t m, step, slow;
 	const char *dir;
 	bool follow;
 
 	(void)piece_begin(c, &pc);
 	step = read_piece(c, &pc, w, &m, e);
-	if (!is_step(step)) {
+	if (imaxabs(step) <= CLOCK_STEP_MS) {
 		__atomic_add_fetch(&c->seq, 1, __ATOMIC_RELEASE);
 		return;
 	}
@@ -210,7 +199,6 @@ take_step(struct tlog_clock *c, int64_t *e, int64_t *w)
 	slow = anchor_claimed(c, *e, *w, m);
 	__atomic_add_fetch(&c->steps, 1, __ATOMIC_RELEASE);
 	dir = step > 0 ? "forward" : "back";
-	by = step > 0 ? step : -step;
 	if (follow)
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
 		    "stepped forward by %" PRId64 " ms, past engine time, "
@@ -219,13 +207,13 @@ take_step(struct tlog_clock *c, int64_t *e, int64_t *w)
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
 		    "stepped %s by %" PRId64 " ms and is %" PRId64 " ms "
 		    "behind engine time: engine time runs at half speed for "
-		    "%" PRId64 " s, until it catches up", dir, by, *e - *w,
-		    slow / 1000);
+		    "%" PRId64 " s, until it catches up", dir, imaxabs(step),
+		    *e - *w, slow / 1000);
 	else
 		tlog_sink_log(c->log, LOG_WARNING, "clock: the wall clock "
 		    "stepped %s by %" PRId64 " ms: engine time keeps to "
 		    "elapsed time, %" PRId64 " ms behind the wall clock until "
-		    "a restart", dir, by, *w - *e);
+		    "a restart", dir, imaxabs(step), *w - *e);
 }
 
 /*
@@ -248,7 +236,7 @@ clock_read(struct tlog_clock *c, int64_t *wallp)
 			sched_yield();
 			continue;
 		}
-		if (!is_step(step))
+		if (imaxabs(step) <= CLOCK_STEP_MS)
 			break;
 		if (claim(c, s)) {
 			take_step(c, &e, &w);

@@ -71,18 +71,12 @@ tlog_ctx_ino(struct tlog_ctx *ctx)
 }
 
 void
-tlog_ctx_vlog(struct tlog_ctx *ctx, int prio, const char *fmt, va_list ap)
-{
-	tlog_sink_vlog(ctx != NULL ? &ctx->log : NULL, prio, fmt, ap);
-}
-
-void
 tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	tlog_ctx_vlog(ctx, prio, fmt, ap);
+	tlog_sink_vlog(ctx != NULL ? &ctx->log : NULL, prio, fmt, ap);
 	va_end(ap);
 }
 
@@ -135,7 +129,7 @@ tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
     const char *file, int flags)
 {
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	/* A look first, so that no device's driver is ever opened; the
 	 * open and fstat below catch a swap in between. */
@@ -150,17 +144,14 @@ tlog_ctx_open_file(struct tlog_ctx *ctx, int dirfd, const char *dir,
 			    errno == ENXIO ? S_IFIFO : S_IFDIR);
 		return -errno;
 	}
-	if (fstat(fd, &st) == -1) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return stray(ctx, dir, file, st.st_mode);
-	}
-	return fd;
+	if (fstat(fd, &st) == -1)
+		r = -errno;
+	else if (S_ISREG(st.st_mode))
+		return fd;
+	else
+		r = stray(ctx, dir, file, st.st_mode);
+	close(fd);
+	return r;
 }
 
 ssize_t

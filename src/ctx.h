@@ -11,7 +11,6 @@
 #include <sys/types.h>
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -118,8 +117,6 @@ int64_t tlog_ctx_now(struct tlog_ctx *ctx);
 int64_t tlog_ctx_del_now(struct tlog_ctx *ctx);
 int64_t tlog_ctx_del_due(struct tlog_ctx *ctx, int64_t x);
 /* Logging through the store's sink (stderr if ctx is NULL). */
-void tlog_ctx_vlog(struct tlog_ctx *ctx, int prio, const char *fmt,
-    va_list ap);
 void tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* An error that may repeat: at most one line per 30 s of engine time,

@@ -20,7 +20,6 @@ tlog_events_open(struct tlog_events *e, struct tlog_registry *reg,
 {
 	struct tlog_ctx *ctx = reg->penv->ctx;
 	int dirfd = reg->root->tree->dirfd;
-	struct tlog_topic *t;
 	struct tlog_partition *p;
 	int fd;
 
@@ -30,29 +29,25 @@ tlog_events_open(struct tlog_events *e, struct tlog_registry *reg,
 		tlog_fsync_dir(dirfd, ".tlogfs");
 	else if (errno != EEXIST)
 		return -errno;
-	if ((t = tlog_topic_alloc(reg, ".tlogfs")) == NULL)
+	if ((e->topic = tlog_topic_alloc(reg, ".tlogfs")) == NULL)
 		return -ENOMEM;
-	if ((p = tlog_part_alloc(&t->lv, "events", reg->penv)) == NULL) {
-		tlog_topic_put(t);
+	if ((p = e->p = tlog_part_alloc(&e->topic->lv, "events",
+	    reg->penv)) == NULL) {
+		tlog_events_close(e);
 		return -ENOMEM;
 	}
 	p->quiet = true;
-	fd = tlog_open_beneath(dirfd, ".tlogfs/events",
-	    O_RDONLY | O_DIRECTORY, 0);
+	fd = tlog_open_beneath(dirfd, ".tlogfs/events", O_RDONLY | O_DIRECTORY);
 	if (fd == -ENOENT && ctx->ro)
-		goto out;
+		return 0;
 	if (fd < 0) {
-		tlog_partition_put(p);
-		tlog_topic_put(t);
+		tlog_events_close(e);
 		return fd;
 	}
 	tlog_level_set_dir(&p->lv, fd);
 	tlog_level_load_conf(&p->lv, ctx, fd, ".tlogfs/events", ".config");
 	close(fd);
 	tlog_part_recover(p, rc);
-out:
-	e->topic = t;
-	e->p = p;
 	return 0;
 }
 

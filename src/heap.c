@@ -94,8 +94,7 @@ tlog_heap_remove(struct tlog_heap *h, struct tlog_heap_node *x)
 	if (i == h->n)
 		return;
 	set(h, i, last);
-	sift_up(h, i);
-	sift_down(h, last->idx);
+	tlog_heap_fix(h, last);
 }
 
 void

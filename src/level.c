@@ -45,11 +45,8 @@ void
 tlog_level_destroy(struct tlog_level *lv)
 {
 	free(lv->name);
-	lv->name = NULL;
 	free(lv->conf);
-	lv->conf = NULL;
 	tlog_level_put(lv->parent);
-	lv->parent = NULL;
 }
 
 void
@@ -120,37 +117,29 @@ tlog_level_conf_of(const struct tlog_level *lv)
 	return c != NULL ? c : &none;
 }
 
-/* lv's own settings, made (all unset) if it has none yet. */
-static struct tlog_conf *
-own_conf(struct tlog_level *lv)
-{
-	struct tlog_conf *c = lv->conf;
-
-	if (c != NULL)
-		return c;
-	if ((c = malloc(sizeof(*c))) == NULL)
-		return NULL;
-	tlog_conf_init(c);
-	__atomic_store_n(&lv->conf, c, __ATOMIC_RELEASE);
-	return c;
-}
-
+/* Makes lv's own settings (all unset) if it has none yet. */
 int
 tlog_level_reserve(struct tlog_level *lv)
 {
-	return own_conf(lv) != NULL ? 0 : -ENOMEM;
+	struct tlog_conf *c;
+
+	if (lv->conf != NULL)
+		return 0;
+	if ((c = malloc(sizeof(*c))) == NULL)
+		return -ENOMEM;
+	tlog_conf_init(c);
+	__atomic_store_n(&lv->conf, c, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int
 tlog_level_assign(struct tlog_level *lv, enum tlog_key k, int64_t v)
 {
-	struct tlog_conf *c;
-
 	if (lv->conf == NULL && v == TLOG_UNSET)
 		return 0;
-	if ((c = own_conf(lv)) == NULL)
+	if (tlog_level_reserve(lv) != 0)
 		return -ENOMEM;
-	tlog_conf_assign(c, k, v);
+	tlog_conf_assign(lv->conf, k, v);
 	return 0;
 }
 
@@ -258,7 +247,7 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 	unsigned mode, uid, gid;
 	struct stat st;
 	char buf[64], end;
-	bool have, nosup;
+	bool nosup;
 	ssize_t n;
 	int r;
 
@@ -267,10 +256,9 @@ tlog_level_load_attr(struct tlog_level *lv, struct tlog_ctx *ctx, int fd,
 	if (n >= 0) {
 		buf[n] = '\0';
 		/* (uid_t)-1 means "unchanged" to chown: never an owner. */
-		have = sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &end) ==
-		    3 && mode <= 07777 && uid != (unsigned)-1 &&
-		    gid != (unsigned)-1;
-		if (have) {
+		if (sscanf(buf, "%o %u %u%c", &mode, &uid, &gid, &end) == 3 &&
+		    mode <= 07777 && uid != (unsigned)-1 &&
+		    gid != (unsigned)-1) {
 			/* Made private when it got the attribute; behind
 			 * the store's 0700, nobody else has reached it
 			 * since. One syscall a level at every open. */
@@ -374,15 +362,9 @@ tlog_level_dir_locked(struct tlog_level *lv)
 
 	if (tlog_level_dead(lv))
 		return -ENOENT;
-	if (lv->parent == NULL) {
-		fd = openat(lv->tree->dirfd, ".", O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC);
-		return fd == -1 ? -errno : fd;
-	}
 	if ((r = tlog_level_path(lv, path, sizeof(path))) != 0)
 		return r;
-	fd = tlog_open_beneath(lv->tree->dirfd, path, O_RDONLY | O_DIRECTORY,
-	    0);
+	fd = tlog_open_beneath(lv->tree->dirfd, path, O_RDONLY | O_DIRECTORY);
 	if (fd >= 0 && lv->has_id && (fstat(fd, &st) == -1 ||
 	    st.st_dev != lv->dev || st.st_ino != lv->dino)) {
 		close(fd);
@@ -422,8 +404,6 @@ tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
 	int dfd, fd;
 
 	if ((dfd = tlog_level_dir(lv)) < 0)
-		return dfd;
-	if (strcmp(file, ".") == 0)
 		return dfd;
 	fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
 	    mode);

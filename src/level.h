@@ -64,7 +64,7 @@ struct tlog_level {
 int tlog_level_init(struct tlog_level *lv, struct tlog_tree *tree,
     struct tlog_level *parent, const char *name, uint64_t ino,
     void (*free_fn)(struct tlog_level *));
-/* For the free callback: drops the name and the parent's reference. */
+/* Just before lv's memory goes: drops its name, settings and parent. */
 void tlog_level_destroy(struct tlog_level *lv);
 void tlog_level_ref(struct tlog_level *lv);
 void tlog_level_put(struct tlog_level *lv);
@@ -127,8 +127,7 @@ int tlog_level_dir_locked(struct tlog_level *lv);
 /* Records the identity of lv's directory from an open descriptor of it. */
 int tlog_level_set_dir(struct tlog_level *lv, int dfd);
 /* Opens file in lv's directory (O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
- * added: a FIFO planted under a segment's name never blocks the open);
- * "." is the directory itself. */
+ * added: a FIFO planted under a segment's name never blocks the open). */
 int tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
     mode_t mode);
 /* Unlinks file in lv's directory; no lock is held during the unlink. */

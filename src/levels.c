@@ -91,7 +91,7 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 	 * rename could make name another level. */
 	if (lv->parent == NULL)
 		dfd = tlog_open_beneath(s->tree.dirfd, ".tlogfs",
-		    O_RDONLY | O_DIRECTORY, 0);
+		    O_RDONLY | O_DIRECTORY);
 	else
 		dfd = tlog_level_dir_locked(lv);
 	if (dfd < 0) {
@@ -119,6 +119,43 @@ fail:
 	return r;
 }
 
+/* Sets k to v, or unsets it (TLOG_UNSET), then reschedules; value and
+ * len are what was asked, for the message of a value past its bound. */
+static int
+level_change(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, enum tlog_key k, int64_t v, const char *value,
+    size_t len, char *err, size_t errlen)
+{
+	struct tlog_level *lv = level_of(s, t, p);
+	char msg[TLOG_CONF_MSG_MAX], where[2 * TLOG_NAME_MAX + 2];
+	int64_t lim;
+	int up, r;
+
+	pthread_mutex_lock(&s->admin_lock);
+	pthread_rwlock_rdlock(&s->tree.lock);
+	if (tlog_level_dead(lv)) {
+		set_err(err, errlen, "no such topic or partition");
+		r = -ENOENT;
+	} else if (v == TLOG_UNSET && tlog_level_own(lv, k) == TLOG_UNSET)
+		r = -ENODATA;
+	/* the bound as effective at this very level (TLOG_UNSET is below) */
+	else if ((up = tlog_key_upper(k)) >= 0 &&
+	    v > (lim = tlog_level_conf(lv, up))) {
+		tlog_key_bad_value(k, value, len, lim, msg, sizeof(msg));
+		set_err(err, errlen, msg);
+		if (tlog_level_path(lv, where, sizeof(where)) != 0)
+			strlcpy(where, "?", sizeof(where));
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
+		r = -EINVAL;
+	} else
+		r = level_commit(s, t, p, k, v, err, errlen);
+	pthread_rwlock_unlock(&s->tree.lock);
+	pthread_mutex_unlock(&s->admin_lock);
+	if (r == 0)
+		tlog_store_resched(s, t, p);
+	return r;
+}
+
 int
 tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key, const char *value, size_t len,
@@ -127,8 +164,8 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 	struct tlog_level *lv = level_of(s, t, p);
 	char msg[TLOG_CONF_MSG_MAX], where[2 * TLOG_NAME_MAX + 2];
 	struct statvfs sv;
-	int64_t v, lim;
-	int k, up, r;
+	int64_t v;
+	int k, r;
 
 	set_err(err, errlen, "");
 	if (s->ctx.ro) {
@@ -164,32 +201,7 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
 		return r;
 	}
-
-	pthread_mutex_lock(&s->admin_lock);
-	pthread_rwlock_rdlock(&s->tree.lock);
-	if (tlog_level_dead(lv)) {
-		set_err(err, errlen, "no such topic or partition");
-		r = -ENOENT;
-		goto out;
-	}
-	/* the bound as effective at this very level */
-	if ((up = tlog_key_upper(k)) >= 0 &&
-	    v > (lim = tlog_level_conf(lv, up))) {
-		tlog_key_bad_value(k, value, len, lim, msg, sizeof(msg));
-		set_err(err, errlen, msg);
-		if (tlog_level_path(lv, where, sizeof(where)) != 0)
-			strlcpy(where, "?", sizeof(where));
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
-		r = -EINVAL;
-		goto out;
-	}
-	r = level_commit(s, t, p, k, v, err, errlen);
-out:
-	pthread_rwlock_unlock(&s->tree.lock);
-	pthread_mutex_unlock(&s->admin_lock);
-	if (r == 0)
-		tlog_store_resched(s, t, p);
-	return r;
+	return level_change(s, t, p, k, v, value, len, err, errlen);
 }
 
 int
@@ -209,27 +221,14 @@ int
 tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key)
 {
-	struct tlog_level *lv = level_of(s, t, p);
-	int k, r;
+	int k;
 
 	if (s->ctx.ro)
 		return -EROFS;
 	k = tlog_key_lookup(key);
 	if (k < 0)
 		return -ENOTSUP;
-	pthread_mutex_lock(&s->admin_lock);
-	pthread_rwlock_rdlock(&s->tree.lock);
-	if (tlog_level_dead(lv))
-		r = -ENOENT;
-	else if (tlog_level_own(lv, k) == TLOG_UNSET)
-		r = -ENODATA;
-	else
-		r = level_commit(s, t, p, k, TLOG_UNSET, NULL, 0);
-	pthread_rwlock_unlock(&s->tree.lock);
-	pthread_mutex_unlock(&s->admin_lock);
-	if (r == 0)
-		tlog_store_resched(s, t, p);
-	return r;
+	return level_change(s, t, p, k, TLOG_UNSET, NULL, 0, NULL, 0);
 }
 
 /* ---- the backing directory ---- */
@@ -248,16 +247,14 @@ tlog_level_stat(struct tlog_store *s, struct tlog_topic *t,
 	if (fstat(fd, st) == -1)
 		r = -errno;
 	close(fd);
-	if (r != 0 || ((t != NULL || p != NULL) &&
+	if (r != 0 || (lv->parent != NULL &&
 	    __atomic_load_n(&s->ctx.attr_on_dir, __ATOMIC_RELAXED)))
 		return r;
-	if (t == NULL && p == NULL) {
-		mode = __atomic_load_n(&s->root_mode, __ATOMIC_RELAXED);
-		owner = __atomic_load_n(&s->root_owner, __ATOMIC_RELAXED);
-	} else {
-		mode = __atomic_load_n(&lv->mode, __ATOMIC_RELAXED);
-		owner = __atomic_load_n(&lv->owner, __ATOMIC_RELAXED);
-	}
+	/* The store's own are kept apart (tlog_store_root_attr). */
+	mode = __atomic_load_n(lv->parent == NULL ? &s->root_mode : &lv->mode,
+	    __ATOMIC_RELAXED);
+	owner = __atomic_load_n(lv->parent == NULL ? &s->root_owner :
+	    &lv->owner, __ATOMIC_RELAXED);
 	st->st_mode = (st->st_mode & S_IFMT) | mode;
 	st->st_uid = tlog_owner_uid(owner);
 	st->st_gid = tlog_owner_gid(owner);

@@ -6,48 +6,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "free.h"
 #include "reaper.h"
 #include "store.h"
-
-struct sbuf {
-	char *b;
-	size_t len, cap;
-	int err;
-};
-
-static void __attribute__((format(printf, 2, 3)))
-sb_printf(struct sbuf *sb, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(sb->b + sb->len, sb->cap - sb->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			sb->err = -EIO;
-			return;
-		}
-		if ((size_t)n < sb->cap - sb->len) {
-			sb->len += (size_t)n;
-			return;
-		}
-		size_t cap = sb->cap * 2 + (size_t)n + 1;
-		char *nb = realloc(sb->b, cap);
-		if (nb == NULL) {
-			sb->err = -ENOMEM;
-			return;
-		}
-		sb->b = nb;
-		sb->cap = cap;
-	}
-}
 
 static uint64_t
 get(const uint64_t *v)
@@ -57,32 +21,32 @@ get(const uint64_t *v)
 
 /* A metric's HELP and TYPE lines. */
 static void
-meta(struct sbuf *sb, const char *name, const char *help, const char *type)
+meta(FILE *f, const char *name, const char *help, const char *type)
 {
-	sb_printf(sb, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s %s\n", name, help,
+	fprintf(f, "# HELP tlogfs_%s %s\n# TYPE tlogfs_%s %s\n", name, help,
 	    name, type);
 }
 
 static void
-counter(struct sbuf *sb, const char *name, const char *help, uint64_t v)
+counter(FILE *f, const char *name, const char *help, uint64_t v)
 {
-	meta(sb, name, help, "counter");
-	sb_printf(sb, "tlogfs_%s %" PRIu64 "\n", name, v);
+	meta(f, name, help, "counter");
+	fprintf(f, "tlogfs_%s %" PRIu64 "\n", name, v);
 }
 
 /* A counter of seconds, from nanoseconds. */
 static void
-seconds(struct sbuf *sb, const char *name, const char *help, uint64_t ns)
+seconds(FILE *f, const char *name, const char *help, uint64_t ns)
 {
-	meta(sb, name, help, "counter");
-	sb_printf(sb, "tlogfs_%s %.9f\n", name, (double)ns / 1e9);
+	meta(f, name, help, "counter");
+	fprintf(f, "tlogfs_%s %.9f\n", name, (double)ns / 1e9);
 }
 
 static void
-gauge(struct sbuf *sb, const char *name, const char *help, double v)
+gauge(FILE *f, const char *name, const char *help, double v)
 {
-	meta(sb, name, help, "gauge");
-	sb_printf(sb, "tlogfs_%s %.9g\n", name, v);
+	meta(f, name, help, "gauge");
+	fprintf(f, "tlogfs_%s %.9g\n", name, v);
 }
 
 /*
@@ -90,8 +54,8 @@ gauge(struct sbuf *sb, const char *name, const char *help, double v)
  * max(cursor, start_offset). Partitions without a cursor cost one
  * racy read each. Names need no escaping (letters, digits, . _ -).
  */
-static void
-cursor_lags(struct tlog_store *s, struct sbuf *sb)
+static int
+cursor_lags(struct tlog_store *s, FILE *f)
 {
 	struct tlog_partition **v;
 	struct tlog_cursor *c;
@@ -99,12 +63,10 @@ cursor_lags(struct tlog_store *s, struct sbuf *sb)
 	uint64_t lag;
 	size_t n, i, nc, k;
 
-	meta(sb, "cursor_lag_records", "Records a cursor is behind its "
+	meta(f, "cursor_lag_records", "Records a cursor is behind its "
 	    "partition's end.", "gauge");
-	if (tlog_reg_partitions(&s->reg, &v, &n) != 0) {
-		sb->err = -ENOMEM;
-		return;
-	}
+	if (tlog_reg_partitions(&s->reg, &v, &n) != 0)
+		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		if (__atomic_load_n(&v[i]->ncursors, __ATOMIC_RELAXED) > 0 &&
 		    tlog_partition_cursor_list(v[i], &c, &nc) == 0) {
@@ -114,7 +76,7 @@ cursor_lags(struct tlog_store *s, struct sbuf *sb)
 			for (k = 0; k < nc; k++)
 				if (tlog_partition_cursor_lag(v[i], c[k].name,
 				    &lag) == 0)
-					sb_printf(sb, "tlogfs_cursor_lag_records"
+					fprintf(f, "tlogfs_cursor_lag_records"
 					    "{topic=\"%s\",partition=\"%s\","
 					    "cursor=\"%s\"} %" PRIu64 "\n",
 					    topic, part, c[k].name, lag);
@@ -123,99 +85,107 @@ cursor_lags(struct tlog_store *s, struct sbuf *sb)
 		tlog_partition_put(v[i]);
 	}
 	free(v);
+	return 0;
 }
 
 int
 tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 {
 	struct tlog_metrics *m = &s->ctx.metrics;
-	struct sbuf sb = { malloc(4096), 0, 4096, 0 };
 	uint64_t avail;
 	int64_t floor;
-	int i;
+	size_t blen;
+	char *b;
+	FILE *f;
+	int i, r;
 
-	if (sb.b == NULL)
+	/* A stream fails only when its buffer cannot grow. */
+	if ((f = open_memstream(&b, &blen)) == NULL)
 		return -ENOMEM;
-	counter(&sb, "appends_total", "Append calls that stored records.",
+	counter(f, "appends_total", "Append calls that stored records.",
 	    get(&m->appends));
-	counter(&sb, "records_total", "Records appended.", get(&m->records));
-	counter(&sb, "bytes_total", "Bytes appended.", get(&m->bytes));
-	meta(&sb, "rolls_total", "Segments sealed, by trigger.", "counter");
+	counter(f, "records_total", "Records appended.", get(&m->records));
+	counter(f, "bytes_total", "Bytes appended.", get(&m->bytes));
+	meta(f, "rolls_total", "Segments sealed, by trigger.", "counter");
 	for (i = 1; i < TLOG_NTRIGGERS; i++)
-		sb_printf(&sb, "tlogfs_rolls_total{trigger=\"%s\"} %" PRIu64
+		fprintf(f, "tlogfs_rolls_total{trigger=\"%s\"} %" PRIu64
 		    "\n", tlog_trigger_name(i), get(&m->rolls[i]));
-	meta(&sb, "deletions_total", "Segments deleted, by rule.", "counter");
+	meta(f, "deletions_total", "Segments deleted, by rule.", "counter");
 	for (i = 0; i < TLOG_NRULES; i++)
-		sb_printf(&sb, "tlogfs_deletions_total{rule=\"%s\"} %" PRIu64
+		fprintf(f, "tlogfs_deletions_total{rule=\"%s\"} %" PRIu64
 		    "\n", tlog_rule_name(i), get(&m->deletions[i]));
-	counter(&sb, "deleted_bytes_total", "Bytes of deleted segments.",
+	counter(f, "deleted_bytes_total", "Bytes of deleted segments.",
 	    get(&m->deleted_bytes));
-	counter(&sb, "fsyncs_total", "fsync and fdatasync calls on "
+	counter(f, "fsyncs_total", "fsync and fdatasync calls on "
 	    "partitions' files.", get(&m->fsyncs));
-	counter(&sb, "reaper_wakeups_total", "Reaper wake-ups.",
+	counter(f, "reaper_wakeups_total", "Reaper wake-ups.",
 	    get(&m->reaper_wakeups));
-	counter(&sb, "free_reclaims_total", "Reaper passes that deleted "
+	counter(f, "free_reclaims_total", "Reaper passes that deleted "
 	    "segments for retention.keep.free.", get(&m->free_cycles));
-	counter(&sb, "free_enospc_reclaims_total", "Appends that hit ENOSPC "
+	counter(f, "free_enospc_reclaims_total", "Appends that hit ENOSPC "
 	    "and reclaimed for retention.keep.free.", get(&m->free_sync));
-	counter(&sb, "free_waits_total", "Appends that waited for "
+	counter(f, "free_waits_total", "Appends that waited for "
 	    "retention.keep.free's deletions before writing.",
 	    get(&m->free_waits));
-	counter(&sb, "reaper_due_partitions_total",
+	counter(f, "reaper_due_partitions_total",
 	    "Due partitions visited by the reaper.", get(&m->reaper_due));
-	gauge(&sb, "reaper_last_due_partitions",
+	gauge(f, "reaper_last_due_partitions",
 	    "Due partitions visited by the last wake-up.",
 	    (double)get(&m->reaper_last_due));
-	seconds(&sb, "reaper_cycle_seconds_total", "Time spent in reaper "
+	seconds(f, "reaper_cycle_seconds_total", "Time spent in reaper "
 	    "wake-ups.", get(&m->reaper_ns));
-	gauge(&sb, "reaper_last_cycle_seconds",
+	gauge(f, "reaper_last_cycle_seconds",
 	    "Duration of the last reaper wake-up.",
 	    (double)get(&m->reaper_last_ns) / 1e9);
-	gauge(&sb, "reaper_scheduled_partitions",
+	gauge(f, "reaper_scheduled_partitions",
 	    "Partitions waiting in the reaper's heap.",
 	    (double)tlog_reaper_scheduled(s));
-	gauge(&sb, "unlink_queue", "Deleted segments whose files wait to be "
+	gauge(f, "unlink_queue", "Deleted segments whose files wait to be "
 	    "unlinked.", (double)tlog_store_unlink_queued(s));
-	gauge(&sb, "partitions", "Partitions in the store.",
+	gauge(f, "partitions", "Partitions in the store.",
 	    (double)tlog_reg_count(&s->reg));
 	if (tlog_free_gauges(s, &avail, &floor) == 0) {
-		gauge(&sb, "free_bytes", "Free space on the store's file "
+		gauge(f, "free_bytes", "Free space on the store's file "
 		    "system (what an unprivileged writer may use).",
 		    (double)avail);
-		gauge(&sb, "keep_free_bytes", "The free space "
+		gauge(f, "keep_free_bytes", "The free space "
 		    "retention.keep.free keeps (its floor, in bytes; 0: "
 		    "not set).", (double)(floor > 0 ? floor : 0));
 	}
-	counter(&sb, "compressed_segments_total", "Sealed segments "
+	counter(f, "compressed_segments_total", "Sealed segments "
 	    "compressed (compression.type).", get(&m->z_segments));
-	counter(&sb, "compressed_in_bytes_total", "Plain bytes of the "
+	counter(f, "compressed_in_bytes_total", "Plain bytes of the "
 	    "segments compressed.", get(&m->z_in));
-	counter(&sb, "compressed_out_bytes_total", "Their compressed size.",
+	counter(f, "compressed_out_bytes_total", "Their compressed size.",
 	    get(&m->z_out));
-	seconds(&sb, "compress_seconds_total", "Time spent compressing.",
+	seconds(f, "compress_seconds_total", "Time spent compressing.",
 	    get(&m->z_ns));
-	gauge(&sb, "compress_backlog_segments", "Sealed segments waiting "
+	gauge(f, "compress_backlog_segments", "Sealed segments waiting "
 	    "to be compressed.", (double)tlog_queue_zqueued(&s->q));
-	gauge(&sb, "compress_backlog_bytes", "Their plain bytes.",
+	gauge(f, "compress_backlog_bytes", "Their plain bytes.",
 	    (double)__atomic_load_n(&s->q.zbacklog, __ATOMIC_RELAXED));
-	gauge(&sb, "frame_cache_bytes", "Decoded frames of compressed "
+	gauge(f, "frame_cache_bytes", "Decoded frames of compressed "
 	    "segments kept for readers.",
 	    (double)tlog_zcache_bytes(&s->fdb));
-	counter(&sb, "frame_cache_hits_total", "Reads of a compressed "
+	counter(f, "frame_cache_hits_total", "Reads of a compressed "
 	    "frame found decoded.", get(&s->fdb.zc.hits));
-	counter(&sb, "frame_cache_misses_total", "Reads of a compressed "
+	counter(f, "frame_cache_misses_total", "Reads of a compressed "
 	    "frame that decoded it.", get(&s->fdb.zc.misses));
-	counter(&sb, "errors_total", "Errors logged (before rate limiting).",
+	counter(f, "errors_total", "Errors logged (before rate limiting).",
 	    get(&m->errors));
-	gauge(&sb, "clock_offset_seconds", "Wall clock minus engine time "
+	gauge(f, "clock_offset_seconds", "Wall clock minus engine time "
 	    "(non-zero after a wall clock step).",
 	    (double)tlog_clock_offset(&s->ctx.clock) / 1e3);
-	cursor_lags(s, &sb);
-	if (sb.err != 0) {
-		free(sb.b);
-		return sb.err;
+	r = cursor_lags(s, f);
+	if (ferror(f) && r == 0)
+		r = -ENOMEM;
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r != 0) {
+		free(b);
+		return r;
 	}
-	*out = sb.b;
-	*len = sb.len;
+	*out = b;
+	*len = blen;
 	return 0;
 }

@@ -356,7 +356,7 @@ tlog_part_recover(struct tlog_partition *p, struct tlog_recovery *rc)
 	tlog_level_where(&p->lv, where, sizeof(where));
 	/* Everything is opened relative to the partition's directory:
 	 * one path lookup for the whole partition. */
-	if ((fd = tlog_level_openat(&p->lv, ".", O_RDONLY | O_DIRECTORY, 0)) < 0)
+	if ((fd = tlog_level_dir(&p->lv)) < 0)
 		return fd;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);

@@ -41,7 +41,7 @@ tlog_log(struct tlog_store *s, int prio, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	tlog_ctx_vlog(s != NULL ? &s->ctx : NULL, prio, fmt, ap);
+	tlog_sink_vlog(s != NULL ? &s->ctx.log : NULL, prio, fmt, ap);
 	va_end(ap);
 }
 

@@ -1,8 +1,6 @@
 /*
- * util.c - small pieces every engine file uses: CRC-32C, atomic file
- * replacement, opening below a directory, name rules, the segment-name
- * codec, the names of triggers and rules, monotonic waits, and the log
- * sink. Nothing here knows a store (see ctx.c for what a store shares).
+ * util.c - the small pieces of util.h every engine file uses, and the
+ * names of triggers and rules (tlog.h). Nothing here knows a store.
  */
 #include "config.h"
 
@@ -164,11 +162,6 @@ tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 	return ~crc_sw(~crc, buf, len);
 }
 
-/*
- * fsync(2) of the directory dirfd/path ("." for dirfd itself), so that
- * entries created, renamed or removed in it survive a power cut. A file
- * system that cannot sync directories (EINVAL) counts as done.
- */
 int
 tlog_fsync_dir(int dirfd, const char *path)
 {
@@ -176,8 +169,8 @@ tlog_fsync_dir(int dirfd, const char *path)
 
 	if (strcmp(path, ".") == 0)
 		fd = dirfd;
-	else if ((fd = tlog_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY,
-	    0)) < 0)
+	else if ((fd = tlog_open_beneath(dirfd, path,
+	    O_RDONLY | O_DIRECTORY)) < 0)
 		return fd;
 	if (fsync(fd) == -1 && errno != EINVAL)
 		r = -errno;
@@ -334,7 +327,7 @@ tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
  * it (5.6 and later), else one component at a time with O_NOFOLLOW.
  */
 int
-tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+tlog_open_beneath(int dirfd, const char *path, int flags)
 {
 	struct open_how how;
 	char comp[TLOG_NAME_MAX + 1];
@@ -344,7 +337,6 @@ tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 
 	memset(&how, 0, sizeof(how));
 	how.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW);
-	how.mode = (flags & O_CREAT) ? mode : 0;
 	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 	    RESOLVE_NO_MAGICLINKS;
 	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
@@ -378,7 +370,7 @@ tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 		next = -EINVAL;
 		goto fail;
 	}
-	next = openat(fd, c, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	next = openat(fd, c, flags | O_CLOEXEC | O_NOFOLLOW);
 	if (next == -1)
 		next = -errno;
 fail:

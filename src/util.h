@@ -25,15 +25,16 @@
  * tlog_crc32c, which uses the CPU's instruction when there is one). */
 uint32_t tlog_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
-/* Writes buf to dirfd/path atomically and durably: temporary file,
- * fsync, rename, fsync of the directory. */
 /* Writes all len bytes at off (EINTR retried): 0, -errno, or -ENOSPC if
  * the file takes no more. */
 int tlog_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+/* Writes buf to dirfd/path atomically and durably: temporary file,
+ * fsync, rename, fsync of the directory. */
 int tlog_write_atomic(int dirfd, const char *path, const void *buf,
     size_t len);
-/* fsync of directory dirfd/path ("." for dirfd itself); a file system
- * that cannot sync directories counts as done. */
+/* fsync of directory dirfd/path ("." for dirfd itself), so that entries
+ * made, renamed or removed in it survive a power cut; a file system that
+ * cannot sync directories (EINVAL) counts as done. */
 int tlog_fsync_dir(int dirfd, const char *path);
 /* tlog_write_atomic; with !sync, neither the file nor the directory is
  * synced: recovery syncs the whole file system once (syncfs). */
@@ -43,8 +44,13 @@ int tlog_write_file_atomic(int dirfd, const char *path, const void *buf,
  * doubling from first): v, or a larger copy of it; NULL when out of
  * memory (v and *cap untouched). */
 void *tlog_grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
-/* openat(2) below dirfd that never follows a symbolic link; -errno. */
-int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* openat(2) below dirfd that never follows a symbolic link; -errno.
+ * Opens only (no O_CREAT, so no mode). */
+int tlog_open_beneath(int dirfd, const char *path, int flags);
+/* Something other than a regular file has the name (a link, a FIFO, a
+ * device, a directory): looked at with lstat, never opened, so that no
+ * device's driver is reached. */
+bool tlog_not_regular(int dirfd, const char *path);
 
 /* The store's identity file (doc/format.md: .tlogfs/id; a partition's
  * .id adds its directory's inode, cursor.c): TLOG_STORE_ID_LEN
@@ -52,10 +58,6 @@ int tlog_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
  * -ENOENT if there is none, -EINVAL if the file holds something else.
  * Make: 128 new random bits, written atomically and durably. */
 int tlog_id_read(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
-/* Something other than a regular file has the name (a link, a FIFO, a
- * device, a directory): looked at with lstat, never opened, so that no
- * device's driver is reached. */
-bool tlog_not_regular(int dirfd, const char *path);
 int tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1]);
 /* 128 new random bits as hex digits, NUL-terminated. */
 void tlog_id_new(char id[TLOG_STORE_ID_LEN + 1]);
