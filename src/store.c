@@ -487,7 +487,11 @@ tlog_store_close(struct tlog_store *s)
 			bad = true;
 		}
 		close(fd);
-	} else
+	} else if (!bad)
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot create "
+		    ".tlogfs/clean: %s; no clean mark: the next open recovers "
+		    "as after a crash", s->path, strerror(errno));
+	else
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything "
 		    "reached the disk; no clean mark", s->path);
 	store_free(s);
