@@ -430,17 +430,22 @@ tlog_store_close(struct tlog_store *s)
 	 * afresh (O_EXCL never follows a link, never opens a FIFO or a
 	 * device): whatever was planted at the name while the store ran is
 	 * unlinked, never written through. */
-	if (!bad && unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
+	if (bad) {
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything "
+		    "reached the disk; no clean mark", s->path);
+	} else if (unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
 	    errno != ENOENT) {
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot replace "
 		    ".tlogfs/clean: %s; no clean mark: the next open "
 		    "recovers as after a crash", s->path, strerror(errno));
-		store_free(s);
-		return -1;
-	}
-	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
-	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd != -1) {
+		bad = true;
+	} else if ((fd = openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
+	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) == -1) {
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot create "
+		    ".tlogfs/clean: %s; no clean mark: the next open recovers "
+		    "as after a crash", s->path, strerror(errno));
+		bad = true;
+	} else {
 		n = (size_t)snprintf(line, sizeof(line), "%016" PRIx64 "\n",
 		    nonce);
 		errno = EIO;	/* a short write sets none */
@@ -455,15 +460,9 @@ tlog_store_close(struct tlog_store *s)
 			bad = true;
 		}
 		close(fd);
-	} else if (!bad)
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot create "
-		    ".tlogfs/clean: %s; no clean mark: the next open recovers "
-		    "as after a crash", s->path, strerror(errno));
-	else
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything "
-		    "reached the disk; no clean mark", s->path);
+	}
 	store_free(s);
-	return bad || fd == -1 ? -1 : 0;
+	return bad ? -1 : 0;
 }
 
 /* ---- calls of tlog.h answered by the registry, queues and events ---- */
