@@ -235,7 +235,7 @@ store_alloc(const struct tlog_store_opts *opts)
 	s->penv.emit = store_emit;
 	s->penv.arg = s;
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
-	tlog_reg_init(&s->reg, &s->root, &s->penv, &s->q);
+	tlog_reg_init(&s->reg, &s->root, &s->penv);
 	return s;
 }
 

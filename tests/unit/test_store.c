@@ -671,7 +671,7 @@ START_TEST(rmdir_waits_for_unlinks_in_flight)
 	u.s = th_open_opts(dir, &o);
 	p = th_part(u.s, "t", "p");
 	t = tlog_partition_topic(p);
-	tlog_topic_ref(t);
+	tlog_level_ref(&t->lv);
 	w = tlog_writer_open(p);
 	th_put(w, "one\n");
 	tlog_writer_close(w);
