@@ -175,7 +175,7 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    "Partitions waiting in the reaper's heap.",
 	    (double)tlog_reaper_scheduled(s));
 	gauge(&sb, "unlink_queue", "Deleted segments whose files wait to be "
-	    "unlinked.", (double)tlog_store_unlink_queued(s));
+	    "unlinked.", (double)tlog_queue_unlinks(&s->q));
 	gauge(&sb, "partitions", "Partitions in the store.",
 	    (double)tlog_reg_count(&s->reg));
 	if (tlog_free_gauges(s, &avail, &floor) == 0) {

@@ -585,12 +585,6 @@ tlog_store_wakeup(struct tlog_store *s)
 	tlog_queue_wakeup(&s->q);
 }
 
-size_t
-tlog_store_unlink_queued(struct tlog_store *s)
-{
-	return tlog_queue_unlinks(&s->q);
-}
-
 struct tlog_partition *
 tlog_store_events(struct tlog_store *s)
 {

@@ -97,7 +97,5 @@ void tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
  * scheduler's pressure call, if one is attached) and at the next
  * append. */
 void tlog_store_free_changed(struct tlog_store *s);
-/* The length of the unlink queue. */
-size_t tlog_store_unlink_queued(struct tlog_store *s);
 
 #endif /* TLOG_STORE_H */
