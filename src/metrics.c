@@ -108,7 +108,7 @@ cursor_lags(struct tlog_store *s, struct sbuf *sb)
 	for (i = 0; i < n; i++) {
 		if (__atomic_load_n(&v[i]->ncursors, __ATOMIC_RELAXED) > 0 &&
 		    tlog_partition_cursor_list(v[i], &c, &nc) == 0) {
-			tlog_topic_name(tlog_partition_topic(v[i]), topic,
+			tlog_level_name(&tlog_partition_topic(v[i])->lv, topic,
 			    sizeof(topic));
 			tlog_part_name(v[i], part, sizeof(part));
 			for (k = 0; k < nc; k++)

@@ -166,12 +166,6 @@ tlog_topic_conf(struct tlog_topic *t)
 	return tlog_level_conf_of(&t->lv);
 }
 
-void
-tlog_topic_name(struct tlog_topic *t, char *buf, size_t len)
-{
-	tlog_level_name(&t->lv, buf, len);
-}
-
 struct tlog_topic *
 tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 {

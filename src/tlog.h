@@ -319,8 +319,6 @@ int tlog_topic_remove(struct tlog_store *s, const char *name);
  * -ENOTEMPTY. */
 int tlog_topic_rename(struct tlog_store *s, const char *from, const char *to);
 uint64_t tlog_topic_ino(const struct tlog_topic *t);
-/* Copies the current name (it may be renamed at any time). */
-void tlog_topic_name(struct tlog_topic *t, char *buf, size_t len);
 const struct tlog_conf *tlog_topic_conf(struct tlog_topic *t);
 
 /* ---- partitions ---- */
