@@ -32,7 +32,6 @@
 #define TLOG_SEG_MAX	2147483648LL		/* 2 GiB */
 #define VALUE_SHOW	40	/* bytes of a bad value quoted in messages */
 #define QUOTED_MAX	(VALUE_SHOW * 4 + 4)	/* its quoted form */
-#define MSG_MAX		TLOG_CONF_MSG_MAX
 
 enum unit_kind { UNIT_TIME, UNIT_SIZE, UNIT_NONE, UNIT_NAME };
 
@@ -427,7 +426,7 @@ static void
 load_line(struct tlog_ctx *ctx, const char *path, unsigned lineno,
     const char *l, size_t len, struct tlog_conf *c)
 {
-	char name[32], q[QUOTED_MAX], err[MSG_MAX];
+	char name[32], q[QUOTED_MAX], err[TLOG_CONF_MSG_MAX];
 	const char *eq;
 	size_t i = 0, kend;
 	int64_t v;
