@@ -45,24 +45,6 @@ unlink_empty_seg(struct tlog_partition *p, struct tlog_segment *seg)
 	return r;
 }
 
-/* The partition_deleted event and its log line, no lock held. */
-static void
-emit_cleaned(struct tlog_partition *p, const char *topic, const char *name,
-    int64_t now, int64_t last)
-{
-	struct tlog_event ev = {
-		.kind = TLOG_EV_PART_DELETE,
-		.ts = now,
-		.max_ts = last,
-	};
-
-	tlog_ctx_log(p->ctx, LOG_INFO, "removed partition %s/%s: empty, "
-	    "unwritten for %" PRId64 " ms (partition.cleanup.ms %" PRId64
-	    ")", topic, name, now - last,
-	    tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS));
-	p->env->emit(p->env->arg, p, &ev);
-}
-
 /*
  * partition.cleanup.ms: removes p, directory and all, if it is still
  * eligible (tlog_part_cleanup_due_locked) by deletion time (clock.h);
@@ -83,6 +65,7 @@ tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
 	char topic[TLOG_NAME_MAX + 1], name[TLOG_NAME_MAX + 1];
 	char shown[2 * TLOG_NAME_MAX + 2];
 	struct tlog_topic *t = tlog_partition_topic(p);
+	struct tlog_event ev = { .kind = TLOG_EV_PART_DELETE, .ts = now };
 	struct tlog_segment *seg = NULL;
 	int64_t due, last, del = tlog_ctx_del_now(p->ctx);
 	int r = 0, tfd = -1;
@@ -139,7 +122,12 @@ out:
 	}
 	tlog_part_unsched(p);
 	tlog_reg_sync_parent(reg, tfd, name);
-	emit_cleaned(p, topic, name, now, last);
+	tlog_ctx_log(p->ctx, LOG_INFO, "removed partition %s/%s: empty, "
+	    "unwritten for %" PRId64 " ms (partition.cleanup.ms %" PRId64
+	    ")", topic, name, now - last,
+	    tlog_part_conf(p, TLOG_PARTITION_CLEANUP_MS));
+	ev.max_ts = last;
+	p->env->emit(p->env->arg, p, &ev);
 	tlog_partition_put(p);		/* the tree's reference */
 	return 1;
 }

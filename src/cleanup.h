@@ -12,8 +12,8 @@
 
 /* partition.cleanup.ms: removes p (a reference held by the caller), its
  * directory and all, if it is still empty, unvetoed and unwritten that
- * long at now, with a partition_deleted event. 1 if removed, 0 if kept,
- * -EAGAIN if busy (try again later), or -errno. */
+ * long by deletion time, with a partition_deleted event stamped now. 1
+ * if removed, 0 if kept, -EAGAIN if busy (try again later), or -errno. */
 int tlog_reg_part_cleanup(struct tlog_registry *reg,
     struct tlog_partition *p, int64_t now);
 

@@ -3,37 +3,14 @@
  * parser and the per-level key=value files. Inheritance is level.c's
  * (tlog_level_conf); set, get and unset on a level are levels.c's.
  *
- * Value syntax, deliberately strict so that what is accepted is obvious:
- *
- *  - An optional run of blanks (space, tab) on either side, and one
- *    trailing newline as the very last byte (what `echo` and some
- *    setfattr invocations add). Nothing else: no CR, no second newline,
- *    no NUL anywhere in the (s, len) buffer.
- *  - Then either exactly "-1" (only for the keys where -1 means "none" or
- *    "forever" or "off": retention.ms, retention.bytes,
- *    retention.consumed.ms, partition.cleanup.ms, retention.keep.free),
- *    or decimal digits
- *    (leading zeros allowed, never octal; no sign, no '+', no fraction,
- *    no exponent, no digit separators) followed directly, with no blank
- *    in between, by an optional unit:
- *      time keys (*.ms):          ms s m h d w
- *      byte keys (*.bytes):       K M G KiB MiB GiB (all powers of 1024)
- *      segment.preallocate, compression.zstd.level: none
- *  - compression.type takes a name instead: none or zstd (kept as
- *    TLOG_COMP_NONE, TLOG_COMP_ZSTD; shown by name).
- *    Units are case-sensitive: "1k", "30S", "1KB", "1B", "1Ki" and units
- *    on the wrong kind of key are refused.
- *  - The product must fit in an int64_t (every multiplication is
- *    checked) and lie in the key's range. Time keys stop at
- *    TLOG_TIME_MAX (10^15 ms, about 31,700 years) so that the engine's
- *    "timestamp + retention.ms + segment.ms" sums cannot overflow.
+ * Value syntax (doc/engine.md, "Syntax"), deliberately strict so that
+ * what is accepted is obvious: digits are decimal, never octal, with no
+ * '+', fraction, exponent or separators; compression.type takes a name
+ * (none, zstd; kept as TLOG_COMP_*) and retention.keep.free also N%.
  *
  * The cross-key limit segment.jitter.ms <= segment.ms is checked by
  * tlog_conf_set (levels.c, with tlog_key_upper) against the effective
- * value at the level being set. It is not re-checked when segment.ms
- * changes or at another level, so the engine clamps the jitter.
- * record.max.bytes has no such bound: a record longer than segment.bytes
- * gets a segment of its own (doc/engine.md).
+ * value at the level being set only, so the engine clamps the jitter.
  */
 #include "config.h"
 
@@ -55,7 +32,6 @@
 #define TLOG_SEG_MAX	2147483648LL		/* 2 GiB */
 #define VALUE_SHOW	40	/* bytes of a bad value quoted in messages */
 #define QUOTED_MAX	(VALUE_SHOW * 4 + 4)	/* its quoted form */
-#define MSG_MAX		TLOG_CONF_MSG_MAX
 
 enum unit_kind { UNIT_TIME, UNIT_SIZE, UNIT_NONE, UNIT_NAME };
 
@@ -422,14 +398,11 @@ read_all(int fd, char **out, size_t *outlen)
 	ssize_t r;
 
 	for (;;) {
-		if (n == cap) {
-			cap = cap == 0 ? 1024 : cap * 2;
-			if ((nb = realloc(buf, cap)) == NULL) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
+		if ((nb = tlog_grow(buf, &cap, n, 1, 1024)) == NULL) {
+			free(buf);
+			return -ENOMEM;
 		}
+		buf = nb;
 		r = read(fd, buf + n, cap - n);
 		if (r == -1 && errno == EINTR)
 			continue;
@@ -453,7 +426,7 @@ static void
 load_line(struct tlog_ctx *ctx, const char *path, unsigned lineno,
     const char *l, size_t len, struct tlog_conf *c)
 {
-	char name[32], q[QUOTED_MAX], err[MSG_MAX];
+	char name[32], q[QUOTED_MAX], err[TLOG_CONF_MSG_MAX];
 	const char *eq;
 	size_t i = 0, kend;
 	int64_t v;

@@ -16,8 +16,9 @@
 
 /* key=value files: a missing file, or a stray in its place (anything
  * but a regular file: tlog_ctx_open_file), is all unset; bad lines are
- * logged through ctx (stderr if NULL) and skipped; dir names the level
- * in log lines. Save writes the set keys atomically and durably. */
+ * logged through ctx (not at all if NULL: tests) and skipped; dir names
+ * the level in log lines. Save writes the set keys atomically and
+ * durably. */
 void tlog_conf_init(struct tlog_conf *c);	/* all unset */
 int tlog_conf_load(struct tlog_ctx *ctx, int dirfd, const char *dir,
     const char *path, struct tlog_conf *c);

@@ -378,7 +378,7 @@ parse_file(char *buf, size_t len, size_t *nout, const char **why)
 		*sp = '\0';
 		if (!name_ok(line) ||
 		    !tlog_parse_offset(sp + 1, strlen(sp + 1), &v[n].offset) ||
-		    v[n].offset > TLOG_CURSOR_OFFSET_MAX)
+		    v[n].offset > TLOG_OFFSET_MAX)
 			goto bad_line;
 		strlcpy(v[n].name, line, sizeof(v[n].name));
 		n++;

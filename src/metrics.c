@@ -70,7 +70,7 @@ cursor_lags(struct tlog_store *s, FILE *f)
 	for (i = 0; i < n; i++) {
 		if (__atomic_load_n(&v[i]->ncursors, __ATOMIC_RELAXED) > 0 &&
 		    tlog_partition_cursor_list(v[i], &c, &nc) == 0) {
-			tlog_topic_name(tlog_partition_topic(v[i]), topic,
+			tlog_level_name(&tlog_partition_topic(v[i])->lv, topic,
 			    sizeof(topic));
 			tlog_level_name(&v[i]->lv, part, sizeof(part));
 			for (k = 0; k < nc; k++)
@@ -141,7 +141,7 @@ tlog_metrics_format(struct tlog_store *s, char **out, size_t *len)
 	    "Partitions waiting in the reaper's heap.",
 	    (double)tlog_reaper_scheduled(s));
 	gauge(f, "unlink_queue", "Deleted segments whose files wait to be "
-	    "unlinked.", (double)tlog_store_unlink_queued(s));
+	    "unlinked.", (double)tlog_queue_unlinks(&s->q));
 	gauge(f, "partitions", "Partitions in the store.",
 	    (double)tlog_reg_count(&s->reg));
 	if (tlog_free_gauges(s, &avail, &floor) == 0) {

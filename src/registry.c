@@ -36,11 +36,10 @@ RB_GENERATE(tlog_part_tree, tlog_partition, entry, part_cmp)
 
 void
 tlog_reg_init(struct tlog_registry *reg, struct tlog_level *root,
-    const struct tlog_part_env *penv, struct tlog_queue *q)
+    const struct tlog_part_env *penv)
 {
 	reg->root = root;
 	reg->penv = penv;
-	reg->q = q;
 	RB_INIT(&reg->topics);
 }
 
@@ -102,12 +101,6 @@ tlog_reg_sync_parent(struct tlog_registry *reg, int fd, const char *what)
 		    "holding %s: %s", what, strerror(errno));
 	if (fd != reg->root->tree->dirfd)
 		close(fd);
-}
-
-void
-tlog_topic_ref(struct tlog_topic *t)
-{
-	tlog_level_ref(&t->lv);
 }
 
 void
@@ -173,12 +166,6 @@ tlog_topic_conf(struct tlog_topic *t)
 	return tlog_level_conf_of(&t->lv);
 }
 
-void
-tlog_topic_name(struct tlog_topic *t, char *buf, size_t len)
-{
-	tlog_level_name(&t->lv, buf, len);
-}
-
 struct tlog_topic *
 tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 {
@@ -186,7 +173,7 @@ tlog_reg_topic_get(struct tlog_registry *reg, const char *name)
 
 	pthread_rwlock_rdlock(&reg->root->tree->lock);
 	if ((t = topic_find(reg, name)) != NULL)
-		tlog_topic_ref(t);
+		tlog_level_ref(&t->lv);
 	pthread_rwlock_unlock(&reg->root->tree->lock);
 	return t;
 }
@@ -269,7 +256,7 @@ tlog_reg_topic_create(struct tlog_registry *reg, const char *name,
 		close(fd);
 		RB_INSERT(tlog_topic_tree, &reg->topics, t);
 		if (out != NULL) {
-			tlog_topic_ref(t);
+			tlog_level_ref(&t->lv);
 			*out = t;
 		}
 		t = NULL;
@@ -528,7 +515,7 @@ tlog_partition_remove(struct tlog_topic *t, const char *name)
 		return -EROFS;
 	if ((p = tlog_partition_get(t, name)) == NULL)
 		return -ENOENT;
-	r = tlog_unlink_drain(reg->q, p, -1);
+	r = tlog_unlink_drain(reg->penv->q, p, -1);
 	tlog_partition_put(p);
 	if (r != 0)
 		return r;
@@ -584,7 +571,7 @@ tlog_partition_rename(struct tlog_topic *t, const char *from, const char *to)
 	/* A partition whose segments were just deleted is empty once its
 	 * files are gone. */
 	if ((victim = tlog_partition_get(t, to)) != NULL) {
-		r = tlog_unlink_drain(reg->q, victim, -1);
+		r = tlog_unlink_drain(reg->penv->q, victim, -1);
 		tlog_partition_put(victim);
 		if (r != 0)
 			goto out_free;

@@ -15,7 +15,6 @@
 #include <stddef.h>
 
 #include "partition.h"
-#include "queue.h"
 
 RB_HEAD(tlog_part_tree, tlog_partition);
 
@@ -31,13 +30,13 @@ RB_PROTOTYPE(tlog_part_tree, tlog_partition, entry, part_cmp)
 
 struct tlog_registry {
 	struct tlog_level *root;	/* the store's level, topics' parent */
-	const struct tlog_part_env *penv;	/* for new partitions */
-	struct tlog_queue *q;		/* rmdir waits for its unlinks */
+	/* For new partitions; its queue: rmdir waits for its unlinks. */
+	const struct tlog_part_env *penv;
 	struct tlog_topic_tree topics;	/* tree lock */
 };
 
 void tlog_reg_init(struct tlog_registry *reg, struct tlog_level *root,
-    const struct tlog_part_env *penv, struct tlog_queue *q);
+    const struct tlog_part_env *penv);
 void tlog_reg_destroy(struct tlog_registry *reg);
 /* Reads every topic and partition directory (not their segments: see
  * recover.h). A stray (a link, a file) is logged and left alone. */
@@ -72,6 +71,5 @@ void tlog_reg_sync_parent(struct tlog_registry *reg, int fd,
 /* A topic not in the tree (the events partition's, ".tlogfs"). */
 struct tlog_topic *tlog_topic_alloc(struct tlog_registry *reg,
     const char *name);
-void tlog_topic_ref(struct tlog_topic *t);
 
 #endif /* TLOG_REGISTRY_H */

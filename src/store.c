@@ -63,27 +63,6 @@ tlog_store_statvfs(struct tlog_store *s, struct statvfs *sv)
 	return fstatvfs(s->tree.dirfd, sv) == -1 ? -errno : 0;
 }
 
-/* fn on the events partition if ev (and the store has one), then on
- * every partition of every topic, each held by a reference; no lock is
- * held around fn. */
-static void
-each_part(struct tlog_store *s, bool ev,
-    void (*fn)(struct tlog_partition *, void *), void *arg)
-{
-	struct tlog_partition **v;
-	size_t n, i;
-
-	if (ev && s->ev.p != NULL)
-		fn(s->ev.p, arg);
-	if (tlog_reg_partitions(&s->reg, &v, &n) != 0)
-		return;
-	for (i = 0; i < n; i++) {
-		fn(v[i], arg);
-		tlog_partition_put(v[i]);
-	}
-	free(v);
-}
-
 static void
 store_free(struct tlog_store *s)
 {
@@ -109,38 +88,13 @@ store_free(struct tlog_store *s)
 	free(s);
 }
 
-/* The partitions loaded were born (for partition.cleanup.ms) at engine
- * time read before the clock was anchored, which may since have moved
- * on to the newest stamp: they count as born now (*arg), never earlier. */
+/* After the open's syncfs: each live segment of p is synced as far as
+ * it was written. */
 static void
-born_now(struct tlog_partition *p, void *arg)
-{
-	int64_t now = *(int64_t *)arg;
-
-	pthread_mutex_lock(&p->sd.lock);
-	if (p->born < now)
-		p->born = now;
-	pthread_mutex_unlock(&p->sd.lock);
-}
-
-/* *arg: the newest timestamp in any partition so far, -1 if none. */
-static void
-newest_stamp(struct tlog_partition *p, void *arg)
-{
-	int64_t *newest = arg;
-
-	if (p->last_ts > *newest)
-		*newest = p->last_ts;
-}
-
-/* After the open's syncfs: each live segment is synced as far as it was
- * written. */
-static void
-mark_synced(struct tlog_partition *p, void *arg)
+mark_synced(struct tlog_partition *p)
 {
 	struct tlog_segment *seg;
 
-	(void)arg;
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
 		if (seg->live == NULL)
@@ -201,30 +155,35 @@ tlog_store_free_changed(struct tlog_store *s)
 		tlog_free_pressure(arg);
 }
 
-/* arg: the topic whose partitions are rescheduled, NULL for all. */
-static void
-resched_one(struct tlog_partition *p, void *arg)
-{
-	if (arg == NULL || tlog_partition_topic(p) == arg)
-		tlog_part_resched(p);
-}
-
 void
 tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p)
 {
-	if (p != NULL)
-		tlog_part_resched(p);
-	else
-		each_part(s, t == NULL, resched_one, t);
-}
-
-/* Loads every topic and partition directory and recovers partitions. */
-static int
-store_load(struct tlog_store *s)
-{
 	struct tlog_partition **v;
 	size_t n, i;
+
+	if (p != NULL) {
+		tlog_part_resched(p);
+		return;
+	}
+	/* The store's settings govern the events partition too. */
+	if (t == NULL && s->ev.p != NULL)
+		tlog_part_resched(s->ev.p);
+	if (tlog_reg_partitions(&s->reg, &v, &n) != 0)
+		return;
+	for (i = 0; i < n; i++) {
+		if (t == NULL || tlog_partition_topic(v[i]) == t)
+			tlog_part_resched(v[i]);
+		tlog_partition_put(v[i]);
+	}
+	free(v);
+}
+
+/* Loads every topic and partition directory and recovers partitions,
+ * which it leaves in *v, referenced (put each, free *v). */
+static int
+store_load(struct tlog_store *s, struct tlog_partition ***v, size_t *n)
+{
 	int r;
 
 	if ((r = tlog_reg_load(&s->reg)) != 0)
@@ -232,7 +191,7 @@ store_load(struct tlog_store *s)
 	/* Said for each: refused read-only (tlog_level_load_attr). */
 	if (s->ctx.attr_unsafe)
 		return -EPERM;
-	if ((r = tlog_reg_partitions(&s->reg, &v, &n)) != 0)
+	if ((r = tlog_reg_partitions(&s->reg, v, n)) != 0)
 		return r;
 	if (__atomic_load_n(&s->ctx.attr_on_dir, __ATOMIC_RELAXED))
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: its file system "
@@ -249,10 +208,7 @@ store_load(struct tlog_store *s)
 		    "the mount shows their modes and owners as before ("
 		    TLOG_ATTR_XATTR ")", s->path, s->ctx.attr_moved);
 	}
-	tlog_recover_all(v, n, &s->rc);
-	for (i = 0; i < n; i++)
-		tlog_partition_put(v[i]);
-	free(v);
+	tlog_recover_all(*v, *n, &s->rc);
 	return 0;
 }
 
@@ -279,7 +235,7 @@ store_alloc(const struct tlog_store_opts *opts)
 	s->penv.emit = store_emit;
 	s->penv.arg = s;
 	tlog_level_init(&s->root, &s->tree, NULL, NULL, TLOG_ROOT_INO, NULL);
-	tlog_reg_init(&s->reg, &s->root, &s->penv, &s->q);
+	tlog_reg_init(&s->reg, &s->root, &s->penv);
 	return s;
 }
 
@@ -295,24 +251,16 @@ store_alloc(const struct tlog_store_opts *opts)
 #define RESERVE_PART 280	/* a path of up to 255 bytes, and more */
 #define RESERVE_SEG 80
 
-/* *arg: the room wanted so far. */
-static void
-reserve_room(struct tlog_partition *p, void *arg)
-{
-	uint64_t *want = arg;
-
-	*want += 2 * (RESERVE_PART + RESERVE_SEG *
-	    __atomic_load_n(&p->nsegs, __ATOMIC_RELAXED));
-}
-
 int
 tlog_store_open(const char *path, const struct tlog_store_opts *opts,
     struct tlog_store **out, char *err, size_t errlen)
 {
+	struct tlog_partition **v = NULL;
 	struct tlog_store *s;
 	char boot[64], prev[64], line[80];
 	int64_t newest = -1, now;
 	uint64_t want = RESERVE_BASE;
+	size_t nv = 0, i;
 	int r, n;
 
 	*out = NULL;
@@ -348,7 +296,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		goto fail;
 	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd, "",
 	    ".tlogfs/config");
-	if ((r = store_load(s)) != 0 ||
+	if ((r = store_load(s, &v, &nv)) != 0 ||
 	    (r = tlog_events_open(&s->ev, &s->reg, &s->rc)) != 0) {
 		snprintf(err, errlen, "store %s: %s", path, strerror(-r));
 		goto fail;
@@ -357,14 +305,27 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	s->rc.ckpt = NULL;
 	/* Engine time starts no earlier than the newest stamp stored, so
 	 * stamps keep increasing whatever the wall clock says. */
-	each_part(s, true, newest_stamp, &newest);
+	if (s->ev.p != NULL && s->ev.p->last_ts > newest)
+		newest = s->ev.p->last_ts;
+	for (i = 0; i < nv; i++)
+		if (v[i]->last_ts > newest)
+			newest = v[i]->last_ts;
 	tlog_clock_anchor(&s->ctx.clock, newest);
+	/* The partitions loaded were born (for partition.cleanup.ms) at
+	 * engine time read before the clock was anchored, which may since
+	 * have moved on to the newest stamp: they count as born now, never
+	 * earlier. */
 	now = tlog_ctx_now(&s->ctx);
-	each_part(s, false, born_now, &now);
-	if (!s->ctx.ro) {
-		each_part(s, false, reserve_room, &want);
-		tlog_sf_reserve(s, want);
+	for (i = 0; i < nv; i++) {
+		pthread_mutex_lock(&v[i]->sd.lock);
+		if (v[i]->born < now)
+			v[i]->born = now;
+		pthread_mutex_unlock(&v[i]->sd.lock);
+		want += 2 * (RESERVE_PART + RESERVE_SEG *
+		    __atomic_load_n(&v[i]->nsegs, __ATOMIC_RELAXED));
 	}
+	if (!s->ctx.ro)
+		tlog_sf_reserve(s, want);
 	/*
 	 * Recovery's repairs (cuts, rewritten indexes, removed files) are
 	 * on disk before the store takes an append; and after a crash,
@@ -373,9 +334,12 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 	 * fsync of each partition has to sync file by file.
 	 */
 	if (!s->ctx.ro && (!s->rc.was_clean || s->rc.repaired)) {
-		if (syncfs(s->tree.dirfd) == 0)
-			each_part(s, true, mark_synced, NULL);
-		else
+		if (syncfs(s->tree.dirfd) == 0) {
+			if (s->ev.p != NULL)
+				mark_synced(s->ev.p);
+			for (i = 0; i < nv; i++)
+				mark_synced(v[i]);
+		} else
 			tlog_ctx_log(&s->ctx, LOG_ERR, "store %s: syncfs: %s; "
 			    "recovery's repairs may not be on disk", path,
 			    strerror(errno));
@@ -396,8 +360,12 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		    "recovery's repairs are kept in memory, not written; the "
 		    "next read-write open makes them", path);
 	*out = s;
-	return 0;
+	r = 0;
+	s = NULL;
 fail:
+	while (nv > 0)
+		tlog_partition_put(v[--nv]);
+	free(v);
 	store_free(s);
 	return r;
 }
@@ -421,7 +389,7 @@ tlog_store_close(struct tlog_store *s)
 	}
 	tlog_store_unlink_pending(s, 0);
 	tlog_reaper_detach(s);	/* it holds partitions */
-	/* The room set aside at open is for what follows (reserve_room). */
+	/* The room set aside at open is for what follows (RESERVE_BASE). */
 	(void)unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0);
 	tlog_store_flush_pending(s, 0);
 	/* The partitions' syncs run with the tree unlocked: each partition
@@ -462,17 +430,22 @@ tlog_store_close(struct tlog_store *s)
 	 * afresh (O_EXCL never follows a link, never opens a FIFO or a
 	 * device): whatever was planted at the name while the store ran is
 	 * unlinked, never written through. */
-	if (!bad && unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
+	if (bad) {
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything "
+		    "reached the disk; no clean mark", s->path);
+	} else if (unlinkat(s->tree.dirfd, ".tlogfs/clean", 0) == -1 &&
 	    errno != ENOENT) {
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot replace "
 		    ".tlogfs/clean: %s; no clean mark: the next open "
 		    "recovers as after a crash", s->path, strerror(errno));
-		store_free(s);
-		return -1;
-	}
-	fd = bad ? -1 : openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
-	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd != -1) {
+		bad = true;
+	} else if ((fd = openat(s->tree.dirfd, ".tlogfs/clean", O_WRONLY |
+	    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) == -1) {
+		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: cannot create "
+		    ".tlogfs/clean: %s; no clean mark: the next open recovers "
+		    "as after a crash", s->path, strerror(errno));
+		bad = true;
+	} else {
 		n = (size_t)snprintf(line, sizeof(line), "%016" PRIx64 "\n",
 		    nonce);
 		errno = EIO;	/* a short write sets none */
@@ -487,11 +460,9 @@ tlog_store_close(struct tlog_store *s)
 			bad = true;
 		}
 		close(fd);
-	} else
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "store %s: not everything "
-		    "reached the disk; no clean mark", s->path);
+	}
 	store_free(s);
-	return bad || fd == -1 ? -1 : 0;
+	return bad ? -1 : 0;
 }
 
 /* ---- calls of tlog.h answered by the registry, queues and events ---- */
@@ -612,12 +583,6 @@ void
 tlog_store_wakeup(struct tlog_store *s)
 {
 	tlog_queue_wakeup(&s->q);
-}
-
-size_t
-tlog_store_unlink_queued(struct tlog_store *s)
-{
-	return tlog_queue_unlinks(&s->q);
 }
 
 struct tlog_partition *

@@ -3,15 +3,8 @@
  * the store's own level, the registry of topics and partitions, the
  * background work queues, the events partition, and the hooks through
  * which the log layer reaches it (struct tlog_part_env, filled in here).
- *
- * STORE/.tlogfs/format   "tlogfs <version>"
- * STORE/.tlogfs/lock     pid of the holder, flock()ed while open
- * STORE/.tlogfs/config   store-wide settings (key=value)
- * STORE/.tlogfs/clean    present only between a clean close and the next open
- * STORE/.tlogfs/boot     the kernel's boot id at the last open
- * STORE/TOPIC/.config, STORE/TOPIC/PART/.config, STORE/TOPIC/PART/.next
- *
- * The locks and their order: doc/engine.md, "Threads and locks".
+ * Its files: doc/format.md, "Store layout"; the locks and their order:
+ * doc/engine.md, "Threads and locks".
  */
 #ifndef TLOG_STORE_H
 #define TLOG_STORE_H
@@ -80,12 +73,9 @@ struct tlog_store {
 int tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
     gid_t gid);
 
-/*
- * A scheduler (the reaper) attaches to the store: from then on every
- * partition tells it of new segments and changed settings through ops.
- * detach runs when the store closes with the scheduler still attached.
- * The store never calls the scheduler by name: only through ops.
- */
+/* A scheduler (the reaper) attaches to the store (arg not NULL) or
+ * detaches (NULL): while attached, every partition tells it of new
+ * segments and changed settings through ops. */
 void tlog_store_set_sched(struct tlog_store *s,
     const struct tlog_sched_ops *ops, void *arg);
 void *tlog_store_sched(struct tlog_store *s);
@@ -97,7 +87,5 @@ void tlog_store_resched(struct tlog_store *s, struct tlog_topic *t,
  * scheduler's pressure call, if one is attached) and at the next
  * append. */
 void tlog_store_free_changed(struct tlog_store *s);
-/* The length of the unlink queue. */
-size_t tlog_store_unlink_queued(struct tlog_store *s);
 
 #endif /* TLOG_STORE_H */

@@ -234,19 +234,6 @@ tlog_store_root_attr(struct tlog_store *s, mode_t mode, uid_t uid,
 	return r;
 }
 
-/* .tlogfs/format, never through a link, a FIFO or a device: anything
- * but a regular file fails with ELOOP (the store is refused). */
-static int
-format_open(struct tlog_store *s)
-{
-	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/format")) {
-		errno = ELOOP;
-		return -1;
-	}
-	return openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC);
-}
-
 /* The first entry of the store's directory but lost+found (a file
  * system's own root has one), in buf; NULL if none (or unreadable: the
  * open fails further on). */
@@ -304,7 +291,12 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 	}
 	if ((v = tlog_sf_own_dir(s, ".tlogfs", err, errlen)) != 0)
 		return v;
-	fd = format_open(s);
+	/* Never through a link, a FIFO or a device: anything but a regular
+	 * file is refused. */
+	if (tlog_not_regular(s->tree.dirfd, ".tlogfs/format"))
+		goto not_regular;
+	fd = openat(s->tree.dirfd, ".tlogfs/format", O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
 	/* A reader creates nothing: the store must be one. */
 	if (fd == -1 && errno == ENOENT && s->ctx.ro) {
 		snprintf(err, errlen, "%s is not a tlogfs store (no "
@@ -333,10 +325,7 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		if (fd != -1)
 			close(fd);
-		snprintf(err, errlen, "%s/.tlogfs/format: not a regular file "
-		    "(a link, a FIFO, a device...): the store is refused",
-		    s->path);
-		return -EPROTO;
+		goto not_regular;
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -354,6 +343,10 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 	snprintf(err, errlen, "%s: unsupported store format \"%.20s\" "
 	    "(.tlogfs/format; this tlogfs reads \"tlogfs %d\" and \"tlogfs "
 	    "%d\")", s->path, buf, TLOG_FORMAT_VERSION, TLOG_FORMAT_ZSTD);
+	return -EPROTO;
+not_regular:
+	snprintf(err, errlen, "%s/.tlogfs/format: not a regular file (a link, "
+	    "a FIFO, a device...): the store is refused", s->path);
 	return -EPROTO;
 }
 

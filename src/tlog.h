@@ -319,8 +319,6 @@ int tlog_topic_remove(struct tlog_store *s, const char *name);
  * -ENOTEMPTY. */
 int tlog_topic_rename(struct tlog_store *s, const char *from, const char *to);
 uint64_t tlog_topic_ino(const struct tlog_topic *t);
-/* Copies the current name (it may be renamed at any time). */
-void tlog_topic_name(struct tlog_topic *t, char *buf, size_t len);
 const struct tlog_conf *tlog_topic_conf(struct tlog_topic *t);
 
 /* ---- partitions ---- */
@@ -472,9 +470,6 @@ int tlog_partition_seek_time(struct tlog_partition *p, int64_t t,
 /* The most cursors a partition keeps: their names and lag attributes
  * must fit the kernel's 64 KiB listxattr answer (tlogfs(8)). */
 #define TLOG_CURSORS_MAX 256
-/* No offset reaches 2^62 (a million records a second for 146,000
- * years): a larger cursor in a .cursors file is damage, not a position. */
-#define TLOG_CURSOR_OFFSET_MAX ((uint64_t)1 << 62)
 struct tlog_cursor {
 	char name[TLOG_CURSOR_NAME_MAX + 1];
 	uint64_t offset;
@@ -608,9 +603,9 @@ int tlog_metrics_format(struct tlog_store *s, char **out, size_t *len);
 /* ---- small utilities shared by the engine and its users ---- */
 
 uint32_t tlog_crc32c(uint32_t crc, const void *buf, size_t len);
-/* The largest offset a partition may reach (2^62): a segment's base or a
- * saved end offset past it is not one (a planted value could otherwise
- * make the offsets wrap). 146 years at 10^9 records a second. */
+/* The largest offset a partition may reach (2^62): a segment's base, a
+ * saved end offset or a cursor past it is not one (a planted value could
+ * otherwise make the offsets wrap). 146 years at 10^9 records a second. */
 #define TLOG_OFFSET_MAX ((uint64_t)1 << 62)
 /* The default of tlog_store_opts.held_max: 64 MiB; and the unfinished
  * line an open file may hold whatever all hold (writer.c). */

@@ -450,7 +450,7 @@ drain(const char *dir, long nsegs, long nlat)
 		ns[n] = (uint32_t)((mono() - t1) * 1e9);
 		if ((n & 255) == 0 && tdone == 0) {
 			tlog_partition_stats(bp, &ps);
-			if (ps.segments == 0 && tlog_store_unlink_queued(s) == 0)
+			if (ps.segments == 0 && tlog_queue_unlinks(&s->q) == 0)
 				tdone = mono();
 		}
 		if (tdone != 0 && n >= (size_t)nlat)
@@ -458,7 +458,7 @@ drain(const char *dir, long nsegs, long nlat)
 	}
 	while (tdone == 0) {
 		tlog_partition_stats(bp, &ps);
-		if (ps.segments == 0 && tlog_store_unlink_queued(s) == 0)
+		if (ps.segments == 0 && tlog_queue_unlinks(&s->q) == 0)
 			tdone = mono();
 		else
 			usleep(1000);
@@ -607,7 +607,7 @@ keepfree(const char *dir, long nsegs, double secs)
 	kf_set(s, NULL, "retention.keep.free", "16M");
 	for (;;) {
 		tlog_partition_stats(bp, &ps);
-		if (ps.segments == 0 && tlog_store_unlink_queued(s) == 0)
+		if (ps.segments == 0 && tlog_queue_unlinks(&s->q) == 0)
 			break;
 		usleep(1000);
 	}

@@ -219,7 +219,7 @@ START_TEST(racing_drainers_keep_end_offset)
 	pthread_join(b, NULL);
 	th_unlink_hook = NULL;
 	ck_assert_int_eq(race_arrived, 2);
-	ck_assert_uint_eq(tlog_store_unlink_queued(s), 0);
+	ck_assert_uint_eq(tlog_queue_unlinks(&s->q), 0);
 	tlog_partition_put(p);
 	tlog_store_close(s);
 	ck_assert_uint_eq(end_after_reopen(), 4);

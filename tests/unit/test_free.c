@@ -118,7 +118,7 @@ free_next(struct tlog_partition *want, const char *why)
 	unsigned ev = free_events;
 	char b[64];
 
-	tlog_topic_name(tlog_partition_topic(want), b, sizeof(b));
+	tlog_level_name(&tlog_partition_topic(want)->lv, b, sizeof(b));
 	fake_avail = FLOOR - 1;
 	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 1);
 	ck_assert_uint_eq(st.segments, 1);

@@ -665,7 +665,7 @@ START_TEST(size_ceiling_never_exceeded)
 	ck_assert_uint_le(th_P->pending_bytes, 512);
 	ck_assert_int_gt(n_delete, 0);
 	tlog_store_unlink_pending(th_S, 0);
-	ck_assert_uint_eq(tlog_store_unlink_queued(th_S), 0);
+	ck_assert_uint_eq(tlog_queue_unlinks(&th_S->q), 0);
 	ck_assert_int_gt(n_delete, 0);
 	ck_assert_int_eq(n_delete, n_size_rule);
 	ck_assert_int_gt(n_seal, n_delete);

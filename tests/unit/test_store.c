@@ -671,7 +671,7 @@ START_TEST(rmdir_waits_for_unlinks_in_flight)
 	u.s = th_open_opts(dir, &o);
 	p = th_part(u.s, "t", "p");
 	t = tlog_partition_topic(p);
-	tlog_topic_ref(t);
+	tlog_level_ref(&t->lv);
 	w = tlog_writer_open(p);
 	th_put(w, "one\n");
 	tlog_writer_close(w);
@@ -937,6 +937,33 @@ fill_table(struct rlimit *saved, int fill[512])
 	ck_assert_int_eq(errno, EMFILE);
 	return n;
 }
+
+/*
+ * A close whose partitions all reached the disk, but whose clean mark
+ * cannot be created (here: out of descriptors), says that, with the
+ * reason, rather than that not everything reached the disk.
+ */
+START_TEST(close_says_why_the_mark_is_missing)
+{
+	char *dir = th_tmpdir();
+	struct tlog_store *s = th_open(dir);
+	struct rlimit rl;
+	int nfill, fill[512];
+
+	th_logbuf[0] = '\0';
+	nfill = fill_table(&rl, fill);
+	ck_assert_int_eq(tlog_store_close(s), -1);
+	while (nfill > 0)
+		close(fill[--nfill]);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	ck_assert_msg(strstr(th_logbuf, "cannot create .tlogfs/clean: "
+	    "Too many open files") != NULL, "log: %s", th_logbuf);
+	ck_assert_ptr_null(strstr(th_logbuf, "not everything reached"));
+	ck_assert(!exists(dir, ".tlogfs/clean"));
+	th_rmrf(dir);
+	free(dir);
+}
+END_TEST
 
 START_TEST(fsync_out_of_descriptors_evicts_idle_segments)
 {
@@ -1693,6 +1720,7 @@ main(void)
 	TH_CASE(s, open_files_stay_within_budget);
 	TH_CASE(s, a_write_sealing_many_segments_stays_within_descriptors);
 	TH_CASE(s, fsync_out_of_descriptors_evicts_idle_segments);
+	TH_CASE(s, close_says_why_the_mark_is_missing);
 	TH_CASE(s, sealed_idle_segment_keeps_no_live_part);
 	TH_CASE(s, repeated_errors_are_rate_limited);
 	TH_CASE(s, store_identity);
