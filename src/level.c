@@ -401,14 +401,22 @@ int
 tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
     mode_t mode)
 {
+	struct stat st;
 	int dfd, fd;
 
 	if ((dfd = tlog_level_dir(lv)) < 0)
 		return dfd;
-	fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-	    mode);
-	if (fd == -1)
+	/* Looked at before the open, so that it opens no device, and after
+	 * it, for an entry swapped in between. */
+	if (!(flags & O_EXCL) && tlog_not_regular(dfd, file))
+		fd = -EIO;
+	else if ((fd = openat(dfd, file, flags | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, mode)) == -1)
 		fd = -errno;
+	else if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		fd = -EIO;
+	}
 	close(dfd);
 	return fd;
 }

@@ -126,8 +126,11 @@ int tlog_level_dir(struct tlog_level *lv);
 int tlog_level_dir_locked(struct tlog_level *lv);
 /* Records the identity of lv's directory from an open descriptor of it. */
 int tlog_level_set_dir(struct tlog_level *lv, int dfd);
-/* Opens file in lv's directory (O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
- * added: a FIFO planted under a segment's name never blocks the open). */
+/* Opens the regular file `file` in lv's directory (O_CLOEXEC |
+ * O_NOFOLLOW | O_NONBLOCK added). Anything else at that name (a FIFO, a
+ * device, a socket put there behind the store) is never opened, so no
+ * FIFO blocks and no driver is reached, nor served: -EIO. With O_CREAT
+ * | O_EXCL any entry there is -EEXIST, unopened. */
 int tlog_level_openat(struct tlog_level *lv, const char *file, int flags,
     mode_t mode);
 /* Unlinks file in lv's directory; no lock is held during the unlink. */

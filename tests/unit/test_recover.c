@@ -789,6 +789,36 @@ segment_files_opened(int in)
  * ended, and an open without the checkpoint, reading every index, finds
  * nothing to repair and the same records.
  */
+/* A sealed segment's file replaced behind the store by a FIFO (or a
+ * device) is never opened nor served: the open fails with EIO, not a
+ * read with ESPIPE or a device's bytes served as records. */
+START_TEST(segment_replaced_by_fifo_not_served)
+{
+	struct tlog_seginfo *si;
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_segment *seg;
+	char *lp;
+	size_t n;
+
+	crash_after_writes();
+	si = close_cleanly(&n);
+	s = th_open(th_dir);
+	lp = seg_path(si[0].base, ".log");
+	ck_assert_int_eq(unlink(lp), 0);
+	ck_assert_int_eq(mkfifo(lp, 0644), 0);
+	p = th_part(s, "t", "0");
+	seg = tlog_segment_get(p, si[0].base);
+	ck_assert_ptr_nonnull(seg);
+	ck_assert_int_eq(tlog_segment_open(seg), -EIO);
+	tlog_segment_put(seg);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(lp);
+	free(si);
+}
+END_TEST
+
 START_TEST(clean_open_opens_no_segment_file)
 {
 	static const char more[] = "appended after a clean open\n";
@@ -1299,6 +1329,7 @@ main(void)
 	TH_CASE(s, checkpoint_partitions_swapped);
 	TH_CASE(s, checkpoint_file_changed_in_place);
 	TH_CASE(s, clean_open_opens_no_segment_file);
+	TH_CASE(s, segment_replaced_by_fifo_not_served);
 	TH_CASE(s, checkpoint_active_changed_is_read);
 	TH_CASE(s, checkpoint_active_index_length_checked);
 	TH_CASE(s, checkpoint_directory_never_blocks);
