@@ -456,16 +456,19 @@ tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 	int r;
 
 	/* Only a regular file is the mark: anything else planted there (a
-	 * symlink, a FIFO) is not followed, and is removed. */
+	 * symlink, a FIFO, an empty directory) is not followed, and is
+	 * removed; the log line says if it could not be. */
 	found = fstatat(s->tree.dirfd, ".tlogfs/clean", &st,
 	    AT_SYMLINK_NOFOLLOW) == 0;
 	s->rc.was_clean = found && S_ISREG(st.st_mode);
 	if (found && !s->rc.was_clean) {
+		r = s->ctx.ro ? 0 : unlinkat(s->tree.dirfd, ".tlogfs/clean",
+		    S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) == 0 ? 0 : errno;
 		tlog_ctx_log(&s->ctx, LOG_WARNING, ".tlogfs/clean: not a "
-		    "regular file, so not a clean mark%s: the store is checked "
-		    "as after a crash", s->ctx.ro ? "" : "; removed");
-		if (!s->ctx.ro)
-			(void)unlinkat(s->tree.dirfd, ".tlogfs/clean", 0);
+		    "regular file, so not a clean mark%s%s: the store is "
+		    "checked as after a crash", s->ctx.ro ? "" : r == 0 ?
+		    "; removed" : "; cannot remove it: ",
+		    r == 0 ? "" : strerror(r));
 	}
 	/* Read now: a clean close's checkpoint goes with the mark
 	 * (checkpoint.h). */

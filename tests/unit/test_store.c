@@ -1158,6 +1158,45 @@ START_TEST(strays_never_block_the_open)
 }
 END_TEST
 
+/* A directory at the clean mark's name is no mark either: removed if
+ * empty, so that the next clean close leaves a mark again; one that
+ * cannot be removed is said so, not said removed. */
+START_TEST(directory_at_clean_mark_removed)
+{
+	struct stat st;
+	char *f, *g;
+
+	th_open_tp(NULL);
+	th_close();
+	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/clean", th_dir), 0);
+	ck_assert_int_eq(unlink(f), 0);
+	ck_assert_int_eq(mkdir(f, 0700), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_msg(strstr(th_logbuf, ".tlogfs/clean: not a regular file, "
+	    "so not a clean mark; removed") != NULL, "log: %s", th_logbuf);
+	ck_assert_int_eq(lstat(f, &st), -1);
+	th_close();
+	ck_assert_int_eq(lstat(f, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	/* Not empty: it stays, and the line says why. */
+	ck_assert_int_eq(unlink(f), 0);
+	ck_assert_int_eq(mkdir(f, 0700), 0);
+	ck_assert_int_ge(asprintf(&g, "%s/x", f), 0);
+	ck_assert_int_eq(mkdir(g, 0700), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_msg(strstr(th_logbuf, ".tlogfs/clean: not a regular file, "
+	    "so not a clean mark; cannot remove it: ") != NULL, "log: %s",
+	    th_logbuf);
+	th_close();
+	ck_assert_int_eq(rmdir(g), 0);
+	ck_assert_int_eq(rmdir(f), 0);
+	free(g);
+	free(f);
+}
+END_TEST
+
 /* The store's own directories planted as links: the open is refused,
  * and the message names the directory and why. */
 START_TEST(own_dirs_as_links_refuse_the_open)
@@ -1726,6 +1765,7 @@ main(void)
 	TH_CASE(s, store_identity);
 	TH_CASE(s, held_lost_at_close_is_named);
 	TH_CASE(s, strays_never_block_the_open);
+	TH_CASE(s, directory_at_clean_mark_removed);
 	TH_CASE(s, own_dirs_as_links_refuse_the_open);
 	TH_CASE(s, read_open_out_of_descriptors);
 	TH_CASE(s, store_is_private);
