@@ -95,88 +95,6 @@ data_crcs(int fd, struct tlog_idx_entry *e, size_t k, size_t n, bool check)
 	return (ssize_t)n;
 }
 
-/*
- * Where data that never reached the disk begins past the last verified
- * point `from`: the first run of TLOG_ZERO_RUN zero bytes (a lost page,
- * or any run of torn 512-byte sectors, reads back as zeros), or size if
- * none. Nothing fsync acknowledged lies past `from` (an fsync writes an
- * entry), so a record there holding such a run loses nothing acknowledged.
- */
-#define TLOG_ZERO_RUN 16
-
-static uint64_t
-first_zero_run(int fd, uint64_t from, uint64_t size)
-{
-	unsigned char buf[65536];
-	uint64_t at = from, run = 0;
-	size_t want, i;
-	ssize_t n;
-
-	while (at < size) {
-		want = size - at < sizeof(buf) ? (size_t)(size - at) :
-		    sizeof(buf);
-		if ((n = pread(fd, buf, want, (off_t)at)) <= 0)
-			break;
-		for (i = 0; i < (size_t)n; i++) {
-			run = buf[i] == 0 ? run + 1 : 0;
-			if (run == TLOG_ZERO_RUN)
-				return at + i + 1 - run;
-		}
-		at += (uint64_t)n;
-	}
-	return size;
-}
-
-/*
- * Scans data from pos (record rel) to the end, adding an index entry every
- * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
- * *end; bytes after the last newline count as a record only if keep_tail.
- */
-static int
-scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
-    int64_t ts, struct entries *v, uint64_t *records, uint64_t *end)
-{
-	char buf[65536];
-	uint64_t at = pos, rstart = pos, last_entry;
-	ssize_t n, i;
-	int r;
-
-	last_entry = v->n ? v->e[v->n - 1].pos : 0;
-	*end = pos;
-	while (at < size) {
-		n = pread(fd, buf, size - at < sizeof(buf) ? (size_t)(size - at) :
-		    sizeof(buf), (off_t)at);
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		for (i = 0; i < n; i++) {
-			if (buf[i] != '\n')
-				continue;
-			if (v->n == 0 || rel == 0 ||
-			    rstart - last_entry >= TLOG_IDX_INTERVAL) {
-				if ((v->n == 0 || v->e[v->n - 1].rel != rel) &&
-				    (r = entries_push(v, rel, rstart, ts)) != 0)
-					return r;
-				last_entry = rstart;
-			}
-			rel++;
-			rstart = at + (uint64_t)i + 1;
-		}
-		at += (uint64_t)n;
-	}
-	if (keep_tail && rstart < at) {
-		if ((v->n == 0 || rel == 0) &&
-		    (r = entries_push(v, rel, rstart, ts)) != 0)
-			return r;
-		rel++;
-		rstart = at;
-	}
-	*records = rel;
-	*end = rstart;
-	return 0;
-}
-
 /* The segment's index holds v's entries; appends index on from its last. */
 static void
 took_entries(struct tlog_segment *seg, const struct entries *v)
@@ -525,6 +443,71 @@ load_entries(struct load *l)
 }
 
 /*
+ * Scans the data from pos (record rel) up to limit, adding an index entry
+ * every TLOG_IDX_INTERVAL bytes (stamped ts); sets l->end to the end of
+ * the last whole record and *records to their count. Bytes after the last
+ * newline count as a record only if keep_tail (never after a power cut).
+ *
+ * After a power cut (rc->verify) the scan also stops at the first run of
+ * TLOG_ZERO_RUN zero bytes (*zeros set): data that never reached the disk
+ * (a lost page, or any run of torn 512-byte sectors, reads back as
+ * zeros). Nothing fsync acknowledged lies past the last verified entry (an
+ * fsync writes an entry), so a record there holding such a run loses
+ * nothing acknowledged.
+ */
+#define TLOG_ZERO_RUN 16
+
+static int
+scan_data(struct load *l, uint64_t pos, uint64_t rel, uint64_t limit,
+    bool keep_tail, int64_t ts, uint64_t *records, bool *zeros)
+{
+	struct entries *v = &l->v;
+	char buf[65536];
+	uint64_t at = pos, rstart = pos, last_entry, run = 0;
+	ssize_t n, i;
+	int r;
+
+	last_entry = v->n ? v->e[v->n - 1].pos : 0;
+	while (at < limit && !*zeros) {
+		n = pread(l->fd, buf, limit - at < sizeof(buf) ?
+		    (size_t)(limit - at) : sizeof(buf), (off_t)at);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++) {
+			run = buf[i] == 0 ? run + 1 : 0;
+			if (run == TLOG_ZERO_RUN && l->rc->verify) {
+				*zeros = true;
+				break;
+			}
+			if (buf[i] != '\n')
+				continue;
+			if (v->n == 0 || rel == 0 ||
+			    rstart - last_entry >= TLOG_IDX_INTERVAL) {
+				if ((v->n == 0 || v->e[v->n - 1].rel != rel) &&
+				    (r = entries_push(v, rel, rstart, ts)) != 0)
+					return r;
+				last_entry = rstart;
+			}
+			rel++;
+			rstart = at + (uint64_t)i + 1;
+		}
+		at += (uint64_t)n;
+	}
+	if (keep_tail && rstart < at) {
+		if ((v->n == 0 || rel == 0) &&
+		    (r = entries_push(v, rel, rstart, ts)) != 0)
+			return r;
+		rel++;
+		rstart = at;
+	}
+	*records = rel;
+	l->end = rstart;
+	return 0;
+}
+
+/*
  * The records after the last good entry: scanned up to where the data
  * can be trusted, the rest (an unfinished line, pages lost in a power
  * cut) cut off. Sets the segment's counters and times. -1: the data
@@ -536,9 +519,9 @@ load_scan(struct load *l)
 	struct tlog_ctx *ctx = l->ctx;
 	struct tlog_segment *seg = l->seg;
 	struct entries *v = &l->v;
-	uint64_t pos = 0, rel = 0, records, scan_end;
+	uint64_t pos = 0, rel = 0, records;
 	int64_t hint;
-	bool keep_tail;
+	bool keep_tail, zeros = false;
 	int r;
 
 	if (v->n > 0) {
@@ -555,25 +538,20 @@ load_scan(struct load *l)
 	 * segment behind a newer one; never after a power cut, which can
 	 * tear any line that no entry vouches for. */
 	keep_tail = !l->last && !l->footer && !l->rc->verify;
-	/* Past a chunk that failed its CRC nothing is known to be what was
-	 * written: the data is cut at the last good entry. */
-	if (l->mismatch)
-		scan_end = pos;
-	else
-		scan_end = l->rc->verify ? first_zero_run(l->fd, pos,
-		    l->size) : l->size;
 	/* Records found past the last entry: the footer's newest time if
 	 * there is one, else the data's mtime, never before the entries. */
 	hint = l->footer ? l->foot.max_ts : l->mt;
 	if (hint < seg->max_ts)
 		hint = seg->max_ts;
-	if ((r = scan_data(l->fd, pos, rel, scan_end, keep_tail, hint, v,
-	    &records, &l->end)) != 0)
+	/* Past a chunk that failed its CRC nothing is known to be what was
+	 * written: the data is cut at the last good entry. */
+	if ((r = scan_data(l, pos, rel, l->mismatch ? pos : l->size,
+	    keep_tail, hint, &records, &zeros)) != 0)
 		return skip(l, "cannot read: ", -r);
 	if (l->end < l->size) {
 		if (l->mismatch)
 			;	/* logged above */
-		else if (scan_end < l->size)
+		else if (zeros)
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
 			    "from a run of zero bytes no writer wrote (data "
 			    "that never reached the disk) on, %s", l->where,
