@@ -122,8 +122,7 @@ parse(struct tlog_ckpt *c, size_t size)
 			return false;
 		x->path = (const char *)b + pos;
 		pos += x->len;
-		x->part.dir.ino = tlog_get64(b + pos);
-		x->part.dir.ctime = tlog_get64(b + pos + 8);
+		x->part.dir = b + pos;
 		x->part.n = tlog_get32(b + pos + 16);
 		flags = tlog_get32(b + pos + 20);
 		pos += CKPT_PART;
@@ -279,19 +278,38 @@ tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
 	return true;
 }
 
-/* st's ctime in ns. */
-static uint64_t
-ckpt_ctime(const struct stat *st)
+/* The identity of st at b: its inode number, its ctime in ns. */
+static void
+put_id(unsigned char *b, const struct stat *st)
 {
-	return (uint64_t)st->st_ctim.tv_sec * 1000000000u +
-	    (uint64_t)st->st_ctim.tv_nsec;
+	tlog_put64(b, (uint64_t)st->st_ino);
+	tlog_put64(b + 8, (uint64_t)st->st_ctim.tv_sec * 1000000000u +
+	    (uint64_t)st->st_ctim.tv_nsec);
 }
 
 bool
-tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st)
+tlog_ckpt_same(const unsigned char *id, const struct stat *st)
 {
-	return f->ino == (uint64_t)st->st_ino &&
-	    f->ctime == ckpt_ctime(st);
+	unsigned char b[16];
+
+	put_id(b, st);
+	return memcmp(b, id, sizeof(b)) == 0;
+}
+
+/* The identity of the segment file base + ext in dfd at b, its stat in
+ * *st (one stat, never through a link, no file opened); false if it
+ * cannot be looked at. */
+static bool
+put_file(unsigned char *b, int dfd, uint64_t base, const char *ext,
+    struct stat *st)
+{
+	char name[32];
+
+	tlog_segname_format(base, ext, name, sizeof(name));
+	if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == -1)
+		return false;
+	put_id(b, st);
+	return true;
 }
 
 uint64_t
@@ -328,22 +346,16 @@ entry_put(unsigned char *b, const struct tlog_segment *seg)
 	tlog_put64(b + 32, (uint64_t)seg->max_ts);
 }
 
-/*
- * Whether the segment file base + ext in dfd is still the one the
- * checkpoint saw, whose identity (inode number, ctime) is at b: a regular
- * file, not followed through a link (one stat, no file opened); its stat
- * in *st.
- */
+/* Whether the segment file base + ext in dfd is a regular file and still
+ * the one whose identity the checkpoint holds at id; its stat in *st. */
 static bool
-same_file(int dfd, uint64_t base, const char *ext, const unsigned char *b,
+same_file(int dfd, uint64_t base, const char *ext, const unsigned char *id,
     struct stat *st)
 {
-	struct tlog_ckpt_file f = { tlog_get64(b), tlog_get64(b + 8) };
-	char name[32];
+	unsigned char b[16];
 
-	tlog_segname_format(base, ext, name, sizeof(name));
-	return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st->st_mode) && tlog_ckpt_same(&f, st);
+	return put_file(b, dfd, base, ext, st) && S_ISREG(st->st_mode) &&
+	    memcmp(b, id, sizeof(b)) == 0;
 }
 
 struct tlog_segment *
@@ -439,32 +451,18 @@ out_take(struct out *o, size_t n)
 	return o->b + o->len - n;
 }
 
-/* The identity (inode number, ctime) of the file base + ext in dfd, at
- * b; false if it cannot be looked at. */
-static bool
-put_file(unsigned char *b, int dfd, uint64_t base, const char *ext)
-{
-	struct stat st;
-	char name[40];
-
-	tlog_segname_format(base, ext, name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return false;
-	tlog_put64(b, (uint64_t)st.st_ino);
-	tlog_put64(b + 8, ckpt_ctime(&st));
-	return true;
-}
-
 /* Entry b for the active segment seg of the partition in dfd; false if
  * its files cannot be looked at (recovery then reads them). */
 static bool
 put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
 {
+	struct stat st;
+
 	entry_put(b, seg);
 	tlog_put32(b + 72, (uint32_t)seg->nidx);
 	tlog_put32(b + 76, 0);
-	return put_file(b + 40, dfd, seg->base, ".log") &&
-	    put_file(b + 56, dfd, seg->base, ".idx");
+	return put_file(b + 40, dfd, seg->base, ".log", &st) &&
+	    put_file(b + 56, dfd, seg->base, ".idx", &st);
 }
 
 /* Sealed entry b for seg: all but its data file's identity, which
@@ -508,8 +506,7 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	b[0] = (unsigned char)len;
 	b[1] = (unsigned char)(len >> 8);
 	memcpy(b + 2, where, len);
-	tlog_put64(b + 2 + len, (uint64_t)st.st_ino);
-	tlog_put64(b + 2 + len + 8, ckpt_ctime(&st));
+	put_id(b + 2 + len, &st);
 	ents = o->len;
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
@@ -536,7 +533,7 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	for (i = 0; ok && !o->failed && i < n; i++) {
 		b = o->b + ents + i * CKPT_ENT;
 		ok = put_file(b + 40, dfd, tlog_get64(b), b[61] & CKPT_S_ZST ?
-		    ".log.zst" : ".log");
+		    ".log.zst" : ".log", &st);
 	}
 	close(dfd);
 	if (!ok || o->failed || (n == 0 && flags == 0)) {

@@ -29,17 +29,6 @@
  * threads). */
 struct tlog_ckpt;
 
-/*
- * Which file (or directory) the checkpoint saw: its inode number and its
- * ctime, which nothing can set back, so that a file replaced while the
- * store was unmounted (a copy, a restore, another file given the freed
- * inode number) is never taken for the one checkpointed.
- */
-struct tlog_ckpt_file {
-	uint64_t ino;
-	uint64_t ctime;		/* ns */
-};
-
 /* One partition's sealed segments, oldest first, as the file holds them
  * (decoded one at a time by tlog_ckpt_segment), and its active segment
  * if the close recorded it (tlog_ckpt_active). */
@@ -47,11 +36,15 @@ struct tlog_ckpt_part {
 	const unsigned char *ent;
 	size_t n;
 	const unsigned char *act;	/* NULL: none recorded */
-	struct tlog_ckpt_file dir;	/* its directory */
+	const unsigned char *dir;	/* its directory's identity */
 };
 
-/* Whether st is the file f names (inode number, ctime). */
-bool tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st);
+/* Whether st is the file (or directory) whose identity the checkpoint
+ * holds at id: its inode number and its ctime, which nothing can set
+ * back, so that a file replaced while the store was unmounted (a copy, a
+ * restore, another file given the freed inode number) is never taken for
+ * the one checkpointed. */
+bool tlog_ckpt_same(const unsigned char *id, const struct stat *st);
 
 /* Reads the checkpoint in the store directory storefd: a periodic one,
  * or after a clean close (was_clean) the one that close wrote with
