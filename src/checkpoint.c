@@ -170,58 +170,47 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 {
 	struct tlog_ckpt *c = NULL;
 	struct stat st;
-	size_t size = 0, got = 0;
+	size_t size, got = 0;
 	ssize_t r;
 	const char *why = NULL;
 	int fd = -1;
 
 	/* Never through a link; a FIFO planted there never blocks; a
 	 * device is never opened. */
-	if (tlog_not_regular(storefd, TLOG_CKPT_PATH)) {
+	if (tlog_not_regular(storefd, TLOG_CKPT_PATH))
 		why = "not a checkpoint";
-		goto bad;
-	}
-	fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY | O_NONBLOCK |
-	    O_CLOEXEC, 0);
-	if (fd == -ENOENT)
+	else if ((fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY |
+	    O_NONBLOCK | O_CLOEXEC, 0)) == -ENOENT)
 		return NULL;
-	if (fd < 0) {
+	else if (fd < 0)
 		why = strerror(-fd);
-		goto bad;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	else if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_size < CKPT_HDR + CKPT_TRAILER ||
-	    (uint64_t)st.st_size >= CKPT_MAX) {
+	    (uint64_t)st.st_size >= CKPT_MAX)
 		why = "not a checkpoint";
-		goto bad;
-	}
-	size = (size_t)st.st_size;
-	if ((c = calloc(1, sizeof(*c))) == NULL ||
-	    (c->buf = malloc(size)) == NULL) {
+	else if ((c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->buf = malloc((size_t)st.st_size)) == NULL)
 		why = strerror(ENOMEM);
+	if (why != NULL)
 		goto bad;
-	}
+	size = (size_t)st.st_size;
 	while (got < size && (r = pread(fd, c->buf + got, size - got,
 	    (off_t)got)) > 0)
 		got += (size_t)r;
-	if (got != size) {
+	if (got != size)
 		why = "short read";
-		goto bad;
-	}
 	/* Version 1 (an older tlogfs's) did not record the active
 	 * segments: read as without one, once. */
-	if (memcmp(c->buf, CKPT_MAGIC, 8) == 0 &&
-	    tlog_get32(c->buf + 8) < CKPT_VERSION) {
+	else if (memcmp(c->buf, CKPT_MAGIC, 8) == 0 &&
+	    tlog_get32(c->buf + 8) < CKPT_VERSION)
 		why = "written by an older tlogfs";
-		goto bad;
-	}
-	if (memcmp(c->buf, CKPT_MAGIC, 8) != 0 ||
+	else if (memcmp(c->buf, CKPT_MAGIC, 8) != 0 ||
 	    tlog_get32(c->buf + 8) != CKPT_VERSION ||
 	    tlog_get32(c->buf + size - 4) !=
-	    tlog_crc32c(0, c->buf, size - 4) || !parse(c, size)) {
+	    tlog_crc32c(0, c->buf, size - 4) || !parse(c, size))
 		why = "damaged";
+	if (why != NULL)
 		goto bad;
-	}
 	/* A clean close's is that close's record only with its mark (a
 	 * tlogfs that knows no checkpoint may have closed the store
 	 * since); a periodic one needs none (checkpoint.h). */
