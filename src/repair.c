@@ -140,52 +140,6 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 }
 
 /*
- * The clean path: reads only the index's header and footer, and takes the
- * segment as sealed if the footer agrees with the data's size.
- */
-static bool
-quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
-    uint64_t *nidx)
-{
-	unsigned char buf[4096];
-	struct stat st;
-	char name[32];
-	uint64_t hbase, body;
-	const unsigned char *ft;
-	bool ok = false;
-	int fd;
-
-	tlog_segname_format(base, ".idx", name, sizeof(name));
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return false;
-	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR + TLOG_IDX_FOOT)
-		goto out;
-	/* A small index in one read; a large one, its two ends. */
-	if (st.st_size <= (off_t)sizeof(buf)) {
-		if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
-			goto out;
-		ft = buf + st.st_size - TLOG_IDX_FOOT;
-	} else {
-		if (pread(fd, buf, TLOG_IDX_HDR, 0) != TLOG_IDX_HDR ||
-		    pread(fd, buf + TLOG_IDX_HDR, TLOG_IDX_FOOT,
-		    st.st_size - TLOG_IDX_FOOT) != TLOG_IDX_FOOT)
-			goto out;
-		ft = buf + TLOG_IDX_HDR;
-	}
-	if (tlog_idx_decode_header(buf, &hbase) == 0 && hbase == base &&
-	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size &&
-	    foot->records <= foot->bytes) {
-		body = (uint64_t)st.st_size - TLOG_IDX_HDR - TLOG_IDX_FOOT;
-		ok = body % TLOG_IDX_ENT == 0 &&
-		    body / TLOG_IDX_ENT <= UINT32_MAX;
-		*nidx = body / TLOG_IDX_ENT;
-	}
-out:
-	close(fd);
-	return ok;
-}
-
-/*
  * Loading one segment, in phases (tlog_seg_recover below) that share this:
  * what is known of its files so far and what is decided about them.
  */
@@ -264,40 +218,62 @@ load_stat(struct load *l)
 	return 0;
 }
 
-/* Reads and validates the index: header, entries, footer. */
+/*
+ * Reads the index's header and footer and, if the footer agrees with the
+ * data's size (the clean path), nothing more: v.n is its count of entries,
+ * none read; 1. Otherwise, unless quick, its entries up to the first torn
+ * or out-of-order one: 0. Negative: no header of this segment (or quick,
+ * and not the clean path).
+ */
 static int
-read_index(struct load *l)
+read_index(struct load *l, bool quick)
 {
 	struct entries *v = &l->v;
-	unsigned char *buf = NULL;
+	unsigned char ends[4096], *buf = ends;
 	struct tlog_idx_entry e;
 	struct stat st;
 	char name[32];
-	size_t i, n, body;
+	size_t i, n, len, body;
 	uint64_t hbase;
-	int fd, r = 0;
+	int fd, r = -EINVAL;
 
 	tlog_segname_format(l->base, ".idx", name, sizeof(name));
 	if ((fd = openat(l->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) ==
 	    -1)
 		return -errno;
 	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR)
-		r = -EINVAL;
-	else if ((buf = malloc((size_t)st.st_size)) == NULL)
-		r = -ENOMEM;
-	else if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
-	    tlog_idx_decode_header(buf, &hbase) != 0 || hbase != l->base)
-		r = -EINVAL;
-	if (r != 0)
 		goto out;
-	l->crcs = (tlog_idx_header_flags(buf) & TLOG_IDX_F_DATACRC) != 0;
-	body = (size_t)st.st_size - TLOG_IDX_HDR;
+	len = (size_t)st.st_size;
+	/* A small index in one read; a large one, its two ends (its footer
+	 * where a small one's would be), and the rest only if needed. */
+	if (len <= sizeof(ends)) {
+		if (pread(fd, ends, len, 0) != st.st_size)
+			goto out;
+	} else if (pread(fd, ends, TLOG_IDX_HDR, 0) != TLOG_IDX_HDR ||
+	    pread(fd, ends + sizeof(ends) - TLOG_IDX_FOOT, TLOG_IDX_FOOT,
+	    st.st_size - TLOG_IDX_FOOT) != TLOG_IDX_FOOT)
+		goto out;
+	if (tlog_idx_decode_header(ends, &hbase) != 0 || hbase != l->base)
+		goto out;
+	l->crcs = (tlog_idx_header_flags(ends) & TLOG_IDX_F_DATACRC) != 0;
+	body = len - TLOG_IDX_HDR;
 	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
-	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
-	    &l->foot) == 0 && l->foot.records <= l->foot.bytes) {
+	    0 && tlog_idx_decode_footer(ends + (len < sizeof(ends) ? len :
+	    sizeof(ends)) - TLOG_IDX_FOOT, &l->foot) == 0 &&
+	    l->foot.records <= l->foot.bytes) {
 		l->footer = true;
 		body -= TLOG_IDX_FOOT;
 	}
+	if (l->footer && l->foot.bytes == l->size &&
+	    body / TLOG_IDX_ENT <= UINT32_MAX) {
+		v->n = body / TLOG_IDX_ENT;	/* entries not needed */
+		r = 1;
+		goto out;
+	}
+	if (quick || (len > sizeof(ends) && ((buf = malloc(len)) == NULL ||
+	    pread(fd, buf, len, 0) != st.st_size)))
+		goto out;
+	r = 0;
 	n = body / TLOG_IDX_ENT;
 	if (body % TLOG_IDX_ENT)
 		l->torn = true;
@@ -316,7 +292,8 @@ read_index(struct load *l)
 		v->e[v->n - 1].crc = e.crc;
 	}
 out:
-	free(buf);
+	if (buf != ends)
+		free(buf);
 	close(fd);
 	return r;
 }
@@ -327,13 +304,8 @@ static void
 load_index(struct load *l, bool has_idx)
 {
 	struct tlog_ctx *ctx = l->ctx;
-	uint64_t nidx;
 
-	if (has_idx && quick_sealed(l->dfd, l->base, l->size, &l->foot,
-	    &nidx)) {
-		l->footer = true;
-		l->v.n = nidx;	/* entries not needed */
-	} else if (!has_idx || read_index(l) != 0) {
+	if (!has_idx || read_index(l, false) < 0) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: %s; "
 		    "rebuilding it from the data%s", l->where, l->base,
 		    has_idx ? "corrupt index" : "missing",
@@ -387,14 +359,13 @@ struct tlog_segment *
 tlog_seg_recover_sealed(struct tlog_partition *p, int dfd, uint64_t base,
     uint64_t size)
 {
+	struct load l = { .dfd = dfd, .base = base, .size = size };
 	struct tlog_segment *seg;
-	struct tlog_footer foot;
-	uint64_t nidx;
 
-	if (!quick_sealed(dfd, base, size, &foot, &nidx) ||
+	if (read_index(&l, true) != 1 ||
 	    (seg = tlog_seg_new(&p->sd, base)) == NULL)
 		return NULL;
-	take_footer(seg, &foot, nidx);
+	take_footer(seg, &l.foot, l.v.n);
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
 }
