@@ -1,8 +1,5 @@
 /*
- * checkpoint.c - the record of every segment that a clean close (and the
- * running store, periodically) writes, so that an open reads one file and
- * a stat per segment file instead of every index (doc/format.md, "The
- * checkpoint").
+ * checkpoint.c - writing and reading the checkpoint (checkpoint.h).
  *
  * The layout is doc/format.md's table (little-endian). The offsets in an
  * entry, sealed (CKPT_ENT bytes) or active (CKPT_ACT): base 0, records 8,

@@ -11,9 +11,8 @@
  * segment is logged and never stops the store opening.
  *
  * A read-only open (tlog_store_opts.readonly) makes the same repairs in
- * memory only: it cuts, removes, trims and rewrites nothing. What a cut
- * would drop is simply not served (the segment's byte count ends before
- * it), and a repaired index is kept in memory for look-ups.
+ * memory only, changing no file: what a cut would drop is not served, a
+ * repaired index is kept in memory for look-ups.
  */
 #include "config.h"
 
@@ -298,8 +297,7 @@ out:
 	return r;
 }
 
-/* The index: its footer alone when it agrees with the data (the clean
- * path), else its entries; a corrupt or missing one is rebuilt. */
+/* The index (read_index); a corrupt or missing one is rebuilt. */
 static void
 load_index(struct load *l, bool has_idx)
 {
