@@ -417,21 +417,16 @@ struct out {
 static unsigned char *
 out_take(struct out *o, size_t n)
 {
-	unsigned char *nb;
-	size_t nc;
+	void *nb;
 
+	while (!o->failed && o->cap - o->len < n) {
+		if ((nb = tlog_grow(o->b, &o->cap, o->cap, 1, 65536)) == NULL)
+			o->failed = true;
+		else
+			o->b = nb;
+	}
 	if (o->failed)
 		return NULL;
-	if (o->cap - o->len < n) {
-		for (nc = o->cap ? o->cap : 65536; nc - o->len < n; nc *= 2)
-			;
-		if ((nb = realloc(o->b, nc)) == NULL) {
-			o->failed = true;
-			return NULL;
-		}
-		o->b = nb;
-		o->cap = nc;
-	}
 	o->len += n;
 	return o->b + o->len - n;
 }
