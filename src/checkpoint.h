@@ -66,17 +66,14 @@ uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
 /* A new sealed segment of p built from entry i of cp (not yet linked),
  * if its data file in dfd is the one checkpointed, of the size it says
  * (a compressed one: any a segment file can have); else NULL (or when
- * out of memory), and a file cut, grown or replaced while the store was
- * unmounted is loaded from its files and repaired as recovery repairs
- * it. */
+ * out of memory): recovery loads it from its files. */
 struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
     const struct tlog_ckpt_part *cp, size_t i, int dfd);
 
 /* The active segment of cp, not yet linked, with its append state, if
  * cp records one based at base, its data file and index in dfd are the
  * ones checkpointed, of the sizes it says, and no saved end
- * (p->saved_end) lies past it; else NULL (or when out of memory), and it
- * is loaded from its files. */
+ * (p->saved_end) lies past it; else NULL (or when out of memory). */
 struct tlog_segment *tlog_ckpt_active(struct tlog_partition *p,
     const struct tlog_ckpt_part *cp, uint64_t base, int dfd);
 
