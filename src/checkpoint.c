@@ -1,8 +1,5 @@
 /*
- * checkpoint.c - the record of every segment that a clean close (and the
- * running store, periodically) writes, so that an open reads one file and
- * a stat per segment file instead of every index (doc/format.md, "The
- * checkpoint").
+ * checkpoint.c - writing and reading the checkpoint (checkpoint.h).
  *
  * The layout is doc/format.md's table (little-endian). The offsets in an
  * entry, sealed (CKPT_ENT bytes) or active (CKPT_ACT): base 0, records 8,
@@ -17,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -122,8 +118,7 @@ parse(struct tlog_ckpt *c, size_t size)
 			return false;
 		x->path = (const char *)b + pos;
 		pos += x->len;
-		x->part.dir.ino = tlog_get64(b + pos);
-		x->part.dir.ctime = tlog_get64(b + pos + 8);
+		x->part.dir = b + pos;
 		x->part.n = tlog_get32(b + pos + 16);
 		flags = tlog_get32(b + pos + 20);
 		pos += CKPT_PART;
@@ -171,58 +166,47 @@ tlog_ckpt_load(struct tlog_ctx *ctx, int storefd, bool was_clean,
 {
 	struct tlog_ckpt *c = NULL;
 	struct stat st;
-	size_t size = 0, got = 0;
+	size_t size, got = 0;
 	ssize_t r;
 	const char *why = NULL;
 	int fd = -1;
 
 	/* Never through a link; a FIFO planted there never blocks; a
 	 * device is never opened. */
-	if (tlog_not_regular(storefd, TLOG_CKPT_PATH)) {
+	if (tlog_not_regular(storefd, TLOG_CKPT_PATH))
 		why = "not a checkpoint";
-		goto bad;
-	}
-	fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY | O_NONBLOCK |
-	    O_CLOEXEC);
-	if (fd == -ENOENT)
+	else if ((fd = tlog_open_beneath(storefd, TLOG_CKPT_PATH, O_RDONLY |
+	    O_NONBLOCK | O_CLOEXEC)) == -ENOENT)
 		return NULL;
-	if (fd < 0) {
+	else if (fd < 0)
 		why = strerror(-fd);
-		goto bad;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	else if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_size < CKPT_HDR + CKPT_TRAILER ||
-	    (uint64_t)st.st_size >= CKPT_MAX) {
+	    (uint64_t)st.st_size >= CKPT_MAX)
 		why = "not a checkpoint";
-		goto bad;
-	}
-	size = (size_t)st.st_size;
-	if ((c = calloc(1, sizeof(*c))) == NULL ||
-	    (c->buf = malloc(size)) == NULL) {
+	else if ((c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->buf = malloc((size_t)st.st_size)) == NULL)
 		why = strerror(ENOMEM);
+	if (why != NULL)
 		goto bad;
-	}
+	size = (size_t)st.st_size;
 	while (got < size && (r = pread(fd, c->buf + got, size - got,
 	    (off_t)got)) > 0)
 		got += (size_t)r;
-	if (got != size) {
+	if (got != size)
 		why = "short read";
-		goto bad;
-	}
 	/* Version 1 (an older tlogfs's) did not record the active
 	 * segments: read as without one, once. */
-	if (memcmp(c->buf, CKPT_MAGIC, 8) == 0 &&
-	    tlog_get32(c->buf + 8) < CKPT_VERSION) {
+	else if (memcmp(c->buf, CKPT_MAGIC, 8) == 0 &&
+	    tlog_get32(c->buf + 8) < CKPT_VERSION)
 		why = "written by an older tlogfs";
-		goto bad;
-	}
-	if (memcmp(c->buf, CKPT_MAGIC, 8) != 0 ||
+	else if (memcmp(c->buf, CKPT_MAGIC, 8) != 0 ||
 	    tlog_get32(c->buf + 8) != CKPT_VERSION ||
 	    tlog_get32(c->buf + size - 4) !=
-	    tlog_crc32c(0, c->buf, size - 4) || !parse(c, size)) {
+	    tlog_crc32c(0, c->buf, size - 4) || !parse(c, size))
 		why = "damaged";
+	if (why != NULL)
 		goto bad;
-	}
 	/* A clean close's is that close's record only with its mark (a
 	 * tlogfs that knows no checkpoint may have closed the store
 	 * since); a periodic one needs none (checkpoint.h). */
@@ -279,19 +263,38 @@ tlog_ckpt_find(const struct tlog_ckpt *c, const char *where,
 	return true;
 }
 
-/* st's ctime in ns. */
-static uint64_t
-ckpt_ctime(const struct stat *st)
+/* The identity of st at b: its inode number, its ctime in ns. */
+static void
+put_id(unsigned char *b, const struct stat *st)
 {
-	return (uint64_t)st->st_ctim.tv_sec * 1000000000u +
-	    (uint64_t)st->st_ctim.tv_nsec;
+	tlog_put64(b, (uint64_t)st->st_ino);
+	tlog_put64(b + 8, (uint64_t)st->st_ctim.tv_sec * 1000000000u +
+	    (uint64_t)st->st_ctim.tv_nsec);
 }
 
 bool
-tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st)
+tlog_ckpt_same(const unsigned char *id, const struct stat *st)
 {
-	return f->ino == (uint64_t)st->st_ino &&
-	    f->ctime == ckpt_ctime(st);
+	unsigned char b[16];
+
+	put_id(b, st);
+	return memcmp(b, id, sizeof(b)) == 0;
+}
+
+/* The identity of the segment file base + ext in dfd at b, its stat in
+ * *st (one stat, never through a link, no file opened); false if it
+ * cannot be looked at. */
+static bool
+put_file(unsigned char *b, int dfd, uint64_t base, const char *ext,
+    struct stat *st)
+{
+	char name[32];
+
+	tlog_segname_format(base, ext, name, sizeof(name));
+	if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == -1)
+		return false;
+	put_id(b, st);
+	return true;
 }
 
 uint64_t
@@ -328,22 +331,16 @@ entry_put(unsigned char *b, const struct tlog_segment *seg)
 	tlog_put64(b + 32, (uint64_t)seg->max_ts);
 }
 
-/*
- * Whether the segment file base + ext in dfd is still the one the
- * checkpoint saw, whose identity (inode number, ctime) is at b: a regular
- * file, not followed through a link (one stat, no file opened); its stat
- * in *st.
- */
+/* Whether the segment file base + ext in dfd is a regular file and still
+ * the one whose identity the checkpoint holds at id; its stat in *st. */
 static bool
-same_file(int dfd, uint64_t base, const char *ext, const unsigned char *b,
+same_file(int dfd, uint64_t base, const char *ext, const unsigned char *id,
     struct stat *st)
 {
-	struct tlog_ckpt_file f = { tlog_get64(b), tlog_get64(b + 8) };
-	char name[32];
+	unsigned char b[16];
 
-	tlog_segname_format(base, ext, name, sizeof(name));
-	return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st->st_mode) && tlog_ckpt_same(&f, st);
+	return put_file(b, dfd, base, ext, st) && S_ISREG(st->st_mode) &&
+	    memcmp(b, id, sizeof(b)) == 0;
 }
 
 struct tlog_segment *
@@ -420,39 +417,18 @@ struct out {
 static unsigned char *
 out_take(struct out *o, size_t n)
 {
-	unsigned char *nb;
-	size_t nc;
+	void *nb;
 
+	while (!o->failed && o->cap - o->len < n) {
+		if ((nb = tlog_grow(o->b, &o->cap, o->cap, 1, 65536)) == NULL)
+			o->failed = true;
+		else
+			o->b = nb;
+	}
 	if (o->failed)
 		return NULL;
-	if (o->cap - o->len < n) {
-		for (nc = o->cap ? o->cap : 65536; nc - o->len < n; nc *= 2)
-			;
-		if ((nb = realloc(o->b, nc)) == NULL) {
-			o->failed = true;
-			return NULL;
-		}
-		o->b = nb;
-		o->cap = nc;
-	}
 	o->len += n;
 	return o->b + o->len - n;
-}
-
-/* The identity (inode number, ctime) of the file base + ext in dfd, at
- * b; false if it cannot be looked at. */
-static bool
-put_file(unsigned char *b, int dfd, uint64_t base, const char *ext)
-{
-	struct stat st;
-	char name[40];
-
-	tlog_segname_format(base, ext, name, sizeof(name));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return false;
-	tlog_put64(b, (uint64_t)st.st_ino);
-	tlog_put64(b + 8, ckpt_ctime(&st));
-	return true;
 }
 
 /* Entry b for the active segment seg of the partition in dfd; false if
@@ -460,11 +436,13 @@ put_file(unsigned char *b, int dfd, uint64_t base, const char *ext)
 static bool
 put_active(unsigned char *b, const struct tlog_segment *seg, int dfd)
 {
+	struct stat st;
+
 	entry_put(b, seg);
 	tlog_put32(b + 72, (uint32_t)seg->nidx);
 	tlog_put32(b + 76, 0);
-	return put_file(b + 40, dfd, seg->base, ".log") &&
-	    put_file(b + 56, dfd, seg->base, ".idx");
+	return put_file(b + 40, dfd, seg->base, ".log", &st) &&
+	    put_file(b + 56, dfd, seg->base, ".idx", &st);
 }
 
 /* Sealed entry b for seg: all but its data file's identity, which
@@ -508,8 +486,7 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	b[0] = (unsigned char)len;
 	b[1] = (unsigned char)(len >> 8);
 	memcpy(b + 2, where, len);
-	tlog_put64(b + 2 + len, (uint64_t)st.st_ino);
-	tlog_put64(b + 2 + len + 8, ckpt_ctime(&st));
+	put_id(b + 2 + len, &st);
 	ents = o->len;
 	pthread_mutex_lock(&p->sd.lock);
 	TAILQ_FOREACH(seg, &p->segs, link) {
@@ -536,7 +513,7 @@ add_part(struct out *o, struct tlog_partition *p, bool periodic)
 	for (i = 0; ok && !o->failed && i < n; i++) {
 		b = o->b + ents + i * CKPT_ENT;
 		ok = put_file(b + 40, dfd, tlog_get64(b), b[61] & CKPT_S_ZST ?
-		    ".log.zst" : ".log");
+		    ".log.zst" : ".log", &st);
 	}
 	close(dfd);
 	if (!ok || o->failed || (n == 0 && flags == 0)) {

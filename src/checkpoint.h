@@ -29,17 +29,6 @@
  * threads). */
 struct tlog_ckpt;
 
-/*
- * Which file (or directory) the checkpoint saw: its inode number and its
- * ctime, which nothing can set back, so that a file replaced while the
- * store was unmounted (a copy, a restore, another file given the freed
- * inode number) is never taken for the one checkpointed.
- */
-struct tlog_ckpt_file {
-	uint64_t ino;
-	uint64_t ctime;		/* ns */
-};
-
 /* One partition's sealed segments, oldest first, as the file holds them
  * (decoded one at a time by tlog_ckpt_segment), and its active segment
  * if the close recorded it (tlog_ckpt_active). */
@@ -47,11 +36,15 @@ struct tlog_ckpt_part {
 	const unsigned char *ent;
 	size_t n;
 	const unsigned char *act;	/* NULL: none recorded */
-	struct tlog_ckpt_file dir;	/* its directory */
+	const unsigned char *dir;	/* its directory's identity */
 };
 
-/* Whether st is the file f names (inode number, ctime). */
-bool tlog_ckpt_same(const struct tlog_ckpt_file *f, const struct stat *st);
+/* Whether st is the file (or directory) whose identity the checkpoint
+ * holds at id: its inode number and its ctime, which nothing can set
+ * back, so that a file replaced while the store was unmounted (a copy, a
+ * restore, another file given the freed inode number) is never taken for
+ * the one checkpointed. */
+bool tlog_ckpt_same(const unsigned char *id, const struct stat *st);
 
 /* Reads the checkpoint in the store directory storefd: a periodic one,
  * or after a clean close (was_clean) the one that close wrote with
@@ -73,17 +66,14 @@ uint64_t tlog_ckpt_base(const struct tlog_ckpt_part *cp, size_t i);
 /* A new sealed segment of p built from entry i of cp (not yet linked),
  * if its data file in dfd is the one checkpointed, of the size it says
  * (a compressed one: any a segment file can have); else NULL (or when
- * out of memory), and a file cut, grown or replaced while the store was
- * unmounted is loaded from its files and repaired as recovery repairs
- * it. */
+ * out of memory): recovery loads it from its files. */
 struct tlog_segment *tlog_ckpt_segment(struct tlog_partition *p,
     const struct tlog_ckpt_part *cp, size_t i, int dfd);
 
 /* The active segment of cp, not yet linked, with its append state, if
  * cp records one based at base, its data file and index in dfd are the
  * ones checkpointed, of the sizes it says, and no saved end
- * (p->saved_end) lies past it; else NULL (or when out of memory), and it
- * is loaded from its files. */
+ * (p->saved_end) lies past it; else NULL (or when out of memory). */
 struct tlog_segment *tlog_ckpt_active(struct tlog_partition *p,
     const struct tlog_ckpt_part *cp, uint64_t base, int dfd);
 

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -163,7 +162,7 @@ ckpt_agrees(struct tlog_partition *p, const struct tlog_ckpt_part *cp,
 	/* Another directory at the path (partitions swapped or copied
 	 * while the store was unmounted), or this one changed since: not
 	 * what was checkpointed. */
-	if (fstat(dfd, &st) == -1 || !tlog_ckpt_same(&cp->dir, &st))
+	if (fstat(dfd, &st) == -1 || !tlog_ckpt_same(cp->dir, &st))
 		goto disagree;
 	for (i = 0; i < n; i++) {
 		if (j < cp->n && f[i].base == tlog_ckpt_base(cp, j)) {

@@ -5,12 +5,10 @@
 #ifndef TLOG_RECOVER_H
 #define TLOG_RECOVER_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "partition.h"
 #include "repair.h"
-
 
 /* Loads p's segments from its directory; a bad segment is logged and
  * skipped, never fatal. */

@@ -11,19 +11,16 @@
  * segment is logged and never stops the store opening.
  *
  * A read-only open (tlog_store_opts.readonly) makes the same repairs in
- * memory only: it cuts, removes, trims and rewrites nothing. What a cut
- * would drop is simply not served (the segment's byte count ends before
- * it), and a repaired index is kept in memory for look-ups.
+ * memory only, changing no file: what a cut would drop is not served, a
+ * repaired index is kept in memory for look-ups.
  */
 #include "config.h"
 
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -95,88 +92,6 @@ data_crcs(int fd, struct tlog_idx_entry *e, size_t k, size_t n, bool check)
 	return (ssize_t)n;
 }
 
-/*
- * Where data that never reached the disk begins past the last verified
- * point `from`: the first run of TLOG_ZERO_RUN zero bytes (a lost page,
- * or any run of torn 512-byte sectors, reads back as zeros), or size if
- * none. Nothing fsync acknowledged lies past `from` (an fsync writes an
- * entry), so a record there holding such a run loses nothing acknowledged.
- */
-#define TLOG_ZERO_RUN 16
-
-static uint64_t
-first_zero_run(int fd, uint64_t from, uint64_t size)
-{
-	unsigned char buf[65536];
-	uint64_t at = from, run = 0;
-	size_t want, i;
-	ssize_t n;
-
-	while (at < size) {
-		want = size - at < sizeof(buf) ? (size_t)(size - at) :
-		    sizeof(buf);
-		if ((n = pread(fd, buf, want, (off_t)at)) <= 0)
-			break;
-		for (i = 0; i < (size_t)n; i++) {
-			run = buf[i] == 0 ? run + 1 : 0;
-			if (run == TLOG_ZERO_RUN)
-				return at + i + 1 - run;
-		}
-		at += (uint64_t)n;
-	}
-	return size;
-}
-
-/*
- * Scans data from pos (record rel) to the end, adding an index entry every
- * TLOG_IDX_INTERVAL bytes. Returns the end of the last whole record in
- * *end; bytes after the last newline count as a record only if keep_tail.
- */
-static int
-scan_data(int fd, uint64_t pos, uint64_t rel, uint64_t size, bool keep_tail,
-    int64_t ts, struct entries *v, uint64_t *records, uint64_t *end)
-{
-	char buf[65536];
-	uint64_t at = pos, rstart = pos, last_entry;
-	ssize_t n, i;
-	int r;
-
-	last_entry = v->n ? v->e[v->n - 1].pos : 0;
-	*end = pos;
-	while (at < size) {
-		n = pread(fd, buf, size - at < sizeof(buf) ? (size_t)(size - at) :
-		    sizeof(buf), (off_t)at);
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		for (i = 0; i < n; i++) {
-			if (buf[i] != '\n')
-				continue;
-			if (v->n == 0 || rel == 0 ||
-			    rstart - last_entry >= TLOG_IDX_INTERVAL) {
-				if ((v->n == 0 || v->e[v->n - 1].rel != rel) &&
-				    (r = entries_push(v, rel, rstart, ts)) != 0)
-					return r;
-				last_entry = rstart;
-			}
-			rel++;
-			rstart = at + (uint64_t)i + 1;
-		}
-		at += (uint64_t)n;
-	}
-	if (keep_tail && rstart < at) {
-		if ((v->n == 0 || rel == 0) &&
-		    (r = entries_push(v, rel, rstart, ts)) != 0)
-			return r;
-		rel++;
-		rstart = at;
-	}
-	*records = rel;
-	*end = rstart;
-	return 0;
-}
-
 /* The segment's index holds v's entries; appends index on from its last. */
 static void
 took_entries(struct tlog_segment *seg, const struct entries *v)
@@ -221,52 +136,6 @@ write_index(int dfd, struct tlog_segment *seg, const struct entries *v,
 	if (r == 0)
 		took_entries(seg, v);
 	return r;
-}
-
-/*
- * The clean path: reads only the index's header and footer, and takes the
- * segment as sealed if the footer agrees with the data's size.
- */
-static bool
-quick_sealed(int dfd, uint64_t base, uint64_t size, struct tlog_footer *foot,
-    uint64_t *nidx)
-{
-	unsigned char buf[4096];
-	struct stat st;
-	char name[32];
-	uint64_t hbase, body;
-	const unsigned char *ft;
-	bool ok = false;
-	int fd;
-
-	tlog_segname_format(base, ".idx", name, sizeof(name));
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return false;
-	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR + TLOG_IDX_FOOT)
-		goto out;
-	/* A small index in one read; a large one, its two ends. */
-	if (st.st_size <= (off_t)sizeof(buf)) {
-		if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
-			goto out;
-		ft = buf + st.st_size - TLOG_IDX_FOOT;
-	} else {
-		if (pread(fd, buf, TLOG_IDX_HDR, 0) != TLOG_IDX_HDR ||
-		    pread(fd, buf + TLOG_IDX_HDR, TLOG_IDX_FOOT,
-		    st.st_size - TLOG_IDX_FOOT) != TLOG_IDX_FOOT)
-			goto out;
-		ft = buf + TLOG_IDX_HDR;
-	}
-	if (tlog_idx_decode_header(buf, &hbase) == 0 && hbase == base &&
-	    tlog_idx_decode_footer(ft, foot) == 0 && foot->bytes == size &&
-	    foot->records <= foot->bytes) {
-		body = (uint64_t)st.st_size - TLOG_IDX_HDR - TLOG_IDX_FOOT;
-		ok = body % TLOG_IDX_ENT == 0 &&
-		    body / TLOG_IDX_ENT <= UINT32_MAX;
-		*nidx = body / TLOG_IDX_ENT;
-	}
-out:
-	close(fd);
-	return ok;
 }
 
 /*
@@ -348,40 +217,62 @@ load_stat(struct load *l)
 	return 0;
 }
 
-/* Reads and validates the index: header, entries, footer. */
+/*
+ * Reads the index's header and footer and, if the footer agrees with the
+ * data's size (the clean path), nothing more: v.n is its count of entries,
+ * none read; 1. Otherwise, unless quick, its entries up to the first torn
+ * or out-of-order one: 0. Negative: no header of this segment (or quick,
+ * and not the clean path).
+ */
 static int
-read_index(struct load *l)
+read_index(struct load *l, bool quick)
 {
 	struct entries *v = &l->v;
-	unsigned char *buf = NULL;
+	unsigned char ends[4096], *buf = ends;
 	struct tlog_idx_entry e;
 	struct stat st;
 	char name[32];
-	size_t i, n, body;
+	size_t i, n, len, body;
 	uint64_t hbase;
-	int fd, r = 0;
+	int fd, r = -EINVAL;
 
 	tlog_segname_format(l->base, ".idx", name, sizeof(name));
 	if ((fd = openat(l->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) ==
 	    -1)
 		return -errno;
 	if (fstat(fd, &st) == -1 || st.st_size < TLOG_IDX_HDR)
-		r = -EINVAL;
-	else if ((buf = malloc((size_t)st.st_size)) == NULL)
-		r = -ENOMEM;
-	else if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
-	    tlog_idx_decode_header(buf, &hbase) != 0 || hbase != l->base)
-		r = -EINVAL;
-	if (r != 0)
 		goto out;
-	l->crcs = (tlog_idx_header_flags(buf) & TLOG_IDX_F_DATACRC) != 0;
-	body = (size_t)st.st_size - TLOG_IDX_HDR;
+	len = (size_t)st.st_size;
+	/* A small index in one read; a large one, its two ends (its footer
+	 * where a small one's would be), and the rest only if needed. */
+	if (len <= sizeof(ends)) {
+		if (pread(fd, ends, len, 0) != st.st_size)
+			goto out;
+	} else if (pread(fd, ends, TLOG_IDX_HDR, 0) != TLOG_IDX_HDR ||
+	    pread(fd, ends + sizeof(ends) - TLOG_IDX_FOOT, TLOG_IDX_FOOT,
+	    st.st_size - TLOG_IDX_FOOT) != TLOG_IDX_FOOT)
+		goto out;
+	if (tlog_idx_decode_header(ends, &hbase) != 0 || hbase != l->base)
+		goto out;
+	l->crcs = (tlog_idx_header_flags(ends) & TLOG_IDX_F_DATACRC) != 0;
+	body = len - TLOG_IDX_HDR;
 	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
-	    0 && tlog_idx_decode_footer(buf + st.st_size - TLOG_IDX_FOOT,
-	    &l->foot) == 0 && l->foot.records <= l->foot.bytes) {
+	    0 && tlog_idx_decode_footer(ends + (len < sizeof(ends) ? len :
+	    sizeof(ends)) - TLOG_IDX_FOOT, &l->foot) == 0 &&
+	    l->foot.records <= l->foot.bytes) {
 		l->footer = true;
 		body -= TLOG_IDX_FOOT;
 	}
+	if (l->footer && l->foot.bytes == l->size &&
+	    body / TLOG_IDX_ENT <= UINT32_MAX) {
+		v->n = body / TLOG_IDX_ENT;	/* entries not needed */
+		r = 1;
+		goto out;
+	}
+	if (quick || (len > sizeof(ends) && ((buf = malloc(len)) == NULL ||
+	    pread(fd, buf, len, 0) != st.st_size)))
+		goto out;
+	r = 0;
 	n = body / TLOG_IDX_ENT;
 	if (body % TLOG_IDX_ENT)
 		l->torn = true;
@@ -400,24 +291,19 @@ read_index(struct load *l)
 		v->e[v->n - 1].crc = e.crc;
 	}
 out:
-	free(buf);
+	if (buf != ends)
+		free(buf);
 	close(fd);
 	return r;
 }
 
-/* The index: its footer alone when it agrees with the data (the clean
- * path), else its entries; a corrupt or missing one is rebuilt. */
+/* The index (read_index); a corrupt or missing one is rebuilt. */
 static void
 load_index(struct load *l, bool has_idx)
 {
 	struct tlog_ctx *ctx = l->ctx;
-	uint64_t nidx;
 
-	if (has_idx && quick_sealed(l->dfd, l->base, l->size, &l->foot,
-	    &nidx)) {
-		l->footer = true;
-		l->v.n = nidx;	/* entries not needed */
-	} else if (!has_idx || read_index(l) != 0) {
+	if (!has_idx || read_index(l, false) < 0) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: %s; "
 		    "rebuilding it from the data%s", l->where, l->base,
 		    has_idx ? "corrupt index" : "missing",
@@ -471,14 +357,13 @@ struct tlog_segment *
 tlog_seg_recover_sealed(struct tlog_partition *p, int dfd, uint64_t base,
     uint64_t size)
 {
+	struct load l = { .dfd = dfd, .base = base, .size = size };
 	struct tlog_segment *seg;
-	struct tlog_footer foot;
-	uint64_t nidx;
 
-	if (!quick_sealed(dfd, base, size, &foot, &nidx) ||
+	if (read_index(&l, true) != 1 ||
 	    (seg = tlog_seg_new(&p->sd, base)) == NULL)
 		return NULL;
-	take_footer(seg, &foot, nidx);
+	take_footer(seg, &l.foot, l.v.n);
 	tlog_seg_idle(seg);	/* not listed yet: ours alone */
 	return seg;
 }
@@ -525,6 +410,71 @@ load_entries(struct load *l)
 }
 
 /*
+ * Scans the data from pos (record rel) up to limit, adding an index entry
+ * every TLOG_IDX_INTERVAL bytes (stamped ts); sets l->end to the end of
+ * the last whole record and *records to their count. Bytes after the last
+ * newline count as a record only if keep_tail (never after a power cut).
+ *
+ * After a power cut (rc->verify) the scan also stops at the first run of
+ * TLOG_ZERO_RUN zero bytes (*zeros set): data that never reached the disk
+ * (a lost page, or any run of torn 512-byte sectors, reads back as
+ * zeros). Nothing fsync acknowledged lies past the last verified entry (an
+ * fsync writes an entry), so a record there holding such a run loses
+ * nothing acknowledged.
+ */
+#define TLOG_ZERO_RUN 16
+
+static int
+scan_data(struct load *l, uint64_t pos, uint64_t rel, uint64_t limit,
+    bool keep_tail, int64_t ts, uint64_t *records, bool *zeros)
+{
+	struct entries *v = &l->v;
+	char buf[65536];
+	uint64_t at = pos, rstart = pos, last_entry, run = 0;
+	ssize_t n, i;
+	int r;
+
+	last_entry = v->n ? v->e[v->n - 1].pos : 0;
+	while (at < limit && !*zeros) {
+		n = pread(l->fd, buf, limit - at < sizeof(buf) ?
+		    (size_t)(limit - at) : sizeof(buf), (off_t)at);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++) {
+			run = buf[i] == 0 ? run + 1 : 0;
+			if (run == TLOG_ZERO_RUN && l->rc->verify) {
+				*zeros = true;
+				break;
+			}
+			if (buf[i] != '\n')
+				continue;
+			if (v->n == 0 || rel == 0 ||
+			    rstart - last_entry >= TLOG_IDX_INTERVAL) {
+				if ((v->n == 0 || v->e[v->n - 1].rel != rel) &&
+				    (r = entries_push(v, rel, rstart, ts)) != 0)
+					return r;
+				last_entry = rstart;
+			}
+			rel++;
+			rstart = at + (uint64_t)i + 1;
+		}
+		at += (uint64_t)n;
+	}
+	if (keep_tail && rstart < at) {
+		if ((v->n == 0 || rel == 0) &&
+		    (r = entries_push(v, rel, rstart, ts)) != 0)
+			return r;
+		rel++;
+		rstart = at;
+	}
+	*records = rel;
+	l->end = rstart;
+	return 0;
+}
+
+/*
  * The records after the last good entry: scanned up to where the data
  * can be trusted, the rest (an unfinished line, pages lost in a power
  * cut) cut off. Sets the segment's counters and times. -1: the data
@@ -536,9 +486,9 @@ load_scan(struct load *l)
 	struct tlog_ctx *ctx = l->ctx;
 	struct tlog_segment *seg = l->seg;
 	struct entries *v = &l->v;
-	uint64_t pos = 0, rel = 0, records, scan_end;
+	uint64_t pos = 0, rel = 0, records;
 	int64_t hint;
-	bool keep_tail;
+	bool keep_tail, zeros = false;
 	int r;
 
 	if (v->n > 0) {
@@ -555,25 +505,20 @@ load_scan(struct load *l)
 	 * segment behind a newer one; never after a power cut, which can
 	 * tear any line that no entry vouches for. */
 	keep_tail = !l->last && !l->footer && !l->rc->verify;
-	/* Past a chunk that failed its CRC nothing is known to be what was
-	 * written: the data is cut at the last good entry. */
-	if (l->mismatch)
-		scan_end = pos;
-	else
-		scan_end = l->rc->verify ? first_zero_run(l->fd, pos,
-		    l->size) : l->size;
 	/* Records found past the last entry: the footer's newest time if
 	 * there is one, else the data's mtime, never before the entries. */
 	hint = l->footer ? l->foot.max_ts : l->mt;
 	if (hint < seg->max_ts)
 		hint = seg->max_ts;
-	if ((r = scan_data(l->fd, pos, rel, scan_end, keep_tail, hint, v,
-	    &records, &l->end)) != 0)
+	/* Past a chunk that failed its CRC nothing is known to be what was
+	 * written: the data is cut at the last good entry. */
+	if ((r = scan_data(l, pos, rel, l->mismatch ? pos : l->size,
+	    keep_tail, hint, &records, &zeros)) != 0)
 		return skip(l, "cannot read: ", -r);
 	if (l->end < l->size) {
 		if (l->mismatch)
 			;	/* logged above */
-		else if (scan_end < l->size)
+		else if (zeros)
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
 			    "from a run of zero bytes no writer wrote (data "
 			    "that never reached the disk) on, %s", l->where,
