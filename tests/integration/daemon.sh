@@ -82,15 +82,16 @@ tl_check "the clean mark is written" test -e "$STORE/.tlogfs/clean"
 tl_stderr_clean "an idle mount and a clean stop print nothing"
 
 # A stop that cannot mark the store clean (a directory in the way of the
-# mark) is no clean stop: status 1 and a line saying why.
+# mark, not empty, so the open cannot remove it) is no clean stop:
+# status 1 and a line saying why.
 rm "$STORE/.tlogfs/clean"
-mkdir "$STORE/.tlogfs/clean"
+mkdir -p "$STORE/.tlogfs/clean/x"
 tl_mount
 st=0
 tl_kill TERM || st=$?
 tl_is "a stop that cannot write the clean mark: status 1" 1 "$st"
 tl_check "with a line saying so" grep -q "cannot replace .tlogfs/clean" "$ERR"
-rmdir "$STORE/.tlogfs/clean"
+rm -r "$STORE/.tlogfs/clean"
 : >"$ERR"
 
 # Daemonized: returns once mounted; the lock names the daemon.
