@@ -514,10 +514,12 @@ tlog_sf_reserve(struct tlog_store *s, uint64_t want)
 {
 	int fd, e;
 
-	/* Whatever has the name (a crash's leftover, a stray) goes. */
+	/* Whatever has the name (a crash's leftover, a stray, an empty
+	 * directory) goes; what cannot go makes the open below fail, and
+	 * that is said. */
 	if (unlinkat(s->tree.dirfd, ".tlogfs/reserve", 0) == -1 &&
-	    errno != ENOENT && errno != EISDIR)
-		return;
+	    errno == EISDIR)
+		(void)unlinkat(s->tree.dirfd, ".tlogfs/reserve", AT_REMOVEDIR);
 	fd = openat(s->tree.dirfd, ".tlogfs/reserve", O_WRONLY | O_CREAT |
 	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1)

@@ -1197,6 +1197,39 @@ START_TEST(directory_at_clean_mark_removed)
 }
 END_TEST
 
+/* A directory at .tlogfs/reserve: an empty one gives way to the
+ * reserve, one that cannot is said in one line. */
+START_TEST(directory_at_reserve)
+{
+	struct stat st;
+	char *f, *g;
+
+	th_open_tp(NULL);
+	th_close();
+	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/reserve", th_dir), 0);
+	ck_assert_int_ge(asprintf(&g, "%s/x", f), 0);
+	ck_assert(unlink(f) == 0 || errno == ENOENT);
+	ck_assert_int_eq(mkdir(f, 0700), 0);
+	th_open_tp(NULL);
+	ck_assert_int_eq(lstat(f, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_uint_gt((uint64_t)st.st_size, 0);
+	th_close();
+	ck_assert(unlink(f) == 0 || errno == ENOENT);
+	ck_assert_int_eq(mkdir(f, 0700), 0);
+	ck_assert_int_eq(mkdir(g, 0700), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_msg(strstr(th_logbuf, "for a clean stop (.tlogfs/reserve): "
+	    "File exists") != NULL, "log: %s", th_logbuf);
+	th_close();
+	ck_assert_int_eq(rmdir(g), 0);
+	ck_assert_int_eq(rmdir(f), 0);
+	free(g);
+	free(f);
+}
+END_TEST
+
 /* The store's own directories planted as links: the open is refused,
  * and the message names the directory and why. */
 START_TEST(own_dirs_as_links_refuse_the_open)
@@ -1766,6 +1799,7 @@ main(void)
 	TH_CASE(s, held_lost_at_close_is_named);
 	TH_CASE(s, strays_never_block_the_open);
 	TH_CASE(s, directory_at_clean_mark_removed);
+	TH_CASE(s, directory_at_reserve);
 	TH_CASE(s, own_dirs_as_links_refuse_the_open);
 	TH_CASE(s, read_open_out_of_descriptors);
 	TH_CASE(s, store_is_private);
