@@ -1158,42 +1158,66 @@ START_TEST(strays_never_block_the_open)
 }
 END_TEST
 
+/* Whatever has the store file `name` (under th_dir) goes, a directory
+ * takes its place (holding a subdirectory x if full), and the store is
+ * opened with an empty log. Returns the directory's path. */
+static char *
+open_with_dir_at(const char *name, bool full)
+{
+	char *f, *g;
+
+	ck_assert_int_ge(asprintf(&f, "%s/%s", th_dir, name), 0);
+	ck_assert(unlink(f) == 0 || errno == ENOENT);
+	ck_assert_int_eq(mkdir(f, 0700), 0);
+	if (full) {
+		ck_assert_int_ge(asprintf(&g, "%s/x", f), 0);
+		ck_assert_int_eq(mkdir(g, 0700), 0);
+		free(g);
+	}
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	return f;
+}
+
+/* Closes the store, then removes the directory open_with_dir_at put at
+ * f and its subdirectory x. */
+static void
+close_and_remove_dir(char *f)
+{
+	char *g;
+
+	th_close();
+	ck_assert_int_ge(asprintf(&g, "%s/x", f), 0);
+	ck_assert_int_eq(rmdir(g), 0);
+	ck_assert_int_eq(rmdir(f), 0);
+	free(g);
+	free(f);
+}
+
 /* A directory at the clean mark's name is no mark either: removed if
  * empty, so that the next clean close leaves a mark again; one that
  * cannot be removed is said so, not said removed. */
 START_TEST(directory_at_clean_mark_removed)
 {
 	struct stat st;
-	char *f, *g;
+	char *f;
 
 	th_open_tp(NULL);
 	th_close();
-	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/clean", th_dir), 0);
-	ck_assert_int_eq(unlink(f), 0);
-	ck_assert_int_eq(mkdir(f, 0700), 0);
-	th_logbuf[0] = '\0';
-	th_open_tp(NULL);
+	f = open_with_dir_at(".tlogfs/clean", false);
 	ck_assert_msg(strstr(th_logbuf, ".tlogfs/clean: not a regular file, "
 	    "so not a clean mark; removed") != NULL, "log: %s", th_logbuf);
 	ck_assert_int_eq(lstat(f, &st), -1);
 	th_close();
 	ck_assert_int_eq(lstat(f, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
+	free(f);
 	/* Not empty: it stays, and the line says why. */
-	ck_assert_int_eq(unlink(f), 0);
-	ck_assert_int_eq(mkdir(f, 0700), 0);
-	ck_assert_int_ge(asprintf(&g, "%s/x", f), 0);
-	ck_assert_int_eq(mkdir(g, 0700), 0);
-	th_logbuf[0] = '\0';
-	th_open_tp(NULL);
+	f = open_with_dir_at(".tlogfs/clean", true);
 	ck_assert_msg(strstr(th_logbuf, ".tlogfs/clean: not a regular file, "
 	    "so not a clean mark; cannot remove it: ") != NULL, "log: %s",
 	    th_logbuf);
-	th_close();
-	ck_assert_int_eq(rmdir(g), 0);
-	ck_assert_int_eq(rmdir(f), 0);
-	free(g);
-	free(f);
+	close_and_remove_dir(f);
 }
 END_TEST
 
@@ -1202,31 +1226,20 @@ END_TEST
 START_TEST(directory_at_reserve)
 {
 	struct stat st;
-	char *f, *g;
+	char *f;
 
 	th_open_tp(NULL);
 	th_close();
-	ck_assert_int_ge(asprintf(&f, "%s/.tlogfs/reserve", th_dir), 0);
-	ck_assert_int_ge(asprintf(&g, "%s/x", f), 0);
-	ck_assert(unlink(f) == 0 || errno == ENOENT);
-	ck_assert_int_eq(mkdir(f, 0700), 0);
-	th_open_tp(NULL);
+	f = open_with_dir_at(".tlogfs/reserve", false);
 	ck_assert_int_eq(lstat(f, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_uint_gt((uint64_t)st.st_size, 0);
 	th_close();
-	ck_assert(unlink(f) == 0 || errno == ENOENT);
-	ck_assert_int_eq(mkdir(f, 0700), 0);
-	ck_assert_int_eq(mkdir(g, 0700), 0);
-	th_logbuf[0] = '\0';
-	th_open_tp(NULL);
+	free(f);
+	f = open_with_dir_at(".tlogfs/reserve", true);
 	ck_assert_msg(strstr(th_logbuf, "for a clean stop (.tlogfs/reserve): "
 	    "File exists") != NULL, "log: %s", th_logbuf);
-	th_close();
-	ck_assert_int_eq(rmdir(g), 0);
-	ck_assert_int_eq(rmdir(f), 0);
-	free(g);
-	free(f);
+	close_and_remove_dir(f);
 }
 END_TEST
 
