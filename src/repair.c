@@ -624,6 +624,27 @@ load_fix_index(struct load *l)
 	}
 }
 
+/* Raises p's end offset to end; for the newest segment writes .next
+ * (synced by the open's syncfs, before any append). */
+static void
+keep_seal_end(struct load *l, struct tlog_partition *p, uint64_t end)
+{
+	char buf[32];
+	int n, r;
+
+	if (end > p->next_offset)
+		p->next_offset = end;
+	if (!l->last || l->ctx->ro || end <= p->saved_end)
+		return;
+	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
+	if ((r = tlog_write_file_atomic(l->dfd, ".next", buf, (size_t)n,
+	    false)) != 0)
+		tlog_ctx_log(l->ctx, LOG_ERR, "%s/.next: cannot write: %s; "
+		    "the end offset %" PRIu64 " is kept in memory only",
+		    l->where, strerror(-r), end);
+	*l->dirty = true;
+}
+
 /*
  * After a power cut (rc->verify: the last open was in another boot and
  * the store was not closed cleanly) a segment without an intact footer
@@ -670,6 +691,12 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 			    base + l.seg->records, p->saved_end);
 		l.last = last = false;
 	}
+	/* Data cut short behind its seal: the offsets up to the seal's end
+	 * were handed out. The end offset stays there (offsets never go
+	 * backwards), kept in .next unless a newer segment's name
+	 * witnesses it. */
+	if (l.footer && l.foot.records > l.seg->records)
+		keep_seal_end(&l, p, base + l.foot.records);
 	if (l.seg->records == 0 && !last) {
 		load_finish(&l, false);
 		if (!l.ctx->ro) {

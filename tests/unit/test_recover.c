@@ -305,6 +305,58 @@ START_TEST(truncated_segment_data)
 }
 END_TEST
 
+/* The newest segment's data cut short behind its seal: the offsets up to
+ * the seal's end were handed out, so the end offset stays there on this
+ * open, on the next one (nothing appended in between), and for the next
+ * append. */
+START_TEST(truncated_last_seal_keeps_end)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_part_stats st, st2;
+	struct tlog_seginfo *si;
+	size_t n;
+	int round;
+	char *lp;
+
+	crash_after_writes();
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	tlog_partition_stats(p, &st);
+	si = th_segs(p, &n);
+	ck_assert_uint_gt(si[n - 1].records, 2);
+	lp = seg_path(si[n - 1].base, ".log");
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	ck_assert_int_eq(truncate(lp, 20), 0);	/* one whole record left */
+	for (round = 0; round < 2; round++) {
+		s = th_open(th_dir);
+		p = th_part(s, "t", "0");
+		tlog_partition_stats(p, &st2);
+		ck_assert_uint_eq(st2.end_offset, st.end_offset);
+		tlog_partition_put(p);
+		tlog_store_close(s);
+	}
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "shorter than its seal"));
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	ck_assert_int_eq(tlog_writer_write(w, "z\n", 2), 2);
+	tlog_writer_close(w);
+	tlog_partition_stats(p, &st2);
+	ck_assert_uint_eq(st2.end_offset, st.end_offset + 1);
+	free(si);
+	si = th_segs(p, &n);
+	ck_assert_uint_eq(si[n - 1].base, st.end_offset);
+	free(si);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+	free(lp);
+}
+END_TEST
+
 /* The store cleanly closed once after the crash; the segments' info. */
 static struct tlog_seginfo *
 close_cleanly(size_t *n)
@@ -1318,6 +1370,7 @@ main(void)
 	TH_CASE(s, index_truncated_mid_entry);
 	TH_CASE(s, missing_index);
 	TH_CASE(s, truncated_segment_data);
+	TH_CASE(s, truncated_last_seal_keeps_end);
 	TH_CASE(s, flipped_footer_rebuilt);
 	TH_CASE(s, footer_with_more_records_than_bytes_rebuilt);
 	TH_CASE(s, clean_open_reads_no_record_data);
