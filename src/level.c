@@ -354,6 +354,21 @@ tlog_level_path(const struct tlog_level *lv, char *buf, size_t len)
 }
 
 int
+tlog_level_conf_path(const struct tlog_level *lv, char *buf, size_t len)
+{
+	char dir[2 * TLOG_NAME_MAX + 2];
+	int n;
+
+	if (lv->parent == NULL)
+		n = snprintf(buf, len, ".tlogfs/config");
+	else if (tlog_level_path(lv, dir, sizeof(dir)) != 0)
+		return -ENAMETOOLONG;
+	else
+		n = snprintf(buf, len, "%s/.config", dir);
+	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int
 tlog_level_dir_locked(struct tlog_level *lv)
 {
 	char path[2 * TLOG_NAME_MAX + 2];
