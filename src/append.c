@@ -187,7 +187,7 @@ new_segment(struct tlog_partition *p, const struct limits *l, int64_t ts)
 	TAILQ_INSERT_TAIL(&p->segs, seg, link);
 	__atomic_add_fetch(&p->nsegs, 1, __ATOMIC_RELEASE);
 	due = ts + tlog_seg_span(seg, l->seg_ms);
-	exp = tlog_ctx_del_due(p->ctx, tlog_part_expires_at(ts,
+	exp = tlog_clock_del_due(&p->ctx->clock, tlog_part_expires_at(ts,
 	    tlog_part_conf(p, TLOG_RETENTION_MS)));
 	if (was_empty && exp >= 0 && exp < due)
 		due = exp;

@@ -67,7 +67,7 @@ tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,
 	struct tlog_topic *t = tlog_partition_topic(p);
 	struct tlog_event ev = { .kind = TLOG_EV_PART_DELETE, .ts = now };
 	struct tlog_segment *seg = NULL;
-	int64_t due, last, del = tlog_ctx_del_now(p->ctx);
+	int64_t due, last, del = tlog_clock_del_now(&p->ctx->clock);
 	int r = 0, tfd = -1;
 
 	if (reg->penv->ctx->ro || p->quiet)

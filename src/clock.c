@@ -270,8 +270,6 @@ tlog_clock_del_now(struct tlog_clock *c)
 {
 	int64_t w, e;
 
-	if (c == NULL)
-		return sys_ms(CLOCK_REALTIME);
 	e = clock_read(c, &w) - __atomic_load_n(&c->lag, __ATOMIC_ACQUIRE);
 	return w < e ? w : e;
 }
@@ -292,7 +290,7 @@ tlog_clock_del_due(struct tlog_clock *c, int64_t x)
 	unsigned s;
 
 	/* Past INT64_MAX / 4 (a forged stamp): never, as it stands. */
-	if (x < 0 || x > INT64_MAX / 4 || c == NULL)
+	if (x < 0 || x > INT64_MAX / 4)
 		return x;
 	do {
 		s = piece_begin(c, &pc);

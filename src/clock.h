@@ -49,7 +49,7 @@ void tlog_clock_anchor(struct tlog_clock *c, int64_t newest);
 /* Engine time in ms since the epoch; the wall clock if c is NULL. */
 int64_t tlog_clock_now(struct tlog_clock *c);
 /* Deletion time (clock.c): min(engine time, wall clock), by which the
- * time rules delete; the wall clock if c is NULL. */
+ * time rules delete. */
 int64_t tlog_clock_del_now(struct tlog_clock *c);
 /* The engine time at which deletion time reaches x: a time rule's due
  * time for the reaper, whose schedule runs on engine time. */

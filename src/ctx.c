@@ -52,18 +52,6 @@ tlog_ctx_now(struct tlog_ctx *ctx)
 	return tlog_clock_now(ctx != NULL ? &ctx->clock : NULL);
 }
 
-int64_t
-tlog_ctx_del_now(struct tlog_ctx *ctx)
-{
-	return tlog_clock_del_now(ctx != NULL ? &ctx->clock : NULL);
-}
-
-int64_t
-tlog_ctx_del_due(struct tlog_ctx *ctx, int64_t x)
-{
-	return tlog_clock_del_due(ctx != NULL ? &ctx->clock : NULL, x);
-}
-
 uint64_t
 tlog_ctx_ino(struct tlog_ctx *ctx)
 {

@@ -113,9 +113,6 @@ void tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts);
 void tlog_ctx_destroy(struct tlog_ctx *ctx);
 /* Engine time (tlog_now); the wall clock if ctx is NULL. */
 int64_t tlog_ctx_now(struct tlog_ctx *ctx);
-/* Deletion time and a time rule's due time in engine time (clock.h). */
-int64_t tlog_ctx_del_now(struct tlog_ctx *ctx);
-int64_t tlog_ctx_del_due(struct tlog_ctx *ctx, int64_t x);
 /* Logging through the store's sink (stderr if ctx is NULL). */
 void tlog_ctx_log(struct tlog_ctx *ctx, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

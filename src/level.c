@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +349,21 @@ tlog_level_path(const struct tlog_level *lv, char *buf, size_t len)
 		n = snprintf(buf, len, "%s", lv->name);
 	else
 		n = snprintf(buf, len, "%s/%s", lv->parent->name, lv->name);
+	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int
+tlog_level_conf_path(const struct tlog_level *lv, char *buf, size_t len)
+{
+	char dir[2 * TLOG_NAME_MAX + 2];
+	int n;
+
+	if (lv->parent == NULL)
+		n = snprintf(buf, len, ".tlogfs/config");
+	else if (tlog_level_path(lv, dir, sizeof(dir)) != 0)
+		return -ENAMETOOLONG;
+	else
+		n = snprintf(buf, len, "%s/.config", dir);
 	return (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 

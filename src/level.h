@@ -112,6 +112,8 @@ bool tlog_level_dead(const struct tlog_level *lv);
 /* Path relative to the store's directory ("." for the store itself);
  * the tree lock is held so names are stable. */
 int tlog_level_path(const struct tlog_level *lv, char *buf, size_t len);
+/* The same for lv's config file (.tlogfs/config for the store). */
+int tlog_level_conf_path(const struct tlog_level *lv, char *buf, size_t len);
 /* The same for a log line, taking the tree lock ("?" if it does not
  * fit). */
 void tlog_level_where(struct tlog_level *lv, char *buf, size_t len);

@@ -21,7 +21,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "levels.h"
+#include "store.h"
 
 static struct tlog_level *
 level_of(struct tlog_store *s, struct tlog_topic *t, struct tlog_partition *p)
@@ -31,23 +31,6 @@ level_of(struct tlog_store *s, struct tlog_topic *t, struct tlog_partition *p)
 	if (t != NULL)
 		return &t->lv;
 	return &s->root;
-}
-
-int
-tlog_level_conf_path(struct tlog_store *s, struct tlog_topic *t,
-    struct tlog_partition *p, char *buf, size_t len)
-{
-	struct tlog_level *lv = level_of(s, t, p);
-	char dir[2 * TLOG_NAME_MAX + 2];
-	int n;
-
-	if (lv->parent == NULL)
-		n = snprintf(buf, len, ".tlogfs/config");
-	else if (tlog_level_path(lv, dir, sizeof(dir)) != 0)
-		return -ENAMETOOLONG;
-	else
-		n = snprintf(buf, len, "%s/.config", dir);
-	return (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 /* Copies a message into the caller's buffer, if there is one. */
@@ -85,7 +68,7 @@ level_commit(struct tlog_store *s, struct tlog_topic *t,
 	for (i = 0; i < TLOG_NKEYS; i++)
 		copy.v[i] = tlog_level_own(lv, i);
 	copy.v[k] = v;
-	if (tlog_level_conf_path(s, t, p, path, sizeof(path)) != 0)
+	if (tlog_level_conf_path(lv, path, sizeof(path)) != 0)
 		strlcpy(path, ".config", sizeof(path));
 	/* Written through the level's own directory, never a path that a
 	 * rename could make name another level. */

@@ -191,11 +191,11 @@ tlog_part_due_locked(struct tlog_partition *p)
 	/* The deletion rules are judged by deletion time (doc/engine.md,
 	 * "The clock"): their due times in engine time, the schedule's. */
 	int64_t idle = idle_due_of(p);
-	int64_t exp = tlog_ctx_del_due(p->ctx, oldest_due_of(p,
+	int64_t exp = tlog_clock_del_due(&p->ctx->clock, oldest_due_of(p,
 	    tlog_part_conf(p, TLOG_RETENTION_MS), false));
-	int64_t con = tlog_ctx_del_due(p->ctx, oldest_due_of(p,
+	int64_t con = tlog_clock_del_due(&p->ctx->clock, oldest_due_of(p,
 	    tlog_part_conf(p, TLOG_RETENTION_CONSUMED_MS), true));
-	int64_t clean = tlog_ctx_del_due(p->ctx,
+	int64_t clean = tlog_clock_del_due(&p->ctx->clock,
 	    tlog_part_cleanup_due_locked(p));
 
 	/* Over its ceiling (lowered since the last append): due at once. */
@@ -237,7 +237,8 @@ take_old(struct tlog_partition *p, int max, uint64_t *bytes,
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
 	int64_t v = tlog_part_conf(p, key), now = tlog_ctx_now(p->ctx);
-	int64_t del = rule == TLOG_RULE_SIZE ? 0 : tlog_ctx_del_now(p->ctx);
+	int64_t del = rule == TLOG_RULE_SIZE ? 0 :
+	    tlog_clock_del_now(&p->ctx->clock);
 	int64_t due;
 	uint64_t sum = 0;
 	int n = 0;

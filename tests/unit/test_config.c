@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
-#include "levels.h"
+#include "store.h"
 
 #define GiB (1LL << 30)
 #define MiB (1LL << 20)
@@ -591,7 +591,8 @@ level_file(const char *dir, struct tlog_store *s, struct tlog_topic *t,
 	int r;
 
 	pthread_rwlock_rdlock(&s->tree.lock);
-	r = tlog_level_conf_path(s, t, p, rel, sizeof(rel));
+	r = tlog_level_conf_path(p != NULL ? &p->lv : t != NULL ? &t->lv :
+	    &s->root, rel, sizeof(rel));
 	pthread_rwlock_unlock(&s->tree.lock);
 	ck_assert_int_eq(r, 0);
 	ck_assert_int_ne(asprintf(&out, "%s/%s", dir, rel), -1);
