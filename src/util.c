@@ -324,7 +324,8 @@ tlog_id_make(int dirfd, const char *path, char id[TLOG_STORE_ID_LEN + 1])
 /*
  * openat(2) that never follows a symbolic link and never leaves dirfd:
  * openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has
- * it (5.6 and later), else one component at a time with O_NOFOLLOW.
+ * it (5.6 and later) and lets us call it, else one component at a time
+ * with O_NOFOLLOW.
  */
 int
 tlog_open_beneath(int dirfd, const char *path, int flags)
@@ -342,9 +343,11 @@ tlog_open_beneath(int dirfd, const char *path, int flags)
 	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	if (fd >= 0)
 		return fd;
-	if (errno != ENOSYS)
+	/* ENOSYS: a kernel before 5.6; EPERM: a seccomp profile (a
+	 * container's) written before openat2 existed. Either way, walk the
+	 * intermediate directories by hand. */
+	if (errno != ENOSYS && errno != EPERM)
 		return -errno;
-	/* No openat2: walk the intermediate directories by hand. */
 	fd = dirfd;
 	while ((slash = strchr(c, '/')) != NULL) {
 		len = (size_t)(slash - c);

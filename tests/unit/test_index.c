@@ -4,7 +4,15 @@
  */
 #include "config.h"
 
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include <fcntl.h>
+#include <stddef.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +22,7 @@
 
 #include "testhelp.h"
 #include "segment.h"
+#include "util.h"
 
 START_TEST(entry_round_trip)
 {
@@ -222,6 +231,55 @@ START_TEST(segment_names)
 }
 END_TEST
 
+/* Where openat2 is refused with EPERM (a container's seccomp profile
+ * that predates it), tlog_open_beneath walks the path by hand: it still
+ * opens beneath its directory and still refuses a symbolic link. */
+static char *beneath_dir;
+
+static void
+open_without_openat2(void *res)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	int *r = res, dfd;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		_exit(2);
+	dfd = open(beneath_dir, O_RDONLY | O_DIRECTORY);
+	r[0] = tlog_open_beneath(dfd, "a/f", O_RDONLY);
+	r[1] = tlog_open_beneath(dfd, "l/f", O_RDONLY);
+}
+
+START_TEST(open_beneath_without_openat2)
+{
+	char *p;
+	int r[2];
+
+	beneath_dir = th_tmpdir();
+	ck_assert_int_ge(asprintf(&p, "%s/a", beneath_dir), 0);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	free(p);
+	ck_assert_int_ge(asprintf(&p, "%s/a/f", beneath_dir), 0);
+	ck_assert_int_ge(creat(p, 0600), 0);
+	free(p);
+	ck_assert_int_ge(asprintf(&p, "%s/l", beneath_dir), 0);
+	ck_assert_int_eq(symlink("a", p), 0);
+	free(p);
+	th_in_child(open_without_openat2, r, sizeof(r));
+	ck_assert_int_ge(r[0], 0);
+	ck_assert_int_eq(r[1], -ENOTDIR);
+	th_rmrf(beneath_dir);
+	free(beneath_dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -234,5 +292,6 @@ main(void)
 	TH_CASE(s, find_offset_and_time);
 	TH_CASE(s, index_is_sparse);
 	TH_CASE(s, segment_names);
+	TH_CASE(s, open_beneath_without_openat2);
 	return th_run(s);
 }
