@@ -166,6 +166,16 @@ tlog_seg_ref(struct tlog_segment *seg)
 	__atomic_add_fetch(&seg->refs, 1, __ATOMIC_RELAXED);
 }
 
+struct tlog_event
+tlog_seg_event(const struct tlog_segment *seg, enum tlog_event_kind kind,
+    int64_t ts)
+{
+	return (struct tlog_event){ .kind = kind, .ts = ts,
+	    .segment_ino = seg->ino, .base = seg->base,
+	    .records = seg->records, .bytes = seg->bytes,
+	    .first_ts = seg->first_ts, .max_ts = seg->max_ts };
+}
+
 void
 tlog_segment_put(struct tlog_segment *seg)
 {
