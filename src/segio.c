@@ -281,14 +281,9 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 static int
 readers_full(struct tlog_segment *seg)
 {
-	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_ctx *ctx = seg->sd->ctx;
-	int64_t now = tlog_ctx_now(ctx), said;
 
-	said = __atomic_load_n(&b->full_said, __ATOMIC_RELAXED);
-	if ((said == 0 || now - said >= 60000) &&
-	    __atomic_compare_exchange_n(&b->full_said, &said, now, false,
-	    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	if (tlog_once_a_minute(ctx, &seg->sd->fdb->full_said))
 		tlog_ctx_log(ctx, LOG_WARNING, "out of file descriptors: "
 		    "opens for reading fail with ENFILE until readers close "
 		    "some (raise the daemon's RLIMIT_NOFILE: LimitNOFILE= in "
