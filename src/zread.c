@@ -116,10 +116,11 @@ tlog_zfd_is(struct tlog_zcache *zc, int fd)
 int
 tlog_zfd_mark(struct tlog_zcache *zc, int fd, bool on)
 {
-	uint64_t bit = 1ULL << (fd % 64);
+	uint64_t bit;
 
 	if (fd < 0 || (size_t)fd >= zc->nzfd)
 		return -ENFILE;
+	bit = 1ULL << (fd % 64);
 	if (on)
 		__atomic_or_fetch(&zc->zfd[fd / 64], bit, __ATOMIC_RELEASE);
 	else
