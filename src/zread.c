@@ -5,7 +5,8 @@
  * tlog_zcache, segment.h), kept under the store's work lock. Decoding
  * runs with no lock held; an entry being copied from is referenced, so
  * eviction never frees it under a reader. The cache's size bounds what
- * the daemon keeps decoded, plus one frame per read in flight.
+ * the daemon keeps decoded, plus what each read in flight holds (its
+ * seek table and up to ZBATCH frames).
  */
 #include "config.h"
 
