@@ -297,14 +297,9 @@ tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
 	    "%" PRIu64 "..%" PRIu64 ") fails its checksum: its records are "
 	    "lost, the other frames are still served", where, bad,
 	    bad + badlen);
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = TLOG_EV_CORRUPT;
-	ev.ts = tlog_ctx_now(p->ctx);
-	ev.segment_ino = seg->ino;
-	ev.base = seg->base;
+	ev = tlog_seg_event(seg, TLOG_EV_CORRUPT, tlog_ctx_now(p->ctx));
+	ev.records = 0;		/* bytes: the plain bytes lost */
 	ev.bytes = badlen;
-	ev.first_ts = seg->first_ts;
-	ev.max_ts = seg->max_ts;
 	ev.rule = TLOG_RULE_CORRUPT;
 	TLOG_METRIC_ADD(p->ctx, deletions[TLOG_RULE_CORRUPT], 1);
 	p->env->emit(p->env->arg, p, &ev);

@@ -160,17 +160,8 @@ evbuf_add_seal(struct tlog_evbuf *b, struct tlog_segment *seg,
 	if ((nv = tlog_grow(b->ev, &b->cap, b->n, sizeof(*b->ev), 4)) == NULL)
 		return;		/* the event is lost, not the data */
 	b->ev = nv;
-	b->ev[b->n++] = (struct tlog_event){
-		.kind = TLOG_EV_SEAL,
-		.ts = now,
-		.segment_ino = seg->ino,
-		.base = seg->base,
-		.records = seg->records,
-		.bytes = seg->bytes,
-		.first_ts = seg->first_ts,
-		.max_ts = seg->max_ts,
-		.trigger = why,
-	};
+	b->ev[b->n] = tlog_seg_event(seg, TLOG_EV_SEAL, now);
+	b->ev[b->n++].trigger = why;
 }
 
 void

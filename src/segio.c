@@ -281,14 +281,9 @@ open_one(struct tlog_segment *seg, const char *ext, bool create)
 static int
 readers_full(struct tlog_segment *seg)
 {
-	struct tlog_fdbudget *b = seg->sd->fdb;
 	struct tlog_ctx *ctx = seg->sd->ctx;
-	int64_t now = tlog_ctx_now(ctx), said;
 
-	said = __atomic_load_n(&b->full_said, __ATOMIC_RELAXED);
-	if ((said == 0 || now - said >= 60000) &&
-	    __atomic_compare_exchange_n(&b->full_said, &said, now, false,
-	    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	if (tlog_once_a_minute(ctx, &seg->sd->fdb->full_said))
 		tlog_ctx_log(ctx, LOG_WARNING, "out of file descriptors: "
 		    "opens for reading fail with ENFILE until readers close "
 		    "some (raise the daemon's RLIMIT_NOFILE: LimitNOFILE= in "
@@ -414,6 +409,7 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 	unsigned char hdr[TLOG_IDX_HDR];
 	struct tlog_seg_live *x;
 	char name[32];
+	ssize_t w;
 	int r;
 
 	if ((r = tlog_seg_live(seg)) != 0)
@@ -437,8 +433,9 @@ tlog_seg_open_files(struct tlog_segment *seg, bool create)
 		__atomic_add_fetch(&seg->sd->ctx->free_appended,
 		    TLOG_SEG_DISK_EXTRA, __ATOMIC_RELAXED);
 		tlog_idx_encode_header(hdr, seg->base, TLOG_IDX_F_DATACRC);
-		if (pwrite(x->ifd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
-			r = errno ? -errno : -EIO;
+		if ((w = pwrite(x->ifd, hdr, sizeof(hdr), 0)) != sizeof(hdr)) {
+			/* A short write sets no errno: a full disk. */
+			r = w == -1 ? -errno : -ENOSPC;
 			tlog_seg_close_files(seg);
 			tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 			tlog_level_unlinkat(seg->sd->lv, name);
@@ -473,6 +470,7 @@ tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 	unsigned char buf[TLOG_IDX_FOOT];
 	char where[TLOG_SEG_WHERE_MAX];
 	bool idx_dirty = io->sync;
+	ssize_t w;
 	int r;
 
 	if (!io->sync && !io->footer)
@@ -492,9 +490,10 @@ tlog_seg_io_run(struct tlog_seg_io *io, bool datasync)
 		return -errno;
 	if (io->bound) {
 		tlog_idx_encode_entry(buf, &io->be);
-		if (pwrite(io->ifd, buf, TLOG_IDX_ENT, (off_t)(TLOG_IDX_HDR +
-		    io->nidx * TLOG_IDX_ENT)) != TLOG_IDX_ENT)
-			return errno ? -errno : -ENOSPC;
+		w = pwrite(io->ifd, buf, TLOG_IDX_ENT, (off_t)(TLOG_IDX_HDR +
+		    io->nidx * TLOG_IDX_ENT));
+		if (w != TLOG_IDX_ENT)	/* a short write sets no errno */
+			return w == -1 ? -errno : -ENOSPC;
 		io->nidx++;
 		idx_dirty = true;
 	}

@@ -150,6 +150,17 @@ tlog_seg_ends_indexed(const struct tlog_segment *seg)
 	    seg->records == 0);
 }
 
+bool
+tlog_once_a_minute(struct tlog_ctx *ctx, int64_t *said)
+{
+	int64_t now = tlog_ctx_now(ctx);
+	int64_t last = __atomic_load_n(said, __ATOMIC_RELAXED);
+
+	return (last == 0 || now - last >= 60000) &&
+	    __atomic_compare_exchange_n(said, &last, now, false,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 void
 tlog_seg_where(const struct tlog_segment *seg, char *buf, size_t len)
 {
@@ -164,6 +175,16 @@ void
 tlog_seg_ref(struct tlog_segment *seg)
 {
 	__atomic_add_fetch(&seg->refs, 1, __ATOMIC_RELAXED);
+}
+
+struct tlog_event
+tlog_seg_event(const struct tlog_segment *seg, enum tlog_event_kind kind,
+    int64_t ts)
+{
+	return (struct tlog_event){ .kind = kind, .ts = ts,
+	    .segment_ino = seg->ino, .base = seg->base,
+	    .records = seg->records, .bytes = seg->bytes,
+	    .first_ts = seg->first_ts, .max_ts = seg->max_ts };
 }
 
 void

@@ -320,6 +320,14 @@ tlog_seg_needs_boundary(const struct tlog_segment *seg)
 	    x->last_idx_rel == seg->records && x->last_idx_pos == seg->bytes);
 }
 void tlog_seg_ref(struct tlog_segment *seg);
+/* An event of this kind about seg at ts, with its counters; the trigger
+ * or rule is the caller's to set, the partition's names the emitter's. */
+struct tlog_event tlog_seg_event(const struct tlog_segment *seg,
+    enum tlog_event_kind kind, int64_t ts);
+/* Whether a line said at most once a minute may be said now: true for
+ * the one caller that claims *said (engine ms of the last time, atomic;
+ * 0: never) for now. */
+bool tlog_once_a_minute(struct tlog_ctx *ctx, int64_t *said);
 /* "TOPIC/PART/BASE.log", the segment as log lines name it. */
 void tlog_seg_where(const struct tlog_segment *seg, char *buf, size_t len);
 #define TLOG_SEG_WHERE_MAX (2 * TLOG_NAME_MAX + 32)

@@ -100,19 +100,11 @@ unlink_one(struct tlog_segment *seg)
 static void
 emit_deleted(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	struct tlog_event ev = {
-		.kind = TLOG_EV_DELETE,
-		.ts = tlog_ctx_now(p->ctx),
-		.segment_ino = seg->ino,
-		.base = seg->base,
-		.records = seg->records,
-		.bytes = seg->bytes,
-		.first_ts = seg->first_ts,
-		.max_ts = seg->max_ts,
-		.trigger = seg->sealed_by,
-		.rule = seg->rule,
-	};
+	struct tlog_event ev = tlog_seg_event(seg, TLOG_EV_DELETE,
+	    tlog_ctx_now(p->ctx));
 
+	ev.trigger = seg->sealed_by;
+	ev.rule = seg->rule;
 	TLOG_METRIC_ADD(p->ctx, deletions[seg->rule], 1);
 	__atomic_add_fetch(&p->ctx->ckpt_changes, 1, __ATOMIC_RELAXED);
 	TLOG_METRIC_ADD(p->ctx, deleted_bytes, seg->bytes);

@@ -74,16 +74,11 @@ over_limit(struct tlog_writer *w)
 {
 	struct tlog_ctx *ctx = w->part->ctx;
 	char where[2 * TLOG_NAME_MAX + 2];
-	int64_t now, said;
 
 	if (w->nheld <= TLOG_HELD_SMALL ||
 	    __atomic_load_n(&ctx->held, __ATOMIC_RELAXED) <= ctx->held_max)
 		return false;
-	now = tlog_ctx_now(ctx);
-	said = __atomic_load_n(&ctx->held_said, __ATOMIC_RELAXED);
-	if ((said == 0 || now - said >= 60000) &&
-	    __atomic_compare_exchange_n(&ctx->held_said, &said, now, false,
-	    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+	if (tlog_once_a_minute(ctx, &ctx->held_said)) {
 		tlog_level_where(&w->part->lv, where, sizeof(where));
 		tlog_ctx_log(ctx, LOG_WARNING, "%s: writers hold more than "
 		    "%" PRIu64 " bytes of unfinished lines in all: a held "

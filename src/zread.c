@@ -5,7 +5,8 @@
  * tlog_zcache, segment.h), kept under the store's work lock. Decoding
  * runs with no lock held; an entry being copied from is referenced, so
  * eviction never frees it under a reader. The cache's size bounds what
- * the daemon keeps decoded, plus one frame per read in flight.
+ * the daemon keeps decoded, plus what each read in flight holds (its
+ * seek table and up to ZBATCH frames).
  */
 #include "config.h"
 
@@ -43,6 +44,7 @@ int
 tlog_zcache_init(struct tlog_zcache *zc, uint64_t max)
 {
 	struct rlimit rl;
+	size_t nzfd;
 
 	memset(zc, 0, sizeof(*zc));
 	TAILQ_INIT(&zc->lru);
@@ -52,19 +54,22 @@ tlog_zcache_init(struct tlog_zcache *zc, uint64_t max)
 		zc->nhash = 64;
 	if (zc->nhash > 65536)
 		zc->nhash = 65536;
-	if ((zc->hash = calloc(zc->nhash, sizeof(*zc->hash))) == NULL)
-		return -ENOMEM;
-	pthread_cond_init(&zc->cond, NULL);
-	zc->nzfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	nzfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1U << 24) ?
 	    (size_t)rl.rlim_cur : 1U << 20;
-	zc->nzfd = (zc->nzfd + 63) & ~(size_t)63;
-	if ((zc->zfd = calloc(zc->nzfd / 64, sizeof(uint64_t))) == NULL) {
+	nzfd = (nzfd + 63) & ~(size_t)63;
+	zc->hash = calloc(zc->nhash, sizeof(*zc->hash));
+	zc->zfd = calloc(nzfd / 64, sizeof(uint64_t));
+	if (zc->hash == NULL || zc->zfd == NULL) {
 		free(zc->hash);
+		free(zc->zfd);
 		zc->hash = NULL;
-		zc->nzfd = 0;
+		zc->zfd = NULL;
 		return -ENOMEM;
 	}
+	zc->nzfd = nzfd;
+	/* Initialised only with the hash: destroy tests that. */
+	pthread_cond_init(&zc->cond, NULL);
 	return 0;
 }
 
@@ -116,10 +121,11 @@ tlog_zfd_is(struct tlog_zcache *zc, int fd)
 int
 tlog_zfd_mark(struct tlog_zcache *zc, int fd, bool on)
 {
-	uint64_t bit = 1ULL << (fd % 64);
+	uint64_t bit;
 
 	if (fd < 0 || (size_t)fd >= zc->nzfd)
 		return -ENFILE;
+	bit = 1ULL << (fd % 64);
 	if (on)
 		__atomic_or_fetch(&zc->zfd[fd / 64], bit, __ATOMIC_RELEASE);
 	else

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,6 +427,82 @@ START_TEST(fsync_reports_sealed_segment_error)
 	ck_assert_int_eq((st.st_size - TLOG_IDX_HDR) % TLOG_IDX_ENT, 0);
 	free(idx);
 	ck_assert_int_eq(tlog_writer_fsync(w, true), 0);
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+}
+END_TEST
+
+/* Files may grow to max bytes (RLIMIT_FSIZE; old: what to restore): a
+ * write across it is short and sets no errno, as on a full disk. No
+ * check until it is restored: Check's own messages are files too. */
+static void
+fsize_limit(rlim_t max, struct rlimit *old)
+{
+	struct rlimit rl;
+
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, old), 0);
+	rl = *old;
+	rl.rlim_cur = max;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+static void
+fsize_restore(const struct rlimit *old)
+{
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, old), 0);
+}
+
+/* A short write of a new segment's index header fails the append with
+ * ENOSPC, not with whatever errno an earlier call left, and leaves no
+ * file of the segment behind. */
+START_TEST(short_index_header_write_is_enospc)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct rlimit old;
+	ssize_t r;
+
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	fsize_limit(TLOG_IDX_HDR / 2, &old);
+	errno = ENOTTY;
+	r = tlog_writer_write(w, "a line\n", 7);
+	fsize_restore(&old);
+	ck_assert_int_eq(r, -ENOSPC);
+	ck_assert(!th_exists("t/0/00000000000000000000.log"));
+	ck_assert(!th_exists("t/0/00000000000000000000.idx"));
+	th_put(w, "a line\n");
+	tlog_writer_close(w);
+	tlog_partition_put(p);
+	tlog_store_close(s);
+}
+END_TEST
+
+/* A short write of a sealed segment's boundary entry fails its flush
+ * with ENOSPC, not with whatever errno an earlier call left. */
+START_TEST(short_boundary_write_is_enospc)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct rlimit old;
+	int r;
+
+	s = th_open(th_dir);
+	p = th_part(s, "t", "0");
+	w = tlog_writer_open(p);
+	th_put(w, "a\n");
+	th_put(w, "b\n");	/* after the only entry: a boundary is owed */
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	fsize_limit(TLOG_IDX_HDR + TLOG_IDX_ENT + 2, &old);
+	errno = ENOTTY;
+	r = tlog_partition_fsync(p, true);
+	fsize_restore(&old);
+	ck_assert_int_eq(r, -ENOSPC);
 	tlog_writer_close(w);
 	tlog_partition_put(p);
 	tlog_store_close(s);
@@ -1147,6 +1224,8 @@ main(void)
 	TH_CASE(s, ceiling_segment_back_after_cut_takes_no_append);
 	TH_CASE(s, short_segment_back_after_cut_is_sealed);
 	TH_CASE(s, fsync_reports_sealed_segment_error);
+	TH_CASE(s, short_index_header_write_is_enospc);
+	TH_CASE(s, short_boundary_write_is_enospc);
 	TH_CASE(s, eviction_error_reaches_fsync);
 	TH_CASE(s, eviction_skips_partition_at_disk_work);
 	TH_CASE(s, flusher_error_is_sticky);
