@@ -263,6 +263,17 @@ first_entry(struct tlog_store *s, char *buf, size_t len)
 	return r;
 }
 
+/* .tlogfs/format saying format v, atomically and durably. */
+static int
+write_format(struct tlog_store *s, int v)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "tlogfs %d\n", v);
+
+	return tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
+	    (size_t)n);
+}
+
 int
 tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 {
@@ -305,10 +316,7 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	if (fd == -1 && errno == ENOENT) {
-		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
-		    TLOG_FORMAT_VERSION);
-		if ((v = tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
-		    (size_t)n)) != 0) {
+		if ((v = write_format(s, TLOG_FORMAT_VERSION)) != 0) {
 			snprintf(err, errlen, "%s: cannot write format: %s",
 			    s->path, strerror(-v));
 			return v;
@@ -353,14 +361,11 @@ not_regular:
 int
 tlog_sf_format_zstd(struct tlog_store *s)
 {
-	char buf[32];
-	int n, r;
+	int r;
 
 	if (s->format >= TLOG_FORMAT_ZSTD)
 		return 0;
-	n = snprintf(buf, sizeof(buf), "tlogfs %d\n", TLOG_FORMAT_ZSTD);
-	if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
-	    (size_t)n)) != 0) {
+	if ((r = write_format(s, TLOG_FORMAT_ZSTD)) != 0) {
 		tlog_ctx_log_err(&s->ctx, "store %s: cannot write "
 		    ".tlogfs/format: %s; nothing is compressed until it is "
 		    "written", s->path, strerror(-r));
