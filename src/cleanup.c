@@ -1,8 +1,6 @@
 /*
- * cleanup.c - partition.cleanup.ms: removing a partition that has stayed
- * empty and unwritten that long, directory and all, with its
- * partition_deleted event. The reaper calls it when the partition is due
- * (doc/reaper.md); the directory work is the registry's.
+ * cleanup.c - partition.cleanup.ms (cleanup.h), called by the reaper when
+ * the partition is due (doc/reaper.md).
  */
 #include "config.h"
 

@@ -1,8 +1,4 @@
-/*
- * registry.c - the registry of topics and partitions: red-black trees by
- * name under the tree lock; create, remove and rename with their
- * directories; listings; loading the tree from disk at open.
- */
+/* registry.c - the registry of topics and partitions (registry.h). */
 #include "config.h"
 
 #include <sys/stat.h>
