@@ -1,8 +1,6 @@
 /*
- * cleanup.c - partition.cleanup.ms: removing a partition that has stayed
- * empty and unwritten that long, directory and all, with its
- * partition_deleted event. The reaper calls it when the partition is due
- * (doc/reaper.md); the directory work is the registry's.
+ * cleanup.c - partition.cleanup.ms (cleanup.h), called by the reaper when
+ * the partition is due (doc/reaper.md).
  */
 #include "config.h"
 
@@ -46,17 +44,15 @@ unlink_empty_seg(struct tlog_partition *p, struct tlog_segment *seg)
 }
 
 /*
- * partition.cleanup.ms: removes p, directory and all, if it is still
- * eligible (tlog_part_cleanup_due_locked) by deletion time (clock.h);
- * now, engine time, stamps the event. Eligibility is checked
- * again, and the partition marked dead, with both the tree lock (held
- * for writing, as rmdir holds it, so a mkdir of the same name waits and
- * then makes a fresh partition) and the partition lock held: an append
- * either took the partition lock first (it is kept) or finds it dead
- * (ENOENT), and a writer opened after the check writes nothing but
- * ENOENT. Taking a partition lock under the tree lock held for writing
- * breaks the lock order, so it is only tried (an append holding it may
- * be waiting for the tree lock): -EAGAIN, try again later.
+ * Eligibility (tlog_part_cleanup_due_locked, by deletion time: clock.h)
+ * is checked again, and the partition marked dead, with both the tree
+ * lock (held for writing, as rmdir holds it, so a mkdir of the same name
+ * waits and then makes a fresh partition) and the partition lock held:
+ * an append either took the partition lock first (it is kept) or finds
+ * it dead (ENOENT), and a writer opened after the check writes nothing
+ * but ENOENT. Taking a partition lock under the tree lock held for
+ * writing breaks the lock order, so it is only tried (an append holding
+ * it may be waiting for the tree lock): -EAGAIN, try again later.
  */
 int
 tlog_reg_part_cleanup(struct tlog_registry *reg, struct tlog_partition *p,

@@ -1,7 +1,5 @@
 /*
- * conf.c - configuration keys (doc/design.md §5): the key table, the value
- * parser and the per-level key=value files. Inheritance is level.c's
- * (tlog_level_conf); set, get and unset on a level are levels.c's.
+ * conf.c - configuration keys (conf.h).
  *
  * Value syntax (doc/engine.md, "Syntax"), deliberately strict so that
  * what is accepted is obvious: digits are decimal, never octal, with no

@@ -321,9 +321,6 @@ zrequeue(struct tlog_partition *p)
 {
 	struct tlog_segment *seg, *z = NULL;
 
-	if (p->ctx->ro || p->quiet ||
-	    tlog_part_conf(p, TLOG_COMPRESSION_TYPE) != TLOG_COMP_ZSTD)
-		return;
 	TAILQ_FOREACH(seg, &p->segs, link)
 		if (seg->zbytes != 0)
 			z = seg;
@@ -331,11 +328,8 @@ zrequeue(struct tlog_partition *p)
 		return;
 	for (seg = TAILQ_NEXT(z, link); seg != NULL;
 	    seg = TAILQ_NEXT(seg, link))
-		if (seg->sealed && seg->zbytes == 0 && seg->records > 0) {
-			seg->zlevel = (unsigned char)tlog_part_conf(p,
-			    TLOG_COMPRESSION_ZSTD_LEVEL);
-			tlog_queue_compress(p->env->q, seg);
-		}
+		if (seg->sealed && seg->zbytes == 0 && seg->records > 0)
+			tlog_part_zqueue(p, seg);
 }
 
 int

@@ -1,8 +1,4 @@
-/*
- * registry.c - the registry of topics and partitions: red-black trees by
- * name under the tree lock; create, remove and rename with their
- * directories; listings; loading the tree from disk at open.
- */
+/* registry.c - the registry of topics and partitions (registry.h). */
 #include "config.h"
 
 #include <sys/stat.h>
@@ -739,72 +735,65 @@ open_level(struct tlog_registry *reg, int dirfd, const char *where,
 	return -1;
 }
 
-/* Loads one topic's partitions from its open directory tfd. */
+/*
+ * Loads the levels in directory dirfd: the store's topics (t NULL), each
+ * with its partitions, or topic t's partitions. The listing is read
+ * through a descriptor of its own.
+ */
 static int
-load_topic(struct tlog_registry *reg, struct tlog_topic *t, int tfd)
+load_levels(struct tlog_registry *reg, struct tlog_topic *t, int dirfd)
 {
 	char where[TLOG_NAME_MAX + 2], path[TLOG_NAME_MAX + 2 + NAME_MAX + 1];
+	struct tlog_topic *nt;
 	struct tlog_partition *p;
-	struct dirent *pe;
-	DIR *pd;
-	int fd, dup_fd, r = 0;
+	struct tlog_level *lv;
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 0;
 
-	snprintf(where, sizeof(where), "%s/", t->lv.name);
-	if ((dup_fd = dup(tfd)) == -1 || (pd = fdopendir(dup_fd)) == NULL) {
-		if (dup_fd != -1)
-			close(dup_fd);
+	fd = t == NULL ? openat(dirfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC) : dup(dirfd);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
 		return -errno;
 	}
-	while (r == 0 && (pe = readdir(pd)) != NULL) {
-		if (pe->d_name[0] == '.' ||
-		    (fd = open_level(reg, tfd, where, pe->d_name)) < 0)
+	snprintf(where, sizeof(where), "%s%s", t != NULL ? t->lv.name : "",
+	    t != NULL ? "/" : "");
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    (fd = open_level(reg, dirfd, where, de->d_name)) < 0)
 			continue;
-		p = tlog_part_alloc(&t->lv, pe->d_name, reg->penv);
-		if (p == NULL)
+		snprintf(path, sizeof(path), "%s%s", where, de->d_name);
+		lv = NULL;
+		if (t == NULL && (nt = tlog_topic_alloc(reg, de->d_name)) != NULL)
+			lv = &nt->lv;
+		else if (t != NULL && (p = tlog_part_alloc(&t->lv, de->d_name,
+		    reg->penv)) != NULL) {
+			lv = &p->lv;
+			tlog_level_set_dir(lv, fd);
+		}
+		if (lv == NULL) {
 			r = -ENOMEM;
-		else {
-			tlog_level_set_dir(&p->lv, fd);
-			snprintf(path, sizeof(path), "%s%s", where, pe->d_name);
-			load_attr(reg, &p->lv, fd, path);
-			tlog_level_load_conf(&p->lv, reg->penv->ctx, fd, path,
+		} else {
+			load_attr(reg, lv, fd, path);
+			tlog_level_load_conf(lv, reg->penv->ctx, fd, path,
 			    ".config");
-			RB_INSERT(tlog_part_tree, &t->parts, p);
+			if (t != NULL)
+				RB_INSERT(tlog_part_tree, &t->parts, p);
+			else {
+				RB_INSERT(tlog_topic_tree, &reg->topics, nt);
+				r = load_levels(reg, nt, fd);
+			}
 		}
 		close(fd);
 	}
-	closedir(pd);
+	closedir(d);
 	return r;
 }
 
 int
 tlog_reg_load(struct tlog_registry *reg)
 {
-	int dirfd = reg->root->tree->dirfd, fd, r = 0;
-	struct tlog_topic *t;
-	struct dirent *de;
-	DIR *d;
-
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
-		return -errno;
-	}
-	while (r == 0 && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' ||
-		    (fd = open_level(reg, dirfd, "", de->d_name)) < 0)
-			continue;
-		if ((t = tlog_topic_alloc(reg, de->d_name)) == NULL)
-			r = -ENOMEM;
-		else {
-			load_attr(reg, &t->lv, fd, de->d_name);
-			tlog_level_load_conf(&t->lv, reg->penv->ctx, fd,
-			    de->d_name, ".config");
-			RB_INSERT(tlog_topic_tree, &reg->topics, t);
-			r = load_topic(reg, t, fd);
-		}
-		close(fd);
-	}
-	closedir(d);
-	return r;
+	return load_levels(reg, NULL, reg->root->tree->dirfd);
 }

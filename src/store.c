@@ -276,23 +276,7 @@ tlog_store_open(const char *path, const struct tlog_store_opts *opts,
 		snprintf(err, errlen, "store %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	if ((r = tlog_sf_private(s, err, errlen)) != 0 ||
-	    (r = tlog_sf_layout(s, err, errlen)) != 0 ||
-	    (r = tlog_sf_lock(s, err, errlen)) != 0)
-		goto fail;
-	tlog_sf_root_attr_load(s);
-	if ((r = tlog_sf_clean_mark(s, err, errlen)) != 0 ||
-	    (r = tlog_sf_ident(s, err, errlen)) != 0)
-		goto fail;
-	tlog_sf_boot_id(&s->ctx.opts, boot, sizeof(boot));
-	tlog_sf_last_boot(s, prev, sizeof(prev));
-	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
-	    strcmp(boot, prev) != 0);
-	if (s->rc.verify && prev[0] != '\0')
-		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed "
-		    "cleanly before a reboot: checking unsealed segments "
-		    "against their data", path);
-	if ((r = tlog_sf_own_dir(s, ".tlogfs/events", err, errlen)) != 0)
+	if ((r = tlog_sf_open(s, boot, prev, sizeof(boot), err, errlen)) != 0)
 		goto fail;
 	tlog_level_load_conf(&s->root, &s->ctx, s->tree.dirfd, "",
 	    ".tlogfs/config");

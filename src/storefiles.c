@@ -4,7 +4,7 @@
  * .tlogfs/ and its format, the lock and the pid in it, the identity, the
  * boot id, the mount root's attr, the clean mark and the room set aside
  * for a clean stop. Each is opened without following a link, blocking on
- * a FIFO or opening a device; store.c calls them in order at open.
+ * a FIFO or opening a device; tlog_sf_open takes them in order.
  */
 #include "config.h"
 
@@ -38,8 +38,9 @@ tlog_store_update_pid(struct tlog_store *s)
 		tlog_ctx_log(&s->ctx, LOG_WARNING, "cannot record pid in lock file");
 }
 
-int
-tlog_sf_lock(struct tlog_store *s, char *err, size_t errlen)
+/* The lock: flock, and the writer's pid in it. */
+static int
+take_lock(struct tlog_store *s, char *err, size_t errlen)
 {
 	struct stat lst;
 	char buf[32] = "";
@@ -97,8 +98,8 @@ bad:
 /* The store's own directory name (.tlogfs, .tlogfs/events) must be a
  * directory, never a symbolic link or anything else put in its place:
  * else the store is refused, with the reason. */
-int
-tlog_sf_own_dir(struct tlog_store *s, const char *name, char *err, size_t errlen)
+static int
+own_dir(struct tlog_store *s, const char *name, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -120,8 +121,8 @@ tlog_sf_own_dir(struct tlog_store *s, const char *name, char *err, size_t errlen
 /* Whoever could write in the store's directory could plant files the
  * daemon trusts: one its group or others may write, or another user's,
  * is refused (doc/format.md, "A private store"). */
-int
-tlog_sf_private(struct tlog_store *s, char *err, size_t errlen)
+static int
+private_dir(struct tlog_store *s, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -160,8 +161,9 @@ write_root_attr(struct tlog_store *s, mode_t mode, uid_t uid, gid_t gid)
 	return tlog_write_atomic(s->tree.dirfd, ".tlogfs/attr", buf, (size_t)n);
 }
 
-void
-tlog_sf_root_attr_load(struct tlog_store *s)
+/* The mount root's attr, then the directory made 0700. */
+static void
+root_attr_load(struct tlog_store *s)
 {
 	struct stat st;
 	unsigned mode, uid, gid;
@@ -263,8 +265,20 @@ first_entry(struct tlog_store *s, char *buf, size_t len)
 	return r;
 }
 
-int
-tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
+/* .tlogfs/format saying format v, atomically and durably. */
+static int
+write_format(struct tlog_store *s, int v)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "tlogfs %d\n", v);
+
+	return tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
+	    (size_t)n);
+}
+
+/* .tlogfs/ and its format (made for a new store: s->created). */
+static int
+layout(struct tlog_store *s, char *err, size_t errlen)
 {
 	struct stat st;
 	char buf[64], name[256], want[32];
@@ -289,7 +303,7 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 			return -errno;
 		}
 	}
-	if ((v = tlog_sf_own_dir(s, ".tlogfs", err, errlen)) != 0)
+	if ((v = own_dir(s, ".tlogfs", err, errlen)) != 0)
 		return v;
 	/* Never through a link, a FIFO or a device: anything but a regular
 	 * file is refused. */
@@ -305,10 +319,7 @@ tlog_sf_layout(struct tlog_store *s, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	if (fd == -1 && errno == ENOENT) {
-		n = snprintf(buf, sizeof(buf), "tlogfs %d\n",
-		    TLOG_FORMAT_VERSION);
-		if ((v = tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
-		    (size_t)n)) != 0) {
+		if ((v = write_format(s, TLOG_FORMAT_VERSION)) != 0) {
 			snprintf(err, errlen, "%s: cannot write format: %s",
 			    s->path, strerror(-v));
 			return v;
@@ -353,14 +364,11 @@ not_regular:
 int
 tlog_sf_format_zstd(struct tlog_store *s)
 {
-	char buf[32];
-	int n, r;
+	int r;
 
 	if (s->format >= TLOG_FORMAT_ZSTD)
 		return 0;
-	n = snprintf(buf, sizeof(buf), "tlogfs %d\n", TLOG_FORMAT_ZSTD);
-	if ((r = tlog_write_atomic(s->tree.dirfd, ".tlogfs/format", buf,
-	    (size_t)n)) != 0) {
+	if ((r = write_format(s, TLOG_FORMAT_ZSTD)) != 0) {
 		tlog_ctx_log_err(&s->ctx, "store %s: cannot write "
 		    ".tlogfs/format: %s; nothing is compressed until it is "
 		    "written", s->path, strerror(-r));
@@ -378,8 +386,8 @@ tlog_sf_format_zstd(struct tlog_store *s)
  * written there (atomically) by a read-write open when it is missing or
  * not 32 hex digits. A read-only open of a store without one has none.
  */
-int
-tlog_sf_ident(struct tlog_store *s, char *err, size_t errlen)
+static int
+ident(struct tlog_store *s, char *err, size_t errlen)
 {
 	int r;
 
@@ -406,32 +414,27 @@ tlog_sf_ident(struct tlog_store *s, char *err, size_t errlen)
  * The boot id (opts.boot_id, else the kernel's), which changes at every
  * boot: a crash within one boot leaves everything written in the page
  * cache, a power cut (or any reboot without a clean close) does not.
- * "" if unknown.
+ * "" if unknown. prev: the one the last open recorded ("" if none).
  */
-void
-tlog_sf_boot_id(const struct tlog_store_opts *o, char *buf, size_t len)
+static void
+boot_ids(struct tlog_store *s, char *boot, char *prev, size_t len)
 {
 	ssize_t n;
 	int fd;
 
-	buf[0] = '\0';
-	if (o->boot_id != NULL) {
-		strlcpy(buf, o->boot_id, len);
+	boot[0] = '\0';
+	if (s->ctx.opts.boot_id != NULL) {
+		strlcpy(boot, s->ctx.opts.boot_id, len);
 	} else if ((fd = open("/proc/sys/kernel/random/boot_id",
 	    O_RDONLY | O_CLOEXEC)) != -1) {
-		n = read(fd, buf, len - 1);
-		buf[n > 0 ? n : 0] = '\0';
+		n = read(fd, boot, len - 1);
+		boot[n > 0 ? n : 0] = '\0';
 		close(fd);
 	}
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
-void
-tlog_sf_last_boot(struct tlog_store *s, char *buf, size_t len)
-{
+	boot[strcspn(boot, "\n")] = '\0';
 	(void)tlog_ctx_read_file(&s->ctx, s->tree.dirfd, "", ".tlogfs/boot",
-	    buf, len);
-	buf[strcspn(buf, "\n")] = '\0';
+	    prev, len);
+	prev[strcspn(prev, "\n")] = '\0';
 }
 
 /* The nonce the clean mark holds (its close's checkpoint's); false if
@@ -447,8 +450,9 @@ read_mark_nonce(struct tlog_store *s, uint64_t *nonce)
 	return sscanf(buf, "%16" SCNx64, nonce) == 1;
 }
 
-int
-tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
+/* Whether the last close was clean; takes the mark and its checkpoint. */
+static int
+clean_mark(struct tlog_store *s, char *err, size_t errlen)
 {
 	struct stat st;
 	uint64_t nonce;
@@ -507,6 +511,30 @@ tlog_sf_clean_mark(struct tlog_store *s, char *err, size_t errlen)
 		return r;
 	}
 	return 0;
+}
+
+int
+tlog_sf_open(struct tlog_store *s, char *boot, char *prev, size_t len,
+    char *err, size_t errlen)
+{
+	int r;
+
+	if ((r = private_dir(s, err, errlen)) != 0 ||
+	    (r = layout(s, err, errlen)) != 0 ||
+	    (r = take_lock(s, err, errlen)) != 0)
+		return r;
+	root_attr_load(s);
+	if ((r = clean_mark(s, err, errlen)) != 0 ||
+	    (r = ident(s, err, errlen)) != 0)
+		return r;
+	boot_ids(s, boot, prev, len);
+	s->rc.verify = !s->rc.was_clean && (boot[0] == '\0' ||
+	    strcmp(boot, prev) != 0);
+	if (s->rc.verify && prev[0] != '\0')
+		tlog_ctx_log(&s->ctx, LOG_NOTICE, "store %s was not closed "
+		    "cleanly before a reboot: checking unsealed segments "
+		    "against their data", s->path);
+	return own_dir(s, ".tlogfs/events", err, errlen);
 }
 
 void

@@ -550,9 +550,9 @@ int tlog_store_unlink_pending(struct tlog_store *s, int max);
  * are logged and kept for the partition's next fsync.
  */
 int tlog_store_flush_pending(struct tlog_store *s, int max);
-/* Blocks until the unlink or flush queue is non-empty or timeout_ms
- * passes (-1 forever) or tlog_store_wakeup is called. Returns the
- * length of both queues. */
+/* Blocks until the unlink, flush or compress queue is non-empty or
+ * timeout_ms passes (-1 forever) or tlog_store_wakeup is called. Returns
+ * the length of the three. */
 size_t tlog_store_unlink_wait(struct tlog_store *s, int timeout_ms);
 /* Up to max (<= 0: all) slices of the compression of sealed segments
  * (compression.type), each a few frames of one segment, no lock held;
