@@ -186,8 +186,9 @@ disagree:
 }
 
 /* A segment at base that recovery skips keeps its offsets: the end is
- * raised past the records its index's footer counts (past base if it
- * has none). */
+ * raised past the records its index's footer counts; past base if it
+ * has none, or one no segment can have (more records than bytes, more
+ * bytes than a segment holds: read_index's checks in repair.c). */
 static void
 skipped_end(struct tlog_partition *p, int dfd, uint64_t base)
 {
@@ -206,7 +207,8 @@ skipped_end(struct tlog_partition *p, int dfd, uint64_t base)
 		    pread(fd, buf, sizeof(buf), st.st_size - TLOG_IDX_FOOT) ==
 		    (ssize_t)sizeof(buf) &&
 		    tlog_idx_decode_footer(buf, &foot) == 0 &&
-		    foot.records > 0 && foot.records <= UINT64_MAX - base)
+		    foot.records > 0 && foot.records <= foot.bytes &&
+		    foot.bytes <= TLOG_CAP_BYTES)
 			end = base + foot.records;
 		close(fd);
 	}

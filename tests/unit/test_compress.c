@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "testhelp.h"
+#include "index.h"
 #include "zseek.h"
 
 #define SEG0 "t/0/00000000000000000000"
@@ -427,6 +428,37 @@ START_TEST(unreadable_only_copy_keeps_its_offsets)
 }
 END_TEST
 
+/* Its index's footer, CRC intact, says more records than a segment can
+ * hold: it is not believed (the end offset would pass the largest one,
+ * or wrap), and the skipped segment keeps only its base. */
+START_TEST(unreadable_only_copy_insane_footer_ignored)
+{
+	struct tlog_footer foot = { (uint64_t)1 << 63, (uint64_t)1 << 63,
+	    0, 0, 0 };
+	unsigned char buf[TLOG_IDX_FOOT];
+	struct tlog_part_stats ps;
+	struct stat st;
+	int fd;
+
+	make_both();
+	ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
+	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.log")), 0);
+	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.idx")), 0);
+	ck_assert_int_eq(truncate(path_of(SEG0 ".log.zst"), 9), 0);
+	tlog_idx_encode_footer(buf, &foot);
+	ck_assert_int_eq(stat(path_of(SEG0 ".idx"), &st), 0);
+	fd = open(path_of(SEG0 ".idx"), O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, buf, sizeof(buf), st.st_size -
+	    TLOG_IDX_FOOT), (ssize_t)sizeof(buf));
+	close(fd);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "segment skipped"));
+	tlog_partition_stats(th_P, &ps);
+	ck_assert_uint_eq(ps.end_offset, 1);
+}
+END_TEST
+
 START_TEST(recovery_zst_only_and_tmp_leftovers)
 {
 	int fd;
@@ -621,6 +653,7 @@ main(void)
 	TH_CASE(s, recovery_garbage_seek_table_keeps_the_plain_file);
 	TH_CASE(s, recovery_corrupt_frame_keeps_the_plain_file);
 	TH_CASE(s, unreadable_only_copy_keeps_its_offsets);
+	TH_CASE(s, unreadable_only_copy_insane_footer_ignored);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_log_only_is_queued_again);
 	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
