@@ -253,7 +253,6 @@ static int
 make_room(struct tlog_partition *p, struct run *run, const char *buf,
     size_t rlen, const struct limits *l, int64_t ts, struct tlog_evbuf *eb)
 {
-	struct tlog_segment *old;
 	int r;
 
 	while (tlog_part_disk(p) + run->len + rlen +
@@ -261,22 +260,8 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 	    (uint64_t)l->ret_bytes) {
 		if ((r = run_flush(p, run, buf, ts)) != 0)
 			return r;
-		old = TAILQ_FIRST(&p->segs);
-		if (old == NULL)
+		if (tlog_part_take_oldest(p, TLOG_RULE_SIZE, eb, ts, NULL) < 0)
 			break;
-		if (!old->sealed) {
-			if (old->records == 0 && tlog_seg_prealloc(old) == 0)
-				break;
-			if (old->records == 0) {
-				/* Nothing to delete: give the space back. */
-				old->live->prealloc = 0;
-				old->trim_pending = 1;
-				tlog_seg_trim(old);
-				continue;
-			}
-			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb, ts);
-		}
-		tlog_part_detach(p, old, TLOG_RULE_SIZE);
 	}
 	return 0;
 }

@@ -186,7 +186,7 @@ free_one(struct tlog_reaper *r, bool *first)
 	struct tlog_partition *p, *drop;
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
-	uint64_t bytes;
+	uint64_t bytes = 0;
 	int64_t key;
 
 	for (;;) {
@@ -215,7 +215,9 @@ free_one(struct tlog_reaper *r, bool *first)
 			continue;
 		}
 		pthread_mutex_unlock(&r->ctx->work_lock);
-		bytes = tlog_part_free_oldest(p, &eb);
+		/* seg holds a record (the key says so): it goes. */
+		tlog_part_take_oldest(p, TLOG_RULE_FREE, &eb,
+		    tlog_ctx_now(p->ctx), &bytes);
 		key = tlog_free_key_locked(p);
 		pthread_mutex_lock(&r->ctx->work_lock);
 		drop = tlog_reaper_set(r, &r->fheap, p, key);

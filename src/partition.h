@@ -188,6 +188,15 @@ void tlog_part_emit(struct tlog_partition *p, struct tlog_evbuf *eb);
  * (p->sd.lock held). */
 void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
     enum tlog_rule rule);
+/*
+ * The one step of every rule that takes p's oldest segment (retention.c;
+ * append.c's size ceiling too), p->sd.lock held: sealed first if active
+ * (its event to eb), detached with rule, its bytes added to *bytes (may
+ * be NULL): 1. An empty active segment only gives back its reservation:
+ * 0, or -1 if it has none (or p no segment): nothing to take.
+ */
+int tlog_part_take_oldest(struct tlog_partition *p, enum tlog_rule rule,
+    struct tlog_evbuf *eb, int64_t now, uint64_t *bytes);
 
 /*
  * Appends the whole records at the front of buf (see writer.c) and
