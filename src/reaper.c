@@ -72,33 +72,49 @@ reaper_sched_earlier(struct tlog_reaper *r, struct tlog_partition *p,
 	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
+/* Sets p's keys in both heaps (-1: out) under the work lock; the
+ * references to drop, once no lock is held, go to drop. */
+static void
+heaps_set(struct tlog_reaper *r, struct tlog_partition *p, int64_t due,
+    int64_t key, struct tlog_partition *drop[2])
+{
+	pthread_mutex_lock(&r->ctx->work_lock);
+	drop[0] = heap_update(r, p, due);
+	drop[1] = tlog_reaper_set(r, &r->fheap, p, key);
+	pthread_mutex_unlock(&r->ctx->work_lock);
+}
+
 /*
  * p's due time and free key. They are computed and applied under the
  * partition's lock: an append that creates a segment (and schedules the
  * partition) in between would otherwise be undone by a stale "never",
  * and the partition would leave the schedule for good while it has data.
- * A partition gone leaves both heaps, with no partition lock held.
  */
 static void
-reaper_resched(struct tlog_reaper *r, struct tlog_partition *p, bool gone)
+reaper_resched(struct tlog_reaper *r, struct tlog_partition *p)
 {
-	struct tlog_partition *drop, *fdrop;
-	int64_t due = -1, key = -1;
+	struct tlog_partition *drop[2];
+	int64_t due, key;
 
-	if (!gone) {
-		pthread_mutex_lock(&p->sd.lock);
-		due = tlog_part_due_locked(p);
-		key = tlog_free_key_locked(p);
-		TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
-	}
-	pthread_mutex_lock(&r->ctx->work_lock);
-	drop = heap_update(r, p, due);
-	fdrop = tlog_reaper_set(r, &r->fheap, p, key);
-	pthread_mutex_unlock(&r->ctx->work_lock);
-	if (!gone)
-		pthread_mutex_unlock(&p->sd.lock);
-	tlog_partition_put(drop);
-	tlog_partition_put(fdrop);
+	pthread_mutex_lock(&p->sd.lock);
+	due = tlog_part_due_locked(p);
+	key = tlog_free_key_locked(p);
+	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
+	heaps_set(r, p, due, key, drop);
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_partition_put(drop[0]);
+	tlog_partition_put(drop[1]);
+}
+
+/* A partition gone leaves both heaps, with no partition lock held. */
+static void
+reaper_unsched(struct tlog_reaper *r, struct tlog_partition *p)
+{
+	struct tlog_partition *drop[2];
+
+	heaps_set(r, p, -1, -1, drop);
+	tlog_partition_put(drop[0]);
+	tlog_partition_put(drop[1]);
 }
 
 static void
@@ -114,8 +130,10 @@ reaper_sched(void *arg, struct tlog_partition *p, enum tlog_sched_why why,
 		tlog_free_sealed(arg, p);
 		break;
 	case TLOG_SCHED_AGAIN:
+		reaper_resched(arg, p);
+		break;
 	case TLOG_SCHED_GONE:
-		reaper_resched(arg, p, why == TLOG_SCHED_GONE);
+		reaper_unsched(arg, p);
 		break;
 	}
 }
@@ -233,7 +251,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 			    1000 : tlog_part_conf(p,
 			    TLOG_PARTITION_CLEANUP_MS)));
 		else
-			reaper_resched(r, p, false);
+			reaper_resched(r, p);
 		tlog_partition_put(p);
 	}
 	free(due);
