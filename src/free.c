@@ -188,6 +188,7 @@ free_one(struct tlog_reaper *r, bool *first)
 	struct tlog_evbuf eb = { 0 };
 	uint64_t bytes = 0;
 	int64_t key;
+	bool stale;
 
 	for (;;) {
 		pthread_mutex_lock(&r->ctx->work_lock);
@@ -205,26 +206,25 @@ free_one(struct tlog_reaper *r, bool *first)
 		if (seg != NULL && seg->records == 0)
 			key = -1;	/* nothing to free in p for now */
 		pthread_mutex_lock(&r->ctx->work_lock);
-		if (!tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
-		    key < 0) {
-			drop = tlog_reaper_set(r, &r->fheap, p, key);
+		stale = !tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
+		    key < 0;
+		if (!stale) {
 			pthread_mutex_unlock(&r->ctx->work_lock);
-			pthread_mutex_unlock(&p->sd.lock);
-			tlog_partition_put(drop);
-			tlog_partition_put(p);
-			continue;
+			/* seg holds a record (the key says so): it goes. */
+			tlog_part_take_oldest(p, TLOG_RULE_FREE, &eb,
+			    tlog_ctx_now(p->ctx), &bytes);
+			key = tlog_free_key_locked(p);
+			pthread_mutex_lock(&r->ctx->work_lock);
 		}
-		pthread_mutex_unlock(&r->ctx->work_lock);
-		/* seg holds a record (the key says so): it goes. */
-		tlog_part_take_oldest(p, TLOG_RULE_FREE, &eb,
-		    tlog_ctx_now(p->ctx), &bytes);
-		key = tlog_free_key_locked(p);
-		pthread_mutex_lock(&r->ctx->work_lock);
 		drop = tlog_reaper_set(r, &r->fheap, p, key);
 		pthread_mutex_unlock(&r->ctx->work_lock);
 		pthread_mutex_unlock(&p->sd.lock);
 		tlog_part_emit(p, &eb);
 		tlog_partition_put(drop);
+		if (stale) {
+			tlog_partition_put(p);
+			continue;
+		}
 		/* The time rule's due time may have moved. */
 		tlog_part_resched(p);
 		*first = p->free_pass != r->pass;
