@@ -213,7 +213,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	/* A read-only store never schedules anything: nothing may seal or
-	 * go. */
+	 * go (so the rules below never return -EROFS). */
 	if (s->ctx.ro || r == NULL)
 		return -1;
 	resched_after_step(r);
@@ -228,15 +228,12 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 		st->sized += (uint64_t)tlog_part_enforce_size(p,
 		    REAP_BATCH, &st->sized_bytes);
 		k = tlog_part_expire(p, REAP_BATCH, &st->bytes);
-		if (k > 0)
-			st->expired += (uint64_t)k;
-		if (k < REAP_BATCH && k >= 0) {
+		st->expired += (uint64_t)k;
+		if (k < REAP_BATCH) {
 			c = tlog_part_consume(p, REAP_BATCH - k,
 			    &st->consumed_bytes);
-			if (c > 0) {
-				st->consumed += (uint64_t)c;
-				k += c;
-			}
+			st->consumed += (uint64_t)c;
+			k += c;
 		}
 		c = k == REAP_BATCH ? 0 :
 		    tlog_reg_part_cleanup(&s->reg, p, now);
