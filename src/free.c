@@ -368,14 +368,13 @@ tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st)
  * here and now. Returns what was unlinked or detached.
  */
 int
-tlog_free_reclaim(void *arg, struct tlog_partition *p)
+tlog_free_reclaim(void *arg)
 {
 	struct tlog_reaper *r = arg;
 	struct tlog_free_stats st;
 	uint64_t avail, size, t0 = tlog_mono_ns();
 	int n;
 
-	(void)p;
 	if (r->ctx->ro || free_space(r, &avail, &size) != 0 ||
 	    free_floor(r, size) < 0)
 		return 0;
