@@ -253,7 +253,6 @@ static int
 make_room(struct tlog_partition *p, struct run *run, const char *buf,
     size_t rlen, const struct limits *l, int64_t ts, struct tlog_evbuf *eb)
 {
-	struct tlog_segment *old;
 	int r;
 
 	while (tlog_part_disk(p) + run->len + rlen +
@@ -261,22 +260,8 @@ make_room(struct tlog_partition *p, struct run *run, const char *buf,
 	    (uint64_t)l->ret_bytes) {
 		if ((r = run_flush(p, run, buf, ts)) != 0)
 			return r;
-		old = TAILQ_FIRST(&p->segs);
-		if (old == NULL)
+		if (tlog_part_take_oldest(p, TLOG_RULE_SIZE, eb, ts, NULL) < 0)
 			break;
-		if (!old->sealed) {
-			if (old->records == 0 && tlog_seg_prealloc(old) == 0)
-				break;
-			if (old->records == 0) {
-				/* Nothing to delete: give the space back. */
-				old->live->prealloc = 0;
-				old->trim_pending = 1;
-				tlog_seg_trim(old);
-				continue;
-			}
-			tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb, ts);
-		}
-		tlog_part_detach(p, old, TLOG_RULE_SIZE);
 	}
 	return 0;
 }
@@ -532,12 +517,12 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    __ATOMIC_RELAXED);
 		counted = true;
 		if (tlog_ctx_free_short(p->ctx))
-			(void)p->env->sched->space(arg, p, TLOG_SPACE_WAIT);
+			p->env->sched->wait(arg);
 	}
 	pos = append_all(p, buf, len, tail_is_record, errp);
 	if (*errp == -ENOSPC && !p->quiet &&
 	    (arg = tlog_part_sched_arg(p)) != NULL &&
-	    p->env->sched->space(arg, p, TLOG_SPACE_RECLAIM) > 0)
+	    p->env->sched->reclaim(arg) > 0)
 		pos += append_all(p, buf + pos, len - pos, tail_is_record,
 		    errp);
 	if (*errp != 0) {
@@ -553,8 +538,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    (arg = tlog_part_sched_arg(p)) != NULL &&
 		    __atomic_compare_exchange_n(&p->ctx->free_check, &chk, 0,
 		    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			(void)p->env->sched->space(arg, p,
-			    TLOG_SPACE_CHECK);
+			p->env->sched->check(arg);
 	}
 	/* Taken off only after the add to free_appended above (release:
 	 * a budget that sees them gone sees them there). */

@@ -159,8 +159,7 @@ persist(struct tlog_partition *p, const struct tlog_cursor *v, size_t n)
 
 /*
  * Applies a change: v (n cursors, sorted) becomes p's on disk, then in
- * memory, and p's due time is computed again (the consumed rule follows
- * the slowest cursor). p's disk work begun; v is taken either way.
+ * memory (taken if 0). p's disk work begun.
  */
 static int
 commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
@@ -170,7 +169,6 @@ commit(struct tlog_partition *p, struct tlog_cursor *v, size_t n)
 	int r;
 
 	if ((r = persist(p, v, n)) != 0) {
-		free(v);
 		if (r == -ENOENT)
 			return r;	/* removed meanwhile */
 		tlog_level_where(&p->lv, where, sizeof(where));
@@ -189,7 +187,7 @@ int
 tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
     const char *value, size_t len)
 {
-	struct tlog_cursor *v;
+	struct tlog_cursor *v = NULL;
 	char shown[40], where[2 * TLOG_NAME_MAX + 2];
 	uint64_t off, end;
 	size_t n;
@@ -218,7 +216,6 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		goto out;
 	}
 	if (!ok || off > end) {
-		free(v);
 		printable(value, len, shown, sizeof(shown));
 		tlog_ctx_log(p->ctx, LOG_WARNING, "%s: cursor %s: value \"%s\" "
 		    "refused: a decimal offset 0..%" PRIu64 " (the end "
@@ -227,7 +224,6 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 		goto out;
 	}
 	if ((i = find(v, n, name)) < 0 && n >= TLOG_CURSORS_MAX) {
-		free(v);
 		tlog_ctx_log(p->ctx, LOG_WARNING, "%s: cursor %s refused: the "
 		    "partition has %d cursors, the most it keeps (drop one "
 		    "first)", where, name, TLOG_CURSORS_MAX);
@@ -244,8 +240,10 @@ tlog_partition_cursor_set(struct tlog_partition *p, const char *name,
 	r = commit(p, v, n);
 out:
 	tlog_segdir_io_end(&p->sd);
-	if (r == 0)
+	if (r == 0)	/* the consumed rule follows the slowest cursor */
 		tlog_part_resched(p);
+	else
+		free(v);
 	return r;
 }
 
@@ -266,7 +264,6 @@ tlog_partition_cursor_remove(struct tlog_partition *p, const char *name)
 		goto out;
 	}
 	if ((i = find(v, n, name)) < 0) {
-		free(v);
 		r = -ENODATA;
 		goto out;
 	}
@@ -276,6 +273,8 @@ out:
 	tlog_segdir_io_end(&p->sd);
 	if (r == 0)
 		tlog_part_resched(p);
+	else
+		free(v);
 	return r;
 }
 

@@ -186,8 +186,9 @@ free_one(struct tlog_reaper *r, bool *first)
 	struct tlog_partition *p, *drop;
 	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
-	uint64_t bytes;
+	uint64_t bytes = 0;
 	int64_t key;
+	bool stale;
 
 	for (;;) {
 		pthread_mutex_lock(&r->ctx->work_lock);
@@ -205,24 +206,25 @@ free_one(struct tlog_reaper *r, bool *first)
 		if (seg != NULL && seg->records == 0)
 			key = -1;	/* nothing to free in p for now */
 		pthread_mutex_lock(&r->ctx->work_lock);
-		if (!tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
-		    key < 0) {
-			drop = tlog_reaper_set(r, &r->fheap, p, key);
+		stale = !tlog_heap_holds(&p->fheap) || key != p->fheap.key ||
+		    key < 0;
+		if (!stale) {
 			pthread_mutex_unlock(&r->ctx->work_lock);
-			pthread_mutex_unlock(&p->sd.lock);
-			tlog_partition_put(drop);
-			tlog_partition_put(p);
-			continue;
+			/* seg holds a record (the key says so): it goes. */
+			tlog_part_take_oldest(p, TLOG_RULE_FREE, &eb,
+			    tlog_ctx_now(p->ctx), &bytes);
+			key = tlog_free_key_locked(p);
+			pthread_mutex_lock(&r->ctx->work_lock);
 		}
-		pthread_mutex_unlock(&r->ctx->work_lock);
-		bytes = tlog_part_free_oldest(p, &eb);
-		key = tlog_free_key_locked(p);
-		pthread_mutex_lock(&r->ctx->work_lock);
 		drop = tlog_reaper_set(r, &r->fheap, p, key);
 		pthread_mutex_unlock(&r->ctx->work_lock);
 		pthread_mutex_unlock(&p->sd.lock);
 		tlog_part_emit(p, &eb);
 		tlog_partition_put(drop);
+		if (stale) {
+			tlog_partition_put(p);
+			continue;
+		}
 		/* The time rule's due time may have moved. */
 		tlog_part_resched(p);
 		*first = p->free_pass != r->pass;
@@ -366,14 +368,13 @@ tlog_reaper_free(struct tlog_store *s, struct tlog_free_stats *st)
  * here and now. Returns what was unlinked or detached.
  */
 int
-tlog_free_reclaim(void *arg, struct tlog_partition *p)
+tlog_free_reclaim(void *arg)
 {
 	struct tlog_reaper *r = arg;
 	struct tlog_free_stats st;
 	uint64_t avail, size, t0 = tlog_mono_ns();
 	int n;
 
-	(void)p;
 	if (r->ctx->ro || free_space(r, &avail, &size) != 0 ||
 	    free_floor(r, size) < 0)
 		return 0;

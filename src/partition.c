@@ -114,31 +114,31 @@ tlog_part_sched_arg(struct tlog_partition *p)
 	return __atomic_load_n(&p->env->sched_arg, __ATOMIC_ACQUIRE);
 }
 
-static void
-sched(struct tlog_partition *p, enum tlog_sched_why why, int64_t due)
+void
+tlog_part_sched_earlier(struct tlog_partition *p, int64_t due)
 {
 	void *arg = tlog_part_sched_arg(p);
 
 	if (arg != NULL)
-		p->env->sched->sched(arg, p, why, due);
-}
-
-void
-tlog_part_sched_earlier(struct tlog_partition *p, int64_t due)
-{
-	sched(p, TLOG_SCHED_EARLIER, due);
+		p->env->sched->earlier(arg, p, due);
 }
 
 void
 tlog_part_resched(struct tlog_partition *p)
 {
-	sched(p, TLOG_SCHED_AGAIN, -1);
+	void *arg = tlog_part_sched_arg(p);
+
+	if (arg != NULL)
+		p->env->sched->again(arg, p);
 }
 
 void
 tlog_part_unsched(struct tlog_partition *p)
 {
-	sched(p, TLOG_SCHED_GONE, -1);
+	void *arg = tlog_part_sched_arg(p);
+
+	if (arg != NULL)
+		p->env->sched->gone(arg, p);
 }
 
 struct tlog_segment *
@@ -186,6 +186,7 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
     struct tlog_evbuf *eb, int64_t now)
 {
 	struct tlog_segment *seg = tlog_part_active(p);
+	void *arg = tlog_part_sched_arg(p);
 	int r;
 
 	if (seg == NULL || seg->records == 0)
@@ -193,7 +194,8 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
 	r = tlog_seg_seal(seg, why);
 	tlog_queue_flush(p->env->q, p);
 	tlog_part_zqueue(p, seg);
-	sched(p, TLOG_SCHED_SEALED, -1);
+	if (arg != NULL)
+		p->env->sched->sealed(arg, p);
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
 	return r;

@@ -28,35 +28,25 @@
 struct tlog_partition;
 struct tlog_queue;
 
-/* What a partition tells its scheduler (the reaper, once attached). */
-enum tlog_sched_why {
-	TLOG_SCHED_EARLIER,	/* a new segment: p may be due sooner, at
-				   `due` (p->sd.lock held) */
-	TLOG_SCHED_SEALED,	/* p sealed a segment: keep.free's key of it
-				   may change (p->sd.lock held) */
-	TLOG_SCHED_AGAIN,	/* p's settings or cursors changed: its due
-				   time is computed again (no partition lock
-				   held) */
-	TLOG_SCHED_GONE		/* p left the store */
-};
-
-/* What an append asks of retention.keep.free (no engine lock held). */
-enum tlog_space_ask {
-	TLOG_SPACE_CHECK,	/* appends passed ctx->free_check bytes:
-				   check free space soon */
-	TLOG_SPACE_WAIT,	/* appends would take free space below the
-				   floor: free space, and wait (bounded) for
-				   the unlinks */
-	TLOG_SPACE_RECLAIM	/* an append to p hit ENOSPC: free space now;
-				   > 0: something was freed, retry once */
-};
-
-/* The scheduler's two calls, which the reaper fills in when attached. */
+/* The scheduler's calls, which the reaper fills in when attached. */
 struct tlog_sched_ops {
-	void (*sched)(void *arg, struct tlog_partition *p,
-	    enum tlog_sched_why why, int64_t due);
-	int (*space)(void *arg, struct tlog_partition *p,
-	    enum tlog_space_ask ask);
+	/* A new segment: p may be due sooner, at due (p->sd.lock held). */
+	void (*earlier)(void *arg, struct tlog_partition *p, int64_t due);
+	/* p sealed a segment: keep.free's key of it may change (p->sd.lock
+	 * held). */
+	void (*sealed)(void *arg, struct tlog_partition *p);
+	/* p's settings or cursors changed: its due time is computed again
+	 * (no partition lock held). */
+	void (*again)(void *arg, struct tlog_partition *p);
+	void (*gone)(void *arg, struct tlog_partition *p);	/* p left */
+	/* What an append asks of retention.keep.free (no engine lock held).
+	 * check: appends passed ctx->free_check bytes, check free space
+	 * soon; wait: appends would take free space below the floor, free
+	 * space and wait (bounded) for the unlinks; reclaim: an append hit
+	 * ENOSPC, free space now (> 0: something was freed, retry once). */
+	void (*check)(void *arg);
+	void (*wait)(void *arg);
+	int (*reclaim)(void *arg);
 };
 
 /* What every partition of a store shares, filled in by the store at open
@@ -188,6 +178,15 @@ void tlog_part_emit(struct tlog_partition *p, struct tlog_evbuf *eb);
  * (p->sd.lock held). */
 void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
     enum tlog_rule rule);
+/*
+ * The one step of every rule that takes p's oldest segment (retention.c;
+ * append.c's size ceiling too), p->sd.lock held: sealed first if active
+ * (its event to eb), detached with rule, its bytes added to *bytes (may
+ * be NULL): 1. An empty active segment only gives back its reservation:
+ * 0, or -1 if it has none (or p no segment): nothing to take.
+ */
+int tlog_part_take_oldest(struct tlog_partition *p, enum tlog_rule rule,
+    struct tlog_evbuf *eb, int64_t now, uint64_t *bytes);
 
 /*
  * Appends the whole records at the front of buf (see writer.c) and
@@ -199,7 +198,8 @@ void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 size_t tlog_part_append(struct tlog_partition *p, const char *buf,
     size_t len, bool tail_is_record, int *errp);
 
-/* The scheduler's calls for p, if one is attached. */
+/* The scheduler's calls for p, if one is attached (struct
+ * tlog_sched_ops). */
 void tlog_part_sched_earlier(struct tlog_partition *p, int64_t due);
 void tlog_part_resched(struct tlog_partition *p);
 void tlog_part_unsched(struct tlog_partition *p);

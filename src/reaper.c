@@ -72,73 +72,69 @@ reaper_sched_earlier(struct tlog_reaper *r, struct tlog_partition *p,
 	pthread_mutex_unlock(&r->ctx->work_lock);
 }
 
+/* Sets p's keys in both heaps (-1: out) under the work lock; the
+ * references to drop, once no lock is held, go to drop. */
+static void
+heaps_set(struct tlog_reaper *r, struct tlog_partition *p, int64_t due,
+    int64_t key, struct tlog_partition *drop[2])
+{
+	pthread_mutex_lock(&r->ctx->work_lock);
+	drop[0] = heap_update(r, p, due);
+	drop[1] = tlog_reaper_set(r, &r->fheap, p, key);
+	pthread_mutex_unlock(&r->ctx->work_lock);
+}
+
 /*
  * p's due time and free key. They are computed and applied under the
  * partition's lock: an append that creates a segment (and schedules the
  * partition) in between would otherwise be undone by a stale "never",
  * and the partition would leave the schedule for good while it has data.
- * A partition gone leaves both heaps, with no partition lock held.
  */
 static void
-reaper_resched(struct tlog_reaper *r, struct tlog_partition *p, bool gone)
+reaper_resched(void *arg, struct tlog_partition *p)
 {
-	struct tlog_partition *drop, *fdrop;
-	int64_t due = -1, key = -1;
+	struct tlog_reaper *r = arg;
+	struct tlog_partition *drop[2];
+	int64_t due, key;
 
-	if (!gone) {
-		pthread_mutex_lock(&p->sd.lock);
-		due = tlog_part_due_locked(p);
-		key = tlog_free_key_locked(p);
-		TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
-	}
-	pthread_mutex_lock(&r->ctx->work_lock);
-	drop = heap_update(r, p, due);
-	fdrop = tlog_reaper_set(r, &r->fheap, p, key);
-	pthread_mutex_unlock(&r->ctx->work_lock);
-	if (!gone)
-		pthread_mutex_unlock(&p->sd.lock);
-	tlog_partition_put(drop);
-	tlog_partition_put(fdrop);
+	pthread_mutex_lock(&p->sd.lock);
+	due = tlog_part_due_locked(p);
+	key = tlog_free_key_locked(p);
+	TLOG_HOOK(r->ctx, TLOG_HOOK_RESCHED, p);
+	heaps_set(r, p, due, key, drop);
+	pthread_mutex_unlock(&p->sd.lock);
+	tlog_partition_put(drop[0]);
+	tlog_partition_put(drop[1]);
 }
 
+/* A partition gone leaves both heaps, with no partition lock held. */
 static void
-reaper_sched(void *arg, struct tlog_partition *p, enum tlog_sched_why why,
-    int64_t due)
+reaper_unsched(void *arg, struct tlog_partition *p)
 {
-	switch (why) {
-	case TLOG_SCHED_EARLIER:
-		reaper_sched_earlier(arg, p, due);
-		tlog_free_sealed(arg, p);
-		break;
-	case TLOG_SCHED_SEALED:
-		tlog_free_sealed(arg, p);
-		break;
-	case TLOG_SCHED_AGAIN:
-	case TLOG_SCHED_GONE:
-		reaper_resched(arg, p, why == TLOG_SCHED_GONE);
-		break;
-	}
+	struct tlog_reaper *r = arg;
+	struct tlog_partition *drop[2];
+
+	heaps_set(r, p, -1, -1, drop);
+	tlog_partition_put(drop[0]);
+	tlog_partition_put(drop[1]);
 }
 
-static int
-reaper_space(void *arg, struct tlog_partition *p, enum tlog_space_ask ask)
+/* A new segment: p may be due sooner, and enter the free heap. */
+static void
+reaper_earlier(void *arg, struct tlog_partition *p, int64_t due)
 {
-	switch (ask) {
-	case TLOG_SPACE_CHECK:
-		tlog_free_pressure(arg);
-		break;
-	case TLOG_SPACE_WAIT:
-		tlog_free_wait(arg);
-		break;
-	case TLOG_SPACE_RECLAIM:
-		return tlog_free_reclaim(arg, p);
-	}
-	return 0;
+	reaper_sched_earlier(arg, p, due);
+	tlog_free_sealed(arg, p);
 }
 
 static const struct tlog_sched_ops reaper_ops = {
-	reaper_sched,
-	reaper_space,
+	.earlier = reaper_earlier,
+	.sealed = tlog_free_sealed,
+	.again = reaper_resched,
+	.gone = reaper_unsched,
+	.check = tlog_free_pressure,
+	.wait = tlog_free_wait,
+	.reclaim = tlog_free_reclaim,
 };
 
 /* ---- wake-ups ---- */
@@ -195,7 +191,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	/* A read-only store never schedules anything: nothing may seal or
-	 * go. */
+	 * go (so the rules below never return -EROFS). */
 	if (s->ctx.ro || r == NULL)
 		return -1;
 	resched_after_step(r);
@@ -210,15 +206,12 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 		st->sized += (uint64_t)tlog_part_enforce_size(p,
 		    REAP_BATCH, &st->sized_bytes);
 		k = tlog_part_expire(p, REAP_BATCH, &st->bytes);
-		if (k > 0)
-			st->expired += (uint64_t)k;
-		if (k < REAP_BATCH && k >= 0) {
+		st->expired += (uint64_t)k;
+		if (k < REAP_BATCH) {
 			c = tlog_part_consume(p, REAP_BATCH - k,
 			    &st->consumed_bytes);
-			if (c > 0) {
-				st->consumed += (uint64_t)c;
-				k += c;
-			}
+			st->consumed += (uint64_t)c;
+			k += c;
 		}
 		c = k == REAP_BATCH ? 0 :
 		    tlog_reg_part_cleanup(&s->reg, p, now);
@@ -233,7 +226,7 @@ tlog_reaper_cycle(struct tlog_store *s, struct tlog_reap_stats *st)
 			    1000 : tlog_part_conf(p,
 			    TLOG_PARTITION_CLEANUP_MS)));
 		else
-			reaper_resched(r, p, false);
+			reaper_resched(r, p);
 		tlog_partition_put(p);
 	}
 	free(due);

@@ -207,19 +207,29 @@ tlog_part_due_locked(struct tlog_partition *p)
 	return earlier(idle, earlier(con, exp));
 }
 
-/* Detaches seg, p's oldest segment, sealing it first if it is the active
- * one (p->sd.lock held); returns its bytes. */
-static uint64_t
-take(struct tlog_partition *p, struct tlog_segment *seg, enum tlog_rule rule,
-    struct tlog_evbuf *eb, int64_t now)
+int
+tlog_part_take_oldest(struct tlog_partition *p, enum tlog_rule rule,
+    struct tlog_evbuf *eb, int64_t now, uint64_t *bytes)
 {
-	uint64_t bytes;
+	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
 
+	if (seg == NULL)
+		return -1;
+	if (!seg->sealed && seg->records == 0) {
+		/* Nothing to delete: give the space back. */
+		if (tlog_seg_prealloc(seg) == 0)
+			return -1;
+		seg->live->prealloc = 0;
+		seg->trim_pending = 1;
+		tlog_seg_trim(seg);
+		return 0;
+	}
 	if (!seg->sealed)
 		tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb, now);
-	bytes = seg->bytes;
+	if (bytes != NULL)
+		*bytes += seg->bytes;
 	tlog_part_detach(p, seg, rule);
-	return bytes;
+	return 1;
 }
 
 /*
@@ -234,42 +244,29 @@ static int
 take_old(struct tlog_partition *p, int max, uint64_t *bytes,
     enum tlog_key key, enum tlog_rule rule)
 {
-	struct tlog_segment *seg;
 	struct tlog_evbuf eb = { 0 };
 	int64_t v = tlog_part_conf(p, key), now = tlog_ctx_now(p->ctx);
 	int64_t del = rule == TLOG_RULE_SIZE ? 0 :
 	    tlog_clock_del_now(&p->ctx->clock);
 	int64_t due;
-	uint64_t sum = 0;
-	int n = 0;
+	int n = 0, k;
 
 	if (p->ctx->ro)
 		return -EROFS;
 	if (v < 0)
 		return 0;
 	pthread_mutex_lock(&p->sd.lock);
-	while (n < max && (seg = TAILQ_FIRST(&p->segs)) != NULL) {
+	while (n < max) {
 		if (rule == TLOG_RULE_SIZE ? !over_ceiling(p, v) :
 		    (due = oldest_due_of(p, v, rule == TLOG_RULE_CONSUMED)) < 0 ||
 		    del < due)
 			break;
-		/* As make_room does (append.c), an empty active segment
-		 * over the ceiling gives back its reservation, if any. */
-		if (!seg->sealed && seg->records == 0) {
-			if (tlog_seg_prealloc(seg) == 0)
-				break;
-			seg->live->prealloc = 0;
-			seg->trim_pending = 1;
-			tlog_seg_trim(seg);
-			continue;
-		}
-		sum += take(p, seg, rule, &eb, now);
-		n++;
+		if ((k = tlog_part_take_oldest(p, rule, &eb, now, bytes)) < 0)
+			break;
+		n += k;
 	}
 	pthread_mutex_unlock(&p->sd.lock);
 	tlog_part_emit(p, &eb);
-	if (bytes != NULL)
-		*bytes += sum;
 	return n;
 }
 
@@ -290,16 +287,6 @@ tlog_part_consume(struct tlog_partition *p, int max, uint64_t *bytes)
 {
 	return take_old(p, max, bytes, TLOG_RETENTION_CONSUMED_MS,
 	    TLOG_RULE_CONSUMED);
-}
-
-uint64_t
-tlog_part_free_oldest(struct tlog_partition *p, struct tlog_evbuf *eb)
-{
-	struct tlog_segment *seg = TAILQ_FIRST(&p->segs);
-
-	if (seg == NULL || seg->records == 0)
-		return 0;
-	return take(p, seg, TLOG_RULE_FREE, eb, tlog_ctx_now(p->ctx));
 }
 
 int64_t

@@ -36,12 +36,6 @@ int tlog_part_enforce_size(struct tlog_partition *p, int max,
  * write (or birth) + partition.cleanup.ms + 1; -1 if off or vetoed (a
  * record, detached files, an open writer, a cursor). */
 int64_t tlog_part_cleanup_due_locked(struct tlog_partition *p);
-/* Disk pressure (retention.keep.free, chosen by the reaper): detaches
- * p's oldest segment, sealing it first if it is the active one, with
- * rule free; p->sd.lock held, its seal event to eb. Returns its bytes,
- * 0 if p holds no record. */
-uint64_t tlog_part_free_oldest(struct tlog_partition *p,
-    struct tlog_evbuf *eb);
 /* Due time of p (p->sd.lock held): the earliest of its idle seal, its
  * time rule and its consumed rule, 0 while it is over its ceiling, its
  * cleanup when empty; -1 if none. */

@@ -335,7 +335,7 @@ reader_gone(struct tlog_segment *seg)
 		RB_REMOVE(tlog_reading_tree, &b->reading, rd);
 		if (rd->held)
 			__atomic_sub_fetch(&seg->sd->ctx->free_held,
-			    seg->bytes, __ATOMIC_RELAXED);
+			    tlog_seg_disk(seg), __ATOMIC_RELAXED);
 		free(rd);
 	}
 	pthread_mutex_unlock(&b->ctx->work_lock);
@@ -352,8 +352,8 @@ tlog_seg_unlinked(struct tlog_segment *seg)
 	if ((rd = RB_FIND(tlog_reading_tree, &b->reading, &key)) != NULL &&
 	    !rd->held) {
 		rd->held = true;
-		__atomic_add_fetch(&seg->sd->ctx->free_held, seg->bytes,
-		    __ATOMIC_RELAXED);
+		__atomic_add_fetch(&seg->sd->ctx->free_held,
+		    tlog_seg_disk(seg), __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&b->ctx->work_lock);
 }

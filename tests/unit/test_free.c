@@ -352,6 +352,59 @@ START_TEST(bytes_held_by_readers_are_not_chased)
 }
 END_TEST
 
+/*
+ * A compressed segment a reader holds keeps its .log.zst on the disk,
+ * not its plain bytes: the held count is what the unlinker counted as
+ * freed (tlog_seg_disk), so a pass short of the floor by more than that
+ * goes on deleting.
+ */
+START_TEST(held_compressed_segment_counts_its_disk)
+{
+	struct tlog_free_stats st;
+	struct tlog_seginfo *si;
+	struct tlog_segment *seg;
+	uint64_t z;
+	size_t n;
+	int fd;
+
+	keep_free("16K");
+	th_set(th_S, th_P, "compression.type", "zstd");
+	rec(th_P, 'x');
+	seal(th_P);
+	tlog_store_flush_pending(th_S, 0);
+	while (tlog_store_compress_pending(th_S, 0) > 0)
+		;
+	si = th_segs(th_P, &n);
+	seg = tlog_segment_get(th_P, si[0].base);
+	free(si);
+	ck_assert_ptr_nonnull(seg);
+	z = seg->zbytes;
+	ck_assert_uint_gt(z, 0);
+	ck_assert_uint_lt(z, 600);
+	fd = tlog_segment_open(seg);
+	ck_assert_int_ge(fd, 0);
+	fake_avail = FLOOR - 1;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 1);
+	tlog_unlink_pending(&th_S->q, 0);
+	ck_assert_uint_eq(th_S->ctx.free_held, z);
+	/* A disk with room again (no append waits), then 600 bytes short,
+	 * and the reader holds only z of them. */
+	fake_avail = 1ULL << 30;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 0);
+	th_set(th_S, th_P, "compression.type", "none");
+	rec(th_P, 'y');
+	seal(th_P);
+	rec(th_P, 'z');
+	seal(th_P);
+	fake_avail = FLOOR - 600;
+	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 2);
+	ck_assert_uint_eq(st.held, z);
+	tlog_segment_close(seg, fd);
+	tlog_segment_put(seg);
+	ck_assert_uint_eq(th_S->ctx.free_held, 0);
+}
+END_TEST
+
 /* A percentage is of the file system's size; off frees nothing. */
 START_TEST(percent_and_off)
 {
@@ -725,6 +778,8 @@ main(void)
 	th_case(su, "percent_and_off", percent_and_off);
 	th_case(su, "bytes_held_by_readers_are_not_chased",
 	    bytes_held_by_readers_are_not_chased);
+	th_case(su, "held_compressed_segment_counts_its_disk",
+	    held_compressed_segment_counts_its_disk);
 	th_hooks(full_setup, full_teardown);
 	th_case(su, "enospc_reclaims_and_retries", enospc_reclaims_and_retries);
 	th_case(su, "enospc_without_keep_free", enospc_without_keep_free);
