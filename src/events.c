@@ -54,16 +54,8 @@ tlog_events_open(struct tlog_events *e, struct tlog_registry *reg,
 void
 tlog_events_close(struct tlog_events *e)
 {
-	struct tlog_partition *p;
-	struct tlog_segment *seg;
-
-	if ((p = e->p) != NULL) {
-		tlog_segdir_drop_unsynced(&p->sd);
-		while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
-			TAILQ_REMOVE(&p->segs, seg, link);
-			tlog_segment_put(seg);
-		}
-		tlog_partition_put(p);
+	if (e->p != NULL) {
+		tlog_part_release(e->p);
 		e->p = NULL;
 	}
 	tlog_topic_put(e->topic);

@@ -73,6 +73,19 @@ tlog_partition_put(struct tlog_partition *p)
 		tlog_level_put(&p->lv);
 }
 
+void
+tlog_part_release(struct tlog_partition *p)
+{
+	struct tlog_segment *seg;
+
+	tlog_segdir_drop_unsynced(&p->sd);
+	while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
+		TAILQ_REMOVE(&p->segs, seg, link);
+		tlog_segment_put(seg);
+	}
+	tlog_partition_put(p);
+}
+
 uint64_t
 tlog_partition_ino(const struct tlog_partition *p)
 {

@@ -136,6 +136,9 @@ struct tlog_partition {
 struct tlog_partition *tlog_part_alloc(struct tlog_level *parent,
     const char *name, const struct tlog_part_env *env);
 void tlog_part_ref(struct tlog_partition *p);
+/* At close, when nothing else runs: drops p's segments, then the
+ * reference. */
+void tlog_part_release(struct tlog_partition *p);
 /* Effective value of a key for p: partition, topic, store, built-in. */
 int64_t tlog_part_conf(struct tlog_partition *p, enum tlog_key k);
 

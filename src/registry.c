@@ -46,17 +46,11 @@ tlog_reg_destroy(struct tlog_registry *reg)
 {
 	struct tlog_topic *t, *tn;
 	struct tlog_partition *p, *pn;
-	struct tlog_segment *seg;
 
 	RB_FOREACH_SAFE(t, tlog_topic_tree, &reg->topics, tn) {
 		RB_FOREACH_SAFE(p, tlog_part_tree, &t->parts, pn) {
 			RB_REMOVE(tlog_part_tree, &t->parts, p);
-			tlog_segdir_drop_unsynced(&p->sd);
-			while ((seg = TAILQ_FIRST(&p->segs)) != NULL) {
-				TAILQ_REMOVE(&p->segs, seg, link);
-				tlog_segment_put(seg);
-			}
-			tlog_partition_put(p);
+			tlog_part_release(p);
 		}
 		RB_REMOVE(tlog_topic_tree, &reg->topics, t);
 		tlog_topic_put(t);
