@@ -78,6 +78,10 @@ unlink_one(struct tlog_segment *seg)
 	char name[32];
 	int dfd, r = 0;
 	size_t i;
+	/* Dead, its zbytes is final: a compression that renamed its
+	 * .log.zst without publishing it removes that file itself
+	 * (compress.c). The only ENOENT left is a plain segment's. */
+	bool z = __atomic_load_n(&seg->zbytes, __ATOMIC_ACQUIRE) != 0;
 
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		/* A removed partition's directory went with its files (it
@@ -88,6 +92,8 @@ unlink_one(struct tlog_segment *seg)
 	 * ends), then the index: an index without data is what a crash
 	 * in between leaves, and recovery removes it. */
 	for (i = 0; i < sizeof(ext) / sizeof(ext[0]) && r == 0; i++) {
+		if (i == 1 && !z)
+			continue;
 		tlog_segname_format(seg->base, ext[i], name, sizeof(name));
 		if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
 			r = -errno;
