@@ -555,6 +555,42 @@ START_TEST(a_periodic_checkpoint_takes_compressed_segments)
 }
 END_TEST
 
+/* A segment deleted while its compression runs, just before the rename:
+ * the unlinker finds no compressed copy to remove, so the compression,
+ * finding its segment dead, removes the .log.zst it renamed. No file of
+ * the segment is left. */
+static void
+delete_hook(void *arg, int point, struct tlog_partition *p)
+{
+	(void)arg;
+	if (point != TLOG_HOOK_COMPRESS)
+		return;
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert(!th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst.tmp"));
+}
+
+START_TEST(deleted_while_compressing_leaves_no_file)
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.hook = delete_hook;
+	th_open_tp(&o);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 20000);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(th_S, 0);
+	while (tlog_store_compress_pending(th_S, 0) > 0)
+		;
+	ck_assert(!th_exists(SEG0 ".log"));
+	ck_assert(!th_exists(SEG0 ".idx"));
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
+}
+END_TEST
+
 /* ---- power cuts during compression ---- */
 
 static int cut_at;
@@ -654,6 +690,7 @@ main(void)
 	TH_CASE(s, recovery_corrupt_frame_keeps_the_plain_file);
 	TH_CASE(s, unreadable_only_copy_keeps_its_offsets);
 	TH_CASE(s, unreadable_only_copy_insane_footer_ignored);
+	TH_CASE(s, deleted_while_compressing_leaves_no_file);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_log_only_is_queued_again);
 	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
