@@ -393,6 +393,17 @@ START_TEST(recovery_corrupt_frame_keeps_the_plain_file)
 }
 END_TEST
 
+/* make_both, then segment 0 kept only as its .log.zst and made the
+ * newest: nothing after it says where the offsets stand. */
+static void
+zst_only_and_newest(void)
+{
+	make_both();
+	ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
+	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.log")), 0);
+	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.idx")), 0);
+}
+
 /*
  * The only copy of a segment with an unreadable seek table is skipped
  * but never lost: its offsets are not given to other records, and a
@@ -404,12 +415,7 @@ START_TEST(unreadable_only_copy_keeps_its_offsets)
 	struct stat st, st2;
 	int fd;
 
-	make_both();
-	ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
-	/* It is the newest segment: nothing after it says where the
-	 * offsets stand. */
-	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.log")), 0);
-	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.idx")), 0);
+	zst_only_and_newest();
 	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st), 0);
 	fd = open(path_of(SEG0 ".log.zst"), O_WRONLY);
 	ck_assert_int_eq(pwrite(fd, "garbage!!", 9, st.st_size - 9), 9);
@@ -440,10 +446,7 @@ START_TEST(unreadable_only_copy_insane_footer_ignored)
 	struct stat st;
 	int fd;
 
-	make_both();
-	ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
-	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.log")), 0);
-	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.idx")), 0);
+	zst_only_and_newest();
 	ck_assert_int_eq(truncate(path_of(SEG0 ".log.zst"), 9), 0);
 	tlog_idx_encode_footer(buf, &foot);
 	ck_assert_int_eq(stat(path_of(SEG0 ".idx"), &st), 0);
