@@ -404,6 +404,27 @@ zst_only_and_newest(void)
 	ck_assert_int_eq(unlink(path_of("t/0/00000000000000020000.idx")), 0);
 }
 
+/* The last len bytes of rel overwritten with buf, then the open: it
+ * skips segment 0; the end offset it gives. */
+static uint64_t
+tail_overwritten_end(const char *rel, const void *buf, size_t len)
+{
+	struct tlog_part_stats ps;
+	struct stat st;
+	int fd;
+
+	ck_assert_int_eq(stat(path_of(rel), &st), 0);
+	fd = open(path_of(rel), O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, buf, len, st.st_size - (off_t)len),
+	    (ssize_t)len);
+	close(fd);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "segment skipped"));
+	tlog_partition_stats(th_P, &ps);
+	return ps.end_offset;
+}
+
 /*
  * The only copy of a segment with an unreadable seek table is skipped
  * but never lost: its offsets are not given to other records, and a
@@ -411,20 +432,12 @@ zst_only_and_newest(void)
  */
 START_TEST(unreadable_only_copy_keeps_its_offsets)
 {
-	struct tlog_part_stats ps;
 	struct stat st, st2;
-	int fd;
 
 	zst_only_and_newest();
+	ck_assert_uint_eq(tail_overwritten_end(SEG0 ".log.zst", "garbage!!",
+	    9), 20000);
 	ck_assert_int_eq(stat(path_of(SEG0 ".log.zst"), &st), 0);
-	fd = open(path_of(SEG0 ".log.zst"), O_WRONLY);
-	ck_assert_int_eq(pwrite(fd, "garbage!!", 9, st.st_size - 9), 9);
-	close(fd);
-	th_logbuf[0] = '\0';
-	th_open_tp(NULL);
-	ck_assert_ptr_nonnull(strstr(th_logbuf, "segment skipped"));
-	tlog_partition_stats(th_P, &ps);
-	ck_assert_uint_eq(ps.end_offset, 20000);
 	th_set(th_S, th_P, "compression.type", "zstd");
 	put_lines(th_P, 30000, 10);
 	seal_and_compress(th_S, th_P);
@@ -442,23 +455,12 @@ START_TEST(unreadable_only_copy_insane_footer_ignored)
 	struct tlog_footer foot = { (uint64_t)1 << 63, (uint64_t)1 << 63,
 	    0, 0, 0 };
 	unsigned char buf[TLOG_IDX_FOOT];
-	struct tlog_part_stats ps;
-	struct stat st;
-	int fd;
 
 	zst_only_and_newest();
 	ck_assert_int_eq(truncate(path_of(SEG0 ".log.zst"), 9), 0);
 	tlog_idx_encode_footer(buf, &foot);
-	ck_assert_int_eq(stat(path_of(SEG0 ".idx"), &st), 0);
-	fd = open(path_of(SEG0 ".idx"), O_WRONLY);
-	ck_assert_int_eq(pwrite(fd, buf, sizeof(buf), st.st_size -
-	    TLOG_IDX_FOOT), (ssize_t)sizeof(buf));
-	close(fd);
-	th_logbuf[0] = '\0';
-	th_open_tp(NULL);
-	ck_assert_ptr_nonnull(strstr(th_logbuf, "segment skipped"));
-	tlog_partition_stats(th_P, &ps);
-	ck_assert_uint_eq(ps.end_offset, 1);
+	ck_assert_uint_eq(tail_overwritten_end(SEG0 ".idx", buf, sizeof(buf)),
+	    1);
 }
 END_TEST
 
