@@ -433,9 +433,31 @@ START_TEST(fsync_reports_sealed_segment_error)
 }
 END_TEST
 
+/* t/0 of a new store, and a writer of it. */
+static struct tlog_store *t0_s;
+static struct tlog_partition *t0_p;
+static struct tlog_writer *t0_w;
+
+static void
+t0_open(void)
+{
+	t0_s = th_open(th_dir);
+	t0_p = th_part(t0_s, "t", "0");
+	t0_w = tlog_writer_open(t0_p);
+}
+
+static void
+t0_close(void)
+{
+	tlog_writer_close(t0_w);
+	tlog_partition_put(t0_p);
+	tlog_store_close(t0_s);
+}
+
 /* Files may grow to max bytes (RLIMIT_FSIZE; old: what to restore): a
- * write across it is short and sets no errno, as on a full disk. No
- * check until it is restored: Check's own messages are files too. */
+ * write across it is short and sets no errno, as on a full disk; errno
+ * is left ENOTTY, as an earlier call might. No check until it is
+ * restored: Check's own messages are files too. */
 static void
 fsize_limit(rlim_t max, struct rlimit *old)
 {
@@ -446,6 +468,7 @@ fsize_limit(rlim_t max, struct rlimit *old)
 	rl = *old;
 	rl.rlim_cur = max;
 	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	errno = ENOTTY;
 }
 
 static void
@@ -459,26 +482,18 @@ fsize_restore(const struct rlimit *old)
  * file of the segment behind. */
 START_TEST(short_index_header_write_is_enospc)
 {
-	struct tlog_store *s;
-	struct tlog_partition *p;
-	struct tlog_writer *w;
 	struct rlimit old;
 	ssize_t r;
 
-	s = th_open(th_dir);
-	p = th_part(s, "t", "0");
-	w = tlog_writer_open(p);
+	t0_open();
 	fsize_limit(TLOG_IDX_HDR / 2, &old);
-	errno = ENOTTY;
-	r = tlog_writer_write(w, "a line\n", 7);
+	r = tlog_writer_write(t0_w, "a line\n", 7);
 	fsize_restore(&old);
 	ck_assert_int_eq(r, -ENOSPC);
 	ck_assert(!th_exists("t/0/00000000000000000000.log"));
 	ck_assert(!th_exists("t/0/00000000000000000000.idx"));
-	th_put(w, "a line\n");
-	tlog_writer_close(w);
-	tlog_partition_put(p);
-	tlog_store_close(s);
+	th_put(t0_w, "a line\n");
+	t0_close();
 }
 END_TEST
 
@@ -486,26 +501,18 @@ END_TEST
  * with ENOSPC, not with whatever errno an earlier call left. */
 START_TEST(short_boundary_write_is_enospc)
 {
-	struct tlog_store *s;
-	struct tlog_partition *p;
-	struct tlog_writer *w;
 	struct rlimit old;
 	int r;
 
-	s = th_open(th_dir);
-	p = th_part(s, "t", "0");
-	w = tlog_writer_open(p);
-	th_put(w, "a\n");
-	th_put(w, "b\n");	/* after the only entry: a boundary is owed */
-	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	t0_open();
+	th_put(t0_w, "a\n");
+	th_put(t0_w, "b\n");	/* after the only entry: a boundary is owed */
+	ck_assert_int_eq(tlog_partition_seal(t0_p, TLOG_TRIG_MANUAL), 0);
 	fsize_limit(TLOG_IDX_HDR + TLOG_IDX_ENT + 2, &old);
-	errno = ENOTTY;
-	r = tlog_partition_fsync(p, true);
+	r = tlog_partition_fsync(t0_p, true);
 	fsize_restore(&old);
 	ck_assert_int_eq(r, -ENOSPC);
-	tlog_writer_close(w);
-	tlog_partition_put(p);
-	tlog_store_close(s);
+	t0_close();
 }
 END_TEST
 
