@@ -90,7 +90,7 @@ roll_check(struct tlog_partition *p, const struct tlog_segment *seg,
 		return TLOG_TRIG_SIZE;
 	if (ts - first >= tlog_seg_span(seg, l->seg_ms))
 		return TLOG_TRIG_TIME;
-	if (recs + 1 > p->ctx->cap_records || bytes + rlen > p->ctx->cap_bytes)
+	if (recs + 1 > p->ctx->cap_records || bytes + rlen > TLOG_CAP_BYTES)
 		return TLOG_TRIG_CAPACITY;
 	return TLOG_TRIG_NONE;
 }
@@ -402,7 +402,7 @@ append_once(struct tlog_partition *p, const char *buf, size_t len,
 		/* The cap keeps index positions in their 32 bits; the
 		 * ceiling is the partition's. */
 		if ((l.ret_bytes >= 0 && rlen > (uint64_t)l.ret_bytes) ||
-		    rlen > p->ctx->cap_bytes) {
+		    rlen > TLOG_CAP_BYTES) {
 			r = -EFBIG;
 			break;
 		}

@@ -29,8 +29,6 @@ tlog_ctx_init(struct tlog_ctx *ctx, const struct tlog_store_opts *opts)
 	ctx->free_limit = INT64_MAX;
 	ctx->cap_records = ctx->opts.cap_records != 0 ?
 	    ctx->opts.cap_records : TLOG_CAP_RECORDS;
-	ctx->cap_bytes = ctx->opts.cap_bytes != 0 ? ctx->opts.cap_bytes :
-	    TLOG_CAP_BYTES;
 	ctx->held_max = ctx->opts.held_max != 0 ? ctx->opts.held_max :
 	    TLOG_HELD_MAX;
 	pthread_mutex_init(&ctx->work_lock, NULL);

@@ -46,7 +46,6 @@ struct tlog_ctx {
 	struct tlog_store_opts opts;
 	bool ro;			/* opened read-only: nothing changes */
 	uint64_t cap_records;		/* segment capacity (tlog_store_opts) */
-	uint64_t cap_bytes;
 	struct tlog_sink log;
 	struct tlog_clock clock;
 	/* The store's work lock: store-wide bookkeeping (what it guards

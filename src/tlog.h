@@ -154,10 +154,10 @@ struct tlog_store_opts {
 	 */
 	void (*event)(void *arg, const struct tlog_event *ev);
 	void *event_arg;
-	/* Segment capacity (records, bytes); 0 for the index format's
-	 * limits. Tests lower them to exercise the capacity trigger. */
+	/* Records a segment may hold; 0 for the index format's limit.
+	 * Tests lower it to exercise the capacity trigger (the byte
+	 * capacity is the format's, TLOG_CAP_BYTES). */
 	uint64_t cap_records;
-	uint64_t cap_bytes;
 	/* Bytes of unfinished lines all writers may hold at once; 0 for
 	 * TLOG_HELD_MAX. Past it a writer holding more than
 	 * TLOG_HELD_SMALL has its line cut (appended as a record without
