@@ -184,7 +184,8 @@ void tlog_part_detach(struct tlog_partition *p, struct tlog_segment *seg,
 /*
  * The one step of every rule that takes p's oldest segment (retention.c;
  * append.c's size ceiling too), p->sd.lock held: sealed first if active
- * (its event to eb), detached with rule, its bytes added to *bytes (may
+ * (its event to eb), detached with rule, its bytes on disk (tlog_seg_disk)
+ * added to *bytes (may
  * be NULL): 1. An empty active segment only gives back its reservation:
  * 0, or -1 if it has none (or p no segment): nothing to take.
  */

@@ -226,8 +226,9 @@ tlog_part_take_oldest(struct tlog_partition *p, enum tlog_rule rule,
 	}
 	if (!seg->sealed)
 		tlog_part_seal_active(p, TLOG_TRIG_RETENTION, eb, now);
+	/* What the disk gets back: a compressed segment's .log.zst. */
 	if (bytes != NULL)
-		*bytes += seg->bytes;
+		*bytes += tlog_seg_disk(seg);
 	tlog_part_detach(p, seg, rule);
 	return 1;
 }

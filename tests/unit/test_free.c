@@ -384,7 +384,10 @@ START_TEST(held_compressed_segment_counts_its_disk)
 	fd = tlog_segment_open(seg);
 	ck_assert_int_ge(fd, 0);
 	fake_avail = FLOOR - 1;
-	ck_assert_int_eq(tlog_reaper_free(th_S, &st), 1);
+	/* It, then on to other partitions (the events' own): it frees
+	 * less than a pass's target. */
+	ck_assert_int_ge(tlog_reaper_free(th_S, &st), 1);
+	ck_assert_uint_eq(th_nsegs(th_P), 0);
 	tlog_unlink_pending(&th_S->q, 0);
 	ck_assert_uint_eq(th_S->ctx.free_held, z);
 	/* A disk with room again (no append waits), then 600 bytes short,
@@ -402,6 +405,32 @@ START_TEST(held_compressed_segment_counts_its_disk)
 	tlog_segment_close(seg, fd);
 	tlog_segment_put(seg);
 	ck_assert_uint_eq(th_S->ctx.free_held, 0);
+}
+END_TEST
+
+/* The pass counts what the disk gets back: 12 compressed segments of
+ * 1,200 plain bytes each hold less than 600 bytes each on the disk, so
+ * all of them go to make up 7,408 bytes (7 would, counted plain). */
+START_TEST(pass_counts_compressed_segments_on_disk)
+{
+	struct tlog_free_stats st;
+	int i;
+
+	keep_free("16K");
+	th_set(th_S, th_P, "compression.type", "zstd");
+	for (i = 0; i < 12; i++) {
+		rec(th_P, 'x');
+		seal(th_P);
+		th_clock += 1000;
+	}
+	tlog_store_flush_pending(th_S, 0);
+	while (tlog_store_compress_pending(th_S, 0) > 0)
+		;
+	ck_assert_uint_eq(th_nsegs(th_P), 12);
+	fake_avail = 10000;		/* 7408 short of the target */
+	/* All of them, then on to other partitions (the events' own). */
+	ck_assert_int_ge(tlog_reaper_free(th_S, &st), 12);
+	ck_assert_uint_eq(th_nsegs(th_P), 0);
 }
 END_TEST
 
@@ -780,6 +809,8 @@ main(void)
 	    bytes_held_by_readers_are_not_chased);
 	th_case(su, "held_compressed_segment_counts_its_disk",
 	    held_compressed_segment_counts_its_disk);
+	th_case(su, "pass_counts_compressed_segments_on_disk",
+	    pass_counts_compressed_segments_on_disk);
 	th_hooks(full_setup, full_teardown);
 	th_case(su, "enospc_reclaims_and_retries", enospc_reclaims_and_retries);
 	th_case(su, "enospc_without_keep_free", enospc_without_keep_free);
