@@ -231,8 +231,9 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 {
 	struct tlog_ctx *ctx = p->ctx;
 	struct tlog_segment *seg;
+	struct stat st;
 	uint64_t plain = 0, zsize = 0;
-	char name[40];
+	char name[40], lname[40];
 	int r;
 
 	tlog_segname_format(f->base, ".log.zst", name, sizeof(name));
@@ -248,9 +249,22 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		    last, where, dirty) : NULL;
 	}
 	if (f->log) {
-		seg = tlog_seg_recover(p, rc, dfd, f->base, true, last, where,
-		    dirty);
-		if (seg != NULL && seg->sealed && r == 0 &&
+		/* A .log shorter than the seal the whole .log.zst agrees
+		 * with was cut behind the store: the .log.zst is the one
+		 * complete copy. */
+		tlog_segname_format(f->base, ".log", lname, sizeof(lname));
+		if (r == 0 && fstatat(dfd, lname, &st, AT_SYMLINK_NOFOLLOW) ==
+		    0 && (uint64_t)st.st_size < plain && (seg =
+		    tlog_seg_recover_sealed(p, dfd, f->base, plain)) != NULL) {
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: shorter than its "
+			    "seal (%lld of %" PRIu64 " bytes); the compressed "
+			    "copy is kept and it %s", where, lname,
+			    (long long)st.st_size, plain,
+			    tlog_repair_fix(ctx, "removed"));
+			seg->zbytes = zsize;
+			strlcpy(name, lname, sizeof(name));
+		} else if ((seg = tlog_seg_recover(p, rc, dfd, f->base, true,
+		    last, where, dirty)) != NULL && seg->sealed && r == 0 &&
 		    plain == seg->bytes && tlog_seg_zsame(dfd, f->base) == 0) {
 			tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: a compression was "
 			    "cut short after its rename; the plain copy %s",

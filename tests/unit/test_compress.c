@@ -348,6 +348,21 @@ START_TEST(recovery_both_complete_keeps_one)
 }
 END_TEST
 
+/* The plain copy cut short behind the store (the whole .log.zst is of
+ * the seal's size): the .log.zst is the complete copy, kept; the .log
+ * goes, and every record reads back. */
+START_TEST(recovery_cut_plain_file_keeps_the_zst)
+{
+	make_both();
+	ck_assert_int_eq(truncate(path_of(SEG0 ".log"), 1000), 0);
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "shorter than its seal"));
+	ck_assert(!th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	check_data(th_P, 0, 20010);
+}
+END_TEST
+
 START_TEST(recovery_torn_zst_keeps_the_plain_file)
 {
 	struct stat st;
@@ -690,6 +705,7 @@ main(void)
 	TH_CASE(s, a_corrupt_frame_loses_only_its_records);
 	TH_CASE(s, retention_bytes_counts_the_disk);
 	TH_CASE(s, recovery_both_complete_keeps_one);
+	TH_CASE(s, recovery_cut_plain_file_keeps_the_zst);
 	TH_CASE(s, recovery_torn_zst_keeps_the_plain_file);
 	TH_CASE(s, recovery_garbage_seek_table_keeps_the_plain_file);
 	TH_CASE(s, recovery_corrupt_frame_keeps_the_plain_file);
