@@ -185,17 +185,17 @@ disagree:
 	return false;
 }
 
-/* A segment at base that recovery skips keeps its offsets: the end is
- * raised past the records its index's footer counts; past base if it
- * has none, or one no segment can have (more records than bytes, more
- * bytes than a segment holds: read_index's checks in repair.c). */
-static void
-skipped_end(struct tlog_partition *p, int dfd, uint64_t base)
+/* The end of a segment at base by its index's footer: base plus the
+ * records it counts; 0 without one, or with one no segment can have
+ * (more records than bytes, more bytes than a segment holds: read_index's
+ * checks in repair.c). */
+static uint64_t
+footer_end(int dfd, uint64_t base)
 {
 	unsigned char buf[TLOG_IDX_FOOT];
 	struct tlog_footer foot;
 	struct stat st;
-	uint64_t end = base + 1;
+	uint64_t end = 0;
 	char name[32];
 	int fd;
 
@@ -212,8 +212,7 @@ skipped_end(struct tlog_partition *p, int dfd, uint64_t base)
 			end = base + foot.records;
 		close(fd);
 	}
-	if (end > p->next_offset)
-		p->next_offset = end;
+	return end;
 }
 
 /*
@@ -232,7 +231,7 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	struct tlog_ctx *ctx = p->ctx;
 	struct tlog_segment *seg;
 	struct stat st;
-	uint64_t plain = 0, zsize = 0;
+	uint64_t plain = 0, zsize = 0, end;
 	char name[40], lname[40];
 	int r;
 
@@ -300,7 +299,12 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its index has no seal "
 		    "footer for %" PRIu64 " bytes; segment skipped, its files "
 		    "left as they are", where, name, plain);
-	skipped_end(p, dfd, f->base);
+	/* At least its base was handed out. */
+	end = footer_end(dfd, f->base);
+	if (end <= f->base)
+		end = f->base + 1;
+	if (end > p->next_offset)
+		p->next_offset = end;
 	return NULL;
 }
 
@@ -311,6 +315,7 @@ from_files(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
     const struct found *f, bool last, const char *where, bool *dirty)
 {
 	struct tlog_ctx *ctx = p->ctx;
+	uint64_t end;
 	char name[32];
 
 	if (f->zst)
@@ -321,6 +326,10 @@ from_files(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	tlog_segname_format(f->base, ".idx", name, sizeof(name));
 	tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data %s", where,
 	    name, tlog_repair_fix(ctx, "removed"));
+	/* Its seal's offsets were handed out (unless an unlink cut short
+	 * left it: then its end was saved before, see unlink.c). */
+	if ((end = footer_end(dfd, f->base)) != 0)
+		tlog_part_keep_end(p, dfd, end, where, dirty);
 	if (!ctx->ro)
 		unlinkat(dfd, name, 0);
 	*dirty = true;

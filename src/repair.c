@@ -165,6 +165,7 @@ struct load {
 	bool crcs;			/* entries carry data CRCs */
 	bool mismatch;			/* data failed its CRC (power cut) */
 	uint64_t end;			/* where the whole records end */
+	uint64_t vouched;		/* records the index's entries count */
 };
 
 /* Says why the segment is skipped (what, then err's text); -1. */
@@ -392,6 +393,7 @@ load_entries(struct load *l)
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
 		    "corrupt tail %s", l->where, l->base, tlog_repair_fix(ctx, "cut"));
 	l->n0 = v->n;
+	l->vouched = v->n > 0 ? v->e[v->n - 1].rel : 0;
 	while (v->n > 0 && v->e[v->n - 1].pos > l->size)
 		v->n--, l->torn = true;
 	if (!(l->rc->verify && l->crcs && v->n > 0))
@@ -624,25 +626,26 @@ load_fix_index(struct load *l)
 	}
 }
 
-/* Raises p's end offset to end; for the newest segment writes .next
- * (synced by the open's syncfs, before any append). */
-static void
-keep_seal_end(struct load *l, struct tlog_partition *p, uint64_t end)
+void
+tlog_part_keep_end(struct tlog_partition *p, int dfd, uint64_t end,
+    const char *where, bool *dirty)
 {
 	char buf[32];
 	int n, r;
 
 	if (end > p->next_offset)
 		p->next_offset = end;
-	if (!l->last || l->ctx->ro || end <= p->saved_end)
+	if (p->ctx->ro || end <= p->saved_end)
 		return;
 	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", end);
-	if ((r = tlog_write_file_atomic(l->dfd, ".next", buf, (size_t)n,
+	if ((r = tlog_write_file_atomic(dfd, ".next", buf, (size_t)n,
 	    false)) != 0)
-		tlog_ctx_log(l->ctx, LOG_ERR, "%s/.next: cannot write: %s; "
+		tlog_ctx_log(p->ctx, LOG_ERR, "%s/.next: cannot write: %s; "
 		    "the end offset %" PRIu64 " is kept in memory only",
-		    l->where, strerror(-r), end);
-	*l->dirty = true;
+		    where, strerror(-r), end);
+	else
+		p->saved_end = end;
+	*dirty = true;
 }
 
 /*
@@ -661,6 +664,7 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	struct load l = { .rc = rc, .ctx = p->ctx, .dfd = dfd, .base = base,
 	    .last = last, .where = where, .dirty = dirty, .fd = -1,
 	    .v.crc_from = SIZE_MAX };
+	uint64_t end;
 
 	if (load_stat(&l) != 0)
 		return NULL;
@@ -691,12 +695,23 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 			    base + l.seg->records, p->saved_end);
 		l.last = last = false;
 	}
-	/* Data cut short behind its seal: the offsets up to the seal's end
-	 * were handed out. The end offset stays there (offsets never go
-	 * backwards), kept in .next unless a newer segment's name
-	 * witnesses it. */
-	if (l.footer && l.foot.records > l.seg->records)
-		keep_seal_end(&l, p, base + l.foot.records);
+	/* Data cut short behind the store, below its seal or its index's
+	 * last entry: those offsets were handed out. The end offset stays
+	 * there (offsets never go backwards) and the segment takes no
+	 * appends. After a power cut an entry may outlive data that never
+	 * reached the disk, unacknowledged: its offsets may go again. */
+	end = l.footer ? l.foot.records : l.rc->verify ? 0 : l.vouched;
+	if (end > l.seg->records) {
+		if (!l.footer)
+			tlog_ctx_log(l.ctx, LOG_WARNING, "%s/%s: its index "
+			    "vouches for %" PRIu64 " records, its data holds "
+			    "%" PRIu32 "; the end offset stays at %" PRIu64
+			    " and it takes no appends", where, l.name, end,
+			    l.seg->records, base + end);
+		tlog_part_keep_end(p, dfd, base + end, where, dirty);
+		l.last = last = false;
+		l.rebuild = true;
+	}
 	if (l.seg->records == 0 && !last) {
 		load_finish(&l, false);
 		if (!l.ctx->ro) {

@@ -37,6 +37,12 @@ tlog_repair_fix(const struct tlog_ctx *ctx, const char *verb)
  * no data read; NULL otherwise. Not linked anywhere yet. */
 struct tlog_segment *tlog_seg_recover_sealed(struct tlog_partition *p,
     int dfd, uint64_t base, uint64_t size);
+/* Offsets up to end were handed out (files that said so are damaged or
+ * gone): p's end offset is raised to end, and .next written unless it
+ * already says as much (synced by the open's syncfs, before any append;
+ * read-only: in memory). */
+void tlog_part_keep_end(struct tlog_partition *p, int dfd, uint64_t end,
+    const char *where, bool *dirty);
 /*
  * Loads the segment based at base from the partition's directory dfd;
  * returns it (not yet linked) or NULL if it holds nothing worth keeping

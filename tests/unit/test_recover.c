@@ -305,54 +305,104 @@ START_TEST(truncated_segment_data)
 }
 END_TEST
 
-/* The newest segment's data cut short behind its seal: the offsets up to
- * the seal's end were handed out, so the end offset stays there on this
- * open, on the next one (nothing appended in between), and for the next
- * append. */
-START_TEST(truncated_last_seal_keeps_end)
+/* After the crash, one clean open and close (seal: the newest segment
+ * sealed first); *st: its stats; the path of the newest segment's
+ * data file. */
+static char *
+cleanly_closed_newest(bool seal, struct tlog_part_stats *st)
 {
 	struct tlog_store *s;
 	struct tlog_partition *p;
-	struct tlog_writer *w;
-	struct tlog_part_stats st, st2;
 	struct tlog_seginfo *si;
 	size_t n;
-	int round;
 	char *lp;
 
 	crash_after_writes();
 	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
-	tlog_partition_seal(p, TLOG_TRIG_MANUAL);
-	tlog_partition_stats(p, &st);
+	if (seal)
+		tlog_partition_seal(p, TLOG_TRIG_MANUAL);
+	tlog_partition_stats(p, st);
 	si = th_segs(p, &n);
 	ck_assert_uint_gt(si[n - 1].records, 2);
 	lp = seg_path(si[n - 1].base, ".log");
+	free(si);
 	tlog_partition_put(p);
 	tlog_store_close(s);
-	ck_assert_int_eq(truncate(lp, 20), 0);	/* one whole record left */
+	return lp;
+}
+
+/* The end offset is end on two opens in a row (nothing appended in
+ * between), and the next append takes end, in a new segment. */
+static void
+end_kept(uint64_t end)
+{
+	struct tlog_store *s;
+	struct tlog_partition *p;
+	struct tlog_writer *w;
+	struct tlog_part_stats st;
+	struct tlog_seginfo *si;
+	size_t n;
+	int round;
+
 	for (round = 0; round < 2; round++) {
 		s = th_open(th_dir);
 		p = th_part(s, "t", "0");
-		tlog_partition_stats(p, &st2);
-		ck_assert_uint_eq(st2.end_offset, st.end_offset);
+		tlog_partition_stats(p, &st);
+		ck_assert_uint_eq(st.end_offset, end);
 		tlog_partition_put(p);
 		tlog_store_close(s);
 	}
-	ck_assert_ptr_nonnull(strstr(th_logbuf, "shorter than its seal"));
 	s = th_open(th_dir);
 	p = th_part(s, "t", "0");
 	w = tlog_writer_open(p);
 	ck_assert_int_eq(tlog_writer_write(w, "z\n", 2), 2);
 	tlog_writer_close(w);
-	tlog_partition_stats(p, &st2);
-	ck_assert_uint_eq(st2.end_offset, st.end_offset + 1);
-	free(si);
+	tlog_partition_stats(p, &st);
+	ck_assert_uint_eq(st.end_offset, end + 1);
 	si = th_segs(p, &n);
-	ck_assert_uint_eq(si[n - 1].base, st.end_offset);
+	ck_assert_uint_eq(si[n - 1].base, end);
 	free(si);
 	tlog_partition_put(p);
 	tlog_store_close(s);
+}
+
+/* The newest segment's data cut short behind its seal, behind its
+ * index's last entry (the active one, after a clean close), or removed
+ * with its sealed index left: the offsets they counted were handed out,
+ * so the end offset stays there and no offset goes twice. */
+START_TEST(truncated_last_seal_keeps_end)
+{
+	struct tlog_part_stats st;
+	char *lp = cleanly_closed_newest(true, &st);
+
+	ck_assert_int_eq(truncate(lp, 20), 0);	/* one whole record left */
+	end_kept(st.end_offset);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "shorter than its seal"));
+	free(lp);
+}
+END_TEST
+
+START_TEST(truncated_active_keeps_end)
+{
+	struct tlog_part_stats st;
+	char *lp = cleanly_closed_newest(false, &st);
+
+	ck_assert_int_eq(truncate(lp, 20), 0);
+	end_kept(st.end_offset);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "its index vouches for"));
+	free(lp);
+}
+END_TEST
+
+START_TEST(removed_last_seal_keeps_end)
+{
+	struct tlog_part_stats st;
+	char *lp = cleanly_closed_newest(true, &st);
+
+	ck_assert_int_eq(unlink(lp), 0);
+	end_kept(st.end_offset);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "index without data"));
 	free(lp);
 }
 END_TEST
@@ -1371,6 +1421,8 @@ main(void)
 	TH_CASE(s, missing_index);
 	TH_CASE(s, truncated_segment_data);
 	TH_CASE(s, truncated_last_seal_keeps_end);
+	TH_CASE(s, truncated_active_keeps_end);
+	TH_CASE(s, removed_last_seal_keeps_end);
 	TH_CASE(s, flipped_footer_rebuilt);
 	TH_CASE(s, footer_with_more_records_than_bytes_rebuilt);
 	TH_CASE(s, clean_open_reads_no_record_data);
