@@ -185,15 +185,17 @@ disagree:
 	return false;
 }
 
-/* The end of a segment at base by its index's footer: base plus the
- * records it counts; 0 without one, or with one no segment can have
- * (more records than bytes, more bytes than a segment holds: read_index's
+/* The end of a segment at base by its index: base plus the records its
+ * footer counts, or (entries: no power cut, see repair.c) its last
+ * entry's; 0 without either, or with a footer no segment can have (more
+ * records than bytes, more bytes than a segment holds: read_index's
  * checks in repair.c). */
 static uint64_t
-footer_end(int dfd, uint64_t base)
+index_end(int dfd, uint64_t base, bool entries)
 {
 	unsigned char buf[TLOG_IDX_FOOT];
 	struct tlog_footer foot;
+	struct tlog_idx_entry e;
 	struct stat st;
 	uint64_t end = 0;
 	char name[32];
@@ -210,6 +212,12 @@ footer_end(int dfd, uint64_t base)
 		    foot.records > 0 && foot.records <= foot.bytes &&
 		    foot.bytes <= TLOG_CAP_BYTES)
 			end = base + foot.records;
+		else if (entries && st.st_size >= TLOG_IDX_HDR +
+		    TLOG_IDX_ENT && (st.st_size - TLOG_IDX_HDR) %
+		    TLOG_IDX_ENT == 0 && pread(fd, buf, TLOG_IDX_ENT,
+		    st.st_size - TLOG_IDX_ENT) == TLOG_IDX_ENT &&
+		    tlog_idx_decode_entry(buf, &e) == 0 && e.rel > 0)
+			end = base + e.rel;
 		close(fd);
 	}
 	return end;
@@ -233,6 +241,7 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	struct stat st;
 	uint64_t plain = 0, zsize = 0, end;
 	char name[40], lname[40];
+	bool shorter;
 	int r;
 
 	tlog_segname_format(f->base, ".log.zst", name, sizeof(name));
@@ -252,9 +261,10 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		 * with was cut behind the store: the .log.zst is the one
 		 * complete copy. */
 		tlog_segname_format(f->base, ".log", lname, sizeof(lname));
-		if (r == 0 && fstatat(dfd, lname, &st, AT_SYMLINK_NOFOLLOW) ==
-		    0 && (uint64_t)st.st_size < plain && (seg =
-		    tlog_seg_recover_sealed(p, dfd, f->base, plain)) != NULL) {
+		shorter = r == 0 && fstatat(dfd, lname, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && (uint64_t)st.st_size < plain;
+		if (shorter && (seg = tlog_seg_recover_sealed(p, dfd, f->base,
+		    plain)) != NULL) {
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: shorter than its "
 			    "seal (%lld of %" PRIu64 " bytes); the compressed "
 			    "copy is kept and it %s", where, lname,
@@ -270,6 +280,13 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			    where, name, tlog_repair_fix(ctx, "removed"));
 			tlog_segname_format(f->base, ".log", name, sizeof(name));
 			seg->zbytes = zsize;
+		} else if (shorter) {
+			/* No seal says which is whole: the longer copy is
+			 * never removed. */
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: holds more than "
+			    "the plain copy, which has no seal; the plain copy "
+			    "is served, both are left as they are", where, name);
+			return seg;
 		} else
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the plain copy "
 			    "is kept and it %s", where, name, r != 0 ?
@@ -300,7 +317,7 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		    "footer for %" PRIu64 " bytes; segment skipped, its files "
 		    "left as they are", where, name, plain);
 	/* At least its base was handed out. */
-	end = footer_end(dfd, f->base);
+	end = index_end(dfd, f->base, false);
 	if (end <= f->base)
 		end = f->base + 1;
 	if (end > p->next_offset)
@@ -326,9 +343,9 @@ from_files(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	tlog_segname_format(f->base, ".idx", name, sizeof(name));
 	tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: index without data %s", where,
 	    name, tlog_repair_fix(ctx, "removed"));
-	/* Its seal's offsets were handed out (unless an unlink cut short
-	 * left it: then its end was saved before, see unlink.c). */
-	if ((end = footer_end(dfd, f->base)) != 0)
+	/* Its offsets were handed out (unless an unlink cut short left
+	 * it: then its end was saved before, see unlink.c). */
+	if ((end = index_end(dfd, f->base, !rc->verify)) != 0)
 		tlog_part_keep_end(p, dfd, end, where, dirty);
 	if (!ctx->ro)
 		unlinkat(dfd, name, 0);

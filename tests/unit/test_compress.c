@@ -363,6 +363,22 @@ START_TEST(recovery_cut_plain_file_keeps_the_zst)
 }
 END_TEST
 
+/* The same with the index's footer torn: no seal says which copy is
+ * whole, and the longer one, the .log.zst, is never removed. */
+START_TEST(recovery_cut_plain_file_unsealed_keeps_both)
+{
+	struct stat st;
+
+	make_both();
+	ck_assert_int_eq(truncate(path_of(SEG0 ".log"), 1000), 0);
+	ck_assert_int_eq(stat(path_of(SEG0 ".idx"), &st), 0);
+	ck_assert_int_eq(truncate(path_of(SEG0 ".idx"), st.st_size - 5), 0);
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+}
+END_TEST
+
 START_TEST(recovery_torn_zst_keeps_the_plain_file)
 {
 	struct stat st;
@@ -706,6 +722,7 @@ main(void)
 	TH_CASE(s, retention_bytes_counts_the_disk);
 	TH_CASE(s, recovery_both_complete_keeps_one);
 	TH_CASE(s, recovery_cut_plain_file_keeps_the_zst);
+	TH_CASE(s, recovery_cut_plain_file_unsealed_keeps_both);
 	TH_CASE(s, recovery_torn_zst_keeps_the_plain_file);
 	TH_CASE(s, recovery_garbage_seek_table_keeps_the_plain_file);
 	TH_CASE(s, recovery_corrupt_frame_keeps_the_plain_file);

@@ -395,6 +395,18 @@ START_TEST(truncated_active_keeps_end)
 }
 END_TEST
 
+START_TEST(removed_active_keeps_end)
+{
+	struct tlog_part_stats st;
+	char *lp = cleanly_closed_newest(false, &st);
+
+	ck_assert_int_eq(unlink(lp), 0);
+	end_kept(st.end_offset);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "index without data"));
+	free(lp);
+}
+END_TEST
+
 START_TEST(removed_last_seal_keeps_end)
 {
 	struct tlog_part_stats st;
@@ -1423,6 +1435,7 @@ main(void)
 	TH_CASE(s, truncated_last_seal_keeps_end);
 	TH_CASE(s, truncated_active_keeps_end);
 	TH_CASE(s, removed_last_seal_keeps_end);
+	TH_CASE(s, removed_active_keeps_end);
 	TH_CASE(s, flipped_footer_rebuilt);
 	TH_CASE(s, footer_with_more_records_than_bytes_rebuilt);
 	TH_CASE(s, clean_open_reads_no_record_data);
