@@ -59,15 +59,14 @@ index_cmp(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
-/* What a sealed segment can be: at least one record, each of at least
- * one byte, stamps in order, a trigger that exists, offsets that fit. */
+/* What a sealed segment can be: its counts (tlog_seal_sane), stamps in
+ * order, a trigger that exists, offsets that fit. */
 static bool
 entry_sane(const unsigned char *e)
 {
 	uint64_t base = tlog_get64(e), records = tlog_get64(e + 8);
 
-	return records > 0 && records <= tlog_get64(e + 16) &&
-	    tlog_get64(e + 16) <= TLOG_CAP_BYTES &&
+	return tlog_seal_sane(records, tlog_get64(e + 16)) &&
 	    records <= UINT64_MAX - base &&
 	    (int64_t)tlog_get64(e + 24) >= 0 &&
 	    (int64_t)tlog_get64(e + 24) <= (int64_t)tlog_get64(e + 32) &&

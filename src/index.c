@@ -109,5 +109,11 @@ tlog_idx_decode_footer(const unsigned char *b, struct tlog_footer *f)
 	f->first_ts = (int64_t)tlog_get64(b + 24);
 	f->max_ts = (int64_t)tlog_get64(b + 32);
 	f->sealed_by = tlog_get32(b + 40);
-	return 0;
+	return tlog_seal_sane(f->records, f->bytes) ? 0 : -1;
+}
+
+bool
+tlog_seal_sane(uint64_t records, uint64_t bytes)
+{
+	return records > 0 && records <= bytes && bytes <= TLOG_CAP_BYTES;
 }

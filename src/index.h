@@ -6,6 +6,7 @@
 #ifndef TLOG_INDEX_H
 #define TLOG_INDEX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define TLOG_IDX_MAGIC "TLOGIDX1"	/* 8 bytes, header */
@@ -45,7 +46,13 @@ uint32_t tlog_idx_header_flags(const unsigned char *b);
 void tlog_idx_encode_entry(unsigned char *b, const struct tlog_idx_entry *e);
 int tlog_idx_decode_entry(const unsigned char *b, struct tlog_idx_entry *e);
 void tlog_idx_encode_footer(unsigned char *b, const struct tlog_footer *f);
+/* -1 unless b is a footer whose CRC holds and which a sealed segment
+ * can have (tlog_seal_sane). */
 int tlog_idx_decode_footer(const unsigned char *b, struct tlog_footer *f);
+/* What a sealed segment can hold, wherever its counts are read from (a
+ * footer, a checkpoint entry): at least one record, each of at least one
+ * byte, within a segment's capacity. */
+bool tlog_seal_sane(uint64_t records, uint64_t bytes);
 
 /* Little-endian integers, as every tlogfs file stores them. */
 void tlog_put32(unsigned char *b, uint32_t v);

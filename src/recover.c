@@ -187,9 +187,8 @@ disagree:
 
 /* The end of a segment at base by its index: base plus the records its
  * footer counts, or (entries: no power cut, see repair.c) its last
- * entry's; 0 without either, or with a footer no segment can have (more
- * records than bytes, more bytes than a segment holds: read_index's
- * checks in repair.c). */
+ * entry's; 0 without either (a footer no seal writes is none:
+ * tlog_idx_decode_footer). */
 static uint64_t
 index_end(int dfd, uint64_t base, bool entries)
 {
@@ -208,9 +207,7 @@ index_end(int dfd, uint64_t base, bool entries)
 		    st.st_size >= TLOG_IDX_HDR + TLOG_IDX_FOOT &&
 		    pread(fd, buf, sizeof(buf), st.st_size - TLOG_IDX_FOOT) ==
 		    (ssize_t)sizeof(buf) &&
-		    tlog_idx_decode_footer(buf, &foot) == 0 &&
-		    foot.records > 0 && foot.records <= foot.bytes &&
-		    foot.bytes <= TLOG_CAP_BYTES)
+		    tlog_idx_decode_footer(buf, &foot) == 0)
 			end = base + foot.records;
 		else if (entries && st.st_size >= TLOG_IDX_HDR +
 		    TLOG_IDX_ENT && (st.st_size - TLOG_IDX_HDR) %

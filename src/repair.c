@@ -259,8 +259,7 @@ read_index(struct load *l, bool quick)
 	body = len - TLOG_IDX_HDR;
 	if (body >= TLOG_IDX_FOOT && (body - TLOG_IDX_FOOT) % TLOG_IDX_ENT ==
 	    0 && tlog_idx_decode_footer(ends + (len < sizeof(ends) ? len :
-	    sizeof(ends)) - TLOG_IDX_FOOT, &l->foot) == 0 &&
-	    l->foot.records <= l->foot.bytes) {
+	    sizeof(ends)) - TLOG_IDX_FOOT, &l->foot) == 0) {
 		l->footer = true;
 		body -= TLOG_IDX_FOOT;
 	}

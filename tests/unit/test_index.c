@@ -65,6 +65,25 @@ START_TEST(footer_round_trip)
 }
 END_TEST
 
+/* A footer no seal writes is no footer, whatever its CRC says. */
+START_TEST(footer_insane_counts_refused)
+{
+	static const struct tlog_footer bad[] = {
+		{ 0, 0, 5, 6, TLOG_TRIG_TIME },		/* no record */
+		{ 10, 9, 5, 6, TLOG_TRIG_TIME },	/* a record of 0 bytes */
+		{ 1, TLOG_CAP_BYTES + 1, 5, 6, TLOG_TRIG_TIME },
+	};
+	unsigned char b[TLOG_IDX_FOOT];
+	struct tlog_footer d;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tlog_idx_encode_footer(b, &bad[i]);
+		ck_assert_int_eq(tlog_idx_decode_footer(b, &d), -1);
+	}
+}
+END_TEST
+
 START_TEST(header_round_trip)
 {
 	unsigned char b[TLOG_IDX_HDR];
@@ -287,6 +306,7 @@ main(void)
 
 	TH_CASE(s, entry_round_trip);
 	TH_CASE(s, footer_round_trip);
+	TH_CASE(s, footer_insane_counts_refused);
 	TH_CASE(s, header_round_trip);
 	TH_CASE(s, crc32c_any_path);
 	TH_CASE(s, find_offset_and_time);
