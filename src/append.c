@@ -517,12 +517,12 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    __ATOMIC_RELAXED);
 		counted = true;
 		if (tlog_ctx_free_short(p->ctx))
-			p->env->sched->wait(arg);
+			(void)p->env->sched->space(arg, TLOG_SPACE_WAIT);
 	}
 	pos = append_all(p, buf, len, tail_is_record, errp);
 	if (*errp == -ENOSPC && !p->quiet &&
 	    (arg = tlog_part_sched_arg(p)) != NULL &&
-	    p->env->sched->reclaim(arg) > 0)
+	    p->env->sched->space(arg, TLOG_SPACE_RECLAIM) > 0)
 		pos += append_all(p, buf + pos, len - pos, tail_is_record,
 		    errp);
 	if (*errp != 0) {
@@ -538,7 +538,7 @@ tlog_part_append(struct tlog_partition *p, const char *buf, size_t len,
 		    (arg = tlog_part_sched_arg(p)) != NULL &&
 		    __atomic_compare_exchange_n(&p->ctx->free_check, &chk, 0,
 		    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			p->env->sched->check(arg);
+			(void)p->env->sched->space(arg, TLOG_SPACE_CHECK);
 	}
 	/* Taken off only after the add to free_appended above (release:
 	 * a budget that sees them gone sees them there). */

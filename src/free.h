@@ -62,14 +62,14 @@ int64_t tlog_free_key_locked(struct tlog_partition *p);
  * returns the one to drop if p left h. ctx->work_lock held. */
 struct tlog_partition *tlog_reaper_set(struct tlog_reaper *r,
     struct tlog_heap *h, struct tlog_partition *p, int64_t key);
-/* A new segment or a seal (struct tlog_sched_ops: earlier, sealed): p's
+/* A new segment or a seal (TLOG_SCHED_EARLIER, TLOG_SCHED_SEALED): p's
  * free key, p->sd.lock held. */
 void tlog_free_sealed(void *arg, struct tlog_partition *p);
-/* The check hook: appends ask the reaper thread for a check. */
+/* The pressure hook: appends ask the reaper thread for a check. */
 void tlog_free_pressure(void *arg);
 /* The reclaim hook: an append hit ENOSPC; returns what it freed. */
 int tlog_free_reclaim(void *arg);
-/* The wait hook: appends wait for free space above the floor. */
+/* TLOG_SPACE_WAIT: appends wait for free space above the floor. */
 void tlog_free_wait(void *arg);
 /* Sets the appends' budget from free space (floor -1: no budget). */
 void tlog_free_budget(struct tlog_reaper *r, int64_t floor, uint64_t avail,

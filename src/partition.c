@@ -127,31 +127,31 @@ tlog_part_sched_arg(struct tlog_partition *p)
 	return __atomic_load_n(&p->env->sched_arg, __ATOMIC_ACQUIRE);
 }
 
-void
-tlog_part_sched_earlier(struct tlog_partition *p, int64_t due)
+static void
+sched(struct tlog_partition *p, enum tlog_sched_why why, int64_t due)
 {
 	void *arg = tlog_part_sched_arg(p);
 
 	if (arg != NULL)
-		p->env->sched->earlier(arg, p, due);
+		p->env->sched->sched(arg, p, why, due);
+}
+
+void
+tlog_part_sched_earlier(struct tlog_partition *p, int64_t due)
+{
+	sched(p, TLOG_SCHED_EARLIER, due);
 }
 
 void
 tlog_part_resched(struct tlog_partition *p)
 {
-	void *arg = tlog_part_sched_arg(p);
-
-	if (arg != NULL)
-		p->env->sched->again(arg, p);
+	sched(p, TLOG_SCHED_AGAIN, -1);
 }
 
 void
 tlog_part_unsched(struct tlog_partition *p)
 {
-	void *arg = tlog_part_sched_arg(p);
-
-	if (arg != NULL)
-		p->env->sched->gone(arg, p);
+	sched(p, TLOG_SCHED_GONE, -1);
 }
 
 struct tlog_segment *
@@ -199,7 +199,6 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
     struct tlog_evbuf *eb, int64_t now)
 {
 	struct tlog_segment *seg = tlog_part_active(p);
-	void *arg = tlog_part_sched_arg(p);
 	int r;
 
 	if (seg == NULL || seg->records == 0)
@@ -207,8 +206,7 @@ tlog_part_seal_active(struct tlog_partition *p, enum tlog_trigger why,
 	r = tlog_seg_seal(seg, why);
 	tlog_queue_flush(p->env->q, p);
 	tlog_part_zqueue(p, seg);
-	if (arg != NULL)
-		p->env->sched->sealed(arg, p);
+	sched(p, TLOG_SCHED_SEALED, -1);
 	if (eb != NULL)
 		evbuf_add_seal(eb, seg, why, now);
 	return r;

@@ -28,25 +28,34 @@
 struct tlog_partition;
 struct tlog_queue;
 
-/* The scheduler's calls, which the reaper fills in when attached. */
+/* What a partition tells its scheduler (the reaper, once attached). */
+enum tlog_sched_why {
+	TLOG_SCHED_EARLIER,	/* a new segment: p may be due sooner, at
+				   `due` (p->sd.lock held) */
+	TLOG_SCHED_SEALED,	/* p sealed a segment: keep.free's key of it
+				   may change (p->sd.lock held) */
+	TLOG_SCHED_AGAIN,	/* p's settings or cursors changed: its due
+				   time is computed again (no partition lock
+				   held) */
+	TLOG_SCHED_GONE		/* p left the store */
+};
+
+/* What an append asks of retention.keep.free (no engine lock held). */
+enum tlog_space_ask {
+	TLOG_SPACE_CHECK,	/* appends passed ctx->free_check bytes:
+				   check free space soon */
+	TLOG_SPACE_WAIT,	/* appends would take free space below the
+				   floor: free space, and wait (bounded) for
+				   the unlinks */
+	TLOG_SPACE_RECLAIM	/* an append hit ENOSPC: free space now;
+				   > 0: something was freed, retry once */
+};
+
+/* The scheduler's two calls, which the reaper fills in when attached. */
 struct tlog_sched_ops {
-	/* A new segment: p may be due sooner, at due (p->sd.lock held). */
-	void (*earlier)(void *arg, struct tlog_partition *p, int64_t due);
-	/* p sealed a segment: keep.free's key of it may change (p->sd.lock
-	 * held). */
-	void (*sealed)(void *arg, struct tlog_partition *p);
-	/* p's settings or cursors changed: its due time is computed again
-	 * (no partition lock held). */
-	void (*again)(void *arg, struct tlog_partition *p);
-	void (*gone)(void *arg, struct tlog_partition *p);	/* p left */
-	/* What an append asks of retention.keep.free (no engine lock held).
-	 * check: appends passed ctx->free_check bytes, check free space
-	 * soon; wait: appends would take free space below the floor, free
-	 * space and wait (bounded) for the unlinks; reclaim: an append hit
-	 * ENOSPC, free space now (> 0: something was freed, retry once). */
-	void (*check)(void *arg);
-	void (*wait)(void *arg);
-	int (*reclaim)(void *arg);
+	void (*sched)(void *arg, struct tlog_partition *p,
+	    enum tlog_sched_why why, int64_t due);
+	int (*space)(void *arg, enum tlog_space_ask ask);
 };
 
 /* What every partition of a store shares, filled in by the store at open
@@ -202,8 +211,7 @@ int tlog_part_take_oldest(struct tlog_partition *p, enum tlog_rule rule,
 size_t tlog_part_append(struct tlog_partition *p, const char *buf,
     size_t len, bool tail_is_record, int *errp);
 
-/* The scheduler's calls for p, if one is attached (struct
- * tlog_sched_ops). */
+/* The scheduler's calls for p, if one is attached. */
 void tlog_part_sched_earlier(struct tlog_partition *p, int64_t due);
 void tlog_part_resched(struct tlog_partition *p);
 void tlog_part_unsched(struct tlog_partition *p);

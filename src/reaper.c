@@ -91,9 +91,8 @@ heaps_set(struct tlog_reaper *r, struct tlog_partition *p, int64_t due,
  * and the partition would leave the schedule for good while it has data.
  */
 static void
-reaper_resched(void *arg, struct tlog_partition *p)
+reaper_resched(struct tlog_reaper *r, struct tlog_partition *p)
 {
-	struct tlog_reaper *r = arg;
 	struct tlog_partition *drop[2];
 	int64_t due, key;
 
@@ -109,9 +108,8 @@ reaper_resched(void *arg, struct tlog_partition *p)
 
 /* A partition gone leaves both heaps, with no partition lock held. */
 static void
-reaper_unsched(void *arg, struct tlog_partition *p)
+reaper_unsched(struct tlog_reaper *r, struct tlog_partition *p)
 {
-	struct tlog_reaper *r = arg;
 	struct tlog_partition *drop[2];
 
 	heaps_set(r, p, -1, -1, drop);
@@ -119,22 +117,46 @@ reaper_unsched(void *arg, struct tlog_partition *p)
 	tlog_partition_put(drop[1]);
 }
 
-/* A new segment: p may be due sooner, and enter the free heap. */
 static void
-reaper_earlier(void *arg, struct tlog_partition *p, int64_t due)
+reaper_sched(void *arg, struct tlog_partition *p, enum tlog_sched_why why,
+    int64_t due)
 {
-	reaper_sched_earlier(arg, p, due);
-	tlog_free_sealed(arg, p);
+	switch (why) {
+	case TLOG_SCHED_EARLIER:
+		reaper_sched_earlier(arg, p, due);
+		tlog_free_sealed(arg, p);
+		break;
+	case TLOG_SCHED_SEALED:
+		tlog_free_sealed(arg, p);
+		break;
+	case TLOG_SCHED_AGAIN:
+		reaper_resched(arg, p);
+		break;
+	case TLOG_SCHED_GONE:
+		reaper_unsched(arg, p);
+		break;
+	}
+}
+
+static int
+reaper_space(void *arg, enum tlog_space_ask ask)
+{
+	switch (ask) {
+	case TLOG_SPACE_CHECK:
+		tlog_free_pressure(arg);
+		break;
+	case TLOG_SPACE_WAIT:
+		tlog_free_wait(arg);
+		break;
+	case TLOG_SPACE_RECLAIM:
+		return tlog_free_reclaim(arg);
+	}
+	return 0;
 }
 
 static const struct tlog_sched_ops reaper_ops = {
-	.earlier = reaper_earlier,
-	.sealed = tlog_free_sealed,
-	.again = reaper_resched,
-	.gone = reaper_unsched,
-	.check = tlog_free_pressure,
-	.wait = tlog_free_wait,
-	.reclaim = tlog_free_reclaim,
+	reaper_sched,
+	reaper_space,
 };
 
 /* ---- wake-ups ---- */
