@@ -28,6 +28,9 @@
 
 #include "ship.h"
 
+#define CLOSE_WAIT_MS 1000	/* answers in flight waited for at close
+				   (below ship.c's CLOSE_MS) */
+
 /* What the log last said: 0 up, 1 lost, 2 none reachable, 3 closing.
  * Atomic: libnats calls the callbacks below on threads of its own. */
 static int conn_state;
@@ -107,12 +110,14 @@ found:
  * fail and the shipper resyncs, as after a message lost in a failover;
  * TLOGCTL_TEST_ACK_HOLD holds the first answer until the main thread
  * has found every partition caught up (at most 10 s), so it learns of a
- * failure only after that; TLOGCTL_TEST_NO_LAST = N makes the first N asks for a
+ * failure only after that; TLOGCTL_TEST_ACK_DELAY_MS = N keeps every
+ * answer's callback N ms longer after it is counted, as a preempted
+ * thread would (nats_close); TLOGCTL_TEST_NO_LAST = N makes the first N asks for a
  * partition's last message fail as a stream without quorum answers
  * (tests/integration/ship_input.sh).
  */
 static uint64_t npublished, break_at, nacks;
-static long ack_hold, no_last;
+static long ack_hold, ack_delay_ms, no_last;
 
 void
 nats_test_hooks(void)
@@ -124,6 +129,8 @@ nats_test_hooks(void)
 		break_at = strtoull(v, NULL, 10);
 	if ((v = getenv("TLOGCTL_TEST_ACK_HOLD")) != NULL)
 		ack_hold = strtol(v, NULL, 10);
+	if ((v = getenv("TLOGCTL_TEST_ACK_DELAY_MS")) != NULL)
+		ack_delay_ms = strtol(v, NULL, 10);
 	if ((v = getenv("TLOGCTL_TEST_NO_LAST")) != NULL)
 		no_last = strtol(v, NULL, 10);
 #endif
@@ -178,6 +185,8 @@ on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *arg)
 	}
 	pthread_mutex_unlock(&sh->mu);
 	natsMsg_Destroy(msg);
+	if (ack_delay_ms > 0)
+		usleep((useconds_t)ack_delay_ms * 1000);
 }
 
 /* The reason of the last failed libnats call, without its stack. */
@@ -399,16 +408,22 @@ void
 nats_close(struct shipper *sh)
 {
 	natsMsgList pending;
+	jsPubOptions po;
 
 	__atomic_store_n(&conn_state, 3, __ATOMIC_RELEASE);
-	if (sh->js != NULL) {
-		/* Nothing waits for them any more. (libnats 3.4 crashes
-		 * on this call before a first asynchronous publish.) */
-		if (sh->tail > 1 && js_PublishAsyncGetPendingList(&pending,
-		    sh->js) == NATS_OK)
+	/* libnats frees an answer only once on_ack returned, and does not
+	 * wait for its callbacks at close: answers in flight are waited for
+	 * (CLOSE_WAIT_MS at most), the rest taken back. (libnats 3.4
+	 * crashes on these calls before a first asynchronous publish.) */
+	if (sh->js != NULL && sh->tail > 1) {
+		jsPubOptions_Init(&po);
+		po.MaxWait = CLOSE_WAIT_MS;
+		(void)js_PublishAsyncComplete(sh->js, &po);
+		if (js_PublishAsyncGetPendingList(&pending, sh->js) == NATS_OK)
 			natsMsgList_Destroy(&pending);
-		jsCtx_Destroy(sh->js);
 	}
+	if (sh->js != NULL)
+		jsCtx_Destroy(sh->js);
 	if (sh->nc != NULL) {
 		natsConnection_Close(sh->nc);
 		natsConnection_Destroy(sh->nc);
