@@ -6,17 +6,25 @@
  * mount's interface is used: the seek attribute user.tlog.at.OFFSET
  * (doc/seek.md) and reads of the segment.
  *
- * The first record to go on from is the first after the damage whose
- * look-up succeeds and whose bytes read whole. Near the damage a
- * look-up fails too (it counts newlines from the index entry before the
- * record, which may lie in the bad frame), so a record that reads fine
- * but cannot be located, in the first index interval after the damage
- * (about 4 KiB), counts as lost with it. A lost range can hold thousands
- * of records: the search probes 1, 2, 4, ... records on until one
- * succeeds, then bisects between the last two probes, so it costs about
- * 2 log2(range) look-ups and reads, bounded by the segment's end. It
- * assumes one damaged stretch there: with two close together, what
- * lies between them may count as lost too.
+ * The record to go on from is the first after the damage that reads
+ * whole. Found in two steps:
+ *
+ * 1. The first record after the damage whose look-up succeeds and whose
+ *    bytes read whole. A lost range can hold thousands of records: the
+ *    search probes 1, 2, 4, ... records on until one succeeds, then
+ *    bisects between the last two probes, so it costs about
+ *    2 log2(range) look-ups and reads, bounded by the segment's end
+ *    (the next segment's first record). It assumes one damaged stretch
+ *    there: with two close together, what lies between them counts as
+ *    lost too.
+ * 2. Before it, records that read whole but cannot be looked up: a
+ *    look-up counts newlines from the index entry before the record,
+ *    which in the first index interval after the damage (about 4 KiB)
+ *    lies in the bad frame. They start after a newline in the pages
+ *    before record 1 that read (read back page by page), and their
+ *    offsets are counted back from it by their newlines. A record that
+ *    starts right at the first page that reads counts as lost: nothing
+ *    says it starts there.
  */
 #include "config.h"
 
@@ -73,12 +81,64 @@ probe(struct segread *sr, uint64_t x, char *buf, size_t len,
 	return *pos + (uint64_t)n >= (uint64_t)st.st_size;
 }
 
+/*
+ * Step 2: l->next, at l->pos, is where step 1 goes on. Moves it back to
+ * the first record after `first` that reads whole, if all from there
+ * on reads whole too. No byte below floor is read.
+ */
+static int
+back(struct segread *sr, uint64_t first, uint64_t floor, char *buf,
+    size_t len, struct lost *l)
+{
+	uint64_t at = l->pos, t, c = 0, j;
+	size_t i, n;
+	ssize_t got;
+
+	/* Back a page at a time while whole pages read, within buf. */
+	for (;;) {
+		t = at % 4096 != 0 ? at - at % 4096 : at - 4096;
+		if (at < 4096 || t <= floor || l->pos - t > len)
+			break;
+		while ((got = pread(sr->fd, buf, (size_t)(at - t),
+		    (off_t)t)) == -1 && errno == EINTR)
+			;
+		if (got == -1 && errno != EIO)
+			return -1;
+		if (got != (ssize_t)(at - t))
+			break;
+		at = t;
+	}
+	if (at == l->pos)
+		return 0;
+	n = (size_t)(l->pos - at);
+	while ((got = pread(sr->fd, buf, n, (off_t)at)) == -1 &&
+	    errno == EINTR)
+		;
+	if (got != (ssize_t)n)
+		return got == -1 && errno != EIO ? -1 : 0;
+	/* A record starts after each newline but one ending at l->pos:
+	 * the c records before l->next. */
+	for (i = 0; i + 1 < n; i++)
+		c += buf[i] == '\n';
+	if (c == 0)
+		return 0;
+	/* From `first` if it is among them, else from the first. */
+	j = first >= l->next - c ? first - (l->next - c) : 0;
+	l->next -= c - j;
+	for (i = 0; ; i++)
+		if (buf[i] == '\n' && j-- == 0)
+			break;
+	l->pos = at + i + 1;
+	return 0;
+}
+
 int
-lost_find(struct segread *sr, uint64_t first, char *buf, size_t len,
-    struct lost *l)
+lost_find(struct segread *sr, uint64_t first, uint64_t floor, char *buf,
+    size_t len, struct lost *l)
 {
 	uint64_t records, end, lo, hi, mid, step, pos, hipos = 0;
 	bool here, hihere = false;
+	struct stat st;
 	int ok;
 
 	if (fd_stat(sr->fd, "records", &records) == -1)
@@ -114,6 +174,16 @@ lost_find(struct segread *sr, uint64_t first, char *buf, size_t len,
 	l->next = hi < end ? hi : end;
 	l->here = hi < end && hihere;
 	l->pos = hipos;
+	if (hi >= end) {
+		/* Its end: what reads there may be records of its own. */
+		if (fstat(sr->fd, &st) == -1)
+			return -1;
+		l->pos = (uint64_t)st.st_size;
+	} else if (!hihere)
+		return 0;	/* it went meanwhile: nothing to read back */
+	if (back(sr, first, floor, buf, len, l) == -1)
+		return -1;
+	l->here = l->here || l->next < end;
 	return 0;
 }
 

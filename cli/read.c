@@ -271,21 +271,29 @@ whole(struct reader *r, ssize_t n)
 }
 
 /*
- * Records from `first` on, at byte r->sr.pos of the open segment, cannot
- * be read. One line says which are lost and where to go on: without
- * --skip-lost that ends the run (status 1; with --commit the cursor is
- * where the caller left it, after the last record printed); with it the
- * run goes on from there, the cursor committed to it.
+ * Record `first` of the open segment cannot be read (at byte floor), or
+ * cannot be looked up (floor 0). One line says which records are lost
+ * and where to go on: without --skip-lost that ends the run (status 1;
+ * with --commit the cursor is where the caller left it, after the last
+ * record printed); with it the run goes on from there, the cursor
+ * committed to it.
  */
 static void
-lost(struct reader *r, uint64_t first)
+lost(struct reader *r, uint64_t first, uint64_t floor)
 {
 	struct lost l;
 	char range[64];
 	const char *why;
 
-	if (lost_find(&r->sr, first, r->buf, READ_BUF, &l) == -1)
+	if (lost_find(&r->sr, first, floor, r->buf, READ_BUF, &l) == -1)
 		fail(r, "%s: segment %020" PRIu64, r->sr.part, r->sr.base);
+	if (l.next == first && l.here) {
+		/* It reads, only its look-up failed: from there. */
+		r->sr.pos = r->mark = l.pos;
+		r->off = first;
+		r->nl = 0;
+		return;
+	}
 	if (l.next <= first) {
 		/* Not in this segment after all: what failed says why. */
 		errno = EIO;
@@ -325,13 +333,13 @@ lost_here(struct reader *r)
 		commit(r, r->sr.pos);
 	else
 		record_at(r, r->sr.pos);
-	lost(r, r->off);
+	lost(r, r->off, r->sr.pos);
 }
 
 /*
  * Offset `want` cannot be looked up: it lies after the start of a bad
- * frame (its look-up counts newlines through it). Its segment is the
- * last that starts at or before it.
+ * frame (its look-up counts newlines through it), in it or just after.
+ * Its segment is the last that starts at or before it.
  */
 static void
 lost_at_seek(struct reader *r, uint64_t want)
@@ -343,7 +351,7 @@ lost_at_seek(struct reader *r, uint64_t want)
 		errno = EIO;
 		fail(r, "%s: offset %" PRIu64, r->sr.part, want);
 	}
-	lost(r, want);
+	lost(r, want, 0);
 }
 
 /*

@@ -121,11 +121,14 @@ struct lost {
 	bool here;		/* next is in the open segment, at pos */
 	uint64_t pos;
 };
-/* The first record after `first` (which cannot be read) of the open
- * segment that can be looked up and read whole; buf (len bytes) is for
- * the reads. 0, or -1 with errno. */
-int lost_find(struct segread *sr, uint64_t first, char *buf, size_t len,
-    struct lost *l);
+/* The first record from `first` on (which cannot be read, or, if it is
+ * not known where it starts, cannot be looked up) of the open segment
+ * that reads whole, and all after it to where a look-up finds one;
+ * next == first if that is first itself. No byte before floor is read
+ * (first's position, if known); buf (len bytes) is for the reads. 0,
+ * or -1 with errno. */
+int lost_find(struct segread *sr, uint64_t first, uint64_t floor,
+    char *buf, size_t len, struct lost *l);
 /* The base of the segment of the partition (dfd) that holds offset want
  * when its look-up failed: the largest base <= want among its BASE.log
  * files. 0, or -1 with errno (ENOENT: none). */
