@@ -42,6 +42,8 @@
 
 #include "tlogctl.h"
 
+#define PROBE_READ 65536	/* a probe's read: a record's newline */
+
 /*
  * Whether record x reads whole: 1 yes (*pos its position, *here false
  * if the look-up named another segment: this one went meanwhile), 0 no,
@@ -68,6 +70,8 @@ probe(struct segread *sr, uint64_t x, char *buf, size_t len,
 	if (base != sr->base)
 		return 1;
 	*here = true;
+	if (len > PROBE_READ)
+		len = PROBE_READ;
 	while ((n = pread(sr->fd, buf, len, (off_t)*pos)) == -1 &&
 	    errno == EINTR)
 		;
