@@ -21,7 +21,7 @@ static const char usage_text[] =
     "usage: tlogctl append [--sync] [--sync-interval DURATION] PART\n"
     "       tlogctl read [--from OFFSET | --since TIME |"
     " --cursor NAME [--commit]]\n"
-    "                    [--follow] PART\n"
+    "                    [--follow] [--skip-lost] PART\n"
     "       tlogctl lag MOUNT\n"
     "       tlogctl status [--topics] [--bytes] [--json] [PATH...]\n"
     "       tlogctl ship --nats URL[,URL...] [--stream NAME] [--replicas N]\n"
@@ -37,7 +37,7 @@ static const struct {
 	{ "append", cmd_append, "tlogctl append [--sync] "
 	    "[--sync-interval DURATION] PART" },
 	{ "read", cmd_read, "tlogctl read [--from OFFSET | --since TIME | "
-	    "--cursor NAME [--commit]] [--follow] PART" },
+	    "--cursor NAME [--commit]] [--follow] [--skip-lost] PART" },
 	{ "lag", cmd_lag, "tlogctl lag MOUNT" },
 	{ "status", cmd_status, "tlogctl status [--topics] [--bytes] [--json] "
 	    "[PATH...]" },

@@ -1,8 +1,8 @@
 /*
  * read.c - tlogctl read [--from OFFSET | --since TIME | --cursor NAME
- * [--commit]] [--follow] PART: records from a point on, across segments,
- * in order, each once, byte for byte as stored (as `cat` of the segments
- * would print them).
+ * [--commit]] [--follow] [--skip-lost] PART: records from a point on,
+ * across segments, in order, each once, byte for byte as stored (as
+ * `cat` of the segments would print them).
  *
  * Where to start, and the segments, come from segread.c (the
  * partition's seek attributes, doc/seek.md).
@@ -25,6 +25,13 @@
  * record.max.bytes). So the count is checked against user.tlog.at: a
  * count too low only names an earlier record, never a later one, and
  * is raised until it names the record at the batch's end.
+ *
+ * Records that cannot be read (a compressed frame that fails its
+ * checksum: EIO, design.md "Compressed history") are never skipped
+ * silently: the run stops with one line naming them and the record to
+ * go on from (lost.c finds it), the cursor left after the last record
+ * printed; with --skip-lost the line is a warning and the run goes on
+ * from that record, committing past the lost ones.
  */
 #include "config.h"
 
@@ -53,6 +60,7 @@
 struct reader {
 	struct segread sr;
 	bool follow;
+	bool skip_lost;
 	char *buf;
 	/* --commit: the cursor and what is known of the offsets */
 	char ckey[96];		/* user.cursor.NAME, "" without --commit */
@@ -99,6 +107,8 @@ fail(struct reader *r, const char *fmt, ...)
 	err(1, "%s", what);
 }
 
+static void lost_at_seek(struct reader *, uint64_t);
+
 /*
  * Opens the segment holding offset `want` (or the first live record
  * after it) at that record. Records skipped because they are gone are
@@ -127,6 +137,11 @@ seek_to(struct reader *r, uint64_t want, bool warn)
 		if (e == EAGAIN)
 			errx(1, "%s: cannot open the segment holding offset %"
 			    PRIu64 " (it keeps changing)", r->sr.part, want);
+		/* Its look-up counts through a bad frame: lost. */
+		if (e == EIO) {
+			lost_at_seek(r, want);
+			return;
+		}
 		errno = e;
 		fail(r, "%s", r->sr.part);
 	}
@@ -170,22 +185,22 @@ count_nl(const char *buf, size_t len)
 }
 
 /*
- * Commits the cursor to the record at byte `at` of the segment, a record
- * boundary printed with all newlines before it: those since `mark` give
- * a lower bound of its offset; user.tlog.at tells whether records
- * without newline lie between. A segment deleted meanwhile cannot tell:
- * the bound is committed, which at worst prints records again.
+ * The offset of the record at byte `at` of the segment, a record
+ * boundary printed with all newlines before it, which becomes the new
+ * `mark`: the newlines since `mark` give a lower bound of its offset;
+ * user.tlog.at tells whether records without newline lie between. A
+ * segment deleted meanwhile cannot tell, nor can a look-up near a bad
+ * frame (EIO): then the bound, which at worst prints records again.
  */
-static void
-commit(struct reader *r, uint64_t at)
+static uint64_t
+record_at(struct reader *r, uint64_t at)
 {
 	uint64_t want = r->off + r->nl, base, pos;
-	char val[32];
 	int i;
 
 	for (i = 0; i < COUNT_TRIES; i++) {
 		if (part_at(r->sr.dfd, want, &base, &pos) == -1) {
-			if (errno != ENODATA)
+			if (errno != ENODATA && errno != EIO)
 				fail(r, "%s", r->sr.part);
 			break;
 		}
@@ -198,6 +213,16 @@ commit(struct reader *r, uint64_t at)
 	r->off = want;
 	r->mark = at;
 	r->nl = 0;
+	return want;
+}
+
+/* Commits the cursor to the record at byte `at` (record_at). */
+static void
+commit(struct reader *r, uint64_t at)
+{
+	uint64_t want = record_at(r, at);
+	char val[32];
+
 	if (want == r->committed)
 		return;
 	snprintf(val, sizeof(val), "%" PRIu64, want);
@@ -214,8 +239,8 @@ commit(struct reader *r, uint64_t at)
  * the mount could not read (a compressed frame that fails its checksum,
  * read by whole pages). Reading on from where it stopped tells which:
  * that read fails only in the second case, and then only the records
- * before it are printed, and the next read fails at their end. Never
- * part of a record.
+ * before it are printed, and the record at their end is lost (errno
+ * says why). Never part of a record.
  */
 static ssize_t
 whole(struct reader *r, ssize_t n)
@@ -223,6 +248,7 @@ whole(struct reader *r, ssize_t n)
 	const char *last;
 	struct stat st;
 	char c;
+	int e;
 
 	if (n <= 0 || n == READ_BUF || r->buf[n - 1] == '\n')
 		return n;
@@ -238,8 +264,94 @@ whole(struct reader *r, ssize_t n)
 	    r->sr.pos + (uint64_t)n >= (uint64_t)st.st_size ||
 	    pread(r->sr.fd, &c, 1, (off_t)(r->sr.pos + (uint64_t)n)) != -1)
 		return n;
+	e = errno;
 	last = memrchr(r->buf, '\n', (size_t)n);
+	errno = e;
 	return last == NULL ? 0 : last - r->buf + 1;
+}
+
+/*
+ * Record `first` of the open segment cannot be read (at byte floor), or
+ * cannot be looked up (floor 0). One line says which records are lost
+ * and where to go on: without --skip-lost that ends the run (status 1;
+ * with --commit the cursor is where the caller left it, after the last
+ * record printed); with it the run goes on from there, the cursor
+ * committed to it.
+ */
+static void
+lost(struct reader *r, uint64_t first, uint64_t floor)
+{
+	struct lost l;
+	char range[64];
+	const char *why;
+
+	if (lost_find(&r->sr, first, floor, r->buf, READ_BUF, &l) == -1)
+		fail(r, "%s: segment %020" PRIu64, r->sr.part, r->sr.base);
+	if (l.next == first && l.here) {
+		/* It reads, only its look-up failed: from there. */
+		r->sr.pos = r->mark = l.pos;
+		r->off = first;
+		r->nl = 0;
+		return;
+	}
+	if (l.next <= first) {
+		/* Not in this segment after all: what failed says why. */
+		errno = EIO;
+		fail(r, "%s: segment %020" PRIu64 ": offset %" PRIu64,
+		    r->sr.part, r->sr.base, first);
+	}
+	if (l.next - 1 == first)
+		snprintf(range, sizeof(range), "record %" PRIu64 " is", first);
+	else
+		snprintf(range, sizeof(range), "records %" PRIu64 " to %"
+		    PRIu64 " are", first, l.next - 1);
+	why = lost_compressed(r->sr.fd) ? "lost to a corrupt compressed frame" :
+	    "unreadable (Input/output error)";
+	if (!r->skip_lost)
+		errx(1, "%s: segment %020" PRIu64 ": %s %s; go on with --from %"
+		    PRIu64 " (or --skip-lost)", r->sr.part, r->sr.base, range,
+		    why, l.next);
+	warnx("%s: segment %020" PRIu64 ": %s %s; going on from %" PRIu64,
+	    r->sr.part, r->sr.base, range, why, l.next);
+	if (l.here) {
+		r->sr.pos = r->mark = l.pos;
+		r->off = l.next;
+		r->nl = 0;
+	} else {
+		sr_close(&r->sr);
+		seek_to(r, l.next, true);
+	}
+	if (r->ckey[0] != '\0')
+		commit(r, r->sr.pos);
+}
+
+/* The record at r->sr.pos, after all those printed, cannot be read. */
+static void
+lost_here(struct reader *r)
+{
+	if (r->ckey[0] != '\0')
+		commit(r, r->sr.pos);
+	else
+		record_at(r, r->sr.pos);
+	lost(r, r->off, r->sr.pos);
+}
+
+/*
+ * Offset `want` cannot be looked up: it lies after the start of a bad
+ * frame (its look-up counts newlines through it), in it or just after.
+ * Its segment is the last that starts at or before it.
+ */
+static void
+lost_at_seek(struct reader *r, uint64_t want)
+{
+	uint64_t base;
+
+	if (lost_segment(r->sr.dfd, want, &base) == -1 ||
+	    sr_open(&r->sr, base) == -1) {
+		errno = EIO;
+		fail(r, "%s: offset %" PRIu64, r->sr.part, want);
+	}
+	lost(r, want, 0);
 }
 
 /*
@@ -253,33 +365,42 @@ drain(struct reader *r)
 	const char *last;
 	bool got = false;
 	ssize_t n, w;
+	int e;
 
 	for (;;) {
-		if ((n = sr_pread(&r->sr, r->buf, READ_BUF)) == -1)
-			fail(r, "%s: segment %" PRIu64, r->sr.part, r->sr.base);
-		w = whole(r, n);
-		if (w < n) {
-			/* Cut inside a record: print those before it, then
-			 * read from their end, which says what went wrong. */
-			put_out(r->buf, (size_t)w);
-			r->sr.pos += (uint64_t)w;
-			if (sr_pread(&r->sr, r->buf, READ_BUF) == -1)
+		if ((n = sr_pread(&r->sr, r->buf, READ_BUF)) == -1) {
+			if (errno != EIO)
 				fail(r, "%s: segment %" PRIu64, r->sr.part,
 				    r->sr.base);
-			errno = EIO;
-			fail(r, "%s: segment %" PRIu64 ": a read stopped inside "
-			    "a record", r->sr.part, r->sr.base);
+			lost_here(r);
+			continue;
+		}
+		w = whole(r, n);
+		if (w < n) {
+			/* Cut inside a record: print those before it; the
+			 * one at their end cannot be read whole. */
+			e = errno;
+			put_out(r->buf, (size_t)w);
+			r->nl += count_nl(r->buf, (size_t)w);
+			r->sr.pos += (uint64_t)w;
+			got = got || w > 0;
+			if (e != EIO) {
+				errno = e;
+				fail(r, "%s: segment %" PRIu64 ": a read "
+				    "stopped inside a record", r->sr.part,
+				    r->sr.base);
+			}
+			lost_here(r);
+			continue;
 		}
 		if (n > 0) {
 			put_out(r->buf, (size_t)n);
 			got = true;
-			if (r->ckey[0] != '\0') {
-				r->nl += count_nl(r->buf, (size_t)n);
-				if (n == READ_BUF && (last = memrchr(r->buf,
-				    '\n', (size_t)n)) != NULL)
-					commit(r, r->sr.pos +
-					    (uint64_t)(last - r->buf) + 1);
-			}
+			r->nl += count_nl(r->buf, (size_t)n);
+			if (r->ckey[0] != '\0' && n == READ_BUF &&
+			    (last = memrchr(r->buf, '\n', (size_t)n)) != NULL)
+				commit(r, r->sr.pos + (uint64_t)(last -
+				    r->buf) + 1);
 			r->sr.pos += (uint64_t)n;
 		}
 		/* A short read got all there was: a file grows only by
@@ -374,6 +495,7 @@ cmd_read(int argc, char *argv[])
 		{ "cursor", required_argument, NULL, 'c' },
 		{ "commit", no_argument, NULL, 'C' },
 		{ "follow", no_argument, NULL, 'F' },
+		{ "skip-lost", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -413,6 +535,9 @@ cmd_read(int argc, char *argv[])
 			break;
 		case 'F':
 			r.follow = true;
+			break;
+		case 'L':
+			r.skip_lost = true;
 			break;
 		default:
 			usage(argv[0], "option -%c is unknown", c);

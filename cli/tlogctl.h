@@ -110,6 +110,32 @@ int sr_moved(struct segread *r, bool *moved);
  * mount said so, 0 at the timeout or a signal, -1 on an error. */
 int sr_wait(struct segread *r, int ms);
 
+/*
+ * lost.c: where to go on after records that cannot be read (a corrupt
+ * compressed frame: reads and look-ups near it fail with EIO).
+ */
+struct lost {
+	uint64_t first;		/* the first record lost */
+	uint64_t next;		/* the first to go on from: readable, or the
+				 * segment's end (its next segment) */
+	bool here;		/* next is in the open segment, at pos */
+	uint64_t pos;
+};
+/* The first record from `first` on (which cannot be read, or, if it is
+ * not known where it starts, cannot be looked up) of the open segment
+ * that reads whole, and all after it to where a look-up finds one;
+ * next == first if that is first itself. No byte before floor is read
+ * (first's position, if known); buf (len bytes) is for the reads. 0,
+ * or -1 with errno. */
+int lost_find(struct segread *sr, uint64_t first, uint64_t floor,
+    char *buf, size_t len, struct lost *l);
+/* The base of the segment of the partition (dfd) that holds offset want
+ * when its look-up failed: the largest base <= want among its BASE.log
+ * files. 0, or -1 with errno (ENOENT: none). */
+int lost_segment(int dfd, uint64_t want, uint64_t *base);
+/* Whether the segment open at fd is compressed. */
+bool lost_compressed(int fd);
+
 /* when.c */
 /* TIME for --since as ms since the epoch; -1 if it is not one. */
 int parse_time(const char *s, int64_t now, int64_t *out);

@@ -156,6 +156,13 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
 	while (cur < rel && at < end) {
 		r = tlog_seg_read(seg, fd, buf, sizeof(buf), (off_t)at, &bad,
 		    &badlen);
+		/* A bad frame further on fails the whole read: count up
+		 * to it, the record may lie before it (design.md: only
+		 * the bad frame's records are lost). */
+		if (r == -EIO && bad != UINT64_MAX && bad > at &&
+		    bad - at < sizeof(buf))
+			r = tlog_seg_read(seg, fd, buf, (size_t)(bad - at),
+			    (off_t)at, &bad, &badlen);
 		if (r <= 0) {
 			ret = r < 0 ? (int)r : -EIO;
 			break;

@@ -52,11 +52,13 @@ tl_is "read: --help alone, --commit only after --cursor" "--cursor
 --follow
 --from
 --help
---since" "$(comp tlogctl read --)"
+--since
+--skip-lost" "$(comp tlogctl read --)"
 tl_is "read: one starting point, then --commit with --cursor" "--commit
---follow" "$(comp tlogctl read --cursor billing --)"
-tl_is "read: --since=TIME, split at = as bash does, is used" "--follow" \
-    "$(comp tlogctl read --since = -15m --)"
+--follow
+--skip-lost" "$(comp tlogctl read --cursor billing --)"
+tl_is "read: --since=TIME, split at = as bash does, is used" "--follow
+--skip-lost" "$(comp tlogctl read --since = -15m --)"
 tl_is "an option's value: nothing" "" "$(comp tlogctl read --from '')"
 tl_is "a value after =: nothing" "" "$(comp tlogctl ship --stream = '')"
 tl_is "ship: options not used yet" "--cursor

@@ -16,7 +16,7 @@ tl_mount
 # ---- usage ----
 # usage_err NAME ARGS...: `tlogctl read ARGS` exits 2 with one line on
 # stderr, what is wrong and the usage of read, and nothing on stdout.
-RUSAGE='tlogctl read [--from OFFSET | --since TIME | --cursor NAME [--commit]] [--follow] PART'
+RUSAGE='tlogctl read [--from OFFSET | --since TIME | --cursor NAME [--commit]] [--follow] [--skip-lost] PART'
 usage_err() {
 	local name=$1
 	shift

@@ -242,6 +242,56 @@ START_TEST(a_corrupt_frame_loses_only_its_records)
 }
 END_TEST
 
+/*
+ * A look-up counts newlines from the index entry before the record, in
+ * reads of up to 64 KiB: one that would touch a bad frame further on
+ * must not fail the look-up of a record before that frame (design.md:
+ * only the records of the bad frame, and of the pages it shares, are
+ * lost). Those after its first fail with -EIO.
+ */
+START_TEST(a_seek_before_a_corrupt_frame_finds_its_record)
+{
+	struct tlog_pos at;
+	struct tlog_zs *t;
+	size_t len, i;
+	char path[4096], *want = lines(0, 40000, &len), c;
+	uint64_t nl = 0, last = 0;
+	int fd;
+
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 40000);
+	seal_and_compress(th_S, th_P);
+	th_close();
+	snprintf(path, sizeof(path), "%s/" SEG0 ".log.zst", th_dir);
+	fd = open(path, O_RDWR);
+	ck_assert_int_eq(tlog_zs_load(fd, &t), 0);
+	ck_assert_uint_ge(t->n, 3);
+	ck_assert_int_eq(pread(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
+	c ^= 0x01;
+	ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
+	close(fd);
+	/* Frame 0 ends at a record's end: nl records, the last at `last`. */
+	for (i = 0; i < t->pos[1]; i++)
+		if (want[i] == '\n') {
+			if (i + 1 < t->pos[1])
+				last = i + 1;
+			nl++;
+		}
+	th_open_tp(NULL);
+	ck_assert_int_eq(tlog_partition_seek(th_P, nl - 1, &at), 0);
+	ck_assert_uint_eq(at.base, 0);
+	ck_assert_uint_eq(at.pos, last);
+	/* The bad frame's first record starts where frame 0 ends; where
+	 * the next one starts only the bad frame could tell. */
+	ck_assert_int_eq(tlog_partition_seek(th_P, nl, &at), 0);
+	ck_assert_uint_eq(at.pos, t->pos[1]);
+	ck_assert_int_eq(tlog_partition_seek(th_P, nl + 1, &at), -EIO);
+	tlog_zs_free(t);
+	free(want);
+}
+END_TEST
+
 /* Files of t/0 whose names end in ext. */
 static size_t
 count_files(const char *ext)
@@ -719,6 +769,7 @@ main(void)
 	TH_CASE(s, bad_settings_are_refused);
 	TH_CASE(s, a_reader_of_the_plain_file_keeps_it);
 	TH_CASE(s, a_corrupt_frame_loses_only_its_records);
+	TH_CASE(s, a_seek_before_a_corrupt_frame_finds_its_record);
 	TH_CASE(s, retention_bytes_counts_the_disk);
 	TH_CASE(s, recovery_both_complete_keeps_one);
 	TH_CASE(s, recovery_cut_plain_file_keeps_the_zst);
