@@ -53,6 +53,10 @@ int tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
 int tlog_key_upper(enum tlog_key k);
 void tlog_key_bad_value(enum tlog_key k, const char *s, size_t len,
     int64_t lim, char *err, size_t errlen);
+/* The same message for any name: "NAME: bad value "S": accepted
+ * ACCEPTED", S quoted (at most 40 bytes, escaped). */
+void tlog_bad_value(const char *name, const char *s, size_t len,
+    const char *accepted, char *err, size_t errlen);
 /* The message for a key that does not exist. */
 void tlog_key_unknown(const char *key, char *err, size_t errlen);
 

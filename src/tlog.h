@@ -373,6 +373,14 @@ int tlog_conf_get(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key, int64_t *out);
 int tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key);
+/*
+ * A bad value for an attribute that is not a key (user.seal): the one
+ * log line a bad setting gives, "LEVEL: NAME: bad value "VALUE":
+ * accepted ACCEPTED". Returns -EINVAL.
+ */
+int tlog_conf_refuse(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *name, const char *value,
+    size_t len, const char *accepted);
 
 /*
  * The backing directory of a level (store root, topic or partition): its

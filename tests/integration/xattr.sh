@@ -105,6 +105,10 @@ tl_is "partition_id on current: ENODATA" ENODATA \
 
 # ---- manual seal ----
 tl_is "user.seal with a bad value: EINVAL" EINVAL "$(p setxattr "$P/current" user.seal 2)"
+tl_is "user.seal with an empty value (setfattr -v ''): EINVAL" 1 \
+    "$(setfattr -n user.seal -v '' "$P" 2>&1 | grep -c 'Invalid argument')"
+tl_is "user.seal with a bad value on a topic: EINVAL" EINVAL \
+    "$(p setxattr "$MNT/t" user.seal yes)"
 tl_is "user.seal on a topic: EPERM" EPERM "$(p setxattr "$MNT/t" user.seal 1)"
 tl_is "user.seal reads ENODATA (a command, not a value)" ENODATA \
     "$(p getxattr "$P" user.seal)"
@@ -168,8 +172,13 @@ tl_check "a store without .tlogfs/id gets a new identity" \
     test -n "$ID2" -a "$ID2" != "$ID" -a "$ID2" = "$(cat "$STORE/.tlogfs/id")"
 tl_check "unmount" tl_umount
 # The engine logs one line per bad value, naming the level; nothing else
-# may appear.
+# may appear. user.seal's are logged the same way (with its partition for
+# current, its own level for a topic).
 tl_stderr_clean "the daemon printed only the bad-value lines" \
-    '^tlogfs: t/0: (segment\.bytes|retention\.ms): bad value '
-tl_is "three bad-value lines" 3 "$(grep -c . "$ERR")"
+    '^tlogfs: t(/0)?: (segment\.bytes|retention\.ms|seal): bad value '
+tl_is "six bad-value lines" 6 "$(grep -c . "$ERR")"
+tl_is "user.seal's lines name the level, the key and the value" \
+    'tlogfs: t/0: seal: bad value "2": accepted 1
+tlogfs: t/0: seal: bad value "": accepted 1
+tlogfs: t: seal: bad value "yes": accepted 1' "$(grep ': seal: ' "$ERR")"
 tl_done
