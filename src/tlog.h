@@ -250,6 +250,9 @@ enum tlog_hook {
 	 * may hold the lock of the partition it opens files for. p is
 	 * NULL. */
 	TLOG_HOOK_EVICT,
+	/* Compression: a job found its segment alive and is about to open
+	 * its files. No lock held. */
+	TLOG_HOOK_COMPRESS_START,
 };
 
 /*

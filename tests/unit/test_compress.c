@@ -627,6 +627,63 @@ START_TEST(deleted_while_compressing_leaves_no_file)
 }
 END_TEST
 
+/* A segment deleted (rm) as its compression starts, its files unlinked
+ * before the job opens them: the job stops without a word, as it does
+ * when it finds the segment dead at any later step. */
+static void
+rm_at_start_hook(void *arg, int point, struct tlog_partition *p)
+{
+	(void)arg;
+	if (point != TLOG_HOOK_COMPRESS_START)
+		return;
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert(!th_exists(SEG0 ".log"));
+}
+
+/* The same files gone behind the store's back (the segment alive):
+ * that is a failure, and it is said. */
+static void
+gone_at_start_hook(void *arg, int point, struct tlog_partition *p)
+{
+	(void)arg;
+	(void)p;
+	if (point == TLOG_HOOK_COMPRESS_START)
+		ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
+}
+
+static void
+compress_with_hook(void (*hook)(void *, int, struct tlog_partition *))
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.hook = hook;
+	th_open_tp(&o);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 2000);
+	th_logbuf[0] = '\0';
+	seal_and_compress(th_S, th_P);
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
+}
+
+START_TEST(deleted_as_it_starts_is_not_a_failure)
+{
+	compress_with_hook(rm_at_start_hook);
+	ck_assert_ptr_null(strstr(th_logbuf, "cannot compress"));
+	ck_assert(!th_exists(SEG0 ".idx"));
+}
+END_TEST
+
+START_TEST(data_gone_behind_the_store_is_said)
+{
+	compress_with_hook(gone_at_start_hook);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "cannot compress it (its "
+	    "data: No such file or directory)"));
+}
+END_TEST
+
 /* ---- power cuts during compression ---- */
 
 static int cut_at;
@@ -729,6 +786,8 @@ main(void)
 	TH_CASE(s, unreadable_only_copy_keeps_its_offsets);
 	TH_CASE(s, unreadable_only_copy_insane_footer_ignored);
 	TH_CASE(s, deleted_while_compressing_leaves_no_file);
+	TH_CASE(s, deleted_as_it_starts_is_not_a_failure);
+	TH_CASE(s, data_gone_behind_the_store_is_said);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_log_only_is_queued_again);
 	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
