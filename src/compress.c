@@ -40,7 +40,9 @@
 void
 tlog_part_zqueue(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	if (p->quiet || p->ctx->ro ||
+	/* Beside a longer .log.zst kept at open (seg->zboth) it would
+	 * only fail at its rename, which never replaces a .log.zst. */
+	if (p->quiet || p->ctx->ro || seg->zboth ||
 	    tlog_part_conf(p, TLOG_COMPRESSION_TYPE) != TLOG_COMP_ZSTD)
 		return;
 	seg->zlevel = (unsigned char)tlog_part_conf(p,
