@@ -42,9 +42,9 @@ int64_t tlog_key_default(enum tlog_key k);
 /*
  * Parses a value for key k: a plain integer in the key's unit, or a number
  * with a unit suffix (ms s m h d w; K M G KiB MiB GiB). Leading and trailing
- * whitespace (and one trailing newline, as `echo` adds) is accepted. On a
- * bad value returns -EINVAL and writes a message naming the key, the value
- * and the accepted range into err.
+ * blanks (space, tab; design.md §5 says why) and one trailing newline, as
+ * `echo` adds, are accepted. On a bad value returns -EINVAL and writes a
+ * message naming the key, the value and the accepted range into err.
  */
 int tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
     char *err, size_t errlen);
