@@ -357,10 +357,14 @@ is_one(const char *value, size_t size)
 }
 
 static int
-do_seal(struct tl_node *n, const char *value, size_t size)
+do_seal(struct tl_fs *fs, struct tl_node *n, const char *value, size_t size)
 {
 	if (!is_one(value, size))
-		return -EINVAL;
+		/* Logged at the level it names, as a bad setting is. */
+		return tlog_conf_refuse(fs->store, level_topic(n),
+		    n->kind == TL_PART || n->kind == TL_SEG ||
+		    n->kind == TL_EMPTY ? n->part : NULL, "seal", value, size,
+		    "1");
 	switch (n->kind) {
 	case TL_PART:
 	case TL_EMPTY:
@@ -469,7 +473,7 @@ tl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	if ((n = change_target(req, ino, name, &kind, &arg, &k)) == NULL)
 		return;
 	if (kind == XA_SEAL)
-		r = do_seal(n, value, size);
+		r = do_seal(fs, n, value, size);
 	else if (kind == XA_CURSOR)
 		r = do_cursor(n, arg, value, size, flags);
 	else if ((r = may_write(req, fs, n, kind, k)) != 0)

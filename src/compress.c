@@ -40,7 +40,9 @@
 void
 tlog_part_zqueue(struct tlog_partition *p, struct tlog_segment *seg)
 {
-	if (p->quiet || p->ctx->ro ||
+	/* Beside a longer .log.zst kept at open (seg->zboth) it would
+	 * only fail at its rename, which never replaces a .log.zst. */
+	if (p->quiet || p->ctx->ro || seg->zboth ||
 	    tlog_part_conf(p, TLOG_COMPRESSION_TYPE) != TLOG_COMP_ZSTD)
 		return;
 	seg->zlevel = (unsigned char)tlog_part_conf(p,
@@ -50,14 +52,16 @@ tlog_part_zqueue(struct tlog_partition *p, struct tlog_segment *seg)
 
 enum step { STEP_MORE, STEP_DONE, STEP_LATER };
 
-/* Drops what a job wrote; its segment stays as it was. */
+/* Drops what a job wrote; its segment stays as it was. A segment
+ * deleted meanwhile (rm, retention: dead before its files go) lost them
+ * on purpose: nothing failed, nothing is said. */
 static enum step
 zjob_drop(struct tlog_zjob *j, int r, const char *what)
 {
 	struct tlog_segment *seg = j->seg;
 	char where[TLOG_SEG_WHERE_MAX], name[40];
 
-	if (r != 0) {
+	if (r != 0 && !tlog_segment_dead(seg)) {
 		tlog_seg_where(seg, where, sizeof(where));
 		tlog_ctx_log_err(seg->sd->ctx, "%s: cannot compress it (%s: "
 		    "%s); it stays as it is", where, what, strerror(-r));
@@ -88,6 +92,7 @@ zjob_start(struct tlog_zjob *j)
 		return STEP_DONE;
 	if (pending)
 		return STEP_LATER;	/* the flusher writes its footer first */
+	TLOG_HOOK(seg->sd->ctx, TLOG_HOOK_COMPRESS_START, tlog_seg_part(seg));
 	tlog_segname_format(seg->base, ".idx", name, sizeof(name));
 	if ((fd = tlog_level_openat(seg->sd->lv, name, O_RDONLY, 0)) < 0)
 		return zjob_drop(j, fd, "its index");

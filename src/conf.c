@@ -241,17 +241,26 @@ range_text(enum tlog_key k, int64_t lim, char *buf, size_t blen)
 }
 
 void
-tlog_key_bad_value(enum tlog_key k, const char *s, size_t len, int64_t lim,
-    char *err, size_t errlen)
+tlog_bad_value(const char *name, const char *s, size_t len,
+    const char *accepted, char *err, size_t errlen)
 {
-	char q[QUOTED_MAX], range[192];
+	char q[QUOTED_MAX];
 
 	if (err == NULL || errlen == 0)
 		return;
-	quote_value(s, len, q, sizeof(q));
+	quote_value(s, s == NULL ? 0 : len, q, sizeof(q));
+	snprintf(err, errlen, "%s: bad value \"%s\": accepted %s", name, q,
+	    accepted);
+}
+
+void
+tlog_key_bad_value(enum tlog_key k, const char *s, size_t len, int64_t lim,
+    char *err, size_t errlen)
+{
+	char range[192];
+
 	range_text(k, lim, range, sizeof(range));
-	snprintf(err, errlen, "%s: bad value \"%s\": accepted %s",
-	    keys[k].name, q, range);
+	tlog_bad_value(keys[k].name, s, len, range, err, errlen);
 }
 
 /* Parses s[0..len) as described at the top of this file, without the

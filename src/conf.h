@@ -42,9 +42,9 @@ int64_t tlog_key_default(enum tlog_key k);
 /*
  * Parses a value for key k: a plain integer in the key's unit, or a number
  * with a unit suffix (ms s m h d w; K M G KiB MiB GiB). Leading and trailing
- * whitespace (and one trailing newline, as `echo` adds) is accepted. On a
- * bad value returns -EINVAL and writes a message naming the key, the value
- * and the accepted range into err.
+ * blanks (space, tab; design.md §5 says why) and one trailing newline, as
+ * `echo` adds, are accepted. On a bad value returns -EINVAL and writes a
+ * message naming the key, the value and the accepted range into err.
  */
 int tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
     char *err, size_t errlen);
@@ -53,6 +53,10 @@ int tlog_key_parse(enum tlog_key k, const char *s, size_t len, int64_t *out,
 int tlog_key_upper(enum tlog_key k);
 void tlog_key_bad_value(enum tlog_key k, const char *s, size_t len,
     int64_t lim, char *err, size_t errlen);
+/* The same message for any name: "NAME: bad value "S": accepted
+ * ACCEPTED", S quoted (at most 40 bytes, escaped). */
+void tlog_bad_value(const char *name, const char *s, size_t len,
+    const char *accepted, char *err, size_t errlen);
 /* The message for a key that does not exist. */
 void tlog_key_unknown(const char *key, char *err, size_t errlen);
 

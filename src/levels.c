@@ -139,13 +139,26 @@ level_change(struct tlog_store *s, struct tlog_topic *t,
 	return r;
 }
 
+/* A value refused before any lock is taken: the caller's message and
+ * the one log line, "LEVEL: msg". */
+static void
+refuse(struct tlog_store *s, struct tlog_level *lv, const char *msg,
+    char *err, size_t errlen)
+{
+	char where[2 * TLOG_NAME_MAX + 2];
+
+	set_err(err, errlen, msg);
+	tlog_level_where(lv, where, sizeof(where));
+	tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
+}
+
 int
 tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key, const char *value, size_t len,
     char *err, size_t errlen)
 {
 	struct tlog_level *lv = level_of(s, t, p);
-	char msg[TLOG_CONF_MSG_MAX], where[2 * TLOG_NAME_MAX + 2];
+	char msg[TLOG_CONF_MSG_MAX];
 	struct statvfs sv;
 	int64_t v;
 	int k, r;
@@ -179,12 +192,22 @@ tlog_conf_set(struct tlog_store *s, struct tlog_topic *t,
 		r = -EINVAL;
 	}
 	if (r != 0) {
-		set_err(err, errlen, msg);
-		tlog_level_where(lv, where, sizeof(where));
-		tlog_ctx_log(&s->ctx, LOG_WARNING, "%s: %s", where, msg);
+		refuse(s, lv, msg, err, errlen);
 		return r;
 	}
 	return level_change(s, t, p, k, v, value, len, err, errlen);
+}
+
+int
+tlog_conf_refuse(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *name, const char *value,
+    size_t len, const char *accepted)
+{
+	char msg[TLOG_CONF_MSG_MAX];
+
+	tlog_bad_value(name, value, len, accepted, msg, sizeof(msg));
+	refuse(s, level_of(s, t, p), msg, NULL, 0);
+	return -EINVAL;
 }
 
 int

@@ -270,7 +270,8 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			seg->zbytes = zsize;
 			strlcpy(name, lname, sizeof(name));
 		} else if ((seg = tlog_seg_recover(p, rc, dfd, f->base, true,
-		    last, where, dirty)) != NULL && seg->sealed && r == 0 &&
+		    last && !shorter, where, dirty)) != NULL && seg->sealed &&
+		    r == 0 &&
 		    plain == seg->bytes && tlog_seg_zsame(dfd, f->base) == 0) {
 			tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: a compression was "
 			    "cut short after its rename; the plain copy %s",
@@ -279,10 +280,18 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			seg->zbytes = zsize;
 		} else if (shorter) {
 			/* No seal says which is whole: the longer copy is
-			 * never removed. */
+			 * never removed, nor made stale by appends to the
+			 * plain one (it took none: not last, above), nor
+			 * compressed over; once a copy is gone the next open
+			 * goes on as usual. */
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: holds more than "
-			    "the plain copy, which has no seal; the plain copy "
-			    "is served, both are left as they are", where, name);
+			    "the plain copy (%" PRIu64 " bytes, %lld) and no "
+			    "seal is of its size: both are kept for the "
+			    "operator; the plain copy is served, takes no "
+			    "appends and is not compressed", where, name,
+			    plain, (long long)st.st_size);
+			if (seg != NULL)
+				seg->zboth = 1;
 			return seg;
 		} else
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the plain copy "

@@ -100,6 +100,9 @@ struct tlog_segment {
 	unsigned flushed : 1;
 	unsigned dead : 1;	/* detached from its partition */
 	unsigned trim_pending : 1;
+	/* Its .log is served beside a longer .log.zst that recovery keeps
+	 * for the operator (recover.c, zrecover): never compressed. */
+	unsigned zboth : 1;
 	unsigned char sealed_by;
 	unsigned char rule;	/* why it was detached */
 	/* The zstd level it is to be compressed at, decided when it

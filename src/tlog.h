@@ -250,6 +250,9 @@ enum tlog_hook {
 	 * may hold the lock of the partition it opens files for. p is
 	 * NULL. */
 	TLOG_HOOK_EVICT,
+	/* Compression: a job found its segment alive and is about to open
+	 * its files. No lock held. */
+	TLOG_HOOK_COMPRESS_START,
 };
 
 /*
@@ -373,6 +376,14 @@ int tlog_conf_get(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key, int64_t *out);
 int tlog_conf_unset(struct tlog_store *s, struct tlog_topic *t,
     struct tlog_partition *p, const char *key);
+/*
+ * A bad value for an attribute that is not a key (user.seal): the one
+ * log line a bad setting gives, "LEVEL: NAME: bad value "VALUE":
+ * accepted ACCEPTED". Returns -EINVAL.
+ */
+int tlog_conf_refuse(struct tlog_store *s, struct tlog_topic *t,
+    struct tlog_partition *p, const char *name, const char *value,
+    size_t len, const char *accepted);
 
 /*
  * The backing directory of a level (store root, topic or partition): its

@@ -80,8 +80,12 @@ unlink_one(struct tlog_segment *seg)
 	size_t i;
 	/* Dead, its zbytes is final: a compression that renamed its
 	 * .log.zst without publishing it removes that file itself
-	 * (compress.c). The only ENOENT left is a plain segment's. */
-	bool z = __atomic_load_n(&seg->zbytes, __ATOMIC_ACQUIRE) != 0;
+	 * (compress.c). The only ENOENT left is a plain segment's. A
+	 * plain one served beside a longer .log.zst (zboth, set at open)
+	 * takes that copy with it: left, it would lie there without its
+	 * index until the next open removed it. */
+	bool z = __atomic_load_n(&seg->zbytes, __ATOMIC_ACQUIRE) != 0 ||
+	    seg->zboth;
 
 	if ((dfd = tlog_level_dir(seg->sd->lv)) < 0)
 		/* A removed partition's directory went with its files (it

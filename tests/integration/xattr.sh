@@ -53,6 +53,20 @@ tl_is "out of range: EINVAL" EINVAL "$(p setxattr "$P" user.segment.bytes 10)"
 tl_is "negative retention below -1: EINVAL" EINVAL \
     "$(p setxattr "$P" user.retention.ms -5)"
 tl_is "a bad value changes nothing" 65536 "$(gx user.segment.bytes "$P")"
+# Blanks around a value are accepted (design.md §5), as Kafka's ConfigDef
+# and the kernel's sysctl files trim them; blanks inside it are not.
+P1=$MNT/t/1
+tl_is "a leading space is accepted" 259200000 \
+    "$(setfattr -n user.retention.ms -v ' 3d' "$P1" && gx user.retention.ms "$P1")"
+tl_is "a trailing space is accepted" 172800000 \
+    "$(setfattr -n user.retention.ms -v '2d ' "$P1" && gx user.retention.ms "$P1")"
+TAB=$(printf '\t')
+tl_is "a tab, a space and echo's newline" "OK 86400000" \
+    "$(p setxattr "$P1" user.retention.ms "${TAB}1d 
+") $(gx user.retention.ms "$P1")"
+tl_is "a blank inside a value: EINVAL" EINVAL \
+    "$(p setxattr "$P1" user.retention.ms '3 d')"
+p removexattr "$P1" user.retention.ms >/dev/null
 tl_is "unknown user key (set): ENOTSUP" ENOTSUP "$(p setxattr "$P" user.nope 1)"
 tl_is "unknown user key (get): ENOTSUP" ENOTSUP "$(p getxattr "$P" user.nope)"
 tl_is "unknown user key (remove): ENOTSUP" ENOTSUP "$(p removexattr "$P" user.nope)"
@@ -105,6 +119,10 @@ tl_is "partition_id on current: ENODATA" ENODATA \
 
 # ---- manual seal ----
 tl_is "user.seal with a bad value: EINVAL" EINVAL "$(p setxattr "$P/current" user.seal 2)"
+tl_is "user.seal with an empty value (setfattr -v ''): EINVAL" 1 \
+    "$(setfattr -n user.seal -v '' "$P" 2>&1 | grep -c 'Invalid argument')"
+tl_is "user.seal with a bad value on a topic: EINVAL" EINVAL \
+    "$(p setxattr "$MNT/t" user.seal yes)"
 tl_is "user.seal on a topic: EPERM" EPERM "$(p setxattr "$MNT/t" user.seal 1)"
 tl_is "user.seal reads ENODATA (a command, not a value)" ENODATA \
     "$(p getxattr "$P" user.seal)"
@@ -168,8 +186,13 @@ tl_check "a store without .tlogfs/id gets a new identity" \
     test -n "$ID2" -a "$ID2" != "$ID" -a "$ID2" = "$(cat "$STORE/.tlogfs/id")"
 tl_check "unmount" tl_umount
 # The engine logs one line per bad value, naming the level; nothing else
-# may appear.
+# may appear. user.seal's are logged the same way (with its partition for
+# current, its own level for a topic).
 tl_stderr_clean "the daemon printed only the bad-value lines" \
-    '^tlogfs: t/0: (segment\.bytes|retention\.ms): bad value '
-tl_is "three bad-value lines" 3 "$(grep -c . "$ERR")"
+    '^tlogfs: t(/[01])?: (segment\.bytes|retention\.ms|seal): bad value '
+tl_is "seven bad-value lines" 7 "$(grep -c . "$ERR")"
+tl_is "user.seal's lines name the level, the key and the value" \
+    'tlogfs: t/0: seal: bad value "2": accepted 1
+tlogfs: t/0: seal: bad value "": accepted 1
+tlogfs: t: seal: bad value "yes": accepted 1' "$(grep ': seal: ' "$ERR")"
 tl_done

@@ -429,6 +429,105 @@ START_TEST(recovery_cut_plain_file_unsealed_keeps_both)
 }
 END_TEST
 
+/*
+ * Both copies kept (a .log cut short beside its .log.zst, the index's
+ * footer torn), at each of two opens; base is the segment's. Every
+ * compression queued meanwhile is run: none may touch it (its rename
+ * would fail, EEXIST, at every queueing), and the one line about it is
+ * the open's.
+ */
+static void
+both_kept_twice(const char *base, bool reboot)
+{
+	char log[64], zst[64], idx[64];
+	struct stat st, zst0;
+	int i;
+
+	snprintf(log, sizeof(log), "%s.log", base);
+	snprintf(zst, sizeof(zst), "%s.log.zst", base);
+	snprintf(idx, sizeof(idx), "%s.idx", base);
+	ck_assert_int_eq(truncate(path_of(log), 1000), 0);
+	ck_assert_int_eq(stat(path_of(idx), &st), 0);
+	ck_assert_int_eq(truncate(path_of(idx), st.st_size - 5), 0);
+	ck_assert_int_eq(stat(path_of(zst), &zst0), 0);
+	if (reboot) {
+		/* Not closed cleanly, in another boot: the index's entries
+		 * no longer say the data was longer, and the cut plain copy
+		 * would be the newest segment, active. */
+		ck_assert_int_eq(unlink(path_of(".tlogfs/clean")), 0);
+		th_new_boot();
+	}
+	for (i = 0; i < 2; i++) {
+		th_logbuf[0] = '\0';
+		th_open_tp(NULL);
+		ck_assert_ptr_nonnull(strstr(th_logbuf, "both are kept for "
+		    "the operator"));
+		/* More than its plain copy held: appends go elsewhere. */
+		put_lines(th_P, 50000, 20000);
+		seal_and_compress(th_S, th_P);
+		ck_assert_ptr_null(strstr(th_logbuf, "cannot compress"));
+		ck_assert_int_eq(stat(path_of(log), &st), 0);
+		ck_assert_int_le(st.st_size, 1000);
+		ck_assert_int_eq(stat(path_of(zst), &st), 0);
+		ck_assert_int_eq(st.st_size, zst0.st_size);
+		ck_assert(!th_exists("t/0/00000000000000000000.log.zst.tmp"));
+		th_close();
+	}
+}
+
+/* The segment with both copies behind a compressed one: recovery queues
+ * the sealed plain segments after the newest compressed one again. */
+START_TEST(both_kept_behind_a_compressed_one_is_not_compressed)
+{
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 3000);
+	seal_and_compress(th_S, th_P);
+	put_lines(th_P, 3000, 20000);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(th_S, 0);
+	ck_assert_int_eq(link(path_of("t/0/00000000000000003000.log"),
+	    path_of("t/0/keep")), 0);
+	while (tlog_store_compress_pending(th_S, 0) > 0)
+		;
+	put_lines(th_P, 23000, 10);
+	th_close();
+	ck_assert_int_eq(rename(path_of("t/0/keep"),
+	    path_of("t/0/00000000000000003000.log")), 0);
+	both_kept_twice("t/0/00000000000000003000", false);
+	/* Deleted (rm, retention), it goes with both copies. */
+	th_open_tp(NULL);
+	ck_assert_int_eq(tlog_partition_delete(th_P, 3000), 0);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert(!th_exists("t/0/00000000000000003000.log"));
+	ck_assert(!th_exists("t/0/00000000000000003000.log.zst"));
+	ck_assert(!th_exists("t/0/00000000000000003000.idx"));
+}
+END_TEST
+
+/* The segment with both copies the newest, after a power cut: its plain
+ * copy would be the active segment, and appends to it would make the
+ * .log.zst look stale (and be removed) at a later open. */
+START_TEST(both_kept_newest_takes_no_appends)
+{
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	/* No roll on time at the appends after the reopens. */
+	th_set(th_S, th_P, "segment.ms", "1000000000000000");
+	put_lines(th_P, 0, 20000);
+	ck_assert_int_eq(tlog_partition_seal(th_P, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(th_S, 0);
+	ck_assert_int_eq(link(path_of(SEG0 ".log"), path_of(SEG0 ".keep")), 0);
+	while (tlog_store_compress_pending(th_S, 0) > 0)
+		;
+	th_close();
+	ck_assert_int_eq(rename(path_of(SEG0 ".keep"), path_of(SEG0 ".log")),
+	    0);
+	both_kept_twice(SEG0, true);
+	th_boot_id[0] = '\0';
+}
+END_TEST
+
 START_TEST(recovery_torn_zst_keeps_the_plain_file)
 {
 	struct stat st;
@@ -677,6 +776,63 @@ START_TEST(deleted_while_compressing_leaves_no_file)
 }
 END_TEST
 
+/* A segment deleted (rm) as its compression starts, its files unlinked
+ * before the job opens them: the job stops without a word, as it does
+ * when it finds the segment dead at any later step. */
+static void
+rm_at_start_hook(void *arg, int point, struct tlog_partition *p)
+{
+	(void)arg;
+	if (point != TLOG_HOOK_COMPRESS_START)
+		return;
+	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
+	tlog_store_unlink_pending(th_S, 0);
+	ck_assert(!th_exists(SEG0 ".log"));
+}
+
+/* The same files gone behind the store's back (the segment alive):
+ * that is a failure, and it is said. */
+static void
+gone_at_start_hook(void *arg, int point, struct tlog_partition *p)
+{
+	(void)arg;
+	(void)p;
+	if (point == TLOG_HOOK_COMPRESS_START)
+		ck_assert_int_eq(unlink(path_of(SEG0 ".log")), 0);
+}
+
+static void
+compress_with_hook(void (*hook)(void *, int, struct tlog_partition *))
+{
+	struct tlog_store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.hook = hook;
+	th_open_tp(&o);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 2000);
+	th_logbuf[0] = '\0';
+	seal_and_compress(th_S, th_P);
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
+}
+
+START_TEST(deleted_as_it_starts_is_not_a_failure)
+{
+	compress_with_hook(rm_at_start_hook);
+	ck_assert_ptr_null(strstr(th_logbuf, "cannot compress"));
+	ck_assert(!th_exists(SEG0 ".idx"));
+}
+END_TEST
+
+START_TEST(data_gone_behind_the_store_is_said)
+{
+	compress_with_hook(gone_at_start_hook);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "cannot compress it (its "
+	    "data: No such file or directory)"));
+}
+END_TEST
+
 /* ---- power cuts during compression ---- */
 
 static int cut_at;
@@ -774,12 +930,16 @@ main(void)
 	TH_CASE(s, recovery_both_complete_keeps_one);
 	TH_CASE(s, recovery_cut_plain_file_keeps_the_zst);
 	TH_CASE(s, recovery_cut_plain_file_unsealed_keeps_both);
+	TH_CASE(s, both_kept_behind_a_compressed_one_is_not_compressed);
+	TH_CASE(s, both_kept_newest_takes_no_appends);
 	TH_CASE(s, recovery_torn_zst_keeps_the_plain_file);
 	TH_CASE(s, recovery_garbage_seek_table_keeps_the_plain_file);
 	TH_CASE(s, recovery_corrupt_frame_keeps_the_plain_file);
 	TH_CASE(s, unreadable_only_copy_keeps_its_offsets);
 	TH_CASE(s, unreadable_only_copy_insane_footer_ignored);
 	TH_CASE(s, deleted_while_compressing_leaves_no_file);
+	TH_CASE(s, deleted_as_it_starts_is_not_a_failure);
+	TH_CASE(s, data_gone_behind_the_store_is_said);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_log_only_is_queued_again);
 	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
