@@ -292,6 +292,13 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			    plain, (long long)st.st_size);
 			if (seg != NULL)
 				seg->zboth = 1;
+			/* The records only the .log.zst holds were handed
+			 * out: their offsets never again. A record takes a
+			 * byte at least, and records without a newline
+			 * cannot be counted from the bytes: base + its
+			 * plain size is past them all. */
+			if (f->base + plain > p->next_offset)
+				p->next_offset = f->base + plain;
 			return seg;
 		} else
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the plain copy "

@@ -434,12 +434,13 @@ END_TEST
  * footer torn), at each of two opens; base is the segment's. Every
  * compression queued meanwhile is run: none may touch it (its rename
  * would fail, EEXIST, at every queueing), and the one line about it is
- * the open's.
+ * the open's. The offsets up to handed were handed out: never again.
  */
 static void
-both_kept_twice(const char *base, bool reboot)
+both_kept_twice(const char *base, bool reboot, uint64_t handed)
 {
 	char log[64], zst[64], idx[64];
+	struct tlog_part_stats ps;
 	struct stat st, zst0;
 	int i;
 
@@ -462,6 +463,8 @@ both_kept_twice(const char *base, bool reboot)
 		th_open_tp(NULL);
 		ck_assert_ptr_nonnull(strstr(th_logbuf, "both are kept for "
 		    "the operator"));
+		tlog_partition_stats(th_P, &ps);
+		ck_assert_uint_ge(ps.end_offset, handed);
 		/* More than its plain copy held: appends go elsewhere. */
 		put_lines(th_P, 50000, 20000);
 		seal_and_compress(th_S, th_P);
@@ -494,7 +497,7 @@ START_TEST(both_kept_behind_a_compressed_one_is_not_compressed)
 	th_close();
 	ck_assert_int_eq(rename(path_of("t/0/keep"),
 	    path_of("t/0/00000000000000003000.log")), 0);
-	both_kept_twice("t/0/00000000000000003000", false);
+	both_kept_twice("t/0/00000000000000003000", false, 23010);
 	/* Deleted (rm, retention), it goes with both copies. */
 	th_open_tp(NULL);
 	ck_assert_int_eq(tlog_partition_delete(th_P, 3000), 0);
@@ -523,7 +526,7 @@ START_TEST(both_kept_newest_takes_no_appends)
 	th_close();
 	ck_assert_int_eq(rename(path_of(SEG0 ".keep"), path_of(SEG0 ".log")),
 	    0);
-	both_kept_twice(SEG0, true);
+	both_kept_twice(SEG0, true, 20000);
 	th_boot_id[0] = '\0';
 }
 END_TEST
