@@ -274,7 +274,41 @@ tlog_compress_pending(struct tlog_queue *q, int max)
 	return done;
 }
 
-/* ---- reads: a corrupt frame is said once, with its event ---- */
+/* ---- reads: each corrupt frame is said once, with its event ---- */
+
+struct tlog_zbad {
+	uint32_t n, cap;
+	struct {
+		uint64_t base, pos;
+	} f[];
+};
+
+/* Whether the frame at plain position bad of seg is new to its
+ * partition's list, which it then joins (p->sd.lock held). Without
+ * memory it counts as said: a line lost, never one a read repeats. */
+static bool
+zbad_new(struct tlog_partition *p, struct tlog_segment *seg, uint64_t bad)
+{
+	struct tlog_zbad *z = p->zbad, *nz;
+	uint32_t i, cap;
+
+	for (i = 0; z != NULL && i < z->n; i++)
+		if (z->f[i].base == seg->base && z->f[i].pos == bad)
+			return false;
+	if (z == NULL || z->n == z->cap) {
+		cap = z == NULL ? 4 : z->cap * 2;
+		if ((nz = realloc(z, sizeof(*z) + cap * sizeof(z->f[0]))) ==
+		    NULL)
+			return false;
+		if (z == NULL)
+			nz->n = 0;
+		nz->cap = cap;
+		p->zbad = z = nz;
+	}
+	z->f[z->n].base = seg->base;
+	z->f[z->n++].pos = bad;
+	return true;
+}
 
 ssize_t
 tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
@@ -292,8 +326,7 @@ tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
 		return r;
 	p = tlog_seg_part(seg);
 	pthread_mutex_lock(&p->sd.lock);
-	first = !seg->zbad_said;
-	seg->zbad_said = 1;
+	first = zbad_new(p, seg, bad);
 	pthread_mutex_unlock(&p->sd.lock);
 	if (!first)
 		return r;

@@ -30,6 +30,7 @@ part_free(struct tlog_level *lv)
 	}
 	free(p->cursors);
 	free(p->id);
+	free(p->zbad);
 	tlog_segdir_destroy(&p->sd);
 	tlog_level_destroy(&p->lv);
 	free(p);

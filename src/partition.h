@@ -27,6 +27,7 @@
 
 struct tlog_partition;
 struct tlog_queue;
+struct tlog_zbad;
 
 /* What a partition tells its scheduler (the reaper, once attached). */
 enum tlog_sched_why {
@@ -109,6 +110,9 @@ struct tlog_partition {
 	struct tlog_cursor *cursors;
 	uint32_t ncursors;
 	uint64_t cursor_floor;
+	/* compress.c's: the compressed frames found corrupt, each said once
+	 * (its segment's base, its plain position); NULL if none. */
+	struct tlog_zbad *zbad;
 
 	/* Its disk work's (tlog_segdir_io_begin). */
 	uint64_t saved_end;		/* durable .next (unlink.c) */

@@ -92,7 +92,6 @@ struct tlog_segment {
 	uint32_t records;	/* committed; at most bytes (32 bits) */
 	uint32_t nidx;		/* index entries in the file */
 	int refs;		/* atomic count; the last put frees */
-	unsigned zbad_said : 1;	/* a corrupt frame was said (sd->lock) */
 	unsigned sealed : 1;
 	/* Sealed, and its footer written after its data and entries were
 	 * synced (or loaded so at open): its files never change again.
