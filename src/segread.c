@@ -108,17 +108,59 @@ seg_load_index(struct tlog_segment *seg, struct tlog_idx_entry **out,
 }
 
 /*
+ * Where record rel starts, counted back from the entry after it (nrel at
+ * npos, or the segment's end), reading no further back than lim: record
+ * nrel - 1 ends at npos, with or without its newline, each one before it
+ * with one. For a record behind a bad compressed frame, which a count
+ * from the entry before cannot pass; -EIO if the bytes between cannot be
+ * read (the newline before the record's start included: a frame may end
+ * inside a record longer than a frame).
+ */
+static int
+count_back(struct tlog_segment *seg, int fd, uint64_t rel, uint64_t nrel,
+    uint64_t npos, uint64_t lim, uint64_t *pos)
+{
+	char buf[65536];
+	uint64_t k = nrel - rel, hi = npos - 1, lo, bad, badlen;
+	ssize_t r;
+	size_t i;
+
+	while (hi > lim) {
+		lo = hi - lim > sizeof(buf) ? hi - sizeof(buf) : lim;
+		r = tlog_seg_read(seg, fd, buf, (size_t)(hi - lo), (off_t)lo,
+		    &bad, &badlen);
+		/* A bad frame in the window: only what follows it. */
+		if (r == -EIO && bad != UINT64_MAX && bad + badlen > lo &&
+		    bad + badlen < hi) {
+			lo = bad + badlen;
+			r = tlog_seg_read(seg, fd, buf, (size_t)(hi - lo),
+			    (off_t)lo, &bad, &badlen);
+		}
+		if (r != (ssize_t)(hi - lo))
+			return -EIO;
+		for (i = (size_t)r; i-- > 0;)
+			if (buf[i] == '\n' && --k == 0) {
+				*pos = lo + i + 1;
+				return 0;
+			}
+		hi = lo;
+	}
+	return -EIO;
+}
+
+/*
  * Between two index entries every record ends with a newline, except that
  * the record just before an entry may end without one (records without a
  * newline are always followed by an entry). So counting newlines from the
- * nearest entry finds any offset.
+ * nearest entry before finds any offset, and so does counting back from
+ * the one after (count_back) when a bad frame lies between.
  */
 int
 tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
     uint64_t *pos)
 {
 	struct tlog_idx_entry *e;
-	uint64_t rel, at, cur, end, records, bad, badlen;
+	uint64_t rel, at, at0, cur, end, records, bad, badlen, nrel, npos;
 	char buf[65536];
 	size_t n, lo, hi, i;
 	ssize_t r;
@@ -145,7 +187,9 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
 			hi = mid;
 	}
 	cur = lo ? e[lo - 1].rel : 0;
-	at = lo ? e[lo - 1].pos : 0;
+	at = at0 = lo ? e[lo - 1].pos : 0;
+	nrel = lo < n ? e[lo].rel : records;
+	npos = lo < n ? e[lo].pos : end;
 	free(e);
 	if (cur == rel) {
 		*pos = at;
@@ -172,11 +216,13 @@ tlog_seg_find_offset(struct tlog_segment *seg, uint64_t offset,
 				cur++;
 		at += i;
 	}
-	tlog_segment_close(seg, fd);
 	if (ret == 0 && cur != rel)
 		ret = -EIO;
 	if (ret == 0)
 		*pos = at;
+	else if (ret == -EIO)
+		ret = count_back(seg, fd, rel, nrel, npos, at0, pos);
+	tlog_segment_close(seg, fd);
 	return ret;
 }
 
