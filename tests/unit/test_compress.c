@@ -198,16 +198,25 @@ count_of(const char *hay, const char *needle)
 	return n;
 }
 
-/* Frames 1 and the last fail their checksums: only their records are
- * lost, and each is said once (a line, an event), however often read. */
-START_TEST(a_corrupt_frame_loses_only_its_records)
+/* Flips a bit of the byte at off of fd. */
+static void
+flip(int fd, uint64_t off)
 {
-	struct tlog_partition *ev;
-	struct tlog_segment *seg;
+	char c;
+
+	ck_assert_int_eq(pread(fd, &c, 1, (off_t)off), 1);
+	c ^= 0x01;
+	ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)off), 1);
+}
+
+/* Segment 0 of lines(0, 40000) compressed, the store closed, then frame
+ * 1 made to fail its checksum, and the last frame too if last: its seek
+ * table. */
+static struct tlog_zs *
+bad_frames(bool last)
+{
 	struct tlog_zs *t;
-	size_t len, elen;
-	char path[4096], *want = lines(0, 40000, &len), *got, *evs, c;
-	uint32_t i;
+	char path[4096];
 	int fd;
 
 	th_open_tp(NULL);
@@ -219,13 +228,25 @@ START_TEST(a_corrupt_frame_loses_only_its_records)
 	fd = open(path, O_RDWR);
 	ck_assert_int_eq(tlog_zs_load(fd, &t), 0);
 	ck_assert_uint_ge(t->n, 4);
-	ck_assert_int_eq(pread(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
-	c ^= 0x01;
-	ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
-	ck_assert_int_eq(pread(fd, &c, 1, (off_t)t->zpos[t->n - 1] + 20), 1);
-	c ^= 0x01;
-	ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)t->zpos[t->n - 1] + 20), 1);
+	flip(fd, t->zpos[1] + 50);
+	if (last)
+		flip(fd, t->zpos[t->n - 1] + 20);
 	close(fd);
+	return t;
+}
+
+/* Frames 1 and the last fail their checksums: only their records are
+ * lost, and each is said once (a line, an event), however often read. */
+START_TEST(a_corrupt_frame_loses_only_its_records)
+{
+	struct tlog_partition *ev;
+	struct tlog_segment *seg;
+	struct tlog_zs *t = bad_frames(true);
+	size_t len, elen;
+	char *want = lines(0, 40000, &len), *got, *evs;
+	uint32_t i;
+	int fd;
+
 	th_open_tp(NULL);
 	seg = tlog_segment_get(th_P, 0);
 	fd = tlog_segment_open(seg);
@@ -275,25 +296,11 @@ END_TEST
 START_TEST(a_seek_before_a_corrupt_frame_finds_its_record)
 {
 	struct tlog_pos at;
-	struct tlog_zs *t;
+	struct tlog_zs *t = bad_frames(false);
 	size_t len, i;
-	char path[4096], *want = lines(0, 40000, &len), *nlp, c;
+	char *want = lines(0, 40000, &len), *nlp;
 	uint64_t nl = 0, last = 0, m;
-	int fd;
 
-	th_open_tp(NULL);
-	th_set(th_S, th_P, "compression.type", "zstd");
-	put_lines(th_P, 0, 40000);
-	seal_and_compress(th_S, th_P);
-	th_close();
-	snprintf(path, sizeof(path), "%s/" SEG0 ".log.zst", th_dir);
-	fd = open(path, O_RDWR);
-	ck_assert_int_eq(tlog_zs_load(fd, &t), 0);
-	ck_assert_uint_ge(t->n, 3);
-	ck_assert_int_eq(pread(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
-	c ^= 0x01;
-	ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
-	close(fd);
 	/* Frame 0 ends at a record's end: nl records, the last at `last`. */
 	for (i = 0; i < t->pos[1]; i++)
 		if (want[i] == '\n') {
@@ -777,26 +784,29 @@ START_TEST(a_periodic_checkpoint_takes_compressed_segments)
 }
 END_TEST
 
-/* A segment deleted while its compression runs, just before the rename:
- * the unlinker finds no compressed copy to remove, so the compression,
- * finding its segment dead, removes the .log.zst it renamed. No file of
- * the segment is left. */
+/* Segment 0 deleted (rm), its files unlinked, at hook point delete_at. */
+static int delete_at;
+
 static void
 delete_hook(void *arg, int point, struct tlog_partition *p)
 {
 	(void)arg;
-	if (point != TLOG_HOOK_COMPRESS)
+	if (point != delete_at)
 		return;
 	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
 	tlog_store_unlink_pending(th_S, 0);
 	ck_assert(!th_exists(SEG0 ".log"));
-	ck_assert(th_exists(SEG0 ".log.zst.tmp"));
 }
 
+/* A segment deleted while its compression runs, just before the rename:
+ * the unlinker finds no compressed copy to remove, so the compression,
+ * finding its segment dead, removes the .log.zst it renamed. No file of
+ * the segment is left. */
 START_TEST(deleted_while_compressing_leaves_no_file)
 {
 	struct tlog_store_opts o;
 
+	delete_at = TLOG_HOOK_COMPRESS;
 	memset(&o, 0, sizeof(o));
 	o.hook = delete_hook;
 	th_open_tp(&o);
@@ -812,20 +822,6 @@ START_TEST(deleted_while_compressing_leaves_no_file)
 	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
 }
 END_TEST
-
-/* A segment deleted (rm) as its compression starts, its files unlinked
- * before the job opens them: the job stops without a word, as it does
- * when it finds the segment dead at any later step. */
-static void
-rm_at_start_hook(void *arg, int point, struct tlog_partition *p)
-{
-	(void)arg;
-	if (point != TLOG_HOOK_COMPRESS_START)
-		return;
-	ck_assert_int_eq(tlog_partition_delete(p, 0), 0);
-	tlog_store_unlink_pending(th_S, 0);
-	ck_assert(!th_exists(SEG0 ".log"));
-}
 
 /* The same files gone behind the store's back (the segment alive):
  * that is a failure, and it is said. */
@@ -854,9 +850,13 @@ compress_with_hook(void (*hook)(void *, int, struct tlog_partition *))
 	ck_assert(!th_exists(SEG0 ".log.zst.tmp"));
 }
 
+/* A segment deleted (rm) as its compression starts, its files unlinked
+ * before the job opens them: the job stops without a word, as it does
+ * when it finds the segment dead at any later step. */
 START_TEST(deleted_as_it_starts_is_not_a_failure)
 {
-	compress_with_hook(rm_at_start_hook);
+	delete_at = TLOG_HOOK_COMPRESS_START;
+	compress_with_hook(delete_hook);
 	ck_assert_ptr_null(strstr(th_logbuf, "cannot compress"));
 	ck_assert(!th_exists(SEG0 ".idx"));
 }
