@@ -225,9 +225,10 @@ index_end(int dfd, uint64_t base, bool entries)
  * compression that got as far as its rename. With its .log too (a crash
  * before the .log's unlink), the .log.zst is kept if it is whole and
  * holds what the .log holds (every frame decoded and compared), else it
- * goes; either way exactly one copy stays. Alone, it is loaded from its
- * index's footer, which compression synced before it began. Without an
- * index (an unlink cut short) it goes, as an index without data does.
+ * goes (unless it is the longer, with no seal to choose: both stay).
+ * Alone, it is loaded from its index's footer, which compression synced
+ * before it began. Without an index, the only copy stays (skipped); with
+ * a .log beside it, it goes.
  */
 static struct tlog_segment *
 zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
@@ -243,6 +244,18 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 
 	tlog_segname_format(f->base, ".log.zst", name, sizeof(name));
 	r = tlog_seg_zcheck(dfd, f->base, &plain, &zsize);
+	if (!f->idx && !f->log) {
+		/* No unlink leaves it (data goes before the index): damage,
+		 * and the only copy of its records, which is never removed
+		 * (as below, with an unreadable table). */
+		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: compressed data without "
+		    "its index; segment skipped, its files left as they are",
+		    where, name);
+		end = f->base + (r == 0 && plain > 0 ? plain : 1);
+		if (end > p->next_offset)
+			p->next_offset = end;
+		return NULL;
+	}
 	if (!f->idx) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: compressed data without "
 		    "its index %s", where, name, tlog_repair_fix(ctx,
@@ -250,8 +263,8 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		if (!ctx->ro)
 			unlinkat(dfd, name, 0);
 		*dirty = true;
-		return f->log ? tlog_seg_recover(p, rc, dfd, f->base, false,
-		    last, where, dirty) : NULL;
+		return tlog_seg_recover(p, rc, dfd, f->base, false, last,
+		    where, dirty);
 	}
 	if (f->log) {
 		/* A .log shorter than the seal the whole .log.zst agrees

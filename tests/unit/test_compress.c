@@ -704,6 +704,32 @@ START_TEST(recovery_zst_only_and_tmp_leftovers)
 }
 END_TEST
 
+/* A .log.zst whose index is gone (damage: no unlink leaves it) is the
+ * only copy of its records: skipped, never removed, its offsets never
+ * handed out again. */
+START_TEST(recovery_zst_without_index_is_kept)
+{
+	struct tlog_part_stats ps;
+
+	th_open_tp(NULL);
+	th_set(th_S, th_P, "compression.type", "zstd");
+	put_lines(th_P, 0, 20000);
+	seal_and_compress(th_S, th_P);
+	th_close();
+	ck_assert_int_eq(unlink(path_of(SEG0 ".idx")), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "compressed data without its "
+	    "index; segment skipped"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	tlog_partition_stats(th_P, &ps);
+	ck_assert_uint_ge(ps.end_offset, 20000);
+	th_close();
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log.zst"));
+}
+END_TEST
+
 START_TEST(recovery_log_only_is_queued_again)
 {
 	struct tlog_seginfo *si;
@@ -978,6 +1004,7 @@ main(void)
 	TH_CASE(s, deleted_as_it_starts_is_not_a_failure);
 	TH_CASE(s, data_gone_behind_the_store_is_said);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
+	TH_CASE(s, recovery_zst_without_index_is_kept);
 	TH_CASE(s, recovery_log_only_is_queued_again);
 	TH_CASE(s, a_periodic_checkpoint_takes_compressed_segments);
 	TH_CASE(s, powercut_mid_frames);
