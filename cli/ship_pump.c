@@ -608,9 +608,14 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 
 	for (k = 0; k < room && k < 64; k++) {
 		if ((r = record_end(p, &end)) == -1) {
-			if (errno == EIO)
-				return k > 0 ? (int)k :
-				    part_lost(sh, p, p->next, p->sr.pos);
+			/* Its end cannot be looked up: lost, or just after
+			 * lost records (if lost.c said so already, a line
+			 * without newline there: dropped, not tried again
+			 * and again). */
+			if (errno == EIO && k > 0)
+				break;
+			if (errno == EIO && p->next >= p->lines_until)
+				return part_lost(sh, p, p->next, p->sr.pos);
 			part_drop(sh, p, errno);
 			return -1;
 		}
