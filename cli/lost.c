@@ -176,6 +176,7 @@ lost_find(struct segread *sr, uint64_t first, uint64_t floor, char *buf,
 			lo = mid;
 	}
 	l->next = hi < end ? hi : end;
+	l->sure = l->next;
 	l->here = hi < end && hihere;
 	l->pos = hipos;
 	if (hi >= end) {

@@ -25,7 +25,8 @@ static const char usage_text[] =
     "       tlogctl lag MOUNT\n"
     "       tlogctl status [--topics] [--bytes] [--json] [PATH...]\n"
     "       tlogctl ship --nats URL[,URL...] [--stream NAME] [--replicas N]\n"
-    "                    [--subject-prefix P] [--cursor NAME] [--once] PATH...\n"
+    "                    [--subject-prefix P] [--cursor NAME] [--once]\n"
+    "                    [--skip-lost] PATH...\n"
     "       tlogctl --help | --version\n";
 
 /* Each command with its usage in one line, for a usage error. */
@@ -43,7 +44,7 @@ static const struct {
 	    "[PATH...]" },
 	{ "ship", cmd_ship, "tlogctl ship --nats URL[,URL...] [--stream NAME] "
 	    "[--replicas N] [--subject-prefix P] [--cursor NAME] [--once] "
-	    "PATH..." },
+	    "[--skip-lost] PATH..." },
 };
 
 void

@@ -1,10 +1,10 @@
 /*
  * ship.c - tlogctl ship --nats URL[,URL...] [--stream NAME] [--replicas
- * N] [--subject-prefix P] [--cursor NAME] [--once] PATH...: copies the
- * partitions under each PATH into a NATS JetStream stream, one message
- * per record, each partition in offset order, exactly once
- * (doc/shipping.md says what is shipped, what is guaranteed and what
- * each failure does).
+ * N] [--subject-prefix P] [--cursor NAME] [--once] [--skip-lost]
+ * PATH...: copies the partitions under each PATH into a NATS JetStream
+ * stream, one message per record, each partition in offset order,
+ * exactly once (doc/shipping.md says what is shipped, what is
+ * guaranteed and what each failure does).
  *
  * This file runs the loop that publishes the partitions' records and,
  * after a failure, resyncs with what the stream holds, and the committer
@@ -280,6 +280,14 @@ recover(struct shipper *sh)
 			p->first_seq = p->last_seq = 0;
 			p->failed = false;
 			p->refused = 0;
+			p->skipped = 0;
+			/* Stopped at lost records with some before them
+			 * not in the stream: those are sent again, up to
+			 * the lost ones (said already). */
+			if (p->lost && !p->moved) {
+				p->lost = p->dead = false;
+				p->open = false;
+			}
 			pthread_mutex_unlock(&sh->mu);
 			if (late)
 				shiplog("%s: stream %s holds record %" PRIu64
@@ -473,7 +481,8 @@ run(struct shipper *sh)
 		shiplog("%s", sh->fatal_why);
 		return 1;
 	}
-	return 0;
+	/* A partition stopped at lost records (said when it was). */
+	return sh->once && sh->lost_stop ? 1 : 0;
 }
 
 int
@@ -486,6 +495,7 @@ cmd_ship(int argc, char *argv[])
 		{ "subject-prefix", required_argument, NULL, 'p' },
 		{ "cursor", required_argument, NULL, 'c' },
 		{ "once", no_argument, NULL, 'o' },
+		{ "skip-lost", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -522,6 +532,9 @@ cmd_ship(int argc, char *argv[])
 			break;
 		case 'o':
 			sh->once = true;
+			break;
+		case 'L':
+			sh->skip_lost = true;
 			break;
 		default:
 			usage("ship", "unknown option");

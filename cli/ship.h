@@ -61,6 +61,16 @@ struct ship_part {
 				   names is shipped anew once this one's
 				   cursor is committed */
 	int64_t dead_at;	/* mono ms */
+	/* Records lost to a corrupt compressed frame (ship_pump.c,
+	 * lost.c): without --skip-lost it stops before them, dead and
+	 * `lost`, not taken back in this run unless its path comes to
+	 * name another partition; the line naming them is said once a
+	 * run (1 + the first lost record it named). After them, look-ups
+	 * can fail: the records below lines_until, from the open
+	 * position, are one line each (lost.c counted them so). */
+	bool lost;
+	uint64_t lost_said;
+	uint64_t lines_until;
 	/* Main thread: where it waits (ship_state.c). */
 	TAILQ_ENTRY(ship_part) q;	/* on sh->todo or sh->later */
 	int queued;		/* Q_NONE, Q_TODO, Q_LATER */
@@ -84,6 +94,9 @@ struct ship_part {
 				   for the chain (so it did not hold it)
 				   since the last resync; 0: none */
 	bool commit_gone;	/* its cursor can be committed no more */
+	uint64_t skipped;	/* 1 + the first of the lost records skipped
+				   (--skip-lost) just below `next`, while
+				   nothing after them is published; 0: none */
 };
 RB_HEAD(part_tree, ship_part);
 TAILQ_HEAD(part_list, ship_part);
@@ -99,6 +112,9 @@ struct flight {
 	void *msg;		/* the natsMsg libnats hands back */
 	struct ship_part *p;
 	uint64_t off;
+	uint64_t from;		/* off, or the first of the lost records
+				   skipped just before it: acknowledged,
+				   the partition's prefix passes them */
 	uint64_t next_same;	/* the partition's next flight, 0: none */
 	int64_t sent;		/* mono ms */
 	size_t bytes;
@@ -115,6 +131,9 @@ struct shipper {
 	const char *cursor;
 	char cursor_key[80];	/* user.cursor.NAME */
 	bool once;
+	bool skip_lost;
+	bool lost_stop;		/* a partition stopped at lost records:
+				   --once exits 1 */
 
 	struct part_tree parts;
 	size_t nparts;

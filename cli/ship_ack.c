@@ -46,7 +46,7 @@ flight_done(struct shipper *sh, struct flight *f, int state)
 		p->last_seq = 0;
 		p->acked = p->next;
 	} else
-		p->acked = sh->ring[p->first_seq % SHIP_WINDOW].off;
+		p->acked = sh->ring[p->first_seq % SHIP_WINDOW].from;
 	sh->changes++;
 	/* Answered flights at the head leave the ring; a failed one
 	 * stays until the resync, which clears them all. */

@@ -390,12 +390,13 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 	if ((p = part_find(sh, path)) != NULL) {
 		/* Dropped on an error, and the path names another
 		 * partition now (made again, or the mount is back after
-		 * a restart): moved, not waiting for REVIVE_MS. */
+		 * a restart): moved, not waiting for REVIVE_MS. One
+		 * stopped at lost records is taken back only so. */
 		if (p->dead && !p->unshippable && !moved(sh, p))
 			(void)ship_part_here(sh, p);
 		if (p->dead && !p->unshippable && (moved(sh, p) ?
-		    settled(sh, p) :
-		    p->inflight == 0 && mono_ms() - p->dead_at >= REVIVE_MS)) {
+		    settled(sh, p) : !p->lost && p->inflight == 0 &&
+		    mono_ms() - p->dead_at >= REVIVE_MS)) {
 			/* Back (made again, renamed, or the error passed):
 			 * from the start again, as at a start. */
 			pthread_mutex_lock(&sh->mu);
@@ -404,6 +405,7 @@ part_add(struct shipper *sh, struct spec *sp, const char *path,
 			p->moved = false;
 			pthread_mutex_unlock(&sh->mu);
 			p->failed = false;
+			p->lost = false;
 			p->dead = !part_bind(sh, p);
 			if (!p->dead)
 				ship_todo(sh, p);
@@ -483,7 +485,8 @@ scan_topic(struct shipper *sh, struct spec *sp, const char *dir,
  * again, and its descriptor would keep it, and a descriptor, held.
  * true if a partition is still to be taken up again (dropped on an
  * error, or moved and not settled yet) or was just settled (what its
- * path names now is looked at once more).
+ * path names now is looked at once more); one stopped at lost records
+ * waits for nothing in this run.
  */
 static bool
 sweep(struct shipper *sh)
@@ -492,8 +495,8 @@ sweep(struct shipper *sh)
 	bool again = false;
 
 	RB_FOREACH(p, part_tree, &sh->parts) {
-		if (!p->dead || p->unshippable || (moved(sh, p) &&
-		    p->dfd == -1))
+		if (!p->dead || p->unshippable || (moved(sh, p) ?
+		    p->dfd == -1 : p->lost))
 			continue;
 		again = true;
 		if (!moved(sh, p) || !settled(sh, p))

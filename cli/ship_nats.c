@@ -558,6 +558,9 @@ nats_publish(struct shipper *sh, struct ship_part *p, uint64_t off,
 	f->msg = m;
 	f->p = p;
 	f->off = off;
+	/* Lost records skipped just before it pass with it. */
+	f->from = p->skipped != 0 ? p->skipped - 1 : off;
+	p->skipped = 0;
 	f->sent = mono_ms();
 	f->bytes = len;
 	f->state = FL_PENDING;

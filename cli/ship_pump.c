@@ -10,6 +10,17 @@
  * mount's index: user.tlog.at.OFFSET of the record after the run must
  * be where the run ends. If it is not, the records of that read are
  * taken one by one, each one's end from the seek attribute of the next.
+ *
+ * Records lost to a corrupt compressed frame (a read or a look-up fails
+ * with EIO: design.md, "Compressed history") are never passed over
+ * silently: lost.c finds the first record after them that can be read,
+ * and one line names them (part_lost). Without --skip-lost the
+ * partition stops before them, its cursor at the first of them once
+ * all before it is acknowledged; with it, the partition goes on from
+ * there and they are never published: the stream gets a gap in
+ * Tlog-Offset, the chain of expected ids, which names messages, not
+ * offsets, is whole, and the acknowledged prefix passes them with the
+ * first record published after them (struct flight's `from`).
  */
 #include "config.h"
 
@@ -222,16 +233,24 @@ out:
 	return ret;
 }
 
-/* Opens the partition at offset `want`, or the first live record after
- * it (with a warning if `warn`: records that were never shipped). */
-void
-ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
-    bool warn)
+static void lost_at_seek(struct shipper *, struct ship_part *, uint64_t);
+
+/* ship_part_seek; after lost records skipped, the acknowledged prefix
+ * stays before them (skipped). */
+static void
+part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
+    bool warn, bool skipped)
 {
 	uint64_t got;
 
 	p->open = false;
+	p->lines_until = 0;
 	if (sr_seek(&p->sr, want, &got) == -1) {
+		if (errno == EIO) {
+			/* Its look-up counts through a bad frame. */
+			lost_at_seek(sh, p, want);
+			return;
+		}
 		if ((errno == ENODATA || errno == EAGAIN) &&
 		    ship_part_here(sh, p)) {
 			/* Beyond the end (it was emptied), or changing
@@ -249,7 +268,7 @@ ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 		    got - 1);
 	pthread_mutex_lock(&sh->mu);
 	p->next = got;
-	if (p->first_seq == 0)
+	if (p->first_seq == 0 && !skipped)
 		p->acked = got;
 	sh->changes++;
 	pthread_mutex_unlock(&sh->mu);
@@ -258,6 +277,137 @@ ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
 	 * resync, `--once` would end with the records behind it). */
 	p->caught_up = false;
 	ship_todo(sh, p);
+}
+
+/* Opens the partition at offset `want`, or the first live record after
+ * it (with a warning if `warn`: records that were never shipped). */
+void
+ship_part_seek(struct shipper *sh, struct ship_part *p, uint64_t want,
+    bool warn)
+{
+	part_seek(sh, p, want, warn, false);
+}
+
+/*
+ * Records from `first` on cannot be read (first at byte floor of the
+ * open segment), or first cannot be looked up (floor 0): a compressed
+ * frame that fails its checksum, or, on an uncompressed segment, the
+ * disk. 0 if p goes on (it was open at first all along, only look-ups
+ * fail: from there, or, with --skip-lost, from the first record after
+ * them); -1 if it stops there or was dropped.
+ */
+static int
+part_lost(struct shipper *sh, struct ship_part *p, uint64_t first,
+    uint64_t floor)
+{
+	struct lost l;
+	char range[64];
+	const char *why;
+	bool say;
+
+	if (lost_find(&p->sr, first, floor, buf, bufcap, &l) == -1) {
+		part_drop(sh, p, errno);
+		return -1;
+	}
+	if (l.next < first || (l.next == first && !l.here)) {
+		/* Not in this segment after all: what failed says why. */
+		part_drop(sh, p, EIO);
+		return -1;
+	}
+	/* All before first is published: with nothing in flight, all
+	 * acknowledged too. */
+	pthread_mutex_lock(&sh->mu);
+	p->next = first;
+	if (p->first_seq == 0 && p->skipped == 0)
+		p->acked = first;
+	sh->changes++;
+	pthread_mutex_unlock(&sh->mu);
+	p->open = true;
+	if (l.next == first) {
+		/* It reads, only look-ups fail: lines from there. */
+		p->sr.pos = l.pos;
+		p->lines_until = l.sure;
+		return 0;
+	}
+	if (l.next - 1 == first)
+		snprintf(range, sizeof(range), "record %" PRIu64 " is", first);
+	else
+		snprintf(range, sizeof(range), "records %" PRIu64 " to %"
+		    PRIu64 " are", first, l.next - 1);
+	why = lost_compressed(p->sr.fd) ? "lost to a corrupt compressed frame" :
+	    "unreadable (Input/output error)";
+	/* Once a run: a resync or a mount come back brings p here again. */
+	say = p->lost_said != first + 1;
+	p->lost_said = first + 1;
+	if (!sh->skip_lost) {
+		if (say)
+			shiplog("%s: segment %020" PRIu64 ": %s %s; not shipped "
+			    "on: go on with --skip-lost (or set %s to %" PRIu64
+			    ")", p->path, p->sr.base, range, why,
+			    sh->cursor_key, l.next);
+		sh->lost_stop = true;
+		p->lost = p->dead = true;
+		p->dead_at = mono_ms();
+		p->open = false;
+		sr_close(&p->sr);
+		return -1;
+	}
+	if (say)
+		shiplog("%s: segment %020" PRIu64 ": %s %s; going on from %"
+		    PRIu64, p->path, p->sr.base, range, why, l.next);
+	pthread_mutex_lock(&sh->mu);
+	if (p->skipped == 0)
+		p->skipped = first + 1;
+	pthread_mutex_unlock(&sh->mu);
+	if (!l.here) {
+		/* The next segment's first record. */
+		sr_close(&p->sr);
+		part_seek(sh, p, l.next, true, true);
+		return p->open ? 0 : -1;
+	}
+	pthread_mutex_lock(&sh->mu);
+	p->next = l.next;
+	pthread_mutex_unlock(&sh->mu);
+	p->sr.pos = l.pos;
+	p->lines_until = l.sure;
+	return 0;
+}
+
+/*
+ * Offset `want` cannot be looked up: it lies after the start of a bad
+ * frame (its look-up counts newlines through it), in it or just after.
+ * Its segment is the last that starts at or before it (lost.c).
+ */
+static void
+lost_at_seek(struct shipper *sh, struct ship_part *p, uint64_t want)
+{
+	uint64_t base;
+
+	if (lost_segment(p->dfd, want, &base) == -1 ||
+	    sr_open(&p->sr, base) == -1) {
+		part_drop(sh, p, EIO);
+		return;
+	}
+	if (part_lost(sh, p, want, 0) == 0 && p->queued != Q_TODO) {
+		p->caught_up = false;
+		ship_todo(sh, p);
+	}
+}
+
+/* Whether a read of n bytes at p->sr.pos stopped short of the
+ * segment's end at a part the mount cannot read (a bad compressed
+ * frame, read by whole pages), not at the end of what it holds: then
+ * reading on fails. */
+static bool
+read_cut(struct ship_part *p, size_t n)
+{
+	struct stat st;
+	char c;
+
+	return fstat(p->sr.fd, &st) == 0 &&
+	    p->sr.pos + n < (uint64_t)st.st_size &&
+	    pread(p->sr.fd, &c, 1, (off_t)(p->sr.pos + n)) == -1 &&
+	    errno == EIO;
 }
 
 /*
@@ -458,6 +608,14 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 
 	for (k = 0; k < room && k < 64; k++) {
 		if ((r = record_end(p, &end)) == -1) {
+			/* Its end cannot be looked up: lost, or just after
+			 * lost records (if lost.c said so already, a line
+			 * without newline there: dropped, not tried again
+			 * and again). */
+			if (errno == EIO && k > 0)
+				break;
+			if (errno == EIO && p->next >= p->lines_until)
+				return part_lost(sh, p, p->next, p->sr.pos);
 			part_drop(sh, p, errno);
 			return -1;
 		}
@@ -470,12 +628,15 @@ pump_slow(struct shipper *sh, struct ship_part *p, size_t room)
 		}
 		len = (size_t)(end - p->sr.pos);
 		ship_buf_need(len);
-		if ((n = sr_pread(&p->sr, buf, len)) == -1) {
+		if ((n = sr_pread(&p->sr, buf, len)) == -1 && errno != EIO) {
 			part_drop(sh, p, errno);
 			return -1;
 		}
-		if ((size_t)n != len)
+		if ((size_t)n != len) {
+			if (k == 0 && (n == -1 || read_cut(p, (size_t)n)))
+				return part_lost(sh, p, p->next, p->sr.pos);
 			break;
+		}
 		plen = buf[len - 1] == '\n' ? len - 1 : len;
 		if (!nats_fits(sh, p, p->next, plen))
 			return too_big(sh, p, plen);
@@ -520,6 +681,15 @@ at_end(struct shipper *sh, struct ship_part *p)
 	}
 	if (!ship_part_here(sh, p))
 		return;
+	/* Lost records skipped at the end, nothing in flight: nothing
+	 * after them to wait for, the prefix passes them. */
+	pthread_mutex_lock(&sh->mu);
+	if (p->skipped != 0 && p->first_seq == 0) {
+		p->acked = p->next;
+		p->skipped = 0;
+		sh->changes++;
+	}
+	pthread_mutex_unlock(&sh->mu);
 	p->caught_up = true;
 	if (!sh->once)
 		ship_arm(sh, p);
@@ -539,6 +709,8 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 	char *s, *e, *last;
 
 	if ((got = sr_pread(&p->sr, buf, READ_CHUNK)) == -1) {
+		if (errno == EIO)
+			return part_lost(sh, p, p->next, p->sr.pos);
 		part_drop(sh, p, errno);
 		return -1;
 	}
@@ -551,12 +723,24 @@ ship_pump(struct shipper *sh, struct ship_part *p, size_t room)
 	 * bytes, so no earlier than any of them (doc/shipping.md). */
 	p->ts = fd_stat(p->sr.fd, "max_ts", &ts) == 0 ? (int64_t)ts :
 	    real_ms();
-	if ((last = memrchr(buf, '\n', n)) == NULL)
+	if ((last = memrchr(buf, '\n', n)) == NULL) {
+		/* Cut inside its first record by a part that cannot be
+		 * read: lost. (A read cut after whole lines ships them;
+		 * the next one starts at the cut.) */
+		if (n < READ_CHUNK && read_cut(p, n))
+			return part_lost(sh, p, p->next, p->sr.pos);
 		return pump_slow(sh, p, room);
+	}
 	for (nl = 0, s = buf; s <= last; s = e + 1, nl++)
 		e = memchr(s, '\n', (size_t)(last - s) + 1);
-	if (!lines_are_records(p, nl, p->sr.pos + (uint64_t)(last - buf) + 1) &&
-	    (nl = lines_records_prefix(p, buf, last, nl)) == 0)
+	if (lines_are_records(p, nl, p->sr.pos + (uint64_t)(last - buf) + 1))
+		;
+	else if (p->next < p->lines_until)
+		/* Just after lost records, where look-ups fail: lost.c
+		 * counted these by their newlines. */
+		nl = nl < p->lines_until - p->next ? nl :
+		    p->lines_until - p->next;
+	else if ((nl = lines_records_prefix(p, buf, last, nl)) == 0)
 		return pump_slow(sh, p, room);
 	if (!ship_part_here(sh, p))
 		return -1;

@@ -120,6 +120,9 @@ struct lost {
 				 * segment's end (its next segment) */
 	bool here;		/* next is in the open segment, at pos */
 	uint64_t pos;
+	uint64_t sure;		/* the first from next on that a look-up
+				 * finds (or the segment's end): those
+				 * before it are counted by newlines */
 };
 /* The first record from `first` on (which cannot be read, or, if it is
  * not known where it starts, cannot be looked up) of the open segment

@@ -64,7 +64,14 @@ tl_is "a value after =: nothing" "" "$(comp tlogctl ship --stream = '')"
 tl_is "ship: options not used yet" "--cursor
 --once
 --replicas
+--skip-lost
 --stream" "$(comp tlogctl ship --nats nats://h:4222 --subject-prefix p --)"
+tl_is "ship: --skip-lost once" "--cursor
+--nats
+--once
+--replicas
+--stream
+--subject-prefix" "$(comp tlogctl ship --skip-lost --)"
 tl_is "a partition: directories only, spaces kept" "$D/a dir
 $D/b
 $D/b2" "$(comp tlogctl append "$D/")"
