@@ -435,3 +435,65 @@ th_count_fds(void)
 	closedir(d);
 	return n - 1;	/* opendir's own */
 }
+
+/* ---- compressed history (test_compress, test_zrecover) ---- */
+
+char *
+th_lines(int from, int n, size_t *len)
+{
+	char *b = malloc((size_t)n * 80 + 1);
+	size_t at = 0;
+	int i;
+
+	for (i = from; i < from + n; i++)
+		at += (size_t)sprintf(b + at, "%d 10.0.0.%d - - GET /item/%d "
+		    "HTTP/1.1 200 %d\n", i, i % 250, i * 7 % 1000, i % 9000);
+	*len = at;
+	return b;
+}
+
+void
+th_put_lines(struct tlog_partition *p, int from, int n)
+{
+	struct tlog_writer *w;
+	size_t len;
+	char *b = th_lines(from, n, &len);
+
+	w = tlog_writer_open(p);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(tlog_writer_write(w, b, len), (ssize_t)len);
+	tlog_writer_close(w);
+	free(b);
+}
+
+void
+th_seal_and_compress(struct tlog_store *s, struct tlog_partition *p)
+{
+	ck_assert_int_eq(tlog_partition_seal(p, TLOG_TRIG_MANUAL), 0);
+	tlog_store_flush_pending(s, 0);
+	while (tlog_store_compress_pending(s, 0) > 0)
+		;
+}
+
+void
+th_check_data(struct tlog_partition *p, int from, int n)
+{
+	size_t len, glen;
+	char *want = th_lines(from, n, &len), *got = th_partition_data(p, &glen);
+
+	ck_assert_uint_eq(glen, len);
+	ck_assert(memcmp(got, want, len) == 0);
+	free(want);
+	free(got);
+}
+
+char *
+th_path(const char *rel)
+{
+	static char p[2][4096];
+	static int k;
+
+	k ^= 1;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", th_dir, rel);
+	return p[k];
+}

@@ -113,4 +113,14 @@ void *th_keep(void *obj);
  * it wants the parent to know into *res (len bytes). */
 void th_in_child(void (*fn)(void *), void *res, size_t len);
 
+/* Compressed history's suites: n access-log lines numbered from, their
+ * length in *len (malloc'd); written to p by one writer; p sealed and
+ * every queued compression run; p holding exactly those lines. */
+char *th_lines(int from, int n, size_t *len);
+void th_put_lines(struct tlog_partition *p, int from, int n);
+void th_seal_and_compress(struct tlog_store *s, struct tlog_partition *p);
+void th_check_data(struct tlog_partition *p, int from, int n);
+/* th_dir/rel, in one of two static buffers used in turn. */
+char *th_path(const char *rel);
+
 #endif
