@@ -227,12 +227,18 @@ lost_segment(int dfd, uint64_t want, uint64_t *base)
 	return 0;
 }
 
-bool
-lost_compressed(int fd)
+void
+lost_what(char *buf, size_t len, uint64_t first, uint64_t next, int fd)
 {
+	const char *why = "unreadable (Input/output error)";
 	char v[16];
-	ssize_t n;
 
-	n = fgetxattr(fd, "user.tlog.compression", v, sizeof(v) - 1);
-	return n == 4 && memcmp(v, "zstd", 4) == 0;
+	if (fgetxattr(fd, "user.tlog.compression", v, sizeof(v) - 1) == 4 &&
+	    memcmp(v, "zstd", 4) == 0)
+		why = "lost to a corrupt compressed frame";
+	if (next - 1 == first)
+		snprintf(buf, len, "record %" PRIu64 " is %s", first, why);
+	else
+		snprintf(buf, len, "records %" PRIu64 " to %" PRIu64 " are %s",
+		    first, next - 1, why);
 }

@@ -282,8 +282,7 @@ static void
 lost(struct reader *r, uint64_t first, uint64_t floor)
 {
 	struct lost l;
-	char range[64];
-	const char *why;
+	char what[128];
 
 	if (lost_find(&r->sr, first, floor, r->buf, READ_BUF, &l) == -1)
 		fail(r, "%s: segment %020" PRIu64, r->sr.part, r->sr.base);
@@ -300,19 +299,13 @@ lost(struct reader *r, uint64_t first, uint64_t floor)
 		fail(r, "%s: segment %020" PRIu64 ": offset %" PRIu64,
 		    r->sr.part, r->sr.base, first);
 	}
-	if (l.next - 1 == first)
-		snprintf(range, sizeof(range), "record %" PRIu64 " is", first);
-	else
-		snprintf(range, sizeof(range), "records %" PRIu64 " to %"
-		    PRIu64 " are", first, l.next - 1);
-	why = lost_compressed(r->sr.fd) ? "lost to a corrupt compressed frame" :
-	    "unreadable (Input/output error)";
+	lost_what(what, sizeof(what), first, l.next, r->sr.fd);
 	if (!r->skip_lost)
-		errx(1, "%s: segment %020" PRIu64 ": %s %s; go on with --from %"
-		    PRIu64 " (or --skip-lost)", r->sr.part, r->sr.base, range,
-		    why, l.next);
-	warnx("%s: segment %020" PRIu64 ": %s %s; going on from %" PRIu64,
-	    r->sr.part, r->sr.base, range, why, l.next);
+		errx(1, "%s: segment %020" PRIu64 ": %s; go on with --from %"
+		    PRIu64 " (or --skip-lost)", r->sr.part, r->sr.base, what,
+		    l.next);
+	warnx("%s: segment %020" PRIu64 ": %s; going on from %" PRIu64,
+	    r->sr.part, r->sr.base, what, l.next);
 	if (l.here) {
 		r->sr.pos = r->mark = l.pos;
 		r->off = l.next;

@@ -301,8 +301,7 @@ part_lost(struct shipper *sh, struct ship_part *p, uint64_t first,
     uint64_t floor)
 {
 	struct lost l;
-	char range[64];
-	const char *why;
+	char what[128];
 	bool say;
 
 	if (lost_find(&p->sr, first, floor, buf, bufcap, &l) == -1) {
@@ -329,22 +328,16 @@ part_lost(struct shipper *sh, struct ship_part *p, uint64_t first,
 		p->lines_until = l.sure;
 		return 0;
 	}
-	if (l.next - 1 == first)
-		snprintf(range, sizeof(range), "record %" PRIu64 " is", first);
-	else
-		snprintf(range, sizeof(range), "records %" PRIu64 " to %"
-		    PRIu64 " are", first, l.next - 1);
-	why = lost_compressed(p->sr.fd) ? "lost to a corrupt compressed frame" :
-	    "unreadable (Input/output error)";
+	lost_what(what, sizeof(what), first, l.next, p->sr.fd);
 	/* Once a run: a resync or a mount come back brings p here again. */
 	say = p->lost_said != first + 1;
 	p->lost_said = first + 1;
 	if (!sh->skip_lost) {
 		if (say)
-			shiplog("%s: segment %020" PRIu64 ": %s %s; not shipped "
+			shiplog("%s: segment %020" PRIu64 ": %s; not shipped "
 			    "on: go on with --skip-lost (or set %s to %" PRIu64
-			    ")", p->path, p->sr.base, range, why,
-			    sh->cursor_key, l.next);
+			    ")", p->path, p->sr.base, what, sh->cursor_key,
+			    l.next);
 		sh->lost_stop = true;
 		p->lost = p->dead = true;
 		p->dead_at = mono_ms();
@@ -353,8 +346,8 @@ part_lost(struct shipper *sh, struct ship_part *p, uint64_t first,
 		return -1;
 	}
 	if (say)
-		shiplog("%s: segment %020" PRIu64 ": %s %s; going on from %"
-		    PRIu64, p->path, p->sr.base, range, why, l.next);
+		shiplog("%s: segment %020" PRIu64 ": %s; going on from %"
+		    PRIu64, p->path, p->sr.base, what, l.next);
 	pthread_mutex_lock(&sh->mu);
 	if (p->skipped == 0)
 		p->skipped = first + 1;

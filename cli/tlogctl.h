@@ -136,8 +136,11 @@ int lost_find(struct segread *sr, uint64_t first, uint64_t floor,
  * when its look-up failed: the largest base <= want among its BASE.log
  * files. 0, or -1 with errno (ENOENT: none). */
 int lost_segment(int dfd, uint64_t want, uint64_t *base);
-/* Whether the segment open at fd is compressed. */
-bool lost_compressed(int fd);
+/* "records FIRST to NEXT-1 are lost to a corrupt compressed frame" (or
+ * "record FIRST is", or "unreadable" if the segment open at fd is not
+ * compressed): what the line about lost records says, read's and
+ * ship's. */
+void lost_what(char *buf, size_t len, uint64_t first, uint64_t next, int fd);
 
 /* when.c */
 /* TIME for --since as ms since the epoch; -1 if it is not one. */
