@@ -347,7 +347,7 @@ tlog_segment_read(struct tlog_segment *seg, int fd, void *buf, size_t len,
 /* ---- recovery ---- */
 
 int
-tlog_seg_zsame(int dfd, uint64_t base)
+tlog_seg_zsame(int dfd, uint64_t base, bool cmp)
 {
 	struct tlog_zs *t = NULL;
 	char name[40], *a = NULL, *b = NULL;
@@ -358,8 +358,10 @@ tlog_seg_zsame(int dfd, uint64_t base)
 	tlog_segname_format(base, ".log.zst", name, sizeof(name));
 	zfd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	tlog_segname_format(base, ".log", name, sizeof(name));
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (zfd == -1 || fd == -1) {
+	if (cmp)
+		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+		    O_NONBLOCK);
+	if (zfd == -1 || (cmp && fd == -1)) {
 		r = -errno;
 		goto out;
 	}
@@ -370,14 +372,14 @@ tlog_seg_zsame(int dfd, uint64_t base)
 		r = -ENOMEM;
 		goto out;
 	}
-	/* Every frame decodes (its checksum holds) to the plain copy's
-	 * bytes. */
+	/* Every frame decodes (its checksum holds), with cmp to the plain
+	 * copy's bytes. */
 	for (i = 0; i < t->n; i++) {
 		len = t->pos[i + 1] - t->pos[i];
 		if ((r = tlog_zs_read_frame(zfd, t, i, a)) != 0)
 			goto out;
-		if (pread(fd, b, len, (off_t)t->pos[i]) != (ssize_t)len ||
-		    memcmp(a, b, len) != 0) {
+		if (cmp && (pread(fd, b, len, (off_t)t->pos[i]) !=
+		    (ssize_t)len || memcmp(a, b, len) != 0)) {
 			r = -EBADMSG;
 			goto out;
 		}
@@ -410,6 +412,9 @@ tlog_seg_zcheck(int dfd, uint64_t base, uint64_t *plain, uint64_t *zsize)
 		return -ENOENT;
 	}
 	r = st.st_size > (off_t)TLOG_CAP_BYTES ? -EFBIG : tlog_zs_load(fd, &t);
+	/* Its table unreadable, what its whole frames hold, at least. */
+	if (r == -EBADMSG && tlog_zs_walk(fd, plain) != 0)
+		*plain = 0;
 	close(fd);
 	if (r != 0)
 		return r;

@@ -251,7 +251,7 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: compressed data without "
 		    "its index; segment skipped, its files left as they are",
 		    where, name);
-		end = f->base + (r == 0 && plain > 0 ? plain : 1);
+		end = f->base + (plain > 0 ? plain : 1);
 		if (end > p->next_offset)
 			p->next_offset = end;
 		return NULL;
@@ -267,13 +267,19 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		    where, dirty);
 	}
 	if (f->log) {
-		/* A .log shorter than the seal the whole .log.zst agrees
-		 * with was cut behind the store: the .log.zst is the one
-		 * complete copy. */
+		/* A copy goes only once the other is known whole. A .log
+		 * shorter than the seal the .log.zst agrees with (its table
+		 * whole, every frame decoding) was cut behind the store:
+		 * the .log.zst is the one complete copy. */
 		tlog_segname_format(f->base, ".log", lname, sizeof(lname));
-		shorter = r == 0 && fstatat(dfd, lname, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0 && (uint64_t)st.st_size < plain;
-		if (shorter && (seg = tlog_seg_recover_sealed(p, dfd, f->base,
+		if (fstatat(dfd, lname, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			st.st_size = 0;
+		/* With its table torn, plain is what its whole frames
+		 * hold: the .log holding less, the .log.zst has more. */
+		shorter = (r == 0 || r == -EBADMSG) &&
+		    (uint64_t)st.st_size < plain;
+		if (r == 0 && shorter && tlog_seg_zsame(dfd, f->base, false) == 0 &&
+		    (seg = tlog_seg_recover_sealed(p, dfd, f->base,
 		    plain)) != NULL) {
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: shorter than its "
 			    "seal (%lld of %" PRIu64 " bytes); the compressed "
@@ -282,27 +288,44 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			    tlog_repair_fix(ctx, "removed"));
 			seg->zbytes = zsize;
 			strlcpy(name, lname, sizeof(name));
-		} else if ((seg = tlog_seg_recover(p, rc, dfd, f->base, true,
-		    last && !shorter, where, dirty)) != NULL && seg->sealed &&
-		    r == 0 &&
-		    plain == seg->bytes && tlog_seg_zsame(dfd, f->base) == 0) {
-			tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: a compression was "
-			    "cut short after its rename; the plain copy %s",
-			    where, name, tlog_repair_fix(ctx, "removed"));
-			tlog_segname_format(f->base, ".log", name, sizeof(name));
-			seg->zbytes = zsize;
-		} else if (shorter) {
-			/* No seal says which is whole: the longer copy is
-			 * never removed, nor made stale by appends to the
-			 * plain one (it took none: not last, above), nor
-			 * compressed over; once a copy is gone the next open
-			 * goes on as usual. */
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: holds more than "
-			    "the plain copy (%" PRIu64 " bytes, %lld) and no "
-			    "seal is of its size: both are kept for the "
-			    "operator; the plain copy is served, takes no "
-			    "appends and is not compressed", where, name,
-			    plain, (long long)st.st_size);
+		} else if (!shorter && (seg = tlog_seg_recover(p, rc, dfd,
+		    f->base, true, last, where, dirty)) != NULL) {
+			/* The plain copy holds as much: it stays, unless it
+			 * is sealed and the .log.zst holds exactly it. */
+			if (r == 0 && seg->sealed && plain == seg->bytes &&
+			    tlog_seg_zsame(dfd, f->base, true) == 0) {
+				tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: a "
+				    "compression was cut short after its "
+				    "rename; the plain copy %s", where, name,
+				    tlog_repair_fix(ctx, "removed"));
+				tlog_segname_format(f->base, ".log", name,
+				    sizeof(name));
+				seg->zbytes = zsize;
+			} else
+				tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the "
+				    "plain copy, as long, is kept and it %s",
+				    where, name, r != 0 ? "torn or its seek "
+				    "table unreadable" : seg->sealed ? "does "
+				    "not hold what the plain copy holds (a "
+				    "frame fails its checksum, or differs)" :
+				    "no seal says which copy is whole",
+				    tlog_repair_fix(ctx, "removed"));
+		} else {
+			/* Neither is known whole (a cut .log without a
+			 * seal, a bad frame, a torn table): both are kept
+			 * for the operator. The plain copy is served, takes
+			 * no appends (not last) that would make the other
+			 * look stale, and is never compressed over; once a
+			 * copy is gone the next open goes on as usual. */
+			seg = tlog_seg_recover(p, rc, dfd, f->base, true, false,
+			    where, dirty);
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s: both are kept "
+			    "for the operator; the plain copy is served, takes "
+			    "no appends and is not compressed", where, name,
+			    r != 0 ? "its seek table cannot be read, and its "
+			    "whole frames hold more than the plain copy" :
+			    "holds more than the plain copy, and no seal of its "
+			    "size and frames that all decode say it is whole");
 			if (seg != NULL)
 				seg->zboth = 1;
 			/* The records only the .log.zst holds were handed
@@ -313,13 +336,7 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			if (f->base + plain > p->next_offset)
 				p->next_offset = f->base + plain;
 			return seg;
-		} else
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the plain copy "
-			    "is kept and it %s", where, name, r != 0 ?
-			    "torn or its seek table unreadable" :
-			    "does not hold what the plain copy holds (a frame "
-			    "fails its checksum, or differs)",
-			    tlog_repair_fix(ctx, "removed"));
+		}
 		/* name: the copy that goes. */
 		if (!ctx->ro)
 			unlinkat(dfd, name, 0);
@@ -342,10 +359,11 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		tlog_ctx_log(ctx, LOG_ERR, "%s/%s: its index has no seal "
 		    "footer for %" PRIu64 " bytes; segment skipped, its files "
 		    "left as they are", where, name, plain);
-	/* At least its base was handed out. */
-	end = index_end(dfd, f->base, false);
-	if (end <= f->base)
-		end = f->base + 1;
+	/* Its records were handed out: as many as its footer says, else
+	 * past them all (a record takes a byte at least), or at least its
+	 * base. */
+	if ((end = index_end(dfd, f->base, false)) <= f->base)
+		end = f->base + (plain > 0 ? plain : 1);
 	if (end > p->next_offset)
 		p->next_offset = end;
 	return NULL;

@@ -214,6 +214,40 @@ out:
 	return r;
 }
 
+int
+tlog_zs_walk(int fd, uint64_t *plain)
+{
+	size_t cap = ZSTD_compressBound(TLOG_ZS_FRAME_MAX), got, n;
+	unsigned long long cs;
+	uint64_t at = 0;
+	struct stat st;
+	void *b;
+	int r = 0;
+
+	*plain = 0;
+	if (fstat(fd, &st) == -1)
+		return -errno;
+	if ((b = malloc(cap)) == NULL)
+		return -ENOMEM;
+	while (at < (uint64_t)st.st_size) {
+		got = (uint64_t)st.st_size - at < cap ?
+		    (size_t)((uint64_t)st.st_size - at) : cap;
+		if ((r = pread_all(fd, b, got, at, -EIO)) != 0)
+			break;
+		n = ZSTD_findFrameCompressedSize(b, got);
+		cs = ZSTD_getFrameContentSize(b, got);
+		/* The table's skippable frame says 0; an unknown size is
+		 * not one this writer wrote. */
+		if (ZSTD_isError(n) || cs == ZSTD_CONTENTSIZE_ERROR ||
+		    cs == ZSTD_CONTENTSIZE_UNKNOWN || cs == 0)
+			break;
+		*plain += cs;
+		at += n;
+	}
+	free(b);
+	return r;
+}
+
 uint32_t
 tlog_zs_frame_at(const struct tlog_zs *t, uint64_t pos)
 {

@@ -68,6 +68,10 @@ struct tlog_zs {
 /* Loads and checks fd's seek table: -EBADMSG if it is missing, torn or
  * does not describe the file exactly; -ENOMEM, -errno. */
 int tlog_zs_load(int fd, struct tlog_zs **out);
+/* Without the table: the plain bytes of fd's whole frames from its start
+ * on, by their headers (nothing decoded), up to the first that is not
+ * whole or not a data frame. 0, -ENOMEM or -errno. */
+int tlog_zs_walk(int fd, uint64_t *plain);
 void tlog_zs_free(struct tlog_zs *t);
 /* The frame holding plain position pos (< pos[n]). */
 uint32_t tlog_zs_frame_at(const struct tlog_zs *t, uint64_t pos);

@@ -320,6 +320,67 @@ START_TEST(unreadable_only_copy_insane_footer_ignored)
 }
 END_TEST
 
+/* Its index's footer torn (the table whole): skipped, and its offsets
+ * kept past every record it holds, not only its base. */
+START_TEST(only_copy_torn_footer_keeps_its_offsets)
+{
+	zst_only_and_newest();
+	ck_assert_uint_ge(tail_overwritten_end(SEG0 ".idx", "torn!", 5),
+	    20000);
+}
+END_TEST
+
+/* make_both, the .log then cut to 1000 bytes and the .log.zst damaged
+ * (how): neither copy is known whole, so both stay, the plain one
+ * served, and nothing past it is handed out again (how 1: its frames
+ * decode, its plain size is known). */
+static void
+cut_log_and_damaged_zst(int how)
+{
+	struct tlog_zs *t;
+	char c;
+	int fd;
+
+	make_both();
+	ck_assert_int_eq(truncate(th_path(SEG0 ".log"), 1000), 0);
+	fd = open(th_path(SEG0 ".log.zst"), O_RDWR);
+	ck_assert_int_eq(tlog_zs_load(fd, &t), 0);
+	if (how == 0) {
+		ck_assert_int_eq(ftruncate(fd, (off_t)t->zpos[t->n] - 5), 0);
+	} else {
+		ck_assert_int_eq(pread(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
+		c ^= 0x01;
+		ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)t->zpos[1] + 50), 1);
+	}
+	close(fd);
+	tlog_zs_free(t);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "both are kept for the "
+	    "operator"));
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	th_close();
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+}
+
+/* Its seek table torn: it may hold more than the cut plain copy. */
+START_TEST(cut_log_beside_torn_zst_keeps_both)
+{
+	cut_log_and_damaged_zst(0);
+}
+END_TEST
+
+/* A frame fails its checksum: the cut plain copy holds records the
+ * .log.zst lost. */
+START_TEST(cut_log_beside_bad_frame_keeps_both)
+{
+	cut_log_and_damaged_zst(1);
+}
+END_TEST
+
 START_TEST(recovery_zst_only_and_tmp_leftovers)
 {
 	int fd;
@@ -539,6 +600,9 @@ main(void)
 	TH_CASE(s, recovery_corrupt_frame_keeps_the_plain_file);
 	TH_CASE(s, unreadable_only_copy_keeps_its_offsets);
 	TH_CASE(s, unreadable_only_copy_insane_footer_ignored);
+	TH_CASE(s, only_copy_torn_footer_keeps_its_offsets);
+	TH_CASE(s, cut_log_beside_torn_zst_keeps_both);
+	TH_CASE(s, cut_log_beside_bad_frame_keeps_both);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_zst_without_index_is_kept);
 	TH_CASE(s, recovery_log_only_is_queued_again);
