@@ -108,6 +108,17 @@ now_ms() { date +%s%3N; }
 
 # nums FIRST LAST: numbered lines of six digits, as tests append them.
 nums() { seq -f '%06g' "$1" "$2"; }
+# sealed_then PART N TAIL WANT: records 0..N-1 of 27 bytes each in PART's
+# current segment, sealed, then TAIL short ones in the next; all of them
+# into the file WANT (the lost-records tests' partitions).
+sealed_then() {
+	nums 0 $(($2 - 1)) | sed 's/$/ GET \/a HTTP\/1.1 200/' >"$4"
+	cat "$4" >>"$1/current"
+	setfattr -n user.seal -v 1 "$1/current"
+	[ "$3" -gt 0 ] || return 0
+	nums "$2" $(($2 + $3 - 1)) >>"$1/current"
+	nums "$2" $(($2 + $3 - 1)) >>"$4"
+}
 
 # tl_wait_for TIMEOUT_S CMD...: polls CMD until it succeeds, soon at
 # first, then every 0.1 s (a short wait ends quickly, a long one costs

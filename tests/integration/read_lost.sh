@@ -19,17 +19,11 @@ mkdir -p "$P"
 setfattr -n user.compression.type -v zstd "$MNT/r"
 # 100000 records of 27 bytes (2.7 MB: about 20 frames) in segment 0, then
 # 10 in the active segment 100000.
-nums 0 99999 | sed 's/$/ GET \/a HTTP\/1.1 200/' >"$TMP/want"
-cat "$TMP/want" >>"$P/current"
-setfattr -n user.seal -v 1 "$P/current"
-nums 100000 100009 >>"$P/current"
-nums 100000 100009 >>"$TMP/want"
+sealed_then "$P" 100000 10 "$TMP/want"
 # r/1: 10000 records (3 frames), the last frame to be damaged, then 5.
 Q=$MNT/r/1
 mkdir -p "$Q"
-nums 0 9999 | sed 's/$/ GET \/a HTTP\/1.1 200/' >>"$Q/current"
-setfattr -n user.seal -v 1 "$Q/current"
-nums 10000 10004 >>"$Q/current"
+sealed_then "$Q" 10000 5 "$TMP/qwant"
 SEG=$STORE/r/0/00000000000000000000
 SEG1=$STORE/r/1/00000000000000000000
 _compressed() { [ -f "$SEG.log.zst" ] && [ ! -e "$SEG.log" ] &&

@@ -28,11 +28,7 @@ setfattr -n user.compression.type -v zstd "$MNT/r"
 setfattr -n user.compression.type -v zstd "$MNT/s"
 # r/0: 100000 records of 27 bytes (about 20 frames) in segment 0, then
 # 10 in the active segment 100000; r/1, healthy: 100 records.
-nums 0 99999 | sed 's/$/ GET \/a HTTP\/1.1 200/' >"$TMP/want"
-cat "$TMP/want" >>"$P/current"
-setfattr -n user.seal -v 1 "$P/current"
-nums 100000 100009 >>"$P/current"
-nums 100000 100009 >>"$TMP/want"
+sealed_then "$P" 100000 10 "$TMP/want"
 nums 0 99 >"$TMP/q"
 cat "$TMP/q" >>"$Q/current"
 # s/0: 10000 records (3 frames), the last frame to be damaged, then 5.
