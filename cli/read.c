@@ -24,7 +24,8 @@
  * without newline (the end of a writer's last line, a line cut at
  * record.max.bytes). So the count is checked against user.tlog.at: a
  * count too low only names an earlier record, never a later one, and
- * is raised until it names the record at the batch's end.
+ * is raised (galloping, then halving: a few look-ups however many such
+ * records there are) until it names the record at the batch's end.
  *
  * Records that cannot be read (a compressed frame that fails its
  * checksum: EIO, design.md "Compressed history") are never skipped
@@ -55,7 +56,6 @@
 #define FOLLOW_MS 100		/* a spinning wait's pause, see run() */
 #define WAIT_MS 60000		/* the longest wait in poll(2) */
 #define SEEK_WAITS 50		/* FOLLOW_MS each: a partition in flux */
-#define COUNT_TRIES 64		/* records without newline in one batch */
 
 struct reader {
 	struct segread sr;
@@ -192,24 +192,47 @@ count_nl(const char *buf, size_t len)
  * segment deleted meanwhile cannot tell, nor can a look-up near a bad
  * frame (EIO): then the bound, which at worst prints records again.
  */
+/* Whether record w starts at or past byte `at` of the open segment, or
+ * in another (past this one's end, or this one was deleted). A look-up
+ * that fails near a bad frame (EIO) counts as past: that can only make
+ * record_at's answer earlier, which at worst prints records again. */
+static bool
+starts_past(struct reader *r, uint64_t w, uint64_t at)
+{
+	uint64_t base, pos;
+
+	if (part_at(r->sr.dfd, w, &base, &pos) == -1) {
+		if (errno != ENODATA && errno != EIO)
+			fail(r, "%s", r->sr.part);
+		return true;
+	}
+	return base != r->sr.base || pos >= at;
+}
+
 static uint64_t
 record_at(struct reader *r, uint64_t at)
 {
-	uint64_t want = r->off + r->nl, base, pos;
-	int i;
+	uint64_t lo = r->off + r->nl, hi = lo, mid, want, step = 1;
+	uint64_t cap = r->off + (at - r->mark);
+	bool past = starts_past(r, lo, at);
 
-	for (i = 0; i < COUNT_TRIES; i++) {
-		if (part_at(r->sr.dfd, want, &base, &pos) == -1) {
-			if (errno != ENODATA && errno != EIO)
-				fail(r, "%s", r->sr.part);
-			break;
-		}
-		/* Another segment: `want` is this one's end, or this
-		 * one was deleted. */
-		if (base != r->sr.base || pos >= at)
-			break;
-		want++;		/* a record without newline before `at` */
+	/* lo is a lower bound, and a record takes a byte at least, so cap
+	 * is an upper one: galloping, then halving, to the first record at
+	 * or past `at`. */
+	while (!past && hi < cap) {
+		lo = hi;
+		hi = cap - lo > step ? lo + step : cap;
+		step *= 2;
+		past = starts_past(r, hi, at);
 	}
+	while (past && hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (starts_past(r, mid, at))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	want = past ? hi : lo;
 	r->off = want;
 	r->mark = at;
 	r->nl = 0;

@@ -24,15 +24,27 @@ sealed_then "$P" 100000 10 "$TMP/want"
 Q=$MNT/r/1
 mkdir -p "$Q"
 sealed_then "$Q" 10000 5 "$TMP/qwant"
+# r/3: 20000 lines of 27 bytes cut at record.max.bytes 16: each is a
+# record without newline (16 bytes), then one with (11), so there are
+# twice as many records as newlines; then 2 lines more.
+R3=$MNT/r/3
+mkdir -p "$R3"
+setfattr -n user.record.max.bytes -v 16 "$R3"
+sealed_then "$R3" 20000 2 "$TMP/want3"
 SEG=$STORE/r/0/00000000000000000000
 SEG1=$STORE/r/1/00000000000000000000
+SEG3=$STORE/r/3/00000000000000000000
 _compressed() { [ -f "$SEG.log.zst" ] && [ ! -e "$SEG.log" ] &&
-    [ -f "$SEG1.log.zst" ] && [ ! -e "$SEG1.log" ]; }
+    [ -f "$SEG1.log.zst" ] && [ ! -e "$SEG1.log" ] &&
+    [ -f "$SEG3.log.zst" ] && [ ! -e "$SEG3.log" ]; }
 tl_wait_for 30 _compressed
 tl_check "segments 0 are compressed" _compressed
 tl_umount
 sz=$(stat -c %s "$SEG.log.zst")
 printf '\377' | dd of="$SEG.log.zst" bs=1 seek=$((sz / 3)) conv=notrunc \
+    2>/dev/null
+sz=$(stat -c %s "$SEG3.log.zst")
+printf '\377' | dd of="$SEG3.log.zst" bs=1 seek=$((sz / 2)) conv=notrunc \
     2>/dev/null
 # Well inside the last frame: the seek table behind it is 12 bytes a frame.
 sz=$(stat -c %s "$SEG1.log.zst")
@@ -152,6 +164,26 @@ tl_check "go on with the next segment's first record" grep -Eq \
     "$TMP/err"
 tl_is "--skip-lost goes on with the next segment" "$(nums 10000 10004)" \
     "$("$TLOGCTL" read --skip-lost "$Q" 2>/dev/null | tail -5)"
+
+# ---- records without newline before the damage ----
+# The bytes before record n of r/3 (pairs of 16 and 11 bytes).
+before3() { echo $(($1 / 2 * 27 + $1 % 2 * 16)); }
+RE3='^tlogctl: .*/r/3: segment 00000000000000000000: records? ([0-9]+) (to [0-9]+ )?(is|are) lost to a corrupt compressed frame; go on with --from ([0-9]+) '
+"$TLOGCTL" read "$R3" >"$TMP/got" 2>"$TMP/err"
+tl_is "records without newline: exit 1" 1 $?
+tl_diag "$(cat "$TMP/err")"
+A3=$(sed -En "s#${RE3}.*#\\1#p" "$TMP/err")
+N3=$(sed -En "s#${RE3}.*#\\4#p" "$TMP/err")
+case "$A3$N3" in *[!0-9]*|'') A3=1 N3=0 ;; esac
+tl_is "the first lost record is the one after all it printed" \
+    "$(before3 "$A3")" "$(wc -c <"$TMP/got")"
+tl_check "which are the first records, whole" \
+    sh -c "head -c $(before3 "$A3") '$TMP/want3' | cmp -s - '$TMP/got'"
+"$TLOGCTL" read --skip-lost "$R3" >"$TMP/got" 2>/dev/null
+{ head -c "$(before3 "$A3")" "$TMP/want3"
+  tail -c +$(($(before3 "$N3") + 1)) "$TMP/want3"; } >"$TMP/want3s"
+tl_check "--skip-lost prints each readable record once, in order" \
+    cmp -s "$TMP/want3s" "$TMP/got"
 
 tl_umount
 tl_stderr_clean "the daemon said only the bad frame" \

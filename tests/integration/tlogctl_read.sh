@@ -252,6 +252,24 @@ kill "$NPID" 2>/dev/null
 wait "$NPID" 2>/dev/null
 tl_is "and said nothing" "" "$(cat "$TMP/nl.err")"
 
+# ---- --commit over many records without newline ----
+# Every third record without newline (each printf a writer's last line):
+# far more than newlines count; the cursor still names the end exactly.
+mkdir -p "$MNT/nn/0"
+i=0
+while [ $i -lt 300 ]; do
+	if [ $((i % 3)) = 0 ]; then printf 'r%d' $i; else printf 'r%d\n' $i; fi \
+	    >>"$MNT/nn/0/current"
+	i=$((i + 1))
+done
+tl_is "300 records, 100 without newline" 300 \
+    "$(gx user.tlog.end_offset "$MNT/nn/0")"
+"$TLOGCTL" read --cursor nn --commit "$MNT/nn/0" >"$TMP/nn.out"
+tl_is "--commit: the cursor at the end, not at the newlines' count" 300 \
+    "$(gx user.cursor.nn "$MNT/nn/0")"
+tl_is "and nothing is printed again" "" \
+    "$("$TLOGCTL" read --cursor nn --commit "$MNT/nn/0")"
+
 tl_check "unmount" tl_umount
 tl_stderr_clean "the daemon printed nothing but the reaper's lines" \
     '^tlogfs: reaper: [0-9]+ segments .* expired from'
