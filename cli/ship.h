@@ -268,6 +268,9 @@ bool ship_part_here(struct shipper *sh, struct ship_part *p);
 void ship_mount_seen(struct ship_part *p, dev_t dev);
 /* Whether a mount was found gone and not seen again since. */
 bool ship_mounts_gone(void);
+/* The mount at root answers ENOTCONN (its daemon gone): said once,
+ * until ship_mount_seen. */
+void ship_mount_lost(const char *root);
 /* Whether error e of a call on a mount says its daemon is gone: ENOTCONN,
  * or ECONNABORTED for a request in flight when the daemon died. */
 static inline bool

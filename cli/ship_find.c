@@ -299,7 +299,9 @@ part_bind(struct shipper *sh, struct ship_part *p)
 	int fd, old;
 
 	if ((fd = dir_open(p->path)) == -1 || fstat(fd, &st) == -1) {
-		if (errno != ENOENT)
+		if (ship_mount_gone(errno))
+			ship_mount_lost(p->root);
+		else if (errno != ENOENT)
 			shiplog("%s: %s; not shipped for now", p->path,
 			    strerror(errno));
 		else {
@@ -540,7 +542,11 @@ ship_discover(struct shipper *sh)
 		case K_ROOT:
 			again |= !watch(sh, sp->path);
 			if ((d = opendir(sp->path)) == NULL) {
-				shiplog("%s: %s", sp->path, strerror(errno));
+				if (ship_mount_gone(errno))
+					ship_mount_lost(sp->root);
+				else
+					shiplog("%s: %s", sp->path,
+					    strerror(errno));
 				again = true;
 				break;
 			}

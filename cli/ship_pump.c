@@ -86,14 +86,14 @@ ship_mount_seen(struct ship_part *p, dev_t dev)
 	m->dev = dev;
 }
 
-static void
-mount_lost(struct ship_part *p)
+void
+ship_mount_lost(const char *root)
 {
-	struct mountstate *m = mount_of(p->root);
+	struct mountstate *m = mount_of(root);
 
 	if (!m->gone)
 		shiplog("%s: %s; shipping from it waits for it to be "
-		    "mounted again", p->root, strerror(ENOTCONN));
+		    "mounted again", root, strerror(ENOTCONN));
 	m->gone = true;
 }
 
@@ -142,7 +142,7 @@ ship_part_here(struct shipper *sh, struct ship_part *p)
 
 	if (stat(p->path, &st) == -1) {
 		if (ship_mount_gone(errno))
-			mount_lost(p);
+			ship_mount_lost(p->root);
 		else if (errno != ENOENT && errno != ENOTDIR)
 			return true;	/* another error: the caller's */
 		else if (!p->dead)
@@ -166,7 +166,7 @@ static void
 part_drop(struct shipper *sh, struct ship_part *p, int e)
 {
 	if (ship_mount_gone(e)) {
-		mount_lost(p);
+		ship_mount_lost(p->root);
 		part_moved(sh, p);
 		return;
 	}

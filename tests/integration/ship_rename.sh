@@ -194,6 +194,25 @@ nums 1 21000 >"$TMP/h21000"
 tl_check "stream H holds each record once, in order" \
     "$JSPROBE" check "$NATS_URL_1" H "h.h.0=$TMP/h21000"
 
+# ---- a partition named by its own path, its daemon gone: one line for
+# the mount, none per retry (there was one every 0.1 s) ----
+"$TLOGCTL" ship --nats "$NATS_URL_1" --stream H --subject-prefix h \
+    "$MNT/h/0" 2>"$TMP/p.err" &
+SHPID=$!
+holds_part() { ls -l /proc/"$SHPID"/fd 2>/dev/null | grep -q "$MNT/h/0"; }
+tl_check "the shipper holds the partition" tl_wait_for 30 holds_part
+tl_kill KILL 2>/dev/null
+p_dead() { grep -q "$MNT: Transport endpoint is not connected; shipping from it waits" "$TMP/p.err"; }
+tl_check "the shipper finds the mount dead" tl_wait_for 30 p_dead
+# Ten retries' worth of time.
+sleep 1
+tl_is "one line for the dead mount, none per partition retry" "1 0" \
+    "$(grep -c "not connected" "$TMP/p.err") $(grep -c "not shipped for now" "$TMP/p.err")"
+kill -TERM "$SHPID"
+wait "$SHPID"
+"$FUSERMOUNT" -u -z "$MNT"
+tl_mount
+
 # ---- shipped from a read-only mount (no identity: messages named after
 # the partition's names, no cursor committed), then from a read-write
 # one (an identity now): the stream's last message, in the older form,
