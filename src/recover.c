@@ -235,11 +235,12 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
     const struct found *f, bool last, const char *where, bool *dirty)
 {
 	struct tlog_ctx *ctx = p->ctx;
+	struct tlog_recovery keep;
 	struct tlog_segment *seg;
 	struct stat st;
 	uint64_t plain = 0, zsize = 0, end;
 	char name[40], lname[40];
-	bool shorter;
+	bool shorter, zok, same;
 	int r;
 
 	tlog_segname_format(f->base, ".log.zst", name, sizeof(name));
@@ -255,16 +256,6 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		if (end > p->next_offset)
 			p->next_offset = end;
 		return NULL;
-	}
-	if (!f->idx) {
-		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: compressed data without "
-		    "its index %s", where, name, tlog_repair_fix(ctx,
-		    "removed"));
-		if (!ctx->ro)
-			unlinkat(dfd, name, 0);
-		*dirty = true;
-		return tlog_seg_recover(p, rc, dfd, f->base, false, last,
-		    where, dirty);
 	}
 	if (f->log) {
 		/* A copy goes only once the other is known whole. A .log
@@ -289,15 +280,22 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			seg->zbytes = zsize;
 			strlcpy(name, lname, sizeof(name));
 		} else if (!shorter && (seg = tlog_seg_recover(p, rc, dfd,
-		    f->base, true, last, where, dirty)) != NULL) {
+		    f->base, f->idx, last, where, dirty)) != NULL) {
 			/* The plain copy holds as much: it stays, unless it
-			 * is sealed and the .log.zst holds exactly it. */
-			if (r == 0 && seg->sealed && plain == seg->bytes &&
-			    tlog_seg_zsame(dfd, f->base, true) == 0) {
-				tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: a "
+			 * is sealed and the .log.zst, whole (its frames
+			 * check themselves), holds what the seal says: its
+			 * bytes, or other bytes if the .log was damaged. */
+			zok = r == 0 && seg->sealed && plain == seg->bytes &&
+			    tlog_seg_zsame(dfd, f->base, false) == 0;
+			same = zok && tlog_seg_zsame(dfd, f->base, true) == 0;
+			if (same || (zok && seg->sealed_by !=
+			    TLOG_TRIG_RECOVERY)) {
+				tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: %s; the "
+				    "plain copy %s", where, name, same ? "a "
 				    "compression was cut short after its "
-				    "rename; the plain copy %s", where, name,
-				    tlog_repair_fix(ctx, "removed"));
+				    "rename" : "whole, of its seal's size, and "
+				    "the plain copy differs (damaged behind the "
+				    "store)", tlog_repair_fix(ctx, "removed"));
 				tlog_segname_format(f->base, ".log", name,
 				    sizeof(name));
 				seg->zbytes = zsize;
@@ -317,15 +315,19 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			 * no appends (not last) that would make the other
 			 * look stale, and is never compressed over; once a
 			 * copy is gone the next open goes on as usual. */
-			seg = tlog_seg_recover(p, rc, dfd, f->base, true, false,
-			    where, dirty);
+			keep = *rc;
+			keep.keep = true;
+			seg = tlog_seg_recover(p, &keep, dfd, f->base, f->idx,
+			    false, where, dirty);
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s: both are kept "
-			    "for the operator; the plain copy is served, takes "
-			    "no appends and is not compressed", where, name,
+			    "for the operator, as they are; %s", where, name,
 			    r != 0 ? "its seek table cannot be read, and its "
 			    "whole frames hold more than the plain copy" :
 			    "holds more than the plain copy, and no seal of its "
-			    "size and frames that all decode say it is whole");
+			    "size and frames that all decode say it is whole",
+			    seg != NULL ? "the plain copy is served, takes no "
+			    "appends and is not compressed" : "the plain copy "
+			    "holds no whole record: neither is served");
 			if (seg != NULL)
 				seg->zboth = 1;
 			/* The records only the .log.zst holds were handed

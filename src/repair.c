@@ -164,9 +164,19 @@ struct load {
 	bool rebuild;			/* the index is rebuilt from the data */
 	bool crcs;			/* entries carry data CRCs */
 	bool mismatch;			/* data failed its CRC (power cut) */
+	bool ro;			/* no file changes: read-only, or
+					   rc->keep */
 	uint64_t end;			/* where the whole records end */
 	uint64_t vouched;		/* records the index's entries count */
 };
+
+/* What a repair did to this segment's files, for its log line. */
+static const char *
+fix(const struct load *l, const char *verb)
+{
+	return l->rc->keep && !l->ctx->ro ? "left as it is (both copies "
+	    "kept)" : tlog_repair_fix(l->ctx, verb);
+}
 
 /* Says why the segment is skipped (what, then err's text); -1. */
 static int
@@ -307,7 +317,7 @@ load_index(struct load *l, bool has_idx)
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: %s; "
 		    "rebuilding it from the data%s", l->where, l->base,
 		    has_idx ? "corrupt index" : "missing",
-		    ctx->ro ? " in memory" : "");
+		    l->ro ? " in memory" : "");
 		l->v.n = 0;
 		l->rebuild = true;
 	}
@@ -323,14 +333,14 @@ load_open(struct load *l)
 	struct tlog_ctx *ctx = l->ctx;
 
 	if (!(l->footer && l->foot.bytes == l->size) && (l->fd = openat(l->dfd,
-	    l->name, (ctx->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+	    l->name, (l->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC |
 	    O_NOFOLLOW)) == -1)
 		return skip(l, "", errno);
 	if (l->footer && l->foot.bytes < l->size) {
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes past "
 		    "the seal; %s", l->where, l->name, l->size - l->foot.bytes,
-		    tlog_repair_fix(ctx, "cut"));
-		if (ctx->ro || ftruncate(l->fd, (off_t)l->foot.bytes) == 0)
+		    fix(l, "cut"));
+		if (l->ro || ftruncate(l->fd, (off_t)l->foot.bytes) == 0)
 			l->size = l->foot.bytes;
 		*l->dirty = true;
 	}
@@ -390,7 +400,7 @@ load_entries(struct load *l)
 	}
 	if (l->torn && !l->rebuild)
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%020" PRIu64 ".idx: torn or "
-		    "corrupt tail %s", l->where, l->base, tlog_repair_fix(ctx, "cut"));
+		    "corrupt tail %s", l->where, l->base, fix(l, "cut"));
 	l->n0 = v->n;
 	l->vouched = v->n > 0 ? v->e[v->n - 1].rel : 0;
 	while (v->n > 0 && v->e[v->n - 1].pos > l->size)
@@ -403,7 +413,7 @@ load_entries(struct load *l)
 		tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: data from byte %" PRIu32
 		    " on does not match its index (lost in a power cut); %s",
 		    l->where, l->name, v->e[k ? k - 1 : 0].pos,
-		    tlog_repair_fix(ctx, "cut"));
+		    fix(l, "cut"));
 		v->n = (size_t)k;
 		l->torn = l->mismatch = true;
 	}
@@ -524,15 +534,15 @@ load_scan(struct load *l)
 			    "from a run of zero bytes no writer wrote (data "
 			    "that never reached the disk) on, %s", l->where,
 			    l->name, l->size - l->end,
-			    tlog_repair_fix(ctx, "cut"));
+			    fix(l, "cut"));
 		else
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %" PRIu64 " bytes "
 			    "of an unfinished line %s", l->where, l->name,
-			    l->size - l->end, tlog_repair_fix(ctx, "cut"));
+			    l->size - l->end, fix(l, "cut"));
 		/* Synced before the store takes appends (tlog_store_open):
 		 * appends must never land on a cut a power cut could undo.
 		 * Read-only: the bytes stay, past the end served. */
-		if (!ctx->ro && ftruncate(l->fd, (off_t)l->end) == -1)
+		if (!l->ro && ftruncate(l->fd, (off_t)l->end) == -1)
 			tlog_ctx_log(ctx, LOG_ERR, "%s/%s: cannot cut: %s",
 			    l->where, l->name, strerror(errno));
 		*l->dirty = true;
@@ -563,7 +573,7 @@ load_seal(struct load *l)
 		if (!l->footer && !l->rebuild)
 			tlog_ctx_log(l->ctx, LOG_WARNING, "%s/%s: recovery: "
 			    "unsealed behind a newer segment; sealed%s",
-			    l->where, l->name, l->ctx->ro ? " in memory" : "");
+			    l->where, l->name, l->ro ? " in memory" : "");
 	} else if (alloc > ((l->end + 4095) & ~4095ULL)) {
 		seg->live->prealloc = alloc;
 	}
@@ -576,7 +586,7 @@ load_trim(struct load *l)
 {
 	struct tlog_segment *seg = l->seg;
 
-	if (l->ctx->ro || !seg->sealed || (uint64_t)l->st.st_blocks * 512 <=
+	if (l->ro || !seg->sealed || (uint64_t)l->st.st_blocks * 512 <=
 	    ((seg->bytes + 4095) & ~4095ULL) + 4096)
 		return;
 	seg->trim_pending = 1;
@@ -600,7 +610,7 @@ load_fix_index(struct load *l)
 	    l->footer == (bool)seg->sealed) {
 		seg->flushed = seg->sealed;
 		took_entries(seg, v);
-	} else if (ctx->ro) {
+	} else if (l->ro) {
 		/* The file stays as it is and says less, or something
 		 * else, than the data: look-ups read these entries. */
 		seg->live->mem_idx = v->e;
@@ -660,7 +670,8 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
     int dfd, uint64_t base, bool has_idx, bool last, const char *where,
     bool *dirty)
 {
-	struct load l = { .rc = rc, .ctx = p->ctx, .dfd = dfd, .base = base,
+	struct load l = { .rc = rc, .ctx = p->ctx, .ro = p->ctx->ro || rc->keep,
+	    .dfd = dfd, .base = base,
 	    .last = last, .where = where, .dirty = dirty, .fd = -1,
 	    .v.crc_from = SIZE_MAX };
 	uint64_t end;
@@ -713,7 +724,7 @@ tlog_seg_recover(struct tlog_partition *p, const struct tlog_recovery *rc,
 	}
 	if (l.seg->records == 0 && !last) {
 		load_finish(&l, false);
-		if (!l.ctx->ro) {
+		if (!l.ro) {
 			unlinkat(dfd, l.name, 0);
 			tlog_segname_format(base, ".idx", l.name,
 			    sizeof(l.name));

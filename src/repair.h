@@ -20,6 +20,10 @@ struct tlog_recovery {
 	 * checked against the index's data CRCs. */
 	bool verify;
 	bool repaired;		/* out: a file was changed (atomic) */
+	/* This segment's files are left as they are, as on a read-only
+	 * mount: both copies of a compressed segment kept for the
+	 * operator (recover.c's zrecover). */
+	bool keep;
 	/* The last clean close's checkpoint (checkpoint.h), if it wrote
 	 * one and was the last close; else NULL. */
 	struct tlog_ckpt *ckpt;

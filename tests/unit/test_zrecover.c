@@ -366,6 +366,68 @@ cut_log_and_damaged_zst(int how)
 	ck_assert(th_exists(SEG0 ".log.zst"));
 }
 
+/* Both copies kept (a cut .log, a bad frame), then the operator puts the
+ * whole .log back: the kept files were left as they were (no seal of
+ * the cut copy written), so it is found whole and every record served;
+ * the .log.zst with its bad frame goes. */
+START_TEST(both_kept_then_the_plain_copy_restored)
+{
+	char *b;
+	size_t len;
+	int fd;
+
+	cut_log_and_damaged_zst(1);
+	th_close();
+	b = th_lines(0, 20000, &len);
+	fd = open(th_path(SEG0 ".log"), O_WRONLY | O_TRUNC);
+	ck_assert_int_eq(write(fd, b, len), (ssize_t)len);
+	close(fd);
+	free(b);
+	th_open_tp(NULL);
+	ck_assert(!th_exists(SEG0 ".log.zst"));
+	th_check_data(th_P, 0, 20010);
+}
+END_TEST
+
+/* The index gone too, the .log cut: no seal to trust, and the .log.zst
+ * holds more: both stay, never the shorter copy alone. */
+START_TEST(cut_log_no_index_keeps_both)
+{
+	struct tlog_part_stats ps;
+
+	make_both();
+	ck_assert_int_eq(truncate(th_path(SEG0 ".log"), 1000), 0);
+	ck_assert_int_eq(unlink(th_path(SEG0 ".idx")), 0);
+	th_logbuf[0] = '\0';
+	th_open_tp(NULL);
+	ck_assert_ptr_nonnull(strstr(th_logbuf, "both are kept for the "
+	    "operator"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	tlog_partition_stats(th_P, &ps);
+	ck_assert_uint_ge(ps.end_offset, 20010);
+}
+END_TEST
+
+/* A .log of its seal's size with a byte changed behind the store: the
+ * whole .log.zst (its frames check themselves) of that size wins. */
+START_TEST(damaged_log_loses_to_a_whole_zst)
+{
+	char c;
+	int fd;
+
+	make_both();
+	fd = open(th_path(SEG0 ".log"), O_RDWR);
+	ck_assert_int_eq(pread(fd, &c, 1, 5000), 1);
+	c ^= 0x01;
+	ck_assert_int_eq(pwrite(fd, &c, 1, 5000), 1);
+	close(fd);
+	th_open_tp(NULL);
+	ck_assert(!th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	th_check_data(th_P, 0, 20010);
+}
+END_TEST
+
 /* Its seek table torn: it may hold more than the cut plain copy. */
 START_TEST(cut_log_beside_torn_zst_keeps_both)
 {
@@ -603,6 +665,9 @@ main(void)
 	TH_CASE(s, only_copy_torn_footer_keeps_its_offsets);
 	TH_CASE(s, cut_log_beside_torn_zst_keeps_both);
 	TH_CASE(s, cut_log_beside_bad_frame_keeps_both);
+	TH_CASE(s, both_kept_then_the_plain_copy_restored);
+	TH_CASE(s, cut_log_no_index_keeps_both);
+	TH_CASE(s, damaged_log_loses_to_a_whole_zst);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_zst_without_index_is_kept);
 	TH_CASE(s, recovery_log_only_is_queued_again);
