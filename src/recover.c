@@ -188,9 +188,10 @@ disagree:
 /* The end of a segment at base by its index: base plus the records its
  * footer counts, or (entries: no power cut, see repair.c) its last
  * entry's; 0 without either (a footer no seal writes is none:
- * tlog_idx_decode_footer). */
+ * tlog_idx_decode_footer). *seal (may be NULL): the footer, zeroed
+ * without one. */
 static uint64_t
-index_end(int dfd, uint64_t base, bool entries)
+index_end(int dfd, uint64_t base, bool entries, struct tlog_footer *seal)
 {
 	unsigned char buf[TLOG_IDX_FOOT];
 	struct tlog_footer foot;
@@ -200,6 +201,8 @@ index_end(int dfd, uint64_t base, bool entries)
 	char name[32];
 	int fd;
 
+	if (seal != NULL)
+		memset(seal, 0, sizeof(*seal));
 	tlog_segname_format(base, ".idx", name, sizeof(name));
 	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
 	    O_NONBLOCK)) != -1) {
@@ -207,9 +210,11 @@ index_end(int dfd, uint64_t base, bool entries)
 		    st.st_size >= TLOG_IDX_HDR + TLOG_IDX_FOOT &&
 		    pread(fd, buf, sizeof(buf), st.st_size - TLOG_IDX_FOOT) ==
 		    (ssize_t)sizeof(buf) &&
-		    tlog_idx_decode_footer(buf, &foot) == 0)
+		    tlog_idx_decode_footer(buf, &foot) == 0) {
 			end = base + foot.records;
-		else if (entries && st.st_size >= TLOG_IDX_HDR +
+			if (seal != NULL)
+				*seal = foot;
+		} else if (entries && st.st_size >= TLOG_IDX_HDR +
 		    TLOG_IDX_ENT && (st.st_size - TLOG_IDX_HDR) %
 		    TLOG_IDX_ENT == 0 && pread(fd, buf, TLOG_IDX_ENT,
 		    st.st_size - TLOG_IDX_ENT) == TLOG_IDX_ENT &&
@@ -240,7 +245,8 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	struct stat st;
 	uint64_t plain = 0, zsize = 0, end;
 	char name[40], lname[40];
-	bool shorter, zok, same;
+	struct tlog_footer seal;
+	bool shorter, frames, sealed, same;
 	int r;
 
 	tlog_segname_format(f->base, ".log.zst", name, sizeof(name));
@@ -269,45 +275,45 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		 * hold: the .log holding less, the .log.zst has more. */
 		shorter = (r == 0 || r == -EBADMSG) &&
 		    (uint64_t)st.st_size < plain;
-		if (r == 0 && shorter && tlog_seg_zsame(dfd, f->base, false) == 0 &&
-		    (seg = tlog_seg_recover_sealed(p, dfd, f->base,
-		    plain)) != NULL) {
-			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: shorter than its "
-			    "seal (%lld of %" PRIu64 " bytes); the compressed "
-			    "copy is kept and it %s", where, lname,
-			    (long long)st.st_size, plain,
+		/* Decided before either is loaded: loading repairs. The
+		 * .log.zst is whole if its table is and every frame decodes
+		 * (its checksums); the .log, if its own seal (not one
+		 * recovery wrote) is of its size. */
+		frames = r == 0 && tlog_seg_zsame(dfd, f->base, false) == 0;
+		(void)index_end(dfd, f->base, false, &seal);
+		sealed = seal.records != 0 && seal.sealed_by !=
+		    TLOG_TRIG_RECOVERY && seal.bytes == (uint64_t)st.st_size;
+		same = frames && plain == (uint64_t)st.st_size &&
+		    tlog_seg_zsame(dfd, f->base, true) == 0;
+		if (frames && (shorter || (plain == (uint64_t)st.st_size &&
+		    !same && sealed)) && (seg = tlog_seg_recover_sealed(p,
+		    dfd, f->base, plain)) != NULL) {
+			/* The .log cut, or changed, behind the store. */
+			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the "
+			    "compressed copy, whole, is kept and it %s", where,
+			    lname, shorter ? "shorter than its seal" : "differs "
+			    "from the compressed copy of its seal's size "
+			    "(damaged behind the store)",
 			    tlog_repair_fix(ctx, "removed"));
 			seg->zbytes = zsize;
 			strlcpy(name, lname, sizeof(name));
-		} else if (!shorter && (seg = tlog_seg_recover(p, rc, dfd,
-		    f->base, f->idx, last, where, dirty)) != NULL) {
-			/* The plain copy holds as much: it stays, unless it
-			 * is sealed and the .log.zst, whole (its frames
-			 * check themselves), holds what the seal says: its
-			 * bytes, or other bytes if the .log was damaged. */
-			zok = r == 0 && seg->sealed && plain == seg->bytes &&
-			    tlog_seg_zsame(dfd, f->base, false) == 0;
-			same = zok && tlog_seg_zsame(dfd, f->base, true) == 0;
-			if (same || (zok && seg->sealed_by !=
-			    TLOG_TRIG_RECOVERY)) {
-				tlog_ctx_log(ctx, LOG_NOTICE, "%s/%s: %s; the "
-				    "plain copy %s", where, name, same ? "a "
-				    "compression was cut short after its "
-				    "rename" : "whole, of its seal's size, and "
-				    "the plain copy differs (damaged behind the "
-				    "store)", tlog_repair_fix(ctx, "removed"));
+		} else if ((same || (r != 0 && sealed && !shorter)) &&
+		    (seg = tlog_seg_recover(p, rc, dfd, f->base, f->idx, last,
+		    where, dirty)) != NULL) {
+			/* Both hold the same (a compression cut after its
+			 * rename): the .log goes. A torn table beside a .log
+			 * whole by its seal: the .log.zst goes. */
+			tlog_ctx_log(ctx, same ? LOG_NOTICE : LOG_WARNING,
+			    "%s/%s: %s; %s %s", where, name, same ? "a "
+			    "compression was cut short after its rename" :
+			    "torn or its seek table unreadable", same ? "the "
+			    "plain copy" : "the plain copy, whole by its seal, "
+			    "is kept and it", tlog_repair_fix(ctx, "removed"));
+			if (same) {
 				tlog_segname_format(f->base, ".log", name,
 				    sizeof(name));
 				seg->zbytes = zsize;
-			} else
-				tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s; the "
-				    "plain copy, as long, is kept and it %s",
-				    where, name, r != 0 ? "torn or its seek "
-				    "table unreadable" : seg->sealed ? "does "
-				    "not hold what the plain copy holds (a "
-				    "frame fails its checksum, or differs)" :
-				    "no seal says which copy is whole",
-				    tlog_repair_fix(ctx, "removed"));
+			}
 		} else {
 			/* Neither is known whole (a cut .log without a
 			 * seal, a bad frame, a torn table): both are kept
@@ -364,7 +370,7 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	/* Its records were handed out: as many as its footer says, else
 	 * past them all (a record takes a byte at least), or at least its
 	 * base. */
-	if ((end = index_end(dfd, f->base, false)) <= f->base)
+	if ((end = index_end(dfd, f->base, false, NULL)) <= f->base)
 		end = f->base + (plain > 0 ? plain : 1);
 	if (end > p->next_offset)
 		p->next_offset = end;
@@ -391,7 +397,7 @@ from_files(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 	    name, tlog_repair_fix(ctx, "removed"));
 	/* Its offsets were handed out (unless an unlink cut short left
 	 * it: then its end was saved before, see unlink.c). */
-	if ((end = index_end(dfd, f->base, !rc->verify)) != 0)
+	if ((end = index_end(dfd, f->base, !rc->verify, NULL)) != 0)
 		tlog_part_keep_end(p, dfd, end, where, dirty);
 	if (!ctx->ro)
 		unlinkat(dfd, name, 0);

@@ -515,7 +515,7 @@ load_scan(struct load *l)
 	 * can have been in flight: a sealed segment's, or an index-less
 	 * segment behind a newer one; never after a power cut, which can
 	 * tear any line that no entry vouches for. */
-	keep_tail = !l->last && !l->footer && !l->rc->verify;
+	keep_tail = !l->last && !l->footer && !l->rc->verify && !l->rc->keep;
 	/* Records found past the last entry: the footer's newest time if
 	 * there is one, else the data's mtime, never before the entries. */
 	hint = l->footer ? l->foot.max_ts : l->mt;

@@ -245,7 +245,12 @@ START_TEST(recovery_corrupt_frame_keeps_the_plain_file)
 	c ^= 1;
 	ck_assert_int_eq(pwrite(fd, &c, 1, 3000), 1);
 	close(fd);
-	reopen_keeps_the_plain_file();
+	/* A bad frame: the .log is whole only by its seal, which a change
+	 * behind the store would not show: both stay, the .log served. */
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+	th_check_data(th_P, 0, 20010);
 }
 END_TEST
 
@@ -368,8 +373,7 @@ cut_log_and_damaged_zst(int how)
 
 /* Both copies kept (a cut .log, a bad frame), then the operator puts the
  * whole .log back: the kept files were left as they were (no seal of
- * the cut copy written), so it is found whole and every record served;
- * the .log.zst with its bad frame goes. */
+ * the cut copy written), so every record is served from it. */
 START_TEST(both_kept_then_the_plain_copy_restored)
 {
 	char *b;
@@ -384,7 +388,6 @@ START_TEST(both_kept_then_the_plain_copy_restored)
 	close(fd);
 	free(b);
 	th_open_tp(NULL);
-	ck_assert(!th_exists(SEG0 ".log.zst"));
 	th_check_data(th_P, 0, 20010);
 }
 END_TEST
@@ -405,6 +408,53 @@ START_TEST(cut_log_no_index_keeps_both)
 	ck_assert(th_exists(SEG0 ".log.zst"));
 	tlog_partition_stats(th_P, &ps);
 	ck_assert_uint_ge(ps.end_offset, 20010);
+}
+END_TEST
+
+/* No index, the .log of the .log.zst's size with a byte changed: nothing
+ * says which copy is whole (the .log's seal is gone): both stay. */
+START_TEST(no_index_damaged_log_keeps_both)
+{
+	char c;
+	int fd;
+
+	make_both();
+	ck_assert_int_eq(unlink(th_path(SEG0 ".idx")), 0);
+	fd = open(th_path(SEG0 ".log"), O_RDWR);
+	ck_assert_int_eq(pread(fd, &c, 1, 5000), 1);
+	c ^= 0x01;
+	ck_assert_int_eq(pwrite(fd, &c, 1, 5000), 1);
+	close(fd);
+	th_open_tp(NULL);
+	ck_assert(th_exists(SEG0 ".log"));
+	ck_assert(th_exists(SEG0 ".log.zst"));
+}
+END_TEST
+
+/* Both kept with no index and the .log cut inside a line: the piece of
+ * line after its last newline is not served as a record (the .log.zst
+ * holds that record whole). */
+START_TEST(both_kept_cut_line_not_served)
+{
+	char *want, *got, *tail, *nl;
+	size_t wlen, glen, tlen, keep;
+
+	make_both();
+	ck_assert_int_eq(truncate(th_path(SEG0 ".log"), 1000), 0);
+	ck_assert_int_eq(unlink(th_path(SEG0 ".idx")), 0);
+	th_open_tp(NULL);
+	want = th_lines(0, 20000, &wlen);
+	for (nl = want + 999; *nl != '\n'; nl--)
+		;
+	keep = (size_t)(nl - want) + 1;
+	tail = th_lines(20000, 10, &tlen);
+	got = th_partition_data(th_P, &glen);
+	ck_assert_uint_eq(glen, keep + tlen);
+	ck_assert(memcmp(got, want, keep) == 0);
+	ck_assert(memcmp(got + keep, tail, tlen) == 0);
+	free(want);
+	free(tail);
+	free(got);
 }
 END_TEST
 
@@ -668,6 +718,8 @@ main(void)
 	TH_CASE(s, both_kept_then_the_plain_copy_restored);
 	TH_CASE(s, cut_log_no_index_keeps_both);
 	TH_CASE(s, damaged_log_loses_to_a_whole_zst);
+	TH_CASE(s, no_index_damaged_log_keeps_both);
+	TH_CASE(s, both_kept_cut_line_not_served);
 	TH_CASE(s, recovery_zst_only_and_tmp_leftovers);
 	TH_CASE(s, recovery_zst_without_index_is_kept);
 	TH_CASE(s, recovery_log_only_is_queued_again);
