@@ -279,12 +279,13 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 		 * .log.zst is whole if its table is and every frame decodes
 		 * (its checksums); the .log, if its own seal (not one
 		 * recovery wrote) is of its size. */
-		frames = r == 0 && tlog_seg_zsame(dfd, f->base, false) == 0;
+		same = r == 0 && plain == (uint64_t)st.st_size &&
+		    tlog_seg_zsame(dfd, f->base, true) == 0;
+		frames = same || (r == 0 &&
+		    tlog_seg_zsame(dfd, f->base, false) == 0);
 		(void)index_end(dfd, f->base, false, &seal);
 		sealed = seal.records != 0 && seal.sealed_by !=
 		    TLOG_TRIG_RECOVERY && seal.bytes == (uint64_t)st.st_size;
-		same = frames && plain == (uint64_t)st.st_size &&
-		    tlog_seg_zsame(dfd, f->base, true) == 0;
 		if (frames && (shorter || (plain == (uint64_t)st.st_size &&
 		    !same && sealed)) && (seg = tlog_seg_recover_sealed(p,
 		    dfd, f->base, plain)) != NULL) {
@@ -327,10 +328,9 @@ zrecover(struct tlog_partition *p, struct tlog_recovery *rc, int dfd,
 			    false, where, dirty);
 			tlog_ctx_log(ctx, LOG_WARNING, "%s/%s: %s: both are kept "
 			    "for the operator, as they are; %s", where, name,
-			    r != 0 ? "its seek table cannot be read, and its "
-			    "whole frames hold more than the plain copy" :
-			    "holds more than the plain copy, and no seal of its "
-			    "size and frames that all decode say it is whole",
+			    r != 0 ? "its seek table cannot be read" : frames ?
+			    "no seal of the plain copy says which copy is whole"
+			    : "a frame fails its checksum",
 			    seg != NULL ? "the plain copy is served, takes no "
 			    "appends and is not compressed" : "the plain copy "
 			    "holds no whole record: neither is served");
